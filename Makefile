@@ -1,0 +1,30 @@
+# Two commands do all set-up on a fresh machine with Python >= 3.11:
+#   make example   -- installs into .venv, then runs the quick-start end to end
+#   make test      -- installs into .venv, then lints and runs the test suite
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: setup example test lint bench
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+setup: $(BIN)/.installed
+
+example: setup
+	$(BIN)/polyaxon-prefect check -f examples/quick-start/dag.yaml
+	$(BIN)/polyaxon-prefect compile -f examples/quick-start/hyperparams_grid.yaml -P epochs=5 --format yaml
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+test: lint
+	$(BIN)/pytest -q
+
+bench: setup
+	$(BIN)/python benchmarks/check_speed.py

@@ -1,0 +1,143 @@
+"""Errors and warnings raised by polyaxon_prefect."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "DagError",
+    "PolyaxonPrefectError",
+    "PolyaxonfileError",
+    "Problem",
+    "UnsupportedFeatureError",
+]
+
+NO_VALUE: Any = object()
+
+
+def format_path(path: Sequence[str | int]) -> str:
+    """Render a field path the way users write it: ``run.container.args[1]``."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a Polyaxonfile, located as precisely as the source allows.
+
+    ``rule`` names the check that failed (a pydantic error type such as ``extra_forbidden`` or one
+    of ours such as ``dag_cycle``) so tools can match on it; ``message`` is the sentence for people.
+    """
+
+    message: str
+    rule: str = "invalid"
+    path: tuple[str | int, ...] = ()
+    file: str | None = None
+    line: int | None = None
+    column: int | None = None
+    value: Any = field(default=NO_VALUE, compare=False)
+    hint: str | None = None
+
+    @property
+    def has_value(self) -> bool:
+        return self.value is not NO_VALUE
+
+    def format(self) -> str:
+        """``file:line:col: path: message (hint)``, the one-line form ``check`` prints."""
+        where = self.file or "<input>"
+        if self.line is not None:
+            where += f":{self.line}"
+            if self.column is not None:
+                where += f":{self.column}"
+        text = where + ": "
+        if self.path:
+            text += format_path(self.path) + ": "
+        text += self.message
+        if self.hint:
+            text += f"; hint: {self.hint}"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "file": self.file,
+            "line": self.line,
+            "column": self.column,
+            "path": format_path(self.path),
+            "rule": self.rule,
+            "message": self.message,
+            "hint": self.hint,
+        }
+        if self.has_value:
+            data["value"] = _jsonable(self.value)
+        return data
+
+    def located(
+        self, *, file: str | None = None, line: int | None = None, column: int | None = None
+    ) -> Problem:
+        """A copy with the source position filled in where it was missing."""
+        return Problem(
+            message=self.message,
+            rule=self.rule,
+            path=self.path,
+            file=self.file or file,
+            line=self.line if self.line is not None else line,
+            column=self.column if self.column is not None else column,
+            value=self.value,
+            hint=self.hint,
+        )
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        json.dumps(value)
+        return value
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+class PolyaxonPrefectError(Exception):
+    """Root of every error this package raises on purpose."""
+
+
+class PolyaxonfileError(PolyaxonPrefectError, ValueError):
+    """A Polyaxonfile (or a param given for it) is invalid.
+
+    Carries every problem found in the file, not just the first, so a user fixes them in one go.
+    """
+
+    def __init__(self, problems: Iterable[Problem] | str, *, file: str | None = None) -> None:
+        if isinstance(problems, str):
+            problems = [Problem(problems, file=file)]
+        self.problems: list[Problem] = [p.located(file=file) for p in problems]
+        if not self.problems:
+            raise ValueError("PolyaxonfileError needs at least one problem")
+        super().__init__(self._summary())
+
+    def _summary(self) -> str:
+        lines = [p.format() for p in self.problems]
+        if len(lines) == 1:
+            return lines[0]
+        return f"{len(lines)} problems found:\n" + "\n".join(lines)
+
+    @property
+    def file(self) -> str | None:
+        return self.problems[0].file
+
+    def to_list(self) -> list[dict[str, Any]]:
+        return [p.to_dict() for p in self.problems]
+
+
+class DagError(PolyaxonfileError):
+    """A DAG is not valid: a cycle, an unknown upstream, a duplicate name, a bad ref."""
+
+
+class UnsupportedFeatureError(PolyaxonfileError):
+    """A valid Polyaxon feature that this runtime deliberately does not execute."""
