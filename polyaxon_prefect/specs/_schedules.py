@@ -1,0 +1,108 @@
+"""``schedule``: run an operation on a cron, every N seconds, or once at a date (spec 3).
+
+Field sets follow Polyaxon's ``V1CronSchedule``, ``V1IntervalSchedule`` and
+``V1DateTimeSchedule``; ``kind`` is mandatory in YAML (discriminated union).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, StrictStr, field_validator, model_validator
+
+from ._base import BaseSpec, is_template
+from ._or_ref import BoolOrRef, PositiveIntOrRef
+from ._templated import Templated
+
+__all__ = [
+    "CRON_MACROS",
+    "CronSchedule",
+    "DateTimeSchedule",
+    "IntervalSchedule",
+    "Schedule",
+]
+
+CRON_MACROS = frozenset(
+    {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
+)
+"""Shorthands that cron libraries (and Prefect's cron schedules) accept in place of fields."""
+
+
+def _check_window(start: Any, end: Any) -> None:
+    if isinstance(start, datetime) and isinstance(end, datetime):
+        try:
+            ordered = end > start
+        except TypeError:  # one is timezone-aware and the other is not
+            return
+        if not ordered:
+            raise ValueError(
+                f"endAt ({end.isoformat()}) must be after startAt ({start.isoformat()})"
+            )
+
+
+class _Window(BaseSpec):
+    start_at: Templated[datetime] | None = None
+    end_at: Templated[datetime] | None = None
+    max_runs: PositiveIntOrRef | None = None
+    depends_on_past: BoolOrRef | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> _Window:
+        _check_window(self.start_at, self.end_at)
+        return self
+
+
+class CronSchedule(_Window):
+    """Start a run at every time matching ``cron`` (5 fields, or 6 with seconds)."""
+
+    kind: Literal["cron"] = "cron"
+    cron: StrictStr
+
+    @field_validator("cron")
+    @classmethod
+    def _cron_fields(cls, value: str) -> str:
+        text = value.strip()
+        if is_template(text) or text.lower() in CRON_MACROS:
+            return text
+        parts = text.split()
+        if len(parts) not in (5, 6):
+            raise ValueError(
+                f"a cron expression has 5 fields (minute hour day month weekday) or 6 with "
+                f"seconds, got {len(parts)} in {value!r}"
+            )
+        return text
+
+
+class IntervalSchedule(_Window):
+    """Start a run every ``frequency`` (seconds in YAML, or a duration such as ``PT1H``)."""
+
+    kind: Literal["interval"] = "interval"
+    frequency: Templated[timedelta]
+
+    @field_validator("frequency")
+    @classmethod
+    def _positive(cls, value: Any) -> Any:
+        if isinstance(value, timedelta) and value.total_seconds() <= 0:
+            raise ValueError(
+                f"an interval frequency must be positive, got {value.total_seconds():g} seconds"
+            )
+        return value
+
+    @property
+    def seconds(self) -> float | None:
+        """The frequency in seconds, or None while it is still a template."""
+        return self.frequency.total_seconds() if isinstance(self.frequency, timedelta) else None
+
+
+class DateTimeSchedule(BaseSpec):
+    """Start one run at ``startAt``."""
+
+    kind: Literal["datetime"] = "datetime"
+    start_at: Templated[datetime]
+
+
+Schedule = Annotated[
+    CronSchedule | IntervalSchedule | DateTimeSchedule, Field(discriminator="kind")
+]
+"""Any schedule, chosen by its ``kind``."""

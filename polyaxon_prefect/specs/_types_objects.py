@@ -1,0 +1,121 @@
+"""The structured IO value types (``git``, ``artifacts``, ``dockerfile``, ...) of spec 2.2.
+
+They are values of inputs/params and also the payload of ``init`` entries, so they live apart
+from both.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, StrictInt, StrictStr, field_validator
+
+from ._base import BaseSpec, is_template, split_csv
+from ._or_ref import BoolOrRef, IntOrRef
+from ._templated import Templated
+
+__all__ = [
+    "ArtifactsType",
+    "DockerfileType",
+    "EventType",
+    "FileType",
+    "GitType",
+    "PathItem",
+    "TensorboardType",
+]
+
+PathItem = StrictStr | list[StrictStr]
+"""A path, or a ``[source, destination]`` pair."""
+
+
+def _check_pairs(value: Any) -> Any:
+    """``[src, dst]`` items must have exactly two parts; anything else is a typo."""
+    if isinstance(value, list):
+        for item in value:
+            if isinstance(item, list) and len(item) != 2:
+                raise ValueError(
+                    f"a path pair must be [source, destination] (2 items), got {item!r}"
+                )
+    return value
+
+
+class GitType(BaseSpec):
+    """A repository to clone: ``url`` (or a connection's), ``revision`` and extra ``flags``."""
+
+    url: StrictStr | None = None
+    revision: StrictStr | None = None
+    flags: Templated[list[StrictStr]] | None = None
+
+    @field_validator("flags", mode="before")
+    @classmethod
+    def _flags_csv(cls, value: Any) -> Any:
+        return value if is_template(value) else split_csv(value)
+
+
+class ArtifactsType(BaseSpec):
+    """Files and directories to pull from an artifacts store (``[src, dst]`` renames)."""
+
+    files: Templated[list[PathItem]] | None = None
+    dirs: Templated[list[PathItem]] | None = None
+    workers: IntOrRef | None = None
+
+    @field_validator("files", "dirs")
+    @classmethod
+    def _pairs(cls, value: Any) -> Any:
+        return _check_pairs(value)
+
+
+class DockerfileType(BaseSpec):
+    """A Dockerfile generated from a short description (used by build init containers)."""
+
+    image: StrictStr
+    env: Templated[dict[StrictStr, Any]] | None = None
+    path: Templated[list[StrictStr]] | None = None
+    # ``copy`` would shadow ``BaseModel.copy``.
+    copy_: Templated[list[PathItem]] | None = Field(default=None, alias="copy")
+    post_run_copy: Templated[list[PathItem]] | None = None
+    run: Templated[list[StrictStr]] | None = None
+    lang_env: StrictStr | None = None
+    uid: IntOrRef | None = None
+    gid: IntOrRef | None = None
+    username: StrictStr | None = None
+    filename: StrictStr | None = None
+    workdir: StrictStr | None = None
+    workdir_path: StrictStr | None = None
+    shell: StrictStr | None = None
+
+    @field_validator("copy_", "post_run_copy")
+    @classmethod
+    def _pairs(cls, value: Any) -> Any:
+        return _check_pairs(value)
+
+
+class FileType(BaseSpec):
+    """A file written from inline ``content`` (``chmod: +x`` for scripts)."""
+
+    kind: StrictStr | None = None
+    content: StrictStr
+    filename: StrictStr | None = None
+    chmod: StrictStr | None = None
+
+
+class TensorboardType(BaseSpec):
+    """A tensorboard over the logs of some runs; ``uuids``/``plugins`` accept a comma string."""
+
+    port: Templated[StrictInt] | None = None
+    uuids: Templated[list[StrictStr]] | None = None
+    use_names: BoolOrRef | None = None
+    path_prefix: StrictStr | None = None
+    plugins: Templated[list[StrictStr]] | None = None
+
+    @field_validator("uuids", "plugins", mode="before")
+    @classmethod
+    def _csv(cls, value: Any) -> Any:
+        return value if is_template(value) else split_csv(value)
+
+
+class EventType(BaseSpec):
+    """An event payload: its ``name`` and ``kind``."""
+
+    name: StrictStr | None = None
+    kind: StrictStr | None = None
