@@ -1,0 +1,291 @@
+"""The seven matrix kinds of an operation: how to fan one component out over many params.
+
+``grid`` and ``mapping`` are fully known up front; ``random`` samples; ``hyperband``, ``bayes``,
+``hyperopt`` and ``iterative`` iterate on the results of earlier runs. Rules that Polyaxon only
+discovers at run time (hyperopt without ``algorithm``/``numRuns``, a bayes ``pchoice``, a grid over
+a distribution) are checked here, so ``check`` reports them before anything runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, StrictStr, field_validator, model_validator
+from pydantic_core import PydanticCustomError
+
+from polyaxon_prefect.specs._base import BaseSpec, Ref, is_template, split_csv
+from polyaxon_prefect.specs._early_stopping import (
+    EarlyStopping,
+    OptimizationMetric,
+    OptimizationResource,
+)
+from polyaxon_prefect.specs._hyperparams import HpParam
+from polyaxon_prefect.specs._search_fields import (
+    BoolOrRef,
+    FloatOrRef,
+    IntOrRef,
+    PositiveIntOrRef,
+)
+
+__all__ = [
+    "Bayes",
+    "GaussianProcess",
+    "GridSearch",
+    "Hyperband",
+    "Hyperopt",
+    "Iterative",
+    "Mapping",
+    "Matrix",
+    "RandomSearch",
+    "Tuner",
+    "UtilityFunction",
+]
+
+
+class Tuner(BaseSpec):
+    """The component that computes the next suggestions of an iterative search."""
+
+    hub_ref: StrictStr
+    presets: list[StrictStr] | Ref | None = None
+    queue: StrictStr | None = None
+    namespace: StrictStr | None = None
+    params: dict[StrictStr, Any] | None = None
+
+    @field_validator("presets", mode="before")
+    @classmethod
+    def _presets_csv(cls, value: Any) -> Any:
+        return value if is_template(value) else split_csv(value)
+
+
+class _Matrix(BaseSpec):
+    """Fields every kind shares."""
+
+    concurrency: PositiveIntOrRef | None = None
+    early_stopping: list[EarlyStopping] | None = None
+
+    def hp_params(self) -> dict[str, HpParam]:
+        """The hyper-parameters by name, in the order written (empty for ``mapping``)."""
+        params = getattr(self, "params", None)
+        return dict(params) if params else {}
+
+
+class _Searched(_Matrix):
+    params: dict[StrictStr, HpParam]
+
+
+def _unsupported(
+    params: dict[str, Any],
+    rejected: Callable[[Any], bool],
+    message: Callable[[str, str], str],
+    hint: str,
+) -> None:
+    """Refuse the first param (in file order) that the search strategy cannot handle."""
+    for name, param in params.items():
+        if rejected(param):
+            raise PydanticCustomError(
+                "matrix_param_kind", message(name, param.kind), {"hint": hint, "at": name}
+            )
+
+
+class GridSearch(_Searched):
+    """Every combination of the params (first param varies slowest), cut to ``numRuns``."""
+
+    kind: Literal["grid"] = "grid"
+    num_runs: PositiveIntOrRef | None = None
+
+    @field_validator("params")
+    @classmethod
+    def _discrete_only(cls, params: dict[str, Any]) -> dict[str, Any]:
+        _unsupported(
+            params,
+            lambda p: p.is_distribution,
+            lambda name, kind: (
+                f"`{name}` defines a distribution (kind `{kind}`), "
+                "and grid search can only enumerate discrete params"
+            ),
+            "use `choice`, `range`, `linspace`, `logspace` or `geomspace`, "
+            "or a `random` matrix to sample distributions",
+        )
+        return params
+
+
+class RandomSearch(_Searched):
+    """``numRuns`` distinct random draws from the params."""
+
+    kind: Literal["random"] = "random"
+    num_runs: PositiveIntOrRef
+    seed: IntOrRef | None = None
+
+
+class Hyperband(_Searched):
+    """Hyperband brackets of successive halving over ``resource`` up to ``maxIterations``.
+
+    Polyaxon's model leaves every field optional but its tuner needs them all, so they are
+    required here.
+    """
+
+    kind: Literal["hyperband"] = "hyperband"
+    max_iterations: PositiveIntOrRef
+    eta: FloatOrRef
+    resource: OptimizationResource
+    metric: OptimizationMetric
+    resume: BoolOrRef | None = None
+    seed: IntOrRef | None = None
+    tuner: Tuner | None = None
+
+    @field_validator("eta")
+    @classmethod
+    def _check_eta(cls, value: float | str) -> float | str:
+        if isinstance(value, float) and value <= 1:
+            raise PydanticCustomError(
+                "hyperband_eta",
+                f"`eta` must be greater than 1, got {value:g}",
+                {"hint": "eta is the factor by which each rung cuts the configs; 3 is usual"},
+            )
+        return value
+
+
+class GaussianProcess(BaseSpec):
+    """The surrogate model of bayesian optimisation."""
+
+    kernel: Literal["matern", "rbf"] = "matern"
+    length_scale: float = 1.0
+    nu: float = 1.5
+    num_restarts_optimizer: int = 0
+
+
+class UtilityFunction(BaseSpec):
+    """The acquisition function of bayesian optimisation and its exploration knob."""
+
+    acquisition_function: Literal["ucb", "ei", "poi"] = "ucb"
+    gaussian_process: GaussianProcess | None = None
+    kappa: float | None = None
+    eps: float | None = None
+    num_warmup: int | None = None
+    num_iterations: int | None = None
+
+    @model_validator(mode="after")
+    def _knob(self) -> UtilityFunction:
+        if self.acquisition_function == "ucb" and self.kappa is None:
+            raise PydanticCustomError(
+                "acquisition_parameter",
+                "the acquisition function `ucb` requires `kappa`",
+                {"hint": "add e.g. `kappa: 2.576`; larger values explore more"},
+            )
+        if self.acquisition_function in ("ei", "poi") and self.eps is None:
+            raise PydanticCustomError(
+                "acquisition_parameter",
+                f"the acquisition function `{self.acquisition_function}` requires `eps`",
+                {"hint": "add e.g. `eps: 0.0`; larger values explore more"},
+            )
+        return self
+
+
+class Bayes(_Searched):
+    """``numInitialRuns`` random runs, then one Gaussian-process suggestion per iteration."""
+
+    kind: Literal["bayes"] = "bayes"
+    utility_function: UtilityFunction | None = None
+    num_initial_runs: PositiveIntOrRef
+    max_iterations: PositiveIntOrRef
+    metric: OptimizationMetric
+    seed: IntOrRef | None = None
+    tuner: Tuner | None = None
+
+    @field_validator("params")
+    @classmethod
+    def _discrete_or_uniform(cls, params: dict[str, Any]) -> dict[str, Any]:
+        _unsupported(
+            params,
+            lambda p: p.is_distribution and not p.is_uniform,
+            lambda name, kind: (
+                f"`{name}` defines a non-uniform distribution (kind `{kind}`), "
+                "and bayesian optimization only supports discrete params and `uniform`"
+            ),
+            "use `choice` (with equal weights) or `uniform`",
+        )
+        return params
+
+
+class Hyperopt(_Searched):
+    """``numRuns`` suggestions per iteration from hyperopt's ``tpe``, ``rand`` or ``anneal``."""
+
+    kind: Literal["hyperopt"] = "hyperopt"
+    algorithm: Literal["tpe", "rand", "anneal"]
+    metric: OptimizationMetric
+    num_runs: PositiveIntOrRef
+    max_iterations: PositiveIntOrRef | None = None
+    seed: IntOrRef | None = None
+    tuner: Tuner | None = None
+
+    @field_validator("params")
+    @classmethod
+    def _hyperopt_kinds(cls, params: dict[str, Any]) -> dict[str, Any]:
+        _unsupported(
+            params,
+            lambda p: p.kind in ("pchoice", "daterange", "datetimerange"),
+            lambda name, kind: f"`{name}` is a `{kind}` param, which hyperopt does not support",
+            "use `choice` for pchoice, or list the dates with `choice`",
+        )
+        return params
+
+
+class Iterative(_Matrix):
+    """A user tuner (``tuner.hubRef``) proposes suggestions for up to ``maxIterations`` rounds."""
+
+    kind: Literal["iterative"] = "iterative"
+    params: dict[StrictStr, HpParam] | None = None
+    max_iterations: PositiveIntOrRef
+    seed: IntOrRef | None = None
+    tuner: Tuner | None = None
+
+
+class Mapping(_Matrix):
+    """One run per dict of ``values``, with exactly the params that dict sets."""
+
+    kind: Literal["mapping"] = "mapping"
+    values: list[Any] | Ref
+
+    @field_validator("values")
+    @classmethod
+    def _same_keys(cls, values: list[Any] | str) -> list[Any] | str:
+        if isinstance(values, str):
+            return values
+        if not values:
+            raise ValueError("`values` needs at least one mapping of params, got an empty list")
+        for index, item in enumerate(values):
+            if not isinstance(item, dict):
+                raise ValueError(
+                    f"`values[{index}]` must be a mapping of param names to values, got {item!r}"
+                )
+        first = list(values[0])
+        for index, item in enumerate(values[1:], start=1):
+            if set(item) != set(first):
+                missing = sorted(set(first) - set(item), key=str)
+                extra = sorted(set(item) - set(first), key=str)
+                parts = []
+                if missing:
+                    parts.append(f"lacks {', '.join(map(str, missing))}")
+                if extra:
+                    parts.append(f"adds {', '.join(map(str, extra))}")
+                raise PydanticCustomError(
+                    "mapping_keys",
+                    f"`values[{index}]` {' and '.join(parts)} compared with `values[0]`: every "
+                    "mapping entry must set the same params",
+                    {"hint": "give every entry the same keys", "at": index},
+                )
+        return values
+
+    def keys(self) -> list[str]:
+        """The param names every entry sets (empty while ``values`` is a template)."""
+        if isinstance(self.values, str):
+            return []
+        return [str(key) for key in self.values[0]]
+
+
+Matrix = Annotated[
+    GridSearch | RandomSearch | Hyperband | Bayes | Hyperopt | Iterative | Mapping,
+    Field(discriminator="kind"),
+]
+"""Any matrix kind, chosen by its ``kind``."""
