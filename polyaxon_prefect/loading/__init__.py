@@ -1,0 +1,1 @@
+"""From files to validated specs: YAML with positions, presets, references, templates, errors."""

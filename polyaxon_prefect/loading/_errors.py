@@ -5,6 +5,10 @@ Pydantic speaks in ``loc`` tuples that mix data keys with union-member labels (`
 ``loc`` against the data that was validated, keeps only the steps that exist in the data, and
 asks `Positions` where that path starts in the file. Errors that differ only by union member are
 merged into one sentence, and unknown keys get a "did you mean" hint from the model's fields.
+
+Validators can point below the field they validate: a `PydanticCustomError` whose context has
+``at`` (a key, an index, or a list of them) is located at that entry, and ``hint`` becomes the
+problem's hint.
 """
 
 from __future__ import annotations
@@ -198,6 +202,16 @@ def problems_from_validation_error(
             if isinstance(value, dict) and discriminator in value:
                 path = (*path, discriminator)
                 value = value[discriminator]
+        at = (error.get("ctx") or {}).get("at")
+        if at is not None:
+            # a model-level validator that knows which entry is at fault says so with ctx["at"]
+            for step in at if isinstance(at, list | tuple) else (at,):
+                if isinstance(value, dict) and step in value:
+                    value = value[step]
+                    path = (*path, step)
+                elif isinstance(value, list) and isinstance(step, int) and step < len(value):
+                    value = value[step]
+                    path = (*path, step)
         if error["type"] == "extra_forbidden" and error["loc"]:
             value = error.get("input", value)
         message, hint = _message(error, root, value)

@@ -1,0 +1,158 @@
+"""``polyaxon-prefect``: check, compile, upgrade and run Polyaxonfiles.
+
+Shaped like Polyaxon's CLI (``-f`` repeated for presets, ``-P name=value``) so muscle memory and
+CI scripts carry over. Exit codes: 0 success, 1 invalid input or failed run, 2 usage error.
+Only ``run`` imports Prefect, and only when it is called: ``check`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError
+
+__all__ = ["main"]
+
+
+def _add_file_args(parser: argparse.ArgumentParser, *, params: bool = True) -> None:
+    parser.add_argument(
+        "-f",
+        "--file",
+        dest="files",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help="the Polyaxonfile; repeat to apply presets on top of it, in order",
+    )
+    if params:
+        parser.add_argument(
+            "-P",
+            "--param",
+            dest="params",
+            action="append",
+            default=[],
+            metavar="NAME=VALUE",
+            help="a param value, parsed by the input's declared type (repeatable)",
+        )
+    parser.add_argument(
+        "--hub",
+        dest="hub_dirs",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a directory of hub components for hubRef (also $POLYAXON_PREFECT_HUB)",
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="polyaxon-prefect",
+        description="Validate, compile and run Polyaxonfiles on Prefect.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    check = sub.add_parser("check", help="validate a Polyaxonfile and report every problem")
+    _add_file_args(check)
+    check.add_argument("--json", action="store_true", help="print problems as a JSON list")
+
+    compile_ = sub.add_parser("compile", help="print the fully resolved operation")
+    _add_file_args(compile_)
+    compile_.add_argument("--format", choices=("yaml", "json"), default="yaml")
+
+    upgrade = sub.add_parser("upgrade", help="print a legacy (v0.x) file as v1.1 YAML")
+    upgrade.add_argument("-f", "--file", dest="file", required=True, metavar="FILE")
+    return parser
+
+
+def _load(args: argparse.Namespace) -> Any:
+    from polyaxon_prefect.loading._load import load_polyaxonfile, parse_cli_params
+
+    params = parse_cli_params(getattr(args, "params", []) or [])
+    return load_polyaxonfile(args.files[0], args.files[1:], params, hub_dirs=args.hub_dirs)
+
+
+def _report(error: PolyaxonfileError, *, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(error.to_list(), indent=2, default=str))
+        return
+    for problem in error.problems:
+        print(problem.format(), file=sys.stderr)
+    count = len(error.problems)
+    print(f"{count} problem{'s' if count != 1 else ''} found.", file=sys.stderr)
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    try:
+        loaded = _load(args)
+    except PolyaxonfileError as error:
+        _report(error, as_json=args.json)
+        return 1
+    if args.json:
+        print(json.dumps([]))
+    else:
+        component = loaded.component
+        kind = getattr(getattr(component, "run", None), "kind", "?")
+        name = loaded.operation.name or getattr(component, "name", None) or "-"
+        print(f"{args.files[0]}: valid ({kind} `{name}`)")
+        for note in loaded.legacy_notes:
+            print(f"note: {note}")
+    return 0
+
+
+def _cmd_compile(args: argparse.Namespace) -> int:
+    from polyaxon_prefect.compiler import compile_document
+
+    try:
+        document = compile_document(_load(args))
+    except PolyaxonfileError as error:
+        _report(error, as_json=False)
+        return 1
+    if args.format == "json":
+        print(json.dumps(document, indent=2, default=str))
+    else:
+        import yaml
+
+        print(yaml.safe_dump(document, sort_keys=False, default_flow_style=False), end="")
+    return 0
+
+
+def _cmd_upgrade(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from polyaxon_prefect.legacy import upgrade_text
+
+    path = Path(args.file)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        print(f"{path}: cannot read the file: {exc}", file=sys.stderr)
+        return 1
+    try:
+        print(upgrade_text(text, file=str(path)), end="")
+    except PolyaxonfileError as error:
+        _report(error, as_json=False)
+        return 1
+    return 0
+
+
+_COMMANDS = {"check": _cmd_check, "compile": _cmd_compile, "upgrade": _cmd_upgrade}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``polyaxon-prefect`` console script."""
+    args = _parser().parse_args(argv)
+    try:
+        return _COMMANDS[args.command](args)
+    except PolyaxonPrefectError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

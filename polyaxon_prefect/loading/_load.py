@@ -1,0 +1,435 @@
+"""Read a Polyaxonfile (plus presets and ``-P`` params) into one validated, resolved operation.
+
+The steps mirror Polyaxon's own pipeline (read -> presets -> references -> runPatch -> params ->
+validate), with two differences that matter to users: every problem of every file is collected
+before anything is raised, and each problem keeps the file, line and column it came from, even
+when it sits in a component reached through ``pathRef`` three DAG levels down.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
+from polyaxon_prefect.loading._errors import problems_from_validation_error, suggest
+from polyaxon_prefect.loading._yaml import Document, Positions, parse_yaml
+
+__all__ = ["LoadedPolyaxonfile", "load_polyaxonfile", "parse_cli_params"]
+
+_REF_KEYS = ("hubRef", "urlRef", "pathRef", "dagRef", "component")
+_TOP_KINDS = ("component", "operation")
+_SUPPORTED_VERSIONS = (1.1,)
+PathT = tuple[str | int, ...]
+
+
+@dataclass
+class _Region:
+    """Where a part of the assembled operation came from."""
+
+    prefix: PathT  # path in the assembled operation
+    positions: Positions
+    source_prefix: PathT  # the same place inside its source document
+
+
+@dataclass
+class _Sources:
+    """Maps paths of the assembled operation back to files, lines and columns."""
+
+    regions: list[_Region] = field(default_factory=list)
+
+    def add(self, prefix: PathT, positions: Positions, source_prefix: PathT = ()) -> None:
+        self.regions.append(_Region(prefix, positions, source_prefix))
+
+    def locate(self, problem: Problem) -> Problem:
+        best: _Region | None = None
+        for region in self.regions:
+            n = len(region.prefix)
+            if problem.path[:n] == region.prefix and (best is None or n > len(best.prefix)):
+                best = region
+        if best is None or problem.file is not None:
+            return problem
+        source_path = best.source_prefix + problem.path[len(best.prefix) :]
+        line, column = best.positions.find(source_path)
+        return Problem(
+            problem.message,
+            rule=problem.rule,
+            path=source_path,
+            file=best.positions.file,
+            line=line,
+            column=column,
+            value=problem.value,
+            hint=problem.hint,
+        )
+
+
+@dataclass(frozen=True)
+class LoadedPolyaxonfile:
+    """A validated operation with its component resolved, and where it came from."""
+
+    operation: Any  # specs.Operation with `component` inlined
+    params: dict[str, Any]  # typed literal param values (refs excluded)
+    files: tuple[str, ...]
+    legacy_notes: tuple[str, ...] = ()
+
+    @property
+    def component(self) -> Any:
+        return self.operation.component
+
+
+def parse_cli_params(items: Iterable[str]) -> dict[str, str]:
+    """``["lr=0.1", "layers=[1,2]"]`` -> ``{"lr": "0.1", ...}``.
+
+    Values stay strings here: like Polyaxon, they are parsed later by the input's declared type,
+    so ``lr=0.1`` becomes a float for a float input and stays ``"0.1"`` for a str input.
+    """
+    params: dict[str, str] = {}
+    problems: list[Problem] = []
+    for item in items:
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            problems.append(
+                Problem(
+                    f"invalid -P parameter `{item}`: expected NAME=VALUE",
+                    rule="cli_param",
+                    file="-P",
+                    hint="for example -P learning_rate=0.01",
+                )
+            )
+        elif name in params:
+            problems.append(
+                Problem(f"-P `{name}` is given twice", rule="cli_param", file="-P", value=item)
+            )
+        else:
+            params[name] = value
+    if problems:
+        raise PolyaxonfileError(problems)
+    return params
+
+
+class _Loader:
+    def __init__(self, hub_dirs: Sequence[Path], url_timeout: float) -> None:
+        self.hub_dirs = tuple(hub_dirs)
+        self.url_timeout = url_timeout
+        self.problems: list[Problem] = []
+        self.sources = _Sources()
+        self.files: list[str] = []
+        self.notes: list[str] = []
+
+    # -- reading ---------------------------------------------------------------------------
+    def read(self, path: Path) -> Document:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise PolyaxonfileError(
+                [Problem(f"no such file: {path}", rule="file_not_found", file=str(path))]
+            ) from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise PolyaxonfileError(
+                [Problem(f"cannot read the file: {exc}", rule="file_unreadable", file=str(path))]
+            ) from None
+        self.files.append(str(path))
+        return parse_yaml(text, file=str(path))
+
+    def legacy(self, doc: Document) -> Document:
+        """Legacy (v0.x) files are converted to v1.1 data before anything else sees them."""
+        from polyaxon_prefect.legacy import convert, is_legacy
+
+        if not isinstance(doc.data, dict) or not is_legacy(doc.data):
+            return doc
+        conversion = convert(doc.data, positions=doc.positions)
+        for note in conversion.notes:
+            self.notes.append(str(note))
+        # converted keys have no source position of their own: point them at the file's top
+        return Document(data=conversion.data, positions=Positions(file=doc.positions.file))
+
+    def check_header(self, doc: Document, *, preset: bool = False) -> bool:
+        data = doc.data
+        if not isinstance(data, dict):
+            self.problems.append(
+                doc.positions.problem(
+                    Problem(
+                        "a Polyaxonfile must be a mapping (`version`, `kind`, ...), "
+                        f"got {type(data).__name__}",
+                        rule="top_level",
+                    )
+                )
+            )
+            return False
+        if preset:
+            return True
+        ok = True
+        version = data.get("version")
+        if version is None:
+            self.problems.append(
+                doc.positions.problem(
+                    Problem(
+                        "`version` is missing",
+                        rule="missing",
+                        path=("version",),
+                        hint="add `version: 1.1` at the top of the file",
+                    )
+                )
+            )
+            ok = False
+        else:
+            try:
+                number = float(version)
+            except (TypeError, ValueError):
+                number = None
+            if number not in _SUPPORTED_VERSIONS:
+                self.problems.append(
+                    doc.positions.problem(
+                        Problem(
+                            f"unsupported Polyaxonfile version `{version}`",
+                            rule="version",
+                            path=("version",),
+                            value=version,
+                            hint="use `version: 1.1` (files with `version: 1` and `kind: "
+                            "experiment`/`group` are the legacy format and are read as such)",
+                        )
+                    )
+                )
+                ok = False
+        kind = data.get("kind")
+        if kind not in _TOP_KINDS:
+            close = suggest(str(kind), _TOP_KINDS) if kind else None
+            self.problems.append(
+                doc.positions.problem(
+                    Problem(
+                        "`kind` is missing"
+                        if kind is None
+                        else f"unknown top-level kind `{kind}`; expected component or operation",
+                        rule="kind",
+                        path=("kind",),
+                        value=kind,
+                        hint=f"did you mean `{close}`?"
+                        if close
+                        else "use `kind: component` "
+                        "for a reusable definition or `kind: operation` to run one",
+                    )
+                )
+            )
+            ok = False
+        return ok
+
+    # -- references --------------------------------------------------------------------------
+    def resolve_refs(self, op: dict[str, Any], prefix: PathT, base_dir: Path, depth: int) -> None:
+        """Inline ``pathRef``/``urlRef``/``hubRef`` components, recursively inside DAGs."""
+        from polyaxon_prefect.loading._refs import resolve_reference
+
+        if depth > 20:
+            self.problems.append(
+                Problem(
+                    "components reference each other more than 20 levels deep",
+                    rule="ref_depth",
+                    path=prefix,
+                    hint="look for a component that (indirectly) references itself",
+                )
+            )
+            return
+        component_base = base_dir
+        if any(key in op for key in ("pathRef", "urlRef", "hubRef")):
+            try:
+                source = resolve_reference(
+                    op, base_dir=base_dir, hub_dirs=self.hub_dirs, url_timeout=self.url_timeout
+                )
+            except PolyaxonfileError as exc:
+                self.problems.extend(self.sources.locate(_in(p, prefix)) for p in exc.problems)
+                return
+            if source is None:
+                return
+            for key in ("pathRef", "urlRef", "hubRef"):
+                op.pop(key, None)
+            op["component"] = source.data
+            self.sources.add((*prefix, "component"), source.positions)
+            if source.file:
+                self.files.append(str(source.file))
+                if "://" not in str(source.file):
+                    component_base = Path(source.file).parent
+        component = op.get("component")
+        if not isinstance(component, dict):
+            return
+        run = component.get("run")
+        if not isinstance(run, dict) or run.get("kind") != "dag":
+            return
+        operations = run.get("operations")
+        if not isinstance(operations, list):
+            return
+        for index, child in enumerate(operations):
+            if isinstance(child, dict):
+                self.resolve_refs(
+                    child,
+                    (*prefix, "component", "run", "operations", index),
+                    component_base,
+                    depth + 1,
+                )
+
+    # -- assembling --------------------------------------------------------------------------
+    def assemble(
+        self,
+        path: Path,
+        presets: Sequence[Path],
+        cli_params: Mapping[str, str],
+    ) -> dict[str, Any] | None:
+        from polyaxon_prefect.loading._patch import apply_preset, apply_run_patch
+
+        doc = self.legacy(self.read(path))
+        if not self.check_header(doc):
+            return None
+        data = copy.deepcopy(doc.data)
+        if data["kind"] == "component":
+            op: dict[str, Any] = {
+                "version": data.get("version"),
+                "kind": "operation",
+                "component": data,
+            }
+            self.sources.add((), doc.positions, ())
+            self.sources.add(("component",), doc.positions, ())
+        else:
+            op = data
+            self.sources.add((), doc.positions, ())
+        for preset_path in presets:
+            preset_doc = self.read(preset_path)
+            if not self.check_header(preset_doc, preset=True):
+                continue
+            preset = dict(preset_doc.data)
+            if not self._check_preset(preset_doc):
+                continue
+            op = apply_preset(op, preset)
+        base_dir = path.parent
+        self.resolve_refs(op, (), base_dir, 0)
+        if cli_params:
+            params = dict(op.get("params") or {})
+            cli_positions = Positions(file="-P")
+            for name, value in cli_params.items():
+                params[name] = {"value": value}
+                self.sources.add(("params", name), cli_positions, ("params", name))
+            op["params"] = params
+        run_patch = op.get("runPatch")
+        component = op.get("component")
+        if run_patch and isinstance(component, dict) and isinstance(component.get("run"), dict):
+            component = dict(component)
+            component["run"] = apply_run_patch(
+                component["run"], run_patch, op.get("patchStrategy") or "post_merge"
+            )
+            op["component"] = component
+            op.pop("runPatch", None)
+        return op
+
+    def _check_preset(self, doc: Document) -> bool:
+        from polyaxon_prefect.specs import Operation
+
+        data = dict(doc.data)
+        data["isPreset"] = True
+        data.setdefault("kind", "operation")
+        try:
+            Operation.model_validate(data)
+        except ValidationError as exc:
+            self.problems.extend(
+                problems_from_validation_error(exc, data, doc.positions, root=Operation)
+            )
+            return False
+        return True
+
+    def validate(self, op: dict[str, Any]) -> Any:
+        from polyaxon_prefect.dag import validate_dag
+        from polyaxon_prefect.specs import Operation
+        from polyaxon_prefect.specs._validate_params import validate_params
+
+        try:
+            operation = Operation.model_validate(op)
+        except ValidationError as exc:
+            for problem in problems_from_validation_error(exc, op, Positions(), root=Operation):
+                self.problems.append(self.sources.locate(_unlocated(problem)))
+            return None
+        component = operation.component
+        if component is None:
+            return operation
+        for problem in validate_params(
+            component,
+            operation.params,
+            matrix=operation.matrix,
+            joins=operation.joins,
+            is_template=bool(getattr(component.template, "enabled", False)),
+        ):
+            self.problems.append(self.sources.locate(problem))
+        if getattr(component.run, "kind", None) == "dag":
+            for problem in validate_dag(component, validate_params=validate_params):
+                self.problems.append(self.sources.locate(_in(problem, ("component",))))
+        return operation
+
+
+def _in(problem: Problem, prefix: PathT) -> Problem:
+    return Problem(
+        problem.message,
+        rule=problem.rule,
+        path=prefix + problem.path,
+        file=problem.file,
+        line=problem.line,
+        column=problem.column,
+        value=problem.value,
+        hint=problem.hint,
+    )
+
+
+def _unlocated(problem: Problem) -> Problem:
+    return Problem(
+        problem.message,
+        rule=problem.rule,
+        path=problem.path,
+        value=problem.value,
+        hint=problem.hint,
+    )
+
+
+def _sorted(problems: list[Problem]) -> list[Problem]:
+    seen: set[tuple[Any, ...]] = set()
+    unique: list[Problem] = []
+    for problem in problems:
+        key = (problem.file, problem.line, problem.column, problem.path, problem.message)
+        if key not in seen:
+            seen.add(key)
+            unique.append(problem)
+    # file order, then line order: the order a user fixes them in
+    files = list(dict.fromkeys(p.file for p in unique))
+    return sorted(
+        unique,
+        key=lambda p: (files.index(p.file), p.line or 0, p.column or 0),
+    )
+
+
+def load_polyaxonfile(
+    path: str | Path,
+    presets: Sequence[str | Path] = (),
+    params: Mapping[str, Any] | None = None,
+    *,
+    hub_dirs: Sequence[str | Path] = (),
+    url_timeout: float = 10.0,
+) -> LoadedPolyaxonfile:
+    """Load, resolve and validate a Polyaxonfile; raise `PolyaxonfileError` with every problem.
+
+    ``params`` are given as on the command line (strings parsed by the declared input type) or
+    as Python values.
+    """
+    loader = _Loader([Path(p) for p in hub_dirs], url_timeout)
+    cli_params = {str(k): v for k, v in (params or {}).items()}
+    op = loader.assemble(Path(path), [Path(p) for p in presets], cli_params)
+    operation = loader.validate(op) if op is not None and not loader.problems else None
+    if loader.problems or operation is None:
+        raise PolyaxonfileError(_sorted(loader.problems) or [Problem("invalid Polyaxonfile")])
+    from polyaxon_prefect.specs._validate_params import typed_params
+
+    typed = typed_params(operation.component, operation.params) if operation.component else {}
+    return LoadedPolyaxonfile(
+        operation=operation,
+        params=typed,
+        files=tuple(dict.fromkeys(loader.files)),
+        legacy_notes=tuple(loader.notes),
+    )

@@ -1,0 +1,38 @@
+from __future__ import annotations
+
+import pytest
+
+from polyaxon_prefect.dag import find_cycle, topological_stages
+
+
+def test_find_cycle_names_the_cycle_in_order() -> None:
+    graph = {"a": [], "b": ["a", "d"], "c": ["b"], "d": ["c"]}
+    cycle = find_cycle(graph)
+    assert cycle is not None
+    assert cycle[0] == cycle[-1]
+    assert set(cycle) == {"b", "c", "d"}
+    # each step follows an edge: node -> one of its upstreams
+    for node, upstream in zip(cycle, cycle[1:], strict=False):
+        assert upstream in graph[node]
+
+
+def test_no_cycle_in_a_diamond() -> None:
+    assert find_cycle({"a": [], "b": ["a"], "c": ["a"], "d": ["b", "c"]}) is None
+
+
+def test_topological_stages_keep_declaration_order() -> None:
+    graph = {"z": [], "y": ["z"], "x": [], "w": ["x", "y"]}
+    assert topological_stages(graph) == [["z", "x"], ["y"], ["w"]]
+
+
+def test_topological_stages_raise_on_cycle() -> None:
+    with pytest.raises(ValueError, match="cycle"):
+        topological_stages({"a": ["b"], "b": ["a"]})
+
+
+def test_deep_chain_does_not_hit_recursion_limit() -> None:
+    graph = {f"op{i}": ([f"op{i - 1}"] if i else []) for i in range(5000)}
+    assert find_cycle(graph) is None
+    assert len(topological_stages(graph)) == 5000
+    graph["op0"] = ["op4999"]
+    assert find_cycle(graph) is not None
