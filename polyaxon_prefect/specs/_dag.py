@@ -1,0 +1,91 @@
+"""The ``dag`` runtime (spec 5.1): operations, the components they share, pipeline settings.
+
+Only structural checks live here. The graph (upstreams, cycles, unknown ops, refs) is built
+and validated by the DAG package from these immutable specs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import StrictStr, field_validator
+from pydantic_core import PydanticCustomError
+
+from ._base import BaseSpec, is_template
+from ._early_stopping import EarlyStopping
+from ._environment import Environment
+from ._k8s import Volume
+from ._or_ref import PositiveIntOrRef
+from ._templated import Templated
+
+if TYPE_CHECKING:  # resolved by model_rebuild in ``_all`` (Dag <-> Operation <-> Component)
+    from ._component import Component
+    from ._operation import Operation
+
+__all__ = ["Dag"]
+
+
+class Dag(BaseSpec):
+    """A pipeline: ``operations`` (each referencing a component) plus shared settings.
+
+    ``environment`` is pushed to every child op; ``connections`` and ``volumes`` are accepted
+    for compatibility (Polyaxon CE does not propagate them either).
+    """
+
+    kind: Literal["dag"] = "dag"
+    operations: Templated[list[Operation]] | None = None
+    components: Templated[list[Component]] | None = None
+    environment: Environment | None = None
+    connections: Templated[list[StrictStr]] | None = None
+    volumes: list[Volume] | None = None
+    concurrency: PositiveIntOrRef | None = None
+    early_stopping: Templated[list[EarlyStopping]] | None = None
+
+    @field_validator("operations")
+    @classmethod
+    def _has_operations(cls, operations: Any) -> Any:
+        if isinstance(operations, list) and not operations:
+            raise PydanticCustomError(
+                "dag_no_operations",
+                "a dag needs at least one operation, `operations` is empty",
+                {"hint": "add operations, each with a name and a component reference"},
+            )
+        for index, operation in enumerate(operations if isinstance(operations, list) else []):
+            if getattr(operation, "name", None) is None:
+                raise PydanticCustomError(
+                    "dag_operation_name",
+                    "operation {index} of the dag has no `name`; ops are referenced by name",
+                    {"index": index, "hint": "add `name: ...` to the operation"},
+                )
+        return operations
+
+    @field_validator("components")
+    @classmethod
+    def _unique_component_names(cls, components: Any) -> Any:
+        if not isinstance(components, list):
+            return components
+        seen: set[str] = set()
+        for component in components:
+            name = getattr(component, "name", None)
+            if name is None or is_template(name):
+                continue
+            if name in seen:
+                raise PydanticCustomError(
+                    "dag_duplicate_component",
+                    "the dag has several components named `{name}`; `dagRef` needs unique names",
+                    {"name": name, "hint": "rename one of them"},
+                )
+            seen.add(name)
+        return components
+
+    def get_component(self, name: str) -> Component | None:
+        """The component a ``dagRef: name`` points to (``None`` if not defined here)."""
+        for component in self.components if isinstance(self.components, list) else []:
+            if component.name == name:
+                return component
+        return None
+
+    @property
+    def operation_list(self) -> list[Operation]:
+        """``operations`` as a list (empty when unset or still a ``{{ }}`` template)."""
+        return self.operations if isinstance(self.operations, list) else []

@@ -1,0 +1,368 @@
+"""Params checked against a component's inputs and outputs (spec 3.3).
+
+Returns every problem at once (not just the first) as :class:`Problem`s whose ``path`` is
+relative to the operation (``("params", "lr", "value")``), so the caller can point at the YAML.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from polyaxon_prefect.exceptions import Problem
+
+from ._component import Component
+from ._io import IO, check_validation, contains_template
+from ._params import Param
+from ._types import are_compatible, is_list_type, list_item_type, parse_value
+
+__all__ = ["typed_params", "validate_params"]
+
+Path = tuple[str | int, ...]
+
+
+def _problem(message: str, rule: str, path: Path, hint: str | None = None) -> Problem:
+    return Problem(message=message, rule=rule, path=path, hint=hint)
+
+
+def _missing_hint(name: str) -> str:
+    return (
+        f"pass it with `-P {name}=...` on the command line, or `params: {{{name}: ...}}` "
+        "in the operation, or give the input a default `value`"
+    )
+
+
+def _join_params(joins: Any) -> dict[str, tuple[int, Any]]:
+    """Join params by name, with the index of the join that declares them."""
+    found: dict[str, tuple[int, Any]] = {}
+    for index, join in enumerate(joins if isinstance(joins, list) else []):
+        params = getattr(join, "params", None)
+        if not isinstance(params, Mapping):
+            continue
+        for name, param in params.items():
+            found.setdefault(name, (index, param))
+    return found
+
+
+def _matrix_provides(matrix: Any, io: IO, problems: list[Problem]) -> bool:
+    """Whether the matrix sets ``io`` in every trial; records a problem for a bad hp kind."""
+    if matrix is None:
+        return False
+    if getattr(matrix, "kind", None) == "mapping":
+        values = getattr(matrix, "values", None)
+        if isinstance(values, str):  # a `{{ }}` list: unknown until rendered
+            return True
+        if not isinstance(values, list) or not values or not isinstance(values[0], Mapping):
+            return False
+        if io.name not in values[0]:
+            return False
+        _check_mapping_values(io, values, problems)
+        return True
+    params = getattr(matrix, "params", None)
+    if isinstance(params, str):
+        return True
+    if isinstance(params, Mapping) and io.name in params:
+        validate_io = getattr(params[io.name], "validate_io", None)
+        error = validate_io(io.type) if callable(validate_io) else None
+        if error:
+            problems.append(_problem(error, "matrix_param_type", ("matrix", "params", io.name)))
+        return True
+    resource = getattr(matrix, "resource", None)
+    return resource is not None and getattr(resource, "name", None) == io.name
+
+
+def _check_mapping_values(io: IO, values: list[Any], problems: list[Problem]) -> None:
+    for index, row in enumerate(values):
+        if not isinstance(row, Mapping) or io.name not in row:
+            continue
+        try:
+            io.validate_value(row[io.name])
+        except ValueError as exc:
+            problems.append(
+                _problem(
+                    f"matrix value {row[io.name]!r} for `{io.name}` does not fit the input "
+                    f"of type `{io.full_type}`: {exc}",
+                    "matrix_param_type",
+                    ("matrix", "values", index, io.name),
+                )
+            )
+
+
+def _check_literal(name: str, io: IO, param: Any, path: Path, problems: list[Problem]) -> None:
+    value = getattr(param, "value", None)
+    if value is None and io.is_optional is not True:
+        problems.append(
+            _problem(
+                f"param `{name}` is null but the input `{name}` is not optional",
+                "param_required",
+                (*path, "value"),
+                hint="give a value, or make the input optional",
+            )
+        )
+        return
+    if value is None or contains_template(value) or not io.type:
+        return
+    try:
+        parsed = parse_value(io.type, value, is_list=io.is_list is True)
+    except ValueError as exc:
+        problems.append(
+            _problem(
+                f"could not parse value `{value!r}` for `{name}` (type `{io.full_type}`): {exc}",
+                "param_type",
+                (*path, "value"),
+            )
+        )
+        return
+    if io.is_delayed(default=False):
+        return
+    for error in check_validation(io.effective_validation, parsed):
+        problems.append(_problem(f"param `{name}`: {error}", "param_validation", (*path, "value")))
+
+
+def _check_ref(
+    name: str,
+    io: IO,
+    param: Param,
+    path: Path,
+    dag_context: Mapping[str, str | None] | None,
+    problems: list[Problem],
+) -> None:
+    if dag_context is None or param.entity_kind == "runs":
+        return  # only checkable inside a DAG; runs.<uuid> are resolved by the server
+    key = param.searchable_ref
+    if key is None:
+        return
+    if key not in dag_context:
+        if param.entity_type == "artifacts":
+            return  # artifacts can be logged at run time
+        prefix = f"{param.ref}."
+        if not any(k.startswith(prefix) for k in dag_context):
+            return  # the target's component is unknown here (hub/url/path ref): cannot check
+        known = sorted(k[len(prefix) :] for k in dag_context if k.startswith(prefix))
+        problems.append(
+            _problem(
+                f"param `{name}` has a ref value `{param.value}`, but `{param.ref}` has no such "
+                "information",
+                "ref_not_found",
+                (*path, "value"),
+                hint="it provides: " + ", ".join(known[:12]) + (", ..." if len(known) > 12 else ""),
+            )
+        )
+        return
+    source_type = dag_context[key]
+    target_type = io.full_type
+    if source_type is None or target_type is None:
+        return
+    if is_list_type(source_type) != is_list_type(target_type):
+        problems.append(
+            _problem(
+                f"param `{name}` feeds the input of type `{target_type}` from "
+                f"`{param.value}` of `{param.ref}`, which has type `{source_type}`: "
+                "one is a list and the other is not",
+                "ref_list",
+                (*path, "value"),
+            )
+        )
+        return
+    a = list_item_type(target_type) or target_type
+    b = list_item_type(source_type) or source_type
+    if not are_compatible(a, b):
+        problems.append(
+            _problem(
+                f"param `{name}` has an input type `{target_type}` and it does not correspond to "
+                f"the type of the value `{param.value}` received from `{param.ref}` with type "
+                f"`{source_type}`",
+                "ref_type",
+                (*path, "value"),
+            )
+        )
+
+
+_INIT_TYPES = frozenset({"git", "dockerfile", "artifacts", "path"})
+
+
+def _check_to_init(name: str, io: IO, param: Param, path: Path, problems: list[Problem]) -> None:
+    """``toInit`` needs a type that maps to an init container, or a connection (spec 3.2)."""
+    if param.to_init is not True:
+        return
+    if not io.type:
+        message = f"param `{name}` cannot be turned into an init container without a type"
+        hint = f"give the input `{name}` a type (git, dockerfile, artifacts or path)"
+    elif io.type not in _INIT_TYPES and not (param.connection or io.connection):
+        message = (
+            f"param `{name}` of type `{io.type}` cannot be turned into an init container "
+            "automatically"
+        )
+        hint = "use a git, dockerfile, artifacts or path input, or set a `connection`"
+    else:
+        return
+    problems.append(_problem(message, "param_to_init", (*path, "toInit"), hint=hint))
+
+
+def _check_param(
+    name: str,
+    io: IO,
+    param: Any,
+    path: Path,
+    *,
+    is_template: bool,
+    dag_context: Mapping[str, str | None] | None,
+    problems: list[Problem],
+) -> None:
+    if isinstance(param, Param):
+        _check_to_init(name, io, param, path, problems)
+        if param.is_ref:
+            if not is_template:
+                _check_ref(name, io, param, path, dag_context, problems)
+            return
+    _check_literal(name, io, param, path, problems)
+
+
+def _check_join_param(name: str, io: IO, index: int, param: Any, problems: list[Problem]) -> None:
+    if getattr(param, "context_only", None) is True:
+        return
+    if io.is_list_value or io.type == "artifacts":
+        return
+    problems.append(
+        _problem(
+            f"param `{name}` comes from a join, which gives a list of values, but the "
+            f"input has type `{io.full_type}`",
+            "join_param_type",
+            ("joins", index, "params", name),
+            hint=f"declare `{name}` with `isList: true` (or a `List[...]` type), "
+            "or mark the join param `contextOnly: true`",
+        )
+    )
+
+
+def validate_params(
+    component: Component,
+    params: Mapping[str, Param] | None,
+    *,
+    matrix: Any = None,
+    joins: Any = None,
+    is_template: bool = False,
+    dag_context: Mapping[str, str | None] | None = None,
+) -> list[Problem]:
+    """Check an operation's ``params`` (and matrix and join params) against ``component``.
+
+    Args:
+        component: the component the operation runs.
+        params: the operation's params (already in full form).
+        matrix: the operation's matrix: its hp params (or mapping keys) provide inputs.
+        joins: the operation's joins: their params provide list inputs.
+        is_template: a template operation may leave required inputs unset.
+        dag_context: inside a DAG, what refs may read: searchable key (``ops.a.outputs.loss``,
+            ``dag.inputs.x``) -> type string or ``None``. ``None`` skips ref checks.
+
+    Returns:
+        Every problem found; empty when the params fit.
+    """
+    params = dict(params or {})
+    problems: list[Problem] = []
+    join_params = {k: v for k, v in _join_params(joins).items() if k not in params}
+    ios = component.ios
+    by_name = {io.name: io for io in ios}
+    outputs = {io.name for io in component.outputs or []}
+
+    for io in ios:
+        is_output = io.name in outputs
+        if io.name in params:
+            _check_param(
+                io.name,
+                io,
+                params[io.name],
+                ("params", io.name),
+                is_template=is_template,
+                dag_context=dag_context,
+                problems=problems,
+            )
+        elif io.name in join_params:
+            index, join_param = join_params[io.name]
+            _check_join_param(io.name, io, index, join_param, problems)
+        elif _matrix_provides(matrix, io, problems):
+            pass
+        elif io.is_optional is True or is_template or io.is_delayed(default=is_output):
+            continue
+        elif is_output:
+            problems.append(
+                _problem(
+                    f"Output `{io.name}` is required (its validation is not delayed), "
+                    "no param was passed",
+                    "param_missing",
+                    ("params",),
+                    hint=_missing_hint(io.name),
+                )
+            )
+        else:
+            problems.append(
+                _problem(
+                    f"Input `{io.name}` is required, no param was passed",
+                    "param_missing",
+                    ("params",),
+                    hint=_missing_hint(io.name),
+                )
+            )
+
+    declared = ", ".join(f"`{n}`" for n in by_name) or "none"
+    for name, param in params.items():
+        if name in by_name:
+            continue
+        if getattr(param, "context_only", None) is True:
+            if isinstance(param, Param) and param.is_ref and not is_template:
+                # Not matched to an IO, so no type to compare; the target must still exist.
+                _check_ref(name, IO(name=name), param, ("params", name), dag_context, problems)
+            continue
+        problems.append(
+            _problem(
+                f"received unexpected param `{name}`: the component has no input or output "
+                "with that name",
+                "param_unexpected",
+                ("params", name),
+                hint=f"declared inputs/outputs: {declared}; "
+                "use `contextOnly: true` for a value only meant for templates",
+            )
+        )
+    for name, (index, param) in join_params.items():
+        if name in by_name or getattr(param, "context_only", None) is True:
+            continue
+        problems.append(
+            _problem(
+                f"received unexpected join param `{name}`: the component has no input or "
+                "output with that name",
+                "param_unexpected",
+                ("joins", index, "params", name),
+                hint=f"declared inputs/outputs: {declared}; "
+                "use `contextOnly: true` for a value only meant for templates",
+            )
+        )
+    return problems
+
+
+def typed_params(component: Component, params: Mapping[str, Param] | None) -> dict[str, Any]:
+    """The value of every input/output (and context-only param), typed, for compiling a run.
+
+    A literal param is coerced to its IO type and checked against ``validation``; an IO without
+    a param gets its default ``value``. Values holding ``{{ }}`` are returned as written (they are
+    rendered later), and ref params are left out (their values come from other runs).
+
+    Raises:
+        ValueError: a literal does not fit its IO (``validate_params`` reports these first).
+    """
+    params = dict(params or {})
+    result: dict[str, Any] = {}
+    for io in component.ios:
+        param = params.get(io.name)
+        if param is None:
+            result[io.name] = io.validate_value(io.value) if io.value is not None else None
+        elif param.is_ref:
+            continue
+        else:
+            try:
+                result[io.name] = io.validate_value(param.value)
+            except ValueError as exc:
+                raise ValueError(f"param `{io.name}`: {exc}") from None
+    for name, param in params.items():
+        if name not in result and param.is_context_only and not param.is_ref:
+            result[name] = param.value
+    return result
