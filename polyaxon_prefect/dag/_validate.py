@@ -45,10 +45,7 @@ def _io_entries(ios: Iterable[Any] | None) -> list[Any]:
 
 
 def _io_type(io: Any) -> str | None:
-    type_ = getattr(io, "type", None)
-    if type_ and getattr(io, "is_list", False):
-        return f"List[{type_}]"
-    return type_
+    return io.full_type
 
 
 def dag_context(dag_component: Any, components: dict[str, Any]) -> dict[str, str | None]:

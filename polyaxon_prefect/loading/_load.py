@@ -68,6 +68,31 @@ class _Sources:
         )
 
 
+def _norm(key: str | int) -> str:
+    return str(key).replace("_", "").replace("-", "").lower()
+
+
+@dataclass
+class _LegacyPositions(Positions):
+    """Positions for a legacy file converted to v1.1: converted paths do not exist in the
+    source, so a path is located at the legacy key that matches its deepest keys
+    (``environment.nodeSelector`` -> ``environment.node_selector``), else at the file's top."""
+
+    @classmethod
+    def of(cls, source: Positions) -> _LegacyPositions:
+        return cls(file=source.file, by_path=dict(source.by_path))
+
+    def find(self, path: Sequence[str | int]) -> tuple[int | None, int | None]:
+        keys = [_norm(k) for k in path if isinstance(k, str)]
+        for size in range(len(keys), 0, -1):
+            suffix = keys[-size:]
+            for source_path, position in self.by_path.items():
+                names = [_norm(k) for k in source_path if isinstance(k, str)]
+                if names[-size:] == suffix:
+                    return position
+        return self.by_path.get((), (1, 1))
+
+
 @dataclass(frozen=True)
 class LoadedPolyaxonfile:
     """A validated operation with its component resolved, and where it came from."""
@@ -146,8 +171,7 @@ class _Loader:
         conversion = convert(doc.data, positions=doc.positions)
         for note in conversion.notes:
             self.notes.append(str(note))
-        # converted keys have no source position of their own: point them at the file's top
-        return Document(data=conversion.data, positions=Positions(file=doc.positions.file))
+        return Document(data=conversion.data, positions=_LegacyPositions.of(doc.positions))
 
     def check_header(self, doc: Document, *, preset: bool = False) -> bool:
         data = doc.data
