@@ -62,7 +62,7 @@ def check_rules(data: dict[str, Any]) -> list[Problem]:
 def _check_kind_sections(data: dict[str, Any]) -> list[Problem]:
     kind = data.get("kind")
     problems: list[Problem] = []
-    tuning_keys = [k for k in ("hptuning", "settings") if k in data]
+    tuning_keys = [k for k in ("hptuning", "settings") if data.get(k) is not None]
     if kind == "group":
         if not tuning_keys:
             problems.append(
@@ -158,7 +158,7 @@ def _check_distribution(data: dict[str, Any]) -> list[Problem]:
             )
         )
         return problems
-    elif framework not in FRAMEWORK_REPLICA_KEYS:
+    elif not isinstance(framework, str) or framework not in FRAMEWORK_REPLICA_KEYS:
         problems.append(
             Problem(
                 f"distributed experiments do not support the framework `{framework}`; "

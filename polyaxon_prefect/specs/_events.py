@@ -81,7 +81,8 @@ class EventTrigger(BaseSpec):
                 raise ValueError("an event needs at least one kind, e.g. [run_status_running]")
             declared = {kind.value for kind in EventKind}
             for item in value:
-                if item in declared and not str(item).startswith("run_status_"):
+                wired = not isinstance(item, str) or item.startswith("run_status_")
+                if not wired and item in declared:
                     raise PydanticCustomError(
                         "event_kind_not_wired",
                         "event kind '{kind}' is declared by Polyaxon but is not wired to any "
