@@ -40,7 +40,9 @@ def test_check_reports_every_problem_one_per_line(
     err = capsys.readouterr().err.splitlines()
     problems = [line for line in err if line.startswith(str(bad))]
     assert len(problems) >= 3, err
-    assert any(":7:3: run.contaner: unknown key `contaner`" in p and "`container`" in p for p in problems)
+    assert any(
+        ":7:3: run.contaner: unknown key `contaner`" in p and "`container`" in p for p in problems
+    )
     assert any(":8:1: descripton: unknown key" in p and "`description`" in p for p in problems)
     assert any(":4:" in p and "inputs[0]" in p for p in problems)
 
@@ -82,8 +84,17 @@ def test_bad_param_syntax_is_reported(capsys: pytest.CaptureFixture[str]) -> Non
 
 def test_compile_types_params_and_inlines_path_ref(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(
-        ["compile", "-f", str(QUICK / "typed.yaml"), "-P", "epochs=3", "-P", "learning_rate=0.5",
-         "--format", "json"]
+        [
+            "compile",
+            "-f",
+            str(QUICK / "typed.yaml"),
+            "-P",
+            "epochs=3",
+            "-P",
+            "learning_rate=0.5",
+            "--format",
+            "json",
+        ]
     )
     assert code == 0
     document = json.loads(capsys.readouterr().out)
@@ -103,8 +114,17 @@ def test_presets_apply_in_order(tmp_path: Path, capsys: pytest.CaptureFixture[st
     preset = tmp_path / "preset.yaml"
     preset.write_text("isPreset: true\ntermination: {maxRetries: 3, timeout: 60}\n")
     code = main(
-        ["compile", "-f", str(QUICK / "typed.yaml"), "-f", str(preset), "-P", "epochs=1",
-         "--format", "json"]
+        [
+            "compile",
+            "-f",
+            str(QUICK / "typed.yaml"),
+            "-f",
+            str(preset),
+            "-P",
+            "epochs=1",
+            "--format",
+            "json",
+        ]
     )
     assert code == 0
     document = json.loads(capsys.readouterr().out)

@@ -128,9 +128,9 @@ def text_mutants(draw: st.DrawFn) -> str:
             del lines[index]
         elif line:
             pos = draw(st.integers(0, len(line) - 1))
-            lines[index] = line[:pos] + draw(st.sampled_from([":", "-", "[", "{", "'", ""])) + line[
-                pos + 1 :
-            ]
+            lines[index] = (
+                line[:pos] + draw(st.sampled_from([":", "-", "[", "{", "'", ""])) + line[pos + 1 :]
+            )
     return "\n".join(lines) + "\n"
 
 

@@ -20,7 +20,8 @@ from polyaxon_prefect.loading._load import load_polyaxonfile
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"
 SOURCES = sorted(
-    [p for p in (ROOT / "examples").rglob("*.yaml")] + list((GOLDEN / "polyaxonfiles").glob("*.y*ml"))
+    [p for p in (ROOT / "examples").rglob("*.yaml")]
+    + list((GOLDEN / "polyaxonfiles").glob("*.y*ml"))
 )
 
 

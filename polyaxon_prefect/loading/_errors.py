@@ -206,10 +206,9 @@ def problems_from_validation_error(
         if at is not None:
             # a model-level validator that knows which entry is at fault says so with ctx["at"]
             for step in at if isinstance(at, list | tuple) else (at,):
-                if isinstance(value, dict) and step in value:
-                    value = value[step]
-                    path = (*path, step)
-                elif isinstance(value, list) and isinstance(step, int) and step < len(value):
+                in_dict = isinstance(value, dict) and step in value
+                in_list = isinstance(value, list) and isinstance(step, int) and step < len(value)
+                if in_dict or in_list:
                     value = value[step]
                     path = (*path, step)
         if error["type"] == "extra_forbidden" and error["loc"]:

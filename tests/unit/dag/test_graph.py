@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from polyaxon_prefect.dag import find_cycle, topological_stages
@@ -12,7 +14,7 @@ def test_find_cycle_names_the_cycle_in_order() -> None:
     assert cycle[0] == cycle[-1]
     assert set(cycle) == {"b", "c", "d"}
     # each step follows an edge: node -> one of its upstreams
-    for node, upstream in zip(cycle, cycle[1:], strict=False):
+    for node, upstream in itertools.pairwise(cycle):
         assert upstream in graph[node]
 
 
