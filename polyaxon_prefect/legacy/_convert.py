@@ -36,10 +36,10 @@ from pydantic import ValidationError
 
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem, format_path
 from polyaxon_prefect.legacy._checks import check_rules
+from polyaxon_prefect.legacy._detect import is_legacy
 from polyaxon_prefect.legacy._schema import (
     DISTRIBUTION_KEYS,
     FRAMEWORK_BLOCKS,
-    LEGACY_KINDS,
     Build,
     EarlyStopping,
     HPTuning,
@@ -58,17 +58,9 @@ if TYPE_CHECKING:
 
 __all__ = ["LegacyConversion", "Note", "convert", "is_legacy"]
 
+
 Path = tuple[str | int, ...]
 
-_LEGACY_ONLY_SECTIONS = (
-    "environment",
-    "framework",
-    "backend",
-    "hptuning",
-    "declarations",
-    "settings",
-    "logging",
-)
 _NAME = re.compile(r"^[-a-zA-Z0-9_]+$")
 _MAIN_REPLICA = {
     "tfjob": "chief",
@@ -103,23 +95,6 @@ class LegacyConversion:
 
     data: dict[str, Any]
     notes: list[Note] = field(default_factory=list)
-
-
-def _is_version_one(value: Any) -> bool:
-    return not isinstance(value, bool) and value in (1, "1", "1.0")
-
-
-def is_legacy(data: Any) -> bool:
-    """Whether ``data`` is a v0.x Polyaxonfile rather than a v1.1 one.
-
-    True for ``version: 1`` with a legacy kind, or when a section exists only in the legacy
-    format (``environment``, ``framework``, ``hptuning``... at the top level).
-    """
-    if not isinstance(data, dict):
-        return False
-    if _is_version_one(data.get("version")) and data.get("kind") in LEGACY_KINDS:
-        return True
-    return any(key in data for key in _LEGACY_ONLY_SECTIONS)
 
 
 def convert(data: dict[str, Any], *, positions: Positions | None = None) -> LegacyConversion:

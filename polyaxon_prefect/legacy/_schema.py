@@ -35,7 +35,8 @@ __all__ = [
     "space_items",
 ]
 
-LEGACY_KINDS = ("experiment", "group", "job", "notebook", "tensorboard", "build", "pipeline")
+from polyaxon_prefect.legacy._detect import LEGACY_KINDS
+
 FRAMEWORK_BLOCKS = ("tensorflow", "mxnet", "pytorch", "horovod", "mpi")
 
 # Matrix entry keys, with the value keys their dict/list/string forms zip into.

@@ -164,10 +164,12 @@ class _Loader:
 
     def legacy(self, doc: Document) -> Document:
         """Legacy (v0.x) files are converted to v1.1 data before anything else sees them."""
-        from polyaxon_prefect.legacy import convert, is_legacy
+        from polyaxon_prefect.legacy import is_legacy
 
         if not isinstance(doc.data, dict) or not is_legacy(doc.data):
             return doc
+        from polyaxon_prefect.legacy import convert
+
         conversion = convert(doc.data, positions=doc.positions)
         for note in conversion.notes:
             self.notes.append(str(note))
