@@ -20,6 +20,7 @@ from polyaxon_prefect.exceptions import (
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    from polyaxon_prefect.prefect._api import RunResult, run, to_flow
     from polyaxon_prefect.specs import Operation
 
 __version__ = "0.1.0"
@@ -29,10 +30,13 @@ __all__ = [
     "PolyaxonPrefectError",
     "PolyaxonfileError",
     "Problem",
+    "RunResult",
     "UnsupportedFeatureError",
     "__version__",
     "check",
     "load",
+    "run",
+    "to_flow",
 ]
 
 
@@ -64,3 +68,12 @@ def check(
     except PolyaxonfileError as error:
         return list(error.problems)
     return []
+
+
+def __getattr__(name: str) -> Any:
+    """`run`, `to_flow` and `RunResult` need Prefect, so they load on first use."""
+    if name in ("run", "to_flow", "RunResult"):
+        from polyaxon_prefect.prefect import _api
+
+        return getattr(_api, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

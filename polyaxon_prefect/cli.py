@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError
+from polyaxon_prefect.prefect._cli import add_run_parser, cmd_run
 
 __all__ = ["main"]
 
@@ -65,6 +66,8 @@ def _parser() -> argparse.ArgumentParser:
 
     upgrade = sub.add_parser("upgrade", help="print a legacy (v0.x) file as v1.1 YAML")
     upgrade.add_argument("-f", "--file", dest="file", required=True, metavar="FILE")
+
+    add_run_parser(sub)
     return parser
 
 
@@ -139,7 +142,12 @@ def _cmd_upgrade(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = {"check": _cmd_check, "compile": _cmd_compile, "upgrade": _cmd_upgrade}
+_COMMANDS = {
+    "check": _cmd_check,
+    "compile": _cmd_compile,
+    "upgrade": _cmd_upgrade,
+    "run": cmd_run,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

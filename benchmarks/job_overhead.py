@@ -1,0 +1,188 @@
+"""What running a job through Prefect costs: ``polyaxon-prefect run`` against the bare process.
+
+The job is a no-op (a component whose command is ``python -c pass``), so everything measured
+beyond the bare process is overhead: loading and preparing the file, the flow and task runs,
+the API calls, and for the CLI, Python and Prefect imports plus the ephemeral server that a
+process without ``PREFECT_API_URL`` starts for itself.
+
+Measured, ``--runs`` times each (after one warm-up run for the in-process case):
+
+- ``bare``: ``subprocess.run([python, "-c", "pass"])``, the process the job launches;
+- ``in-process``: ``polyaxon_prefect.run(file)`` in this process (the server is already up);
+- ``cli``: ``polyaxon-prefect run -f file --json`` as a fresh process (server cold start
+  included);
+- with ``--server``: the same two against a ``prefect server start`` on loopback (its own
+  temporary ``PREFECT_HOME``), the setup recommended for repeated local runs.
+
+Usage::
+
+    python benchmarks/job_overhead.py [--runs 5] [--server]
+
+It prints, per case, the median and minimum wall time, the ratio of the medians to the bare
+process and the milliseconds of overhead per run. Run directories go to a temporary folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+NOOP = """\
+version: 1.1
+kind: component
+name: noop
+description: does nothing, so that only the overhead around it is measured
+run:
+  kind: job
+  container:
+    command: [python, -c, pass]
+"""
+
+
+def _time(fn: Callable[[], object], runs: int) -> list[float]:
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return times
+
+
+def _cli_command() -> list[str]:
+    """``polyaxon-prefect run`` when the console script has it, else the same command module."""
+    script = shutil.which("polyaxon-prefect") or str(
+        Path(sys.executable).with_name("polyaxon-prefect")
+    )
+    if Path(script).exists():
+        probe = subprocess.run(
+            [script, "run", "--help"], capture_output=True, text=True, check=False
+        )
+        if probe.returncode == 0:
+            return [script, "run"]
+    return [sys.executable, "-m", "polyaxon_prefect.prefect._cli", "run"]
+
+
+def _run_cli(command: list[str], file: Path, env: dict[str, str]) -> None:
+    done = subprocess.run(
+        [*command, "-f", str(file), "--json"], capture_output=True, text=True, env=env, check=False
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"the CLI failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
+
+
+def _run_in_process(file: Path) -> None:
+    import polyaxon_prefect.prefect as pp
+
+    result = pp.run(file)
+    if not result.succeeded:
+        raise SystemExit(f"the in-process run failed: {result.message}")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def _prefect_server(work: Path) -> Iterator[str]:
+    """``prefect server start`` on loopback with a fresh home; yields its API URL."""
+    port = _free_port()
+    env = {**os.environ, "PREFECT_HOME": str(work / "server-home")}
+    env.pop("PREFECT_API_URL", None)
+    prefect = str(Path(sys.executable).with_name("prefect"))
+    log = (work / "server.log").open("w")
+    server = subprocess.Popen(
+        [prefect, "server", "start", "--host", "127.0.0.1", "--port", str(port), "--no-ui"],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}/api"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"prefect server did not start; see {work / 'server.log'}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+
+
+def _report(name: str, times: list[float], bare: float) -> None:
+    median = statistics.median(times)
+    print(
+        f"{name:<28} median {median * 1000:8.0f} ms   min {min(times) * 1000:8.0f} ms   "
+        f"x{median / bare:7.1f}   overhead {(median - bare) * 1000:8.0f} ms/run"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5, help="timed runs per case (default 5)")
+    parser.add_argument(
+        "--server", action="store_true", help="also measure against `prefect server start`"
+    )
+    args = parser.parse_args(argv)
+
+    work = Path(tempfile.mkdtemp(prefix="polyaxon-prefect-bench-"))
+    os.environ["POLYAXON_PREFECT_ARTIFACTS_ROOT"] = str(work / "artifacts")
+    file = work / "noop.yaml"
+    file.write_text(NOOP, encoding="utf-8")
+    env = dict(os.environ)
+    cli = _cli_command()
+    results: dict[str, list[float]] = {}
+    try:
+        results["bare process"] = _time(
+            lambda: subprocess.run([sys.executable, "-c", "pass"], check=True), args.runs
+        )
+        _run_in_process(file)  # warm-up: imports, and the ephemeral server unless one is set
+        results["in-process run()"] = _time(lambda: _run_in_process(file), args.runs)
+        results["cli (ephemeral server)"] = _time(lambda: _run_cli(cli, file, env), args.runs)
+        if args.server:
+            with _prefect_server(work) as url:
+                from prefect.settings import PREFECT_API_URL, temporary_settings
+
+                with temporary_settings(updates={PREFECT_API_URL: url}):
+                    _run_in_process(file)
+                    results["in-process run(), server"] = _time(
+                        lambda: _run_in_process(file), args.runs
+                    )
+                server_env = {**env, "PREFECT_API_URL": url}
+                results["cli, server"] = _time(lambda: _run_cli(cli, file, server_env), args.runs)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    bare = statistics.median(results["bare process"])
+    print(f"\nno-op job, {args.runs} runs per case, python {sys.version.split()[0]}")
+    print(f"cli: {' '.join(Path(c).name for c in cli)}")
+    for name, times in results.items():
+        _report(name, times, bare)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

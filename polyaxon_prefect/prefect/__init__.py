@@ -1,0 +1,49 @@
+"""The Prefect layer: the only package of polyaxon_prefect that imports Prefect.
+
+Importing this package does not import Prefect (the CLI imports ``_cli`` to build its parser,
+and ``check`` must stay fast); it only sets quiet defaults in the environment, which must happen
+before Prefect is first imported. The public names load Prefect on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from polyaxon_prefect.prefect._settings import apply_env_defaults
+
+apply_env_defaults()
+
+if TYPE_CHECKING:
+    from polyaxon_prefect.prefect._api import RunResult, run, run_job, to_flow
+    from polyaxon_prefect.prefect._job import OpOutcome, job_flow, job_task, run_op_in_flow
+
+__all__ = [
+    "OpOutcome",
+    "RunResult",
+    "job_flow",
+    "job_task",
+    "run",
+    "run_job",
+    "run_op_in_flow",
+    "to_flow",
+]
+
+_LAZY = {
+    "RunResult": "polyaxon_prefect.prefect._api",
+    "run": "polyaxon_prefect.prefect._api",
+    "run_job": "polyaxon_prefect.prefect._api",
+    "to_flow": "polyaxon_prefect.prefect._api",
+    "OpOutcome": "polyaxon_prefect.prefect._job",
+    "job_flow": "polyaxon_prefect.prefect._job",
+    "job_task": "polyaxon_prefect.prefect._job",
+    "run_op_in_flow": "polyaxon_prefect.prefect._job",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

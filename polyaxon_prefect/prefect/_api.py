@@ -1,0 +1,218 @@
+"""``polyaxon_prefect.run`` and ``polyaxon_prefect.to_flow``: a Polyaxonfile as a Prefect flow.
+
+``run`` is for "run this file now" (the CLI, notebooks, scripts): the file is loaded and the job
+prepared *before* any flow run exists, so a bad file or a missing param is a
+`PolyaxonfileError` with located problems, not a failed run in the UI. ``to_flow`` is for
+Prefect users: a flow whose parameters are the component's inputs, to call, serve or deploy; it
+loads the file again on each run, with that run's parameter values.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from polyaxon_prefect.exceptions import PolyaxonfileError
+from polyaxon_prefect.loading._load import LoadedPolyaxonfile, load_polyaxonfile
+from polyaxon_prefect.runtime._connections import Connection, load_connections
+from polyaxon_prefect.runtime._job import PreparedJob, prepare_job
+
+__all__ = ["RunResult", "run", "run_job", "to_flow"]
+
+ConnectionsArg = str | os.PathLike[str] | Mapping[str, Connection] | None
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """How a run ended, with Polyaxon's status words.
+
+    ``status``: ``succeeded``, ``failed``, ``stopped`` or ``skipped``. ``uuid`` and
+    ``artifacts_path`` are the run's (the earlier run's on a cache hit, since its outputs are
+    the ones returned); ``flow_run_id`` finds it in Prefect.
+    """
+
+    status: str
+    uuid: str | None
+    name: str
+    outputs: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    artifacts_path: str | None = None
+    message: str = ""
+    flow_run_id: str | None = None
+    cached: bool = False
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status == "succeeded"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (``--json`` prints exactly this)."""
+        return asdict(self)
+
+
+def _connections(value: ConnectionsArg) -> dict[str, Connection]:
+    if isinstance(value, Mapping):
+        return dict(value)
+    return load_connections(value)
+
+
+def run_job(job: PreparedJob, *, flow_name: str | None = None) -> RunResult:
+    """Run an already prepared job as one flow run in this process and wait for it."""
+    from prefect import tags
+
+    from polyaxon_prefect.prefect._job import OpOutcome, job_flow, polyaxon_status
+    from polyaxon_prefect.prefect._settings import local_run_settings
+
+    outcomes: list[OpOutcome] = []
+    op_flow = job_flow(job, name=flow_name, on_outcome=outcomes.append)
+    with local_run_settings(), tags(*job.tags):
+        state = op_flow(return_state=True)
+    flow_run_id = state.state_details.flow_run_id
+    if outcomes:
+        outcome = outcomes[-1]
+        return RunResult(
+            status=outcome.status,
+            uuid=outcome.uuid,
+            name=job.op_name,
+            outputs=outcome.outputs,
+            metrics=outcome.metrics,
+            artifacts_path=outcome.artifacts_path,
+            message=outcome.message,
+            flow_run_id=str(flow_run_id) if flow_run_id else None,
+            cached=outcome.cached,
+        )
+    # The flow ended before the op reported (it crashed or was cancelled from outside).
+    return RunResult(
+        status=polyaxon_status(state),
+        uuid=job.context.uuid,
+        name=job.op_name,
+        artifacts_path=str(job.context.run_artifacts_path),
+        message=state.message or "",
+        flow_run_id=str(flow_run_id) if flow_run_id else None,
+    )
+
+
+def run(
+    path: str | os.PathLike[str],
+    params: Mapping[str, Any] | None = None,
+    presets: Sequence[str | os.PathLike[str]] = (),
+    *,
+    skip_builds: bool = False,
+    connections: ConnectionsArg = None,
+    hub_dirs: Sequence[str | os.PathLike[str]] = (),
+) -> RunResult:
+    """Run a job Polyaxonfile as a Prefect flow run (ephemeral server unless
+    ``PREFECT_API_URL`` is set) and return how it ended; never raises for a failed job.
+
+    ``params`` are Python values or ``-P``-style strings, typed by the inputs' declared types.
+    ``connections`` is a connections file, a mapping of `Connection`, or ``None`` for
+    ``$POLYAXON_PREFECT_CONNECTIONS``.
+
+    Raises:
+        PolyaxonfileError: the file, a preset or a param is invalid (before anything runs);
+            `UnsupportedFeatureError` for operations the local runtime cannot run (a build
+            without ``skip_builds``).
+    """
+    loaded = load_polyaxonfile(path, list(presets), params, hub_dirs=list(hub_dirs))
+    job = prepare_job(loaded, connections=_connections(connections), skip_builds=skip_builds)
+    return run_job(job, flow_name=getattr(loaded.component, "name", None))
+
+
+# ----------------------------------------------------------------------------- to_flow
+
+
+def _load_for_signature(
+    path: Path, presets: Sequence[Path], hub_dirs: Sequence[Path]
+) -> tuple[Any, dict[str, Any]]:
+    """The operation and its literal params, without requiring every param.
+
+    A component with a required input cannot be loaded without a value for it, yet that input
+    is exactly what the flow's parameter will provide; so when the only problems are missing
+    params, the file is assembled and validated again without the param check.
+    """
+    try:
+        loaded = load_polyaxonfile(path, presets, hub_dirs=hub_dirs)
+        return loaded.operation, loaded.params
+    except PolyaxonfileError as error:
+        if not error.problems or any(p.rule != "param_missing" for p in error.problems):
+            raise
+    from polyaxon_prefect.loading._load import _Loader
+    from polyaxon_prefect.specs import Operation
+
+    loader = _Loader(list(hub_dirs), 10.0)
+    assembled = loader.assemble(path, list(presets), {})
+    operation = Operation.model_validate(assembled)
+    literal = {
+        name: param.value
+        for name, param in (operation.params or {}).items()
+        if not getattr(param, "is_ref", False)
+    }
+    return operation, literal
+
+
+def to_flow(
+    path: str | os.PathLike[str],
+    presets: Sequence[str | os.PathLike[str]] = (),
+    *,
+    hub_dirs: Sequence[str | os.PathLike[str]] = (),
+    connections: ConnectionsArg = None,
+    skip_builds: bool = False,
+) -> Any:
+    """A Prefect flow for a job Polyaxonfile, with the component's inputs as typed parameters.
+
+    ``to_flow("typed.yaml")(learning_rate=0.01, epochs=3)`` runs it and returns its outputs;
+    ``flow.parameters`` is the typed schema Prefect's UI renders; ``.serve()``/``.deploy()``
+    work as for any flow. The file is read again at each run (so edits apply); connections given
+    as a file or ``None`` are read at each run too.
+
+    Raises:
+        PolyaxonfileError: the file is invalid (problems other than missing params).
+    """
+    from prefect import flow
+
+    from polyaxon_prefect.prefect._job import flow_name, run_op_in_flow
+    from polyaxon_prefect.prefect._params import flow_params, flow_signature
+
+    file = Path(path).absolute()
+    preset_files = [Path(p).absolute() for p in presets]
+    hubs = [Path(h).absolute() for h in hub_dirs]
+    operation, literal_params = _load_for_signature(file, preset_files, hubs)
+    component = operation.component
+    params = flow_params(component, literal_params)
+    by_name = {p.name: p for p in params}
+
+    def polyaxon_op(**values: Any) -> Any:
+        given = {
+            by_name[key].io_name: value
+            for key, value in values.items()
+            if key in by_name and not _is_default(value, by_name[key].default)
+        }
+        loaded: LoadedPolyaxonfile = load_polyaxonfile(file, preset_files, given, hub_dirs=hubs)
+        job = prepare_job(loaded, connections=_connections(connections), skip_builds=skip_builds)
+        return run_op_in_flow(job)
+
+    signature = flow_signature(params)
+    polyaxon_op.__signature__ = signature  # type: ignore[attr-defined]
+    polyaxon_op.__annotations__ = {
+        **{p.name: p.annotation for p in signature.parameters.values()},
+        "return": Any,
+    }
+    name = getattr(component, "name", None) or file.stem
+    return flow(
+        polyaxon_op,
+        name=flow_name(name),
+        flow_run_name=flow_name(operation.name or name),
+        description=getattr(component, "description", None) or f"Polyaxon component `{name}`",
+    )
+
+
+def _is_default(value: Any, default: Any) -> bool:
+    """Whether a parameter still holds its declared default (then the file's value applies,
+    which matters for ``{{ }}`` defaults that must be rendered, not passed back as text)."""
+    try:
+        return type(value) is type(default) and value == default
+    except Exception:
+        return False

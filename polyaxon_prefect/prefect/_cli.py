@@ -1,0 +1,168 @@
+"""``polyaxon-prefect run``: run a job Polyaxonfile as a Prefect flow run from the terminal.
+
+Progress (Prefect's run logs, the job's own lines) goes to stderr; the summary goes to stdout,
+or, with ``--json``, exactly one JSON object and nothing else, so scripts can pipe it. Exit code
+0 only when the run succeeded. Prefect is imported only once the file is known to be valid.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError
+
+__all__ = ["add_run_parser", "cmd_run"]
+
+
+def add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``run`` sub-command to ``subparsers`` (from ``add_subparsers``)."""
+    parser = subparsers.add_parser(
+        "run",
+        help="run a job operation locally as a Prefect flow run",
+        description=(
+            "Run a job operation as a local process inside a Prefect flow run (an ephemeral "
+            "Prefect server unless PREFECT_API_URL is set) and print its outputs."
+        ),
+    )
+    parser.add_argument(
+        "-f",
+        "--file",
+        dest="files",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help="the Polyaxonfile; repeat to apply presets on top of it, in order",
+    )
+    parser.add_argument(
+        "-P",
+        "--param",
+        dest="params",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a param value, parsed by the input's declared type (repeatable)",
+    )
+    parser.add_argument(
+        "--hub",
+        dest="hub_dirs",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a directory of hub components for hubRef (also $POLYAXON_PREFECT_HUB)",
+    )
+    parser.add_argument(
+        "--connections",
+        metavar="FILE",
+        default=None,
+        help="the connections file (default: $POLYAXON_PREFECT_CONNECTIONS)",
+    )
+    parser.add_argument(
+        "--skip-builds",
+        action="store_true",
+        help="report build operations as skipped instead of failing (no local image builder)",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object (status, uuid, outputs, ...) on stdout and nothing else",
+    )
+    return parser
+
+
+def _json_line(payload: dict[str, Any]) -> None:
+    print(json.dumps(payload, default=str, sort_keys=False))
+
+
+def _invalid(error: PolyaxonPrefectError, *, as_json: bool) -> int:
+    problems = list(getattr(error, "problems", []) or [])
+    if problems:
+        for problem in problems:
+            print(problem.format(), file=sys.stderr)
+        count = len(problems)
+        summary = f"{count} problem{'s' if count != 1 else ''} found."
+        print(summary, file=sys.stderr)
+    else:
+        summary = f"error: {error}"
+        print(summary, file=sys.stderr)
+    if as_json:
+        _json_line(
+            {
+                "status": "failed",
+                "uuid": None,
+                "name": None,
+                "outputs": {},
+                "metrics": {},
+                "artifacts_path": None,
+                "message": summary if problems else str(error),
+                "flow_run_id": None,
+                "problems": [p.to_dict() for p in problems],
+            }
+        )
+    return 1
+
+
+def _summary(result: Any) -> None:
+    print(f"status: {result.status}")
+    print(f"op: {result.name} (run {result.uuid})")
+    if result.outputs:
+        print("outputs:")
+        for name, value in result.outputs.items():
+            print(f"  {name}: {json.dumps(value, default=str)}")
+    if result.status != "succeeded" and result.message:
+        print(f"message: {result.message}")
+    elif result.cached:
+        print(f"note: {result.message}")
+    if result.artifacts_path:
+        print(f"run directory: {result.artifacts_path}")
+    if result.flow_run_id:
+        print(f"prefect flow run: {result.flow_run_id}")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Handle ``polyaxon-prefect run``; returns the exit code."""
+    from polyaxon_prefect.loading._load import load_polyaxonfile, parse_cli_params
+    from polyaxon_prefect.runtime._connections import load_connections
+    from polyaxon_prefect.runtime._job import prepare_job
+
+    try:
+        params = parse_cli_params(args.params or [])
+        loaded = load_polyaxonfile(args.files[0], args.files[1:], params, hub_dirs=args.hub_dirs)
+        job = prepare_job(
+            loaded,
+            connections=load_connections(args.connections),
+            skip_builds=args.skip_builds,
+        )
+    except (PolyaxonfileError, PolyaxonPrefectError) as error:
+        return _invalid(error, as_json=args.json)
+
+    print(
+        f"running `{job.op_name}` (run {job.context.uuid}) in {job.context.run_artifacts_path}",
+        file=sys.stderr,
+    )
+    from polyaxon_prefect.prefect._api import run_job
+
+    result = run_job(job, flow_name=getattr(loaded.component, "name", None))
+    if args.json:
+        _json_line(result.to_dict())
+    else:
+        sys.stderr.flush()
+        _summary(result)
+    return 0 if result.succeeded else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m polyaxon_prefect.prefect._cli run ...``: the ``run`` command on its own."""
+    parser = argparse.ArgumentParser(prog="polyaxon-prefect")
+    add_run_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    try:
+        return cmd_run(args)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

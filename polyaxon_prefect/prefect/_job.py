@@ -1,0 +1,367 @@
+"""One job operation as one Prefect flow run holding one task run (``run_job_op``).
+
+The flow is the unit users see (named after the op, tagged like the component, with a table
+artifact of params and outputs); the task is the unit Prefect retries and caches. The job itself
+(command, env, timeout kill, outputs) is `polyaxon_prefect.runtime.execute_job`: this module only
+maps it onto Prefect states.
+
+Two things are deliberately kept out of Prefect's hands:
+
+- The prepared job never becomes a flow or task *parameter*: its env holds connection secrets,
+  and flow parameters are stored by the API and shown in the UI. The task closes over it.
+- The timeout is enforced by killing the process (``execute_job``), not by ``timeout_seconds``:
+  Prefect cannot interrupt a thread blocked on a child process.
+
+How a job ends, as the task's state (returned, not raised, so the message is the job's own and
+no Python traceback of ours is printed; Prefect retries a returned failed state like an error):
+
+==========================  =====================================  ======================
+job                         Prefect state                          Polyaxon status
+==========================  =====================================  ======================
+exit 0, outputs valid       Completed (``Cached`` on a cache hit)  succeeded
+skipped build               Completed named ``Skipped``            skipped
+killed at the deadline      Failed named ``TimedOut``              failed
+cancelled                   Cancelled                              stopped
+anything else               Failed                                 failed
+==========================  =====================================  ======================
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from prefect import Flow, Task, flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+from prefect.client.schemas.objects import State, StateType
+from prefect.context import FlowRunContext
+from prefect.states import Cancelled, Completed, Failed
+from prefect.types import BANNED_CHARACTERS
+
+from polyaxon_prefect.exceptions import PolyaxonPrefectError
+from polyaxon_prefect.prefect._settings import install_log_filter
+from polyaxon_prefect.runtime._job import JobResult, PreparedJob, execute_job, prepare_job
+from polyaxon_prefect.runtime._process import mask_secrets
+
+__all__ = [
+    "SKIPPED_STATE_NAME",
+    "TIMED_OUT_STATE_NAME",
+    "OpOutcome",
+    "flow_name",
+    "job_flow",
+    "job_task",
+    "polyaxon_status",
+    "run_op_in_flow",
+]
+
+SKIPPED_STATE_NAME = "Skipped"
+TIMED_OUT_STATE_NAME = "TimedOut"
+CACHED_STATE_NAME = "Cached"
+TASK_NAME = "run_job_op"
+_TAIL_LINES = 10
+
+install_log_filter()
+
+
+@dataclass(frozen=True)
+class OpOutcome:
+    """What one op's flow run produced, handed to in-process callers (`run`, the CLI).
+
+    ``uuid``/``artifacts_path`` are those of the run that produced the outputs: on a cache hit,
+    the earlier run's (nothing was written for the new one).
+    """
+
+    status: str
+    outputs: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    message: str = ""
+    uuid: str | None = None
+    artifacts_path: str | None = None
+    cached: bool = False
+
+
+OutcomeCallback = Callable[[OpOutcome], None]
+
+
+def polyaxon_status(state: State) -> str:
+    """Polyaxon's status word for a final Prefect state."""
+    if state.type == StateType.COMPLETED:
+        return "skipped" if state.name == SKIPPED_STATE_NAME else "succeeded"
+    if state.type == StateType.CANCELLED:
+        return "upstream_failed" if state.name == "UpstreamFailed" else "stopped"
+    return "failed"
+
+
+def flow_name(name: str) -> str:
+    """``name`` without the characters Prefect refuses in flow and run names."""
+    cleaned = "".join("-" if ch in BANNED_CHARACTERS else ch for ch in name).strip()
+    return cleaned or "polyaxon-op"
+
+
+def _artifact_key(op_name: str) -> str:
+    # Artifact keys: lowercase letters, digits and dashes only.
+    slug = re.sub(r"[^a-z0-9-]+", "-", op_name.lower()).strip("-")
+    return f"{slug or 'op'}-run"
+
+
+# ----------------------------------------------------------------------------- the task
+
+
+def _payload(job: PreparedJob, result: JobResult) -> dict[str, Any]:
+    return {
+        "outputs": dict(result.outputs),
+        "metrics": dict(result.metrics),
+        "uuid": job.context.uuid,
+        "artifacts_path": str(job.context.run_artifacts_path),
+    }
+
+
+def _failure_message(job: PreparedJob, result: JobResult) -> str:
+    """The job's own message, or one built from how its process ended and its last stderr."""
+    message = result.message.strip()
+    process = result.process
+    if not message and process is not None:
+        message = f"the process {process.describe()}"
+        tail = process.stderr_tail[-_TAIL_LINES:]
+        if tail:
+            message += "; last lines of stderr:\n" + "\n".join(tail)
+    for problem in result.problems:
+        if getattr(problem, "message", str(problem)) not in message:
+            message += f"\n{problem.format() if hasattr(problem, 'format') else problem}"
+    return mask_secrets(message or f"job `{job.op_name}` failed", job.secrets)
+
+
+def _execute(job: PreparedJob) -> dict[str, Any] | State:
+    """The body of ``run_job_op``: run the process, stream its lines, map how it ended."""
+    logger = get_run_logger()
+
+    def on_line(stream: str, line: str) -> None:
+        # Lines arrive masked; Prefect's console handler echoes them to the terminal.
+        if stream == "stderr":
+            logger.warning(line)
+        else:
+            logger.info(line)
+
+    try:
+        result = execute_job(job, on_line=on_line)
+    except PolyaxonPrefectError as exc:  # command not found, bad outputs file, ...
+        return Failed(message=mask_secrets(str(exc), job.secrets))
+    if result.status == "succeeded":
+        return _payload(job, result)
+    if result.status == "skipped":
+        return Completed(name=SKIPPED_STATE_NAME, message=result.message or "skipped")
+    message = _failure_message(job, result)
+    process = result.process
+    if process is not None and process.timed_out:
+        return Failed(name=TIMED_OUT_STATE_NAME, message=message)
+    if result.status == "stopped" or (process is not None and process.cancelled):
+        return Cancelled(message=message)
+    return Failed(message=message)
+
+
+def job_task(job: PreparedJob) -> Task[[], Any]:
+    """``run_job_op`` for this job: retries from ``termination.maxRetries``, and the cache.
+
+    The cache key is the job's own (computed from the compiled op by `prepare_job`, ``None``
+    when caching is off): ops all share this one task, so Prefect's default key (inputs plus the
+    task's source) would say nothing about the op. A hit makes Prefect skip the body and return
+    the stored payload in a ``Cached`` state, so no process starts.
+    """
+
+    def run_job_op() -> dict[str, Any] | State:
+        return _execute(job)
+
+    options: dict[str, Any] = {
+        "name": TASK_NAME,
+        "task_run_name": flow_name(job.op_name),
+        "retries": max(int(job.max_retries or 0), 0),
+        "tags": list(job.tags),
+    }
+    if job.cache_key is None:
+        options["cache_policy"] = NO_CACHE
+    else:
+        key = job.cache_key
+        options["cache_key_fn"] = lambda _context, _parameters: key
+        options["persist_result"] = True
+        if job.cache_ttl:
+            options["cache_expiration"] = timedelta(seconds=job.cache_ttl)
+    return task(run_job_op, **options)
+
+
+# ----------------------------------------------------------------------------- the flow
+
+
+def _add_flow_run_tags(tags: tuple[str, ...]) -> None:
+    """Give the current flow run the component's tags, however the run was created (a
+    deployment, the UI, `to_flow`...): tags only come from context when a run is created."""
+    context = FlowRunContext.get()
+    if context is None or context.flow_run is None or not tags:
+        return
+    current = list(context.flow_run.tags or [])
+    missing = [t for t in tags if t not in current]
+    if not missing:
+        return
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        client.update_flow_run(context.flow_run.id, tags=[*current, *missing])
+
+
+def _cell(value: Any, secrets: tuple[str, ...]) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
+    return mask_secrets(text, secrets)
+
+
+def _table_artifact(job: PreparedJob, outcome: OpOutcome) -> None:
+    """Params, outputs and metrics of the run as one table (secrets masked)."""
+    from prefect.artifacts import create_table_artifact
+
+    output_names = {getattr(io, "name", None) for io in job.outputs}
+    rows: list[dict[str, str]] = [
+        {"kind": "run", "name": "status", "value": outcome.status},
+        {"kind": "run", "name": "uuid", "value": outcome.uuid or job.context.uuid},
+    ]
+    if job.image:
+        rows.append({"kind": "run", "name": "image", "value": job.image})
+    for name, value in sorted(job.params.items()):
+        if name in output_names and value is None:
+            continue  # an output's placeholder, not an input value
+        rows.append({"kind": "param", "name": name, "value": _cell(value, job.secrets)})
+    for name, value in sorted(outcome.outputs.items()):
+        rows.append({"kind": "output", "name": name, "value": _cell(value, job.secrets)})
+    for name, value in sorted(outcome.metrics.items()):
+        if name not in outcome.outputs:
+            rows.append({"kind": "metric", "name": name, "value": _cell(value, job.secrets)})
+    create_table_artifact(
+        rows,
+        key=_artifact_key(job.op_name),
+        description=f"params and outputs of `{job.op_name}` (run {outcome.uuid})",
+    )
+
+
+def _remove_if_empty(path: Path) -> None:
+    """Drop a run directory that never got a file (the new run of a cache hit)."""
+    if not path.is_dir() or any(p.is_file() for p in path.rglob("*")):
+        return
+    for directory in sorted((p for p in path.rglob("*") if p.is_dir()), reverse=True):
+        os.rmdir(directory)
+    os.rmdir(path)
+
+
+def run_op_in_flow(job: PreparedJob, on_outcome: OutcomeCallback | None = None) -> Any:
+    """Run ``job`` as the task of the current flow run; return what the flow should return.
+
+    That is the outputs dict on success, else a final state (``Skipped``, ``Failed``,
+    ``TimedOut``, ``Cancelled``) carrying the job's message, which Prefect makes the flow run's
+    own state.
+    """
+    logger = get_run_logger()
+    _add_flow_run_tags(job.tags)
+    for note in getattr(job, "notes", ()):
+        logger.warning(note)
+    if job.is_build:
+        message = (
+            f"skipped build op `{job.op_name}`: the local runtime has no image builder "
+            f"(image {job.image or '-'} was not built)"
+        )
+        logger.warning(message)
+        outcome = OpOutcome(
+            "skipped",
+            message=message,
+            uuid=job.context.uuid,
+            artifacts_path=str(job.context.run_artifacts_path),
+        )
+        _finish(job, outcome, on_outcome)
+        return Completed(name=SKIPPED_STATE_NAME, message=message)
+
+    state = job_task(job)(return_state=True)
+    if state.type == StateType.COMPLETED and state.name != SKIPPED_STATE_NAME:
+        payload = state.result()
+        cached = state.name == CACHED_STATE_NAME
+        message = "succeeded"
+        if cached:
+            message = (
+                f"cache hit: reused the outputs of run {payload.get('uuid')} "
+                "(same op and params); no process was started"
+            )
+            logger.info(message)
+            _remove_if_empty(job.context.run_path)
+        outcome = OpOutcome(
+            "succeeded",
+            outputs=dict(payload.get("outputs") or {}),
+            metrics=dict(payload.get("metrics") or {}),
+            message=message,
+            uuid=payload.get("uuid") or job.context.uuid,
+            artifacts_path=payload.get("artifacts_path"),
+            cached=cached,
+        )
+        _finish(job, outcome, on_outcome)
+        if cached:  # the flow run says so too, and still returns the outputs
+            return Completed(name=CACHED_STATE_NAME, message=message, data=outcome.outputs)
+        return outcome.outputs
+
+    status = polyaxon_status(state)
+    message = state.message or status
+    outcome = OpOutcome(
+        status,
+        message=message,
+        uuid=job.context.uuid,
+        artifacts_path=str(job.context.run_artifacts_path),
+    )
+    _finish(job, outcome, on_outcome)
+    if status == "skipped":
+        return Completed(name=SKIPPED_STATE_NAME, message=message)
+    if status == "stopped":
+        return Cancelled(message=f"op `{job.op_name}` was stopped: {message}")
+    name = TIMED_OUT_STATE_NAME if state.name == TIMED_OUT_STATE_NAME else "Failed"
+    return Failed(name=name, message=f"op `{job.op_name}` failed: {message}")
+
+
+def _finish(job: PreparedJob, outcome: OpOutcome, on_outcome: OutcomeCallback | None) -> None:
+    try:
+        _table_artifact(job, outcome)
+    except Exception as exc:  # an artifact is a view: never fail the op for it
+        get_run_logger().warning("could not create the table artifact: %s", exc)
+    if on_outcome is not None:
+        on_outcome(outcome)
+
+
+def job_flow(
+    job: PreparedJob | Any,
+    *,
+    name: str | None = None,
+    on_outcome: OutcomeCallback | None = None,
+    **prepare_kwargs: Any,
+) -> Flow[[], Any]:
+    """A parameterless flow that runs one op: call it (``return_state=True`` for the state).
+
+    ``job`` is a `PreparedJob`, or a loaded Polyaxonfile that is prepared here, now (so invalid
+    params or unsupported features raise before any flow run exists); ``prepare_kwargs`` go to
+    `prepare_job` (``run_context``, ``params``, ``connections``, ``skip_builds``, ...).
+    ``name`` is the flow's name (the component's name groups its runs in the UI; defaults to
+    the component's name for a loaded file, else the op's name); each flow run is named after
+    the op. ``on_outcome`` receives the `OpOutcome` at the end of the run, in this process.
+    """
+    if not isinstance(job, PreparedJob):
+        name = name or getattr(getattr(job, "component", None), "name", None)
+        job = prepare_job(job, **prepare_kwargs)
+    elif prepare_kwargs:
+        raise TypeError("prepare_kwargs only apply when `job` is a loaded Polyaxonfile")
+    prepared: PreparedJob = job
+
+    def run_op() -> Any:
+        return run_op_in_flow(prepared, on_outcome)
+
+    return flow(
+        run_op,
+        name=flow_name(name or prepared.op_name),
+        flow_run_name=flow_name(prepared.op_name),
+        description=f"Polyaxon op `{prepared.op_name}`",
+        validate_parameters=False,
+    )

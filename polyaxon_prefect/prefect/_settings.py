@@ -1,0 +1,82 @@
+"""Quiet, fast Prefect defaults for local runs, applied only where the user has not chosen.
+
+Why each one:
+
+- ``PREFECT_SERVER_ANALYTICS_ENABLED=false``: the ephemeral server's telemetry service fails
+  offline and, on a fresh database, prints "database is locked" tracebacks into the terminal of
+  someone who only ran a training script. Environment variables are used (not
+  ``temporary_settings``) because the ephemeral server is a subprocess that inherits them; they
+  must be set before Prefect is imported, as Prefect reads its settings at import time.
+- Flow heartbeats off: since Prefect 3.8 every flow run starts a heartbeat thread (every 180 s)
+  that the engine joins on exit, adding about one second to *every* flow run, which is most of
+  the overhead of a short local job. Heartbeats detect crashed runs of deployed, long-running
+  flows; a local ``polyaxon-prefect run`` is watched by its own process. The setting cannot be
+  switched off through the environment (``None`` is not an integer), so it is switched off with
+  ``temporary_settings`` around our own runs, and only when the user kept Prefect's default.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Iterator
+
+__all__ = ["ENV_DEFAULTS", "apply_env_defaults", "install_log_filter", "local_run_settings"]
+
+ENV_DEFAULTS: dict[str, str] = {
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+}
+"""Set in ``os.environ`` unless already present (the user's value always wins)."""
+
+_HEARTBEAT_ENV = ("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", "PREFECT_RUNNER_HEARTBEAT_FREQUENCY")
+_PREFECT_DEFAULT_HEARTBEAT = 180
+
+
+def apply_env_defaults() -> None:
+    """Put `ENV_DEFAULTS` into the environment where the user has not set them.
+
+    Call before ``import prefect`` (the package ``polyaxon_prefect.prefect`` does it first thing).
+    """
+    for name, value in ENV_DEFAULTS.items():
+        os.environ.setdefault(name, value)
+
+
+class _DropEmptyExcInfo(logging.Filter):
+    """Prefect logs a failed *state* (which is how a failed job ends) with ``exc_info=True``
+    although no exception is being handled, which prints a stray ``NoneType: None`` line under
+    the error; drop that empty traceback, keep real ones."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[0] is None:
+            record.exc_info = None
+        return True
+
+
+_FILTER = _DropEmptyExcInfo()
+
+
+def install_log_filter() -> None:
+    """Install `_DropEmptyExcInfo` on Prefect's task-run logger (idempotent)."""
+    logger = logging.getLogger("prefect.task_runs")
+    if _FILTER not in logger.filters:
+        logger.addFilter(_FILTER)
+
+
+@contextlib.contextmanager
+def local_run_settings() -> Iterator[None]:
+    """Settings for running one of our flows in this process (heartbeats off, see above)."""
+    from prefect.settings import (
+        PREFECT_FLOWS_HEARTBEAT_FREQUENCY,
+        get_current_settings,
+        temporary_settings,
+    )
+
+    install_log_filter()
+    user_chose = any(name in os.environ for name in _HEARTBEAT_ENV)
+    current = get_current_settings().flows.heartbeat_frequency
+    if user_chose or current != _PREFECT_DEFAULT_HEARTBEAT:
+        yield
+        return
+    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        yield

@@ -1,0 +1,130 @@
+"""One Prefect test server for the whole folder (starting one costs about 10 s).
+
+The environment is set before Prefect is imported: analytics off (no telemetry noise), run
+directories and Prefect's result storage (where cache records live) in a temporary folder, so a
+cache entry of an earlier test session can never turn a first run into a hit.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_ROOT = Path(tempfile.mkdtemp(prefix="polyaxon-prefect-tests-"))
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ["POLYAXON_PREFECT_ARTIFACTS_ROOT"] = str(_ROOT / "artifacts")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def prefect_server() -> Iterator[str]:
+    """The harness's API URL; heartbeats off and results stored under a temporary folder."""
+    from prefect.settings import (
+        PREFECT_API_URL,
+        PREFECT_FLOWS_HEARTBEAT_FREQUENCY,
+        PREFECT_LOCAL_STORAGE_PATH,
+        temporary_settings,
+    )
+    from prefect.testing.utilities import prefect_test_harness
+
+    updates = {
+        PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None,
+        PREFECT_LOCAL_STORAGE_PATH: str(_ROOT / "storage"),
+    }
+    with temporary_settings(updates=updates), prefect_test_harness(server_startup_timeout=60):
+        yield str(PREFECT_API_URL.value())
+    shutil.rmtree(_ROOT, ignore_errors=True)
+
+
+def write_component(
+    folder: Path,
+    run: str,
+    *,
+    inputs: str = "",
+    outputs: str = "",
+    extra: str = "",
+    name: str = "demo",
+) -> Path:
+    """A job component file in ``folder`` (``run`` is the YAML under ``run:``, minus ``kind``)."""
+    text = (
+        f"version: 1.1\nkind: component\nname: {name}\ntags: [tests, prefect]\n"
+        + (f"inputs:\n{textwrap.dedent(inputs)}" if inputs else "")
+        + (f"outputs:\n{textwrap.dedent(outputs)}" if outputs else "")
+        + textwrap.dedent(extra)
+        + "run:\n  kind: job\n"
+        + textwrap.indent(textwrap.dedent(run), "  ")
+    )
+    path = folder / f"{name}.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def read_flow_run(flow_run_id: str) -> Any:
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        return client.read_flow_run(flow_run_id)
+
+
+def read_task_runs(flow_run_id: str) -> list[Any]:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    with get_client(sync_client=True) as client:
+        return client.read_task_runs(
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
+        )
+
+
+def read_logs(flow_run_id: str) -> list[str]:
+    """Every log message of a flow run (and its task runs), as stored by the API."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+    from prefect.logging.handlers import APILogWorker
+
+    APILogWorker.drain_all(timeout=10)  # logs are shipped in the background, in batches
+    with get_client(sync_client=True) as client:
+        logs = client.read_logs(
+            log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id]))
+        )
+    return [log.message for log in logs]
+
+
+def read_artifacts(flow_run_id: str) -> list[Any]:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    with get_client(sync_client=True) as client:
+        return client.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]))
+        )
+
+
+class PrefectApi:
+    """What the tests read back from the Prefect API."""
+
+    flow_run = staticmethod(read_flow_run)
+    task_runs = staticmethod(read_task_runs)
+    logs = staticmethod(read_logs)
+    artifacts = staticmethod(read_artifacts)
+
+
+@pytest.fixture
+def api() -> PrefectApi:
+    return PrefectApi()
+
+
+@pytest.fixture
+def make_component(tmp_path: Path) -> Any:
+    """``make_component(run, inputs=..., outputs=..., extra=..., name=...)`` -> path."""
+
+    def make(run: str, **kwargs: Any) -> Path:
+        return write_component(tmp_path, run, **kwargs)
+
+    return make
