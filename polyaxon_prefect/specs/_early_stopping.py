@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StrictStr, field_validator
 
 from polyaxon_prefect.specs._base import BaseSpec
-from polyaxon_prefect.specs._search_fields import BoolOrRef, FloatOrRef, IntOrRef
+from polyaxon_prefect.specs._or_ref import BoolOrRef, FloatOrRef, IntOrRef
 
 __all__ = [
     "DiffStoppingPolicy",

@@ -21,7 +21,7 @@ from polyaxon_prefect.specs._early_stopping import (
     OptimizationResource,
 )
 from polyaxon_prefect.specs._hyperparams import HpParam
-from polyaxon_prefect.specs._search_fields import (
+from polyaxon_prefect.specs._or_ref import (
     BoolOrRef,
     FloatOrRef,
     IntOrRef,
