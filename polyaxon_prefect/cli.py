@@ -13,40 +13,11 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from polyaxon_prefect._cli_args import add_file_args
 from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError
 from polyaxon_prefect.prefect._cli import add_run_parser, cmd_run
 
 __all__ = ["main"]
-
-
-def _add_file_args(parser: argparse.ArgumentParser, *, params: bool = True) -> None:
-    parser.add_argument(
-        "-f",
-        "--file",
-        dest="files",
-        action="append",
-        required=True,
-        metavar="FILE",
-        help="the Polyaxonfile; repeat to apply presets on top of it, in order",
-    )
-    if params:
-        parser.add_argument(
-            "-P",
-            "--param",
-            dest="params",
-            action="append",
-            default=[],
-            metavar="NAME=VALUE",
-            help="a param value, parsed by the input's declared type (repeatable)",
-        )
-    parser.add_argument(
-        "--hub",
-        dest="hub_dirs",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="a directory of hub components for hubRef (also $POLYAXON_PREFECT_HUB)",
-    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -57,11 +28,11 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     check = sub.add_parser("check", help="validate a Polyaxonfile and report every problem")
-    _add_file_args(check)
+    add_file_args(check)
     check.add_argument("--json", action="store_true", help="print problems as a JSON list")
 
     compile_ = sub.add_parser("compile", help="print the fully resolved operation")
-    _add_file_args(compile_)
+    add_file_args(compile_)
     compile_.add_argument("--format", choices=("yaml", "json"), default="yaml")
 
     upgrade = sub.add_parser("upgrade", help="print a legacy (v0.x) file as v1.1 YAML")

@@ -12,6 +12,7 @@ import json
 import sys
 from typing import Any
 
+from polyaxon_prefect._cli_args import add_file_args
 from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError
 
 __all__ = ["add_run_parser", "cmd_run"]
@@ -27,32 +28,7 @@ def add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
             "Prefect server unless PREFECT_API_URL is set) and print its outputs."
         ),
     )
-    parser.add_argument(
-        "-f",
-        "--file",
-        dest="files",
-        action="append",
-        required=True,
-        metavar="FILE",
-        help="the Polyaxonfile; repeat to apply presets on top of it, in order",
-    )
-    parser.add_argument(
-        "-P",
-        "--param",
-        dest="params",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="a param value, parsed by the input's declared type (repeatable)",
-    )
-    parser.add_argument(
-        "--hub",
-        dest="hub_dirs",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="a directory of hub components for hubRef (also $POLYAXON_PREFECT_HUB)",
-    )
+    add_file_args(parser)
     parser.add_argument(
         "--connections",
         metavar="FILE",
