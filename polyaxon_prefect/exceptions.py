@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 __all__ = [
@@ -83,16 +83,27 @@ class Problem:
         self, *, file: str | None = None, line: int | None = None, column: int | None = None
     ) -> Problem:
         """A copy with the source position filled in where it was missing."""
-        return Problem(
-            message=self.message,
-            rule=self.rule,
-            path=self.path,
+        return replace(
+            self,
             file=self.file or file,
             line=self.line if self.line is not None else line,
             column=self.column if self.column is not None else column,
-            value=self.value,
-            hint=self.hint,
         )
+
+    def prefixed(self, prefix: Sequence[str | int]) -> Problem:
+        """A copy whose path starts with ``prefix`` (a problem of a part, seen from the whole)."""
+        return replace(self, path=(*prefix, *self.path))
+
+    def relocated(
+        self,
+        path: Sequence[str | int],
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+    ) -> Problem:
+        """A copy placed at ``path`` in ``file``, replacing any earlier location."""
+        return replace(self, path=tuple(path), file=file, line=line, column=column)
 
 
 def _jsonable(value: Any) -> Any:

@@ -199,10 +199,10 @@ def validate_dag(dag_component: Any, *, validate_params: Any) -> list[Problem]:
             is_template=False,
             dag_context=context,
         ):
-            problems.append(_prefixed(problem, base))
+            problems.append(problem.prefixed(base))
         if getattr(component.run, "kind", None) == "dag":
             for problem in validate_dag(component, validate_params=validate_params):
-                problems.append(_prefixed(problem, (*base, "component")))
+                problems.append(problem.prefixed((*base, "component")))
     return problems
 
 
@@ -213,16 +213,3 @@ def _reason_path(reason: str) -> tuple[str | int, ...]:
         name, _, index = head.partition("[")
         return (name, int(index.rstrip("]")))
     return (head, rest) if rest else (head,)
-
-
-def _prefixed(problem: Problem, prefix: tuple[str | int, ...]) -> Problem:
-    return Problem(
-        problem.message,
-        rule=problem.rule,
-        path=prefix + problem.path,
-        file=problem.file,
-        line=problem.line,
-        column=problem.column,
-        value=problem.value,
-        hint=problem.hint,
-    )

@@ -56,16 +56,7 @@ class _Sources:
             return problem
         source_path = best.source_prefix + problem.path[len(best.prefix) :]
         line, column = best.positions.find(source_path)
-        return Problem(
-            problem.message,
-            rule=problem.rule,
-            path=source_path,
-            file=best.positions.file,
-            line=line,
-            column=column,
-            value=problem.value,
-            hint=problem.hint,
-        )
+        return problem.relocated(source_path, file=best.positions.file, line=line, column=column)
 
 
 def _norm(key: str | int) -> str:
@@ -267,7 +258,7 @@ class _Loader:
                     op, base_dir=base_dir, hub_dirs=self.hub_dirs, url_timeout=self.url_timeout
                 )
             except PolyaxonfileError as exc:
-                self.problems.extend(self.sources.locate(_in(p, prefix)) for p in exc.problems)
+                self.problems.extend(self.sources.locate(p.prefixed(prefix)) for p in exc.problems)
                 return
             if source is None:
                 return
@@ -373,7 +364,7 @@ class _Loader:
             operation = Operation.model_validate(op)
         except ValidationError as exc:
             for problem in problems_from_validation_error(exc, op, Positions(), root=Operation):
-                self.problems.append(self.sources.locate(_unlocated(problem)))
+                self.problems.append(self.sources.locate(problem.relocated(problem.path)))
             return None
         component = operation.component
         if component is None:
@@ -388,31 +379,8 @@ class _Loader:
             self.problems.append(self.sources.locate(problem))
         if getattr(component.run, "kind", None) == "dag":
             for problem in validate_dag(component, validate_params=validate_params):
-                self.problems.append(self.sources.locate(_in(problem, ("component",))))
+                self.problems.append(self.sources.locate(problem.prefixed(("component",))))
         return operation
-
-
-def _in(problem: Problem, prefix: PathT) -> Problem:
-    return Problem(
-        problem.message,
-        rule=problem.rule,
-        path=prefix + problem.path,
-        file=problem.file,
-        line=problem.line,
-        column=problem.column,
-        value=problem.value,
-        hint=problem.hint,
-    )
-
-
-def _unlocated(problem: Problem) -> Problem:
-    return Problem(
-        problem.message,
-        rule=problem.rule,
-        path=problem.path,
-        value=problem.value,
-        hint=problem.hint,
-    )
 
 
 def _sorted(problems: list[Problem]) -> list[Problem]:
