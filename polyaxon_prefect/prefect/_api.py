@@ -20,7 +20,7 @@ from polyaxon_prefect.loading._load import LoadedPolyaxonfile, load_polyaxonfile
 from polyaxon_prefect.runtime._connections import Connection, load_connections
 from polyaxon_prefect.runtime._job import PreparedJob, prepare_job
 
-__all__ = ["RunResult", "run", "run_job", "to_flow"]
+__all__ = ["RunResult", "run", "run_job", "run_loaded", "to_flow"]
 
 ConnectionsArg = str | os.PathLike[str] | Mapping[str, Connection] | None
 
@@ -43,14 +43,48 @@ class RunResult:
     message: str = ""
     flow_run_id: str | None = None
     cached: bool = False
+    ops: dict[str, Any] | None = None
+    """A DAG's ops: ``{name: {"status", "outputs", "uuid", ...}}``."""
+    trials: list[dict[str, Any]] | None = None
+    """A sweep's trials: ``[{"index", "params", "status", "outputs", "uuid", ...}]``."""
+    best: dict[str, Any] | None = None
+    """A sweep's best trial by its metric."""
+    reason: str = ""
+    """Why a DAG or a sweep ended early, empty otherwise."""
 
     @property
     def succeeded(self) -> bool:
         return self.status == "succeeded"
 
+    @classmethod
+    def from_outcome(cls, outcome: Any, name: str, flow_run_id: str | None) -> RunResult:
+        """The result of a run whose op reported ``outcome`` (an `OpOutcome`)."""
+        return cls(
+            status=outcome.status,
+            uuid=outcome.uuid,
+            name=name,
+            outputs=dict(outcome.outputs),
+            metrics=dict(outcome.metrics),
+            artifacts_path=outcome.artifacts_path,
+            message=outcome.message,
+            flow_run_id=flow_run_id,
+            cached=outcome.cached,
+            ops=outcome.ops,
+            trials=outcome.trials,
+            best=outcome.best,
+            reason=outcome.reason,
+        )
+
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready (``--json`` prints exactly this)."""
-        return asdict(self)
+        """JSON-ready (``--json`` prints exactly this): ``ops`` only for a DAG, ``trials`` and
+        ``best`` only for a sweep, ``reason`` only when the run was stopped early."""
+        data = asdict(self)
+        for key in ("ops", "trials", "best"):
+            if data[key] is None:
+                del data[key]
+        if not data["reason"]:
+            del data["reason"]
+        return data
 
 
 def _connections(value: ConnectionsArg) -> dict[str, Connection]:
@@ -72,17 +106,8 @@ def run_job(job: PreparedJob, *, flow_name: str | None = None) -> RunResult:
         state = op_flow(return_state=True)
     flow_run_id = state.state_details.flow_run_id
     if outcomes:
-        outcome = outcomes[-1]
-        return RunResult(
-            status=outcome.status,
-            uuid=outcome.uuid,
-            name=job.op_name,
-            outputs=outcome.outputs,
-            metrics=outcome.metrics,
-            artifacts_path=outcome.artifacts_path,
-            message=outcome.message,
-            flow_run_id=str(flow_run_id) if flow_run_id else None,
-            cached=outcome.cached,
+        return RunResult.from_outcome(
+            outcomes[-1], job.op_name, str(flow_run_id) if flow_run_id else None
         )
     # The flow ended before the op reported (it crashed or was cancelled from outside).
     return RunResult(
@@ -103,13 +128,19 @@ def run(
     skip_builds: bool = False,
     connections: ConnectionsArg = None,
     hub_dirs: Sequence[str | os.PathLike[str]] = (),
+    resume: bool = False,
+    storage: str | None = None,
+    deployment: str | None = None,
 ) -> RunResult:
-    """Run a job Polyaxonfile as a Prefect flow run (ephemeral server unless
-    ``PREFECT_API_URL`` is set) and return how it ended; never raises for a failed job.
+    """Run a Polyaxonfile (a job, a DAG, or an op with a matrix) as a Prefect flow run
+    (ephemeral server unless ``PREFECT_API_URL`` is set) and return how it ended; never raises
+    for a failed run.
 
     ``params`` are Python values or ``-P``-style strings, typed by the inputs' declared types.
     ``connections`` is a connections file, a mapping of `Connection`, or ``None`` for
-    ``$POLYAXON_PREFECT_CONNECTIONS``.
+    ``$POLYAXON_PREFECT_CONNECTIONS``. For a matrix: ``resume`` continues the latest sweep of
+    this op, ``storage`` is the Optuna storage (URL or file; default: a local file) and
+    ``deployment`` (``flow/deployment``) runs each trial as a run of that deployment.
 
     Raises:
         PolyaxonfileError: the file, a preset or a param is invalid (before anything runs);
@@ -117,8 +148,46 @@ def run(
             without ``skip_builds``).
     """
     loaded = load_polyaxonfile(path, list(presets), params, hub_dirs=list(hub_dirs))
-    job = prepare_job(loaded, connections=_connections(connections), skip_builds=skip_builds)
-    return run_job(job, flow_name=getattr(loaded.component, "name", None))
+    return run_loaded(
+        loaded,
+        connections=connections,
+        skip_builds=skip_builds,
+        sweep=_sweep_options(resume, storage, deployment),
+    )
+
+
+def _sweep_options(resume: bool, storage: str | None, deployment: str | None) -> Any:
+    from polyaxon_prefect.prefect._dispatch import SweepOptions
+
+    return SweepOptions(resume=resume, storage=storage, deployment=deployment)
+
+
+def run_loaded(
+    loaded: LoadedPolyaxonfile,
+    *,
+    connections: ConnectionsArg = None,
+    skip_builds: bool = False,
+    sweep: Any = None,
+) -> RunResult:
+    """Run an already loaded Polyaxonfile of any kind (see `run`).
+
+    A job is prepared first, so its problems raise before any flow run exists; DAGs and sweeps
+    prepare each child when it starts (a child's bad param fails that child, not the load).
+    """
+    from polyaxon_prefect.prefect._dispatch import OpRequest, SweepOptions, op_kind, run_request
+
+    name = getattr(loaded.component, "name", None)
+    resolved = _connections(connections)
+    if op_kind(loaded.operation) == "job":
+        job = prepare_job(loaded, connections=resolved, skip_builds=skip_builds)
+        return run_job(job, flow_name=name)
+    request = OpRequest(
+        loaded=loaded,
+        connections=resolved,
+        skip_builds=skip_builds,
+        sweep=sweep or SweepOptions(),
+    )
+    return run_request(request, flow_name=name)
 
 
 # ----------------------------------------------------------------------------- to_flow
@@ -161,7 +230,8 @@ def to_flow(
     connections: ConnectionsArg = None,
     skip_builds: bool = False,
 ) -> Any:
-    """A Prefect flow for a job Polyaxonfile, with the component's inputs as typed parameters.
+    """A Prefect flow for a Polyaxonfile (a job, a DAG or a sweep), with the component's inputs
+    as typed parameters.
 
     ``to_flow("typed.yaml")(learning_rate=0.01, epochs=3)`` runs it and returns its outputs;
     ``flow.parameters`` is the typed schema Prefect's UI renders; ``.serve()``/``.deploy()``
@@ -173,6 +243,7 @@ def to_flow(
     """
     from prefect import flow
 
+    from polyaxon_prefect.prefect._dispatch import OpRequest, op_kind, run_request_in_flow
     from polyaxon_prefect.prefect._job import flow_name, run_op_in_flow
     from polyaxon_prefect.prefect._params import flow_params, flow_signature
 
@@ -191,6 +262,11 @@ def to_flow(
             if key in by_name and not _is_default(value, by_name[key].default)
         }
         loaded: LoadedPolyaxonfile = load_polyaxonfile(file, preset_files, given, hub_dirs=hubs)
+        if op_kind(loaded.operation) != "job":
+            request = OpRequest(
+                loaded=loaded, connections=_connections(connections), skip_builds=skip_builds
+            )
+            return run_request_in_flow(request)
         job = prepare_job(loaded, connections=_connections(connections), skip_builds=skip_builds)
         return run_op_in_flow(job)
 

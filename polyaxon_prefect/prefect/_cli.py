@@ -22,10 +22,11 @@ def add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add the ``run`` sub-command to ``subparsers`` (from ``add_subparsers``)."""
     parser = subparsers.add_parser(
         "run",
-        help="run a job operation locally as a Prefect flow run",
+        help="run an operation (job, dag or matrix) as a Prefect flow run",
         description=(
-            "Run a job operation as a local process inside a Prefect flow run (an ephemeral "
-            "Prefect server unless PREFECT_API_URL is set) and print its outputs."
+            "Run an operation as a Prefect flow run (an ephemeral Prefect server unless "
+            "PREFECT_API_URL is set): a job as a local process, a dag as one flow run with a "
+            "task run per op, a matrix as a sweep of child flow runs. Prints the outputs."
         ),
     )
     add_file_args(parser)
@@ -39,6 +40,28 @@ def add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--skip-builds",
         action="store_true",
         help="report build operations as skipped instead of failing (no local image builder)",
+    )
+    sweep = parser.add_argument_group("matrix sweeps")
+    sweep.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the latest sweep of this operation (after a crash or a kill) instead of "
+        "starting a new one; completed trials are not run again",
+    )
+    sweep.add_argument(
+        "--storage",
+        metavar="URL",
+        default=None,
+        help="where the sweep's Optuna study lives: a file path or an Optuna storage URL, e.g. "
+        "postgresql+psycopg2://user:pw@host/db for several workers (default: a local file "
+        "under the artifacts root)",
+    )
+    sweep.add_argument(
+        "--deployment",
+        metavar="FLOW/DEPLOYMENT",
+        default=None,
+        help="run each trial as a flow run of this deployment (on its work pool's workers) "
+        "instead of in this process",
     )
     parser.add_argument(
         "--json",
@@ -102,25 +125,41 @@ def cmd_run(args: argparse.Namespace) -> int:
     from polyaxon_prefect.loading._load import load_polyaxonfile, parse_cli_params
     from polyaxon_prefect.runtime._connections import load_connections
     from polyaxon_prefect.runtime._job import prepare_job
+    from polyaxon_prefect.runtime._kind import op_kind
 
     try:
         params = parse_cli_params(args.params or [])
         loaded = load_polyaxonfile(args.files[0], args.files[1:], params, hub_dirs=args.hub_dirs)
-        job = prepare_job(
-            loaded,
-            connections=load_connections(args.connections),
-            skip_builds=args.skip_builds,
-        )
+        connections = load_connections(args.connections)
+        kind = op_kind(loaded.operation)
+        job = None
+        if kind == "job":
+            job = prepare_job(loaded, connections=connections, skip_builds=args.skip_builds)
     except (PolyaxonfileError, PolyaxonPrefectError) as error:
         return _invalid(error, as_json=args.json)
 
-    print(
-        f"running `{job.op_name}` (run {job.context.uuid}) in {job.context.run_artifacts_path}",
-        file=sys.stderr,
-    )
-    from polyaxon_prefect.prefect._api import run_job
+    name = getattr(loaded.component, "name", None)
+    if job is not None:
+        print(
+            f"running `{job.op_name}` (run {job.context.uuid}) in {job.context.run_artifacts_path}",
+            file=sys.stderr,
+        )
+        from polyaxon_prefect.prefect._api import run_job
 
-    result = run_job(job, flow_name=getattr(loaded.component, "name", None))
+        result = run_job(job, flow_name=name)
+    else:
+        from polyaxon_prefect.prefect._dispatch import OpRequest, SweepOptions, run_request
+
+        request = OpRequest(
+            loaded=loaded,
+            connections=connections,
+            skip_builds=args.skip_builds,
+            sweep=SweepOptions(
+                resume=args.resume, storage=args.storage, deployment=args.deployment
+            ),
+        )
+        print(f"running {kind} `{request.op_name}`", file=sys.stderr)
+        result = run_request(request, flow_name=name)
     if args.json:
         _json_line(result.to_dict())
     else:

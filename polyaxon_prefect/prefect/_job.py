@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -84,6 +85,14 @@ class OpOutcome:
     uuid: str | None = None
     artifacts_path: str | None = None
     cached: bool = False
+    ops: dict[str, Any] | None = None
+    """A DAG's ops: ``{name: {"status", "outputs", "uuid", ...}}``."""
+    trials: list[dict[str, Any]] | None = None
+    """A sweep's trials: ``[{"index", "params", "status", "outputs", "uuid", ...}]``."""
+    best: dict[str, Any] | None = None
+    """A sweep's best trial (same shape as an entry of ``trials``)."""
+    reason: str = ""
+    """Why a DAG or a sweep ended early (early stopping), empty otherwise."""
 
 
 OutcomeCallback = Callable[[OpOutcome], None]
@@ -137,8 +146,14 @@ def _failure_message(job: PreparedJob, result: JobResult) -> str:
     return mask_secrets(message or f"job `{job.op_name}` failed", job.secrets)
 
 
-def _execute(job: PreparedJob) -> dict[str, Any] | State:
-    """The body of ``run_job_op``: run the process, stream its lines, map how it ended."""
+def _execute(
+    job: PreparedJob, cancel_event: threading.Event | None = None
+) -> dict[str, Any] | State:
+    """The body of ``run_job_op``: run the process, stream its lines, map how it ended.
+
+    ``cancel_event`` stops the process when set (early stopping, pruning): the job ends
+    ``stopped``.
+    """
     logger = get_run_logger()
 
     def on_line(stream: str, line: str) -> None:
@@ -149,7 +164,7 @@ def _execute(job: PreparedJob) -> dict[str, Any] | State:
             logger.info(line)
 
     try:
-        result = execute_job(job, on_line=on_line)
+        result = execute_job(job, on_line=on_line, cancel_event=cancel_event)
     except PolyaxonPrefectError as exc:  # command not found, bad outputs file, ...
         return Failed(message=mask_secrets(str(exc), job.secrets))
     if result.status == "succeeded":
@@ -165,7 +180,7 @@ def _execute(job: PreparedJob) -> dict[str, Any] | State:
     return Failed(message=message)
 
 
-def job_task(job: PreparedJob) -> Task[[], Any]:
+def job_task(job: PreparedJob, cancel_event: threading.Event | None = None) -> Task[[], Any]:
     """``run_job_op`` for this job: retries from ``termination.maxRetries``, and the cache.
 
     The cache key is the job's own (computed from the compiled op by `prepare_job`, ``None``
@@ -175,7 +190,7 @@ def job_task(job: PreparedJob) -> Task[[], Any]:
     """
 
     def run_job_op() -> dict[str, Any] | State:
-        return _execute(job)
+        return _execute(job, cancel_event)
 
     options: dict[str, Any] = {
         "name": TASK_NAME,
@@ -254,7 +269,11 @@ def _remove_if_empty(path: Path) -> None:
     os.rmdir(path)
 
 
-def run_op_in_flow(job: PreparedJob, on_outcome: OutcomeCallback | None = None) -> Any:
+def run_op_in_flow(
+    job: PreparedJob,
+    on_outcome: OutcomeCallback | None = None,
+    cancel_event: threading.Event | None = None,
+) -> Any:
     """Run ``job`` as the task of the current flow run; return what the flow should return.
 
     That is the outputs dict on success, else a final state (``Skipped``, ``Failed``,
@@ -280,7 +299,7 @@ def run_op_in_flow(job: PreparedJob, on_outcome: OutcomeCallback | None = None) 
         _finish(job, outcome, on_outcome)
         return Completed(name=SKIPPED_STATE_NAME, message=message)
 
-    state = job_task(job)(return_state=True)
+    state = job_task(job, cancel_event)(return_state=True)
     if state.type == StateType.COMPLETED and state.name != SKIPPED_STATE_NAME:
         payload = state.result()
         cached = state.name == CACHED_STATE_NAME
