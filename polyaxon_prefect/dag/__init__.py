@@ -1,13 +1,80 @@
-"""Pure DAG logic: upstream inference, ordering and validation (no Prefect)."""
+"""Pure DAG logic: upstream inference, ordering, validation, trigger rules, refs, conditions and
+joins (no Prefect).
+
+The graph and validation helpers are imported eagerly (``check`` needs them); the scheduling
+helpers are loaded on first use, so loading a file does not pay for them.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect.dag._graph import find_cycle, op_upstreams, ref_op_name, topological_stages
 from polyaxon_prefect.dag._validate import dag_context, validate_dag
 
+if TYPE_CHECKING:
+    from polyaxon_prefect.dag._conditions import ConditionError, evaluate_conditions
+    from polyaxon_prefect.dag._joins import resolve_joins
+    from polyaxon_prefect.dag._plan import DagPlan, child_loaded, plan_dag
+    from polyaxon_prefect.dag._records import OpRecord
+    from polyaxon_prefect.dag._resolve import DagScope, resolve_params
+    from polyaxon_prefect.dag._triggers import (
+        DONE_STATUSES,
+        FAILED_STATUSES,
+        TRIGGERS,
+        Decision,
+        decide,
+        truth_table_markdown,
+    )
+
+_LAZY = {
+    "ConditionError": "_conditions",
+    "evaluate_conditions": "_conditions",
+    "resolve_joins": "_joins",
+    "DagPlan": "_plan",
+    "child_loaded": "_plan",
+    "plan_dag": "_plan",
+    "OpRecord": "_records",
+    "DagScope": "_resolve",
+    "resolve_params": "_resolve",
+    "DONE_STATUSES": "_triggers",
+    "FAILED_STATUSES": "_triggers",
+    "TRIGGERS": "_triggers",
+    "Decision": "_triggers",
+    "decide": "_triggers",
+    "truth_table_markdown": "_triggers",
+}
+
 __all__ = [
+    "DONE_STATUSES",
+    "FAILED_STATUSES",
+    "TRIGGERS",
+    "ConditionError",
+    "DagPlan",
+    "DagScope",
+    "Decision",
+    "OpRecord",
+    "child_loaded",
     "dag_context",
+    "decide",
+    "evaluate_conditions",
     "find_cycle",
     "op_upstreams",
+    "plan_dag",
     "ref_op_name",
+    "resolve_joins",
+    "resolve_params",
     "topological_stages",
+    "truth_table_markdown",
     "validate_dag",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
