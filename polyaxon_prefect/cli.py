@@ -34,6 +34,12 @@ def _parser() -> argparse.ArgumentParser:
     compile_ = sub.add_parser("compile", help="print the fully resolved operation")
     add_file_args(compile_)
     compile_.add_argument("--format", choices=("yaml", "json"), default="yaml")
+    compile_.add_argument(
+        "--no-plan",
+        dest="plan",
+        action="store_false",
+        help="leave out `x-plan`, the runs each matrix will launch",
+    )
 
     upgrade = sub.add_parser("upgrade", help="print a legacy (v0.x) file as v1.1 YAML")
     upgrade.add_argument("-f", "--file", dest="file", required=True, metavar="FILE")
@@ -78,13 +84,17 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def _cmd_compile(args: argparse.Namespace) -> int:
-    from polyaxon_prefect.compiler import compile_document
+    from polyaxon_prefect.compiler import compile_document, compile_plan
 
     try:
-        document = compile_document(_load(args))
+        loaded = _load(args)
+        document = compile_document(loaded)
     except PolyaxonfileError as error:
         _report(error, as_json=False)
         return 1
+    plan = compile_plan(loaded) if args.plan else None
+    if plan:
+        document["x-plan"] = plan
     if args.format == "json":
         print(json.dumps(document, indent=2, default=str))
     else:

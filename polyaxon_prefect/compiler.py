@@ -1,4 +1,5 @@
-"""The fully resolved operation as a plain document (what ``polyaxon-prefect compile`` prints)."""
+"""The fully resolved operation as a plain document (what ``polyaxon-prefect compile`` prints),
+and the plan of its matrices, so a user sees what a sweep costs before running it."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from typing import Any
 
 from polyaxon_prefect.loading._load import LoadedPolyaxonfile
 
-__all__ = ["compile_document"]
+__all__ = ["compile_document", "compile_plan"]
 
 
 def compile_document(loaded: LoadedPolyaxonfile) -> dict[str, Any]:
@@ -24,3 +25,49 @@ def compile_document(loaded: LoadedPolyaxonfile) -> dict[str, Any]:
     if loaded.legacy_notes:
         document["x-legacyNotes"] = list(loaded.legacy_notes)
     return document
+
+
+_MAX_DAG_DEPTH = 32
+
+
+def _dag_component(op: Any, parent_components: Any) -> Any:
+    """The op's component: inlined, or found by ``dagRef`` among the parent DAG's components."""
+    if op.component is not None:
+        return op.component
+    if op.dag_ref and isinstance(parent_components, list):
+        for component in parent_components:
+            if component.name == op.dag_ref:
+                return component
+    return None
+
+
+def _plan(operation: Any, component: Any, depth: int) -> dict[str, Any]:
+    from polyaxon_prefect.search._plan import matrix_plan
+
+    plan: dict[str, Any] = {}
+    if operation.matrix is not None:
+        plan = matrix_plan(operation.matrix)
+    run = getattr(component, "run", None)
+    if getattr(run, "kind", None) != "dag" or not isinstance(run.operations, list):
+        return plan
+    if depth >= _MAX_DAG_DEPTH:
+        return plan
+    ops: dict[str, Any] = {}
+    for op in run.operations:
+        child = _plan(op, _dag_component(op, run.components), depth + 1)
+        if child:
+            ops[op.name] = child
+    if ops:
+        plan["ops"] = ops
+    return plan
+
+
+def compile_plan(loaded: LoadedPolyaxonfile) -> dict[str, Any] | None:
+    """The plan of the operation's matrix and of every matrix among its DAG ops (nested DAGs
+    under ``ops``), or None when nothing fans out.
+
+    Each matrix plan is ``search.matrix_plan``'s: every grid/mapping suggestion in order, every
+    Hyperband bracket and rung with its configs and resource, a count and a note otherwise.
+    """
+    plan = _plan(loaded.operation, loaded.component, 0)
+    return plan or None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import math
 from typing import Any
 
@@ -14,6 +15,7 @@ from polyaxon_prefect.search import (
     grid_suggestions,
     hyperband_schedule,
     mapping_suggestions,
+    matrix_plan,
 )
 from polyaxon_prefect.specs._matrix import Matrix
 
@@ -221,3 +223,178 @@ def test_hyperband_schedule_rejects_bad_inputs(
 ) -> None:
     with pytest.raises(ValueError, match=message):
         hyperband_schedule(max_iterations, eta)
+
+
+# -- full schedules and totals (Li et al. 2018: n = ceil((s_max+1) eta^s / (s+1)), r = R eta^-s,
+# rung k keeps floor(n eta^-k) configs at r eta^k) -----------------------------------------------
+
+SCHEDULES = {
+    # (R, eta): ([configs per rung, per bracket], runs, budget with int resources)
+    (81, 3): (
+        [[81, 27, 9, 3, 1], [34, 11, 3, 1], [15, 5, 1], [8, 2], [5]],
+        206,
+        1902,
+    ),
+    (243, 3): (
+        [[243, 81, 27, 9, 3, 1], [98, 32, 10, 3, 1], [41, 13, 4, 1], [18, 6, 2], [9, 3], [6]],
+        611,
+        8457,
+    ),
+    (27, 3): ([[27, 9, 3, 1], [12, 4, 1], [6, 2], [4]], 69, 423),
+    # 100 is not a power of 3: the same brackets as 81, resources 100/81 * 3^k cut to ints
+    (100, 3): (
+        [[81, 27, 9, 3, 1], [34, 11, 3, 1], [15, 5, 1], [8, 2], [5]],
+        206,
+        2276,
+    ),
+    (64, 2): (
+        [
+            [64, 32, 16, 8, 4, 2, 1],
+            [38, 19, 9, 4, 2, 1],
+            [23, 11, 5, 2, 1],
+            [14, 7, 3, 1],
+            [10, 5, 2],
+            [7, 3],
+            [7],
+        ],
+        301,
+        None,
+    ),
+}
+
+
+def hyperband(max_iterations: Any, eta: Any, resource_type: str = "int") -> Any:
+    return ADAPTER.validate_python(
+        {
+            "kind": "hyperband",
+            "maxIterations": max_iterations,
+            "eta": eta,
+            "resource": {"name": "epochs", "type": resource_type},
+            "metric": {"name": "loss", "optimization": "minimize"},
+            "params": {"lr": {"kind": "uniform", "value": [0, 1]}},
+        }
+    )
+
+
+@pytest.mark.parametrize(("max_iterations", "eta"), list(SCHEDULES))
+def test_hyperband_full_schedule_and_totals(max_iterations: int, eta: int) -> None:
+    counts, runs, budget = SCHEDULES[(max_iterations, eta)]
+    plan = matrix_plan(hyperband(max_iterations, eta))
+    assert [[r["configs"] for r in b["rungs"]] for b in plan["brackets"]] == counts
+    assert [b["bracket"] for b in plan["brackets"]] == list(range(len(counts) - 1, -1, -1))
+    assert plan["total"] == runs == sum(map(sum, counts))
+    if budget is not None:
+        assert plan["budget"] == budget
+    for bracket in plan["brackets"]:
+        assert [r["rung"] for r in bracket["rungs"]] == list(range(len(bracket["rungs"])))
+        assert bracket["rungs"][-1]["resource"] == max_iterations
+
+
+def test_hyperband_plan_resources_are_cast_to_the_resource_type() -> None:
+    ints = matrix_plan(hyperband(100, 3))
+    assert [r["resource"] for r in ints["brackets"][0]["rungs"]] == [1, 3, 11, 33, 100]
+    assert [r["resource"] for r in ints["brackets"][1]["rungs"]] == [3, 11, 33, 100]
+    floats = matrix_plan(hyperband(100, 3, "float"))
+    assert [r["resource"] for r in floats["brackets"][0]["rungs"]] == pytest.approx(
+        [100 / 81, 100 / 27, 100 / 9, 100 / 3, 100]
+    )
+    assert floats["resource"] == "epochs"
+    full = matrix_plan(hyperband(81, 3))
+    assert [(b["rungs"][0]["configs"], b["rungs"][0]["resource"]) for b in full["brackets"]] == [
+        (81, 1),
+        (34, 3),
+        (15, 9),
+        (8, 27),
+        (5, 81),
+    ]
+
+
+def test_hyperband_plan_with_template_counts_says_so() -> None:
+    plan = matrix_plan(hyperband("{{ budget }}", 3))
+    assert plan["kind"] == "hyperband" and plan["total"] is None
+    assert "`maxIterations` is a template" in plan["note"]
+
+
+# -- matrix_plan for the other kinds ------------------------------------------------------------
+
+
+def test_grid_plan_lists_every_suggestion_in_order_as_json() -> None:
+    spec = grid(
+        {
+            "d": {"kind": "daterange", "value": ["2020-01-01", "2020-01-03", 1]},
+            "u": {"kind": "choice", "value": [1, 2]},
+        }
+    )
+    plan = matrix_plan(spec)
+    assert plan == {
+        "kind": "grid",
+        "total": 4,
+        "suggestions": [
+            {"d": "2020-01-01", "u": 1},
+            {"d": "2020-01-01", "u": 2},
+            {"d": "2020-01-02", "u": 1},
+            {"d": "2020-01-02", "u": 2},
+        ],
+    }
+    assert json.loads(json.dumps(plan)) == plan
+    assert matrix_plan(grid(spec.to_dict()["params"], numRuns=3))["total"] == 3
+
+
+def test_mapping_plan() -> None:
+    spec = ADAPTER.validate_python({"kind": "mapping", "values": [{"a": 1}, {"a": 2}, {"a": 3}]})
+    assert matrix_plan(spec) == {
+        "kind": "mapping",
+        "total": 3,
+        "suggestions": [{"a": 1}, {"a": 2}, {"a": 3}],
+    }
+    templated = matrix_plan(ADAPTER.validate_python({"kind": "mapping", "values": "{{ v }}"}))
+    assert templated["total"] is None and "template" in templated["note"]
+
+
+def test_random_plan_counts_capped_runs() -> None:
+    params = {"a": {"kind": "choice", "value": [1, 2, 3]}}
+    spec = ADAPTER.validate_python({"kind": "random", "numRuns": 10, "seed": 4, "params": params})
+    plan = matrix_plan(spec)
+    assert plan["total"] == 3
+    assert "seed 4" in plan["note"] and "capped at the 3 distinct points" in plan["note"]
+    params["b"] = {"kind": "normal", "value": [0, 1]}
+    spec = ADAPTER.validate_python({"kind": "random", "numRuns": 10, "params": params})
+    assert matrix_plan(spec) == {
+        "kind": "random",
+        "total": 10,
+        "note": "10 distinct random draws (unseeded)",
+    }
+
+
+def test_iteration_kinds_plan_a_count_and_a_note() -> None:
+    params = {"x": {"kind": "uniform", "value": [0, 1]}}
+    metric = {"name": "loss", "optimization": "minimize"}
+    bayes = ADAPTER.validate_python(
+        {
+            "kind": "bayes",
+            "numInitialRuns": 5,
+            "maxIterations": 15,
+            "metric": metric,
+            "params": params,
+        }
+    )
+    assert matrix_plan(bayes)["total"] == 20
+    hyperopt = {"kind": "hyperopt", "algorithm": "tpe", "metric": metric, "params": params}
+    limited = matrix_plan(ADAPTER.validate_python({**hyperopt, "numRuns": 4, "maxIterations": 3}))
+    assert limited["total"] == 12 and "`tpe`" in limited["note"]
+    assert matrix_plan(ADAPTER.validate_python({**hyperopt, "numRuns": 4}))["total"] is None
+    iterative = ADAPTER.validate_python(
+        {"kind": "iterative", "maxIterations": 4, "tuner": {"hubRef": "my-tuner"}}
+    )
+    plan = matrix_plan(iterative)
+    assert plan["total"] is None
+    assert plan["note"].startswith("up to 4 iterations of suggestions from `my-tuner`")
+
+
+def test_sampled_plan_with_template_param() -> None:
+    spec = ADAPTER.validate_python(
+        {"kind": "random", "numRuns": 3, "params": {"a": {"kind": "choice", "value": "{{ c }}"}}}
+    )
+    plan = matrix_plan(spec)
+    assert plan["total"] is None
+    assert "param `a` is a template" in plan["note"]
