@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from polyaxon_prefect.search._plan import (
     Bracket,
     grid_suggestions,
@@ -13,10 +15,22 @@ from polyaxon_prefect.search._random import random_suggestions
 from polyaxon_prefect.search._space import hp_values, reachable_values, sample_hp, space_size
 from polyaxon_prefect.search._stopping import RunSummary, StopDecision, check_early_stopping
 
+if TYPE_CHECKING:
+    from polyaxon_prefect.search._study import (
+        Suggestion,
+        SweepStudy,
+        SweepStudyError,
+        TrialRecord,
+    )
+
 __all__ = [
     "Bracket",
     "RunSummary",
     "StopDecision",
+    "Suggestion",
+    "SweepStudy",
+    "SweepStudyError",
+    "TrialRecord",
     "check_early_stopping",
     "grid_suggestions",
     "hp_values",
@@ -28,3 +42,14 @@ __all__ = [
     "sample_hp",
     "space_size",
 ]
+
+_STUDY_NAMES = ("Suggestion", "SweepStudy", "SweepStudyError", "TrialRecord")
+
+
+def __getattr__(name: str) -> Any:
+    """The Optuna-backed names load on first use: planning and ``compile`` never import Optuna."""
+    if name in _STUDY_NAMES:
+        from polyaxon_prefect.search import _study
+
+        return getattr(_study, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
