@@ -1,15 +1,19 @@
-"""``polyaxon-prefect run``: run a job Polyaxonfile as a Prefect flow run from the terminal.
+"""``polyaxon-prefect run``: run a Polyaxonfile (job, DAG, matrix) as a Prefect flow run.
 
 Progress (Prefect's run logs, the job's own lines) goes to stderr; the summary goes to stdout,
-or, with ``--json``, exactly one JSON object and nothing else, so scripts can pipe it. Exit code
-0 only when the run succeeded. Prefect is imported only once the file is known to be valid.
+or, with ``--json``, exactly one JSON object and nothing else, so scripts can pipe it. A DAG
+also shows a live table of its op statuses on stderr (when stderr is a terminal, or with
+``--live``). Exit code 0 only when the run succeeded. Prefect is imported only once the file
+is known to be valid.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from polyaxon_prefect._cli_args import add_file_args
@@ -64,6 +68,11 @@ def add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
         "instead of in this process",
     )
     parser.add_argument(
+        "--live",
+        action="store_true",
+        help="show a live table of op statuses on stderr (default: only when stderr is a terminal)",
+    )
+    parser.add_argument(
         "--json",
         action="store_true",
         help="print one JSON object (status, uuid, outputs, ...) on stdout and nothing else",
@@ -114,10 +123,29 @@ def _summary(result: Any) -> None:
         print(f"message: {result.message}")
     elif result.cached:
         print(f"note: {result.message}")
+    if result.ops:
+        print("ops:")
+        width = max(len(name) for name in result.ops)
+        for name, op in result.ops.items():
+            print(f"  {name:<{width}}  {op.get('status')}")
+    if getattr(result, "reason", ""):
+        print(f"reason: {result.reason}")
     if result.artifacts_path:
         print(f"run directory: {result.artifacts_path}")
     if result.flow_run_id:
         print(f"prefect flow run: {result.flow_run_id}")
+
+
+@contextlib.contextmanager
+def _live_table(enabled: bool) -> Iterator[None]:
+    """The live table of op statuses (stderr) around a DAG run, when enabled."""
+    if not enabled:
+        yield
+        return
+    from polyaxon_prefect.prefect._live import live_table
+
+    with live_table(sys.stderr):
+        yield
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -159,7 +187,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             ),
         )
         print(f"running {kind} `{request.op_name}`", file=sys.stderr)
-        result = run_request(request, flow_name=name)
+        live = bool(getattr(args, "live", False)) or sys.stderr.isatty()
+        with _live_table(live):
+            result = run_request(request, flow_name=name)
     if args.json:
         _json_line(result.to_dict())
     else:

@@ -1,0 +1,176 @@
+"""What the DAG scheduler costs: a 200-op Polyaxon DAG against a hand-written Prefect flow.
+
+Both launch the same 200 no-op processes (``python -c pass`` by default) with the same
+concurrency, in the same process, against the same Prefect server, with flow heartbeats off:
+
+- ``polyaxon``: ``polyaxon_prefect.run(dag.yaml)``: loading and validating the file, planning,
+  a task run per op (prepared job, run directory, outputs read back), the scheduler's trigger
+  decisions, the markdown artifact. The DAG sets ``cache: {disable: true}`` (Polyaxon turns the
+  cache on inside DAGs; the hand-written flow has none).
+- ``prefect``: a ``@flow`` that submits one ``@task`` per process (``subprocess.run``), each
+  after its upstream with ``wait_for`` (the chain) or all at once on a
+  ``ThreadPoolTaskRunner(max_workers=concurrency)`` (the fan-out).
+
+Shapes: ``chain`` (op i depends on op i-1) and ``fanout`` (one root, then 199 ops that depend on
+it, ``concurrency`` at a time). Each case is run ``--runs`` times, alternating the two sides;
+the report gives medians and the ratio polyaxon/prefect (target: at most 1.5).
+
+Usage::
+
+    python benchmarks/dag_overhead.py [--ops 200] [--concurrency 8] [--runs 3] [--command true]
+        [--profile chain]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+TARGET = 1.5
+
+
+def _dag_file(folder: Path, shape: str, ops: int, concurrency: int, argv: list[str]) -> Path:
+    operations: list[dict[str, Any]] = []
+    for i in range(ops):
+        op: dict[str, Any] = {"name": f"op{i}", "dagRef": "noop"}
+        if i and shape == "chain":
+            op["dependencies"] = [f"op{i - 1}"]
+        elif i and shape == "fanout":
+            op["dependencies"] = ["op0"]
+        operations.append(op)
+    run: dict[str, Any] = {
+        "kind": "dag",
+        "components": [{"name": "noop", "run": {"kind": "job", "container": {"command": argv}}}],
+        "operations": operations,
+    }
+    if shape == "fanout":
+        run["concurrency"] = concurrency
+    dag = {
+        "version": 1.1,
+        "kind": "component",
+        "name": f"bench-{shape}",
+        "cache": {"disable": True},
+        "run": run,
+    }
+    path = folder / f"{shape}.yaml"
+    path.write_text(yaml.safe_dump(dag, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def _hand_written(shape: str, ops: int, concurrency: int, argv: list[str]) -> Any:
+    from prefect import flow, task
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    @task
+    def launch(i: int) -> int:
+        return subprocess.run(argv, check=True).returncode
+
+    workers = concurrency if shape == "fanout" else 1
+
+    @flow(name=f"hand-{shape}", task_runner=ThreadPoolTaskRunner(max_workers=workers))
+    def hand() -> None:
+        root = launch.with_options(task_run_name="op0").submit(0)
+        root.wait()
+        futures = [root]
+        for i in range(1, ops):
+            upstream = futures[-1] if shape == "chain" else root
+            future = launch.with_options(task_run_name=f"op{i}").submit(i, wait_for=[upstream])
+            if shape == "chain":
+                future.wait()
+            futures.append(future)
+        for future in futures:
+            future.result()
+
+    return hand
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ops", type=int, default=200)
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--command", default="python -c pass", help="the no-op process")
+    parser.add_argument("--shapes", default="chain,fanout")
+    parser.add_argument(
+        "--profile", metavar="SHAPE", default=None, help="profile one polyaxon run of SHAPE"
+    )
+    args = parser.parse_args(argv)
+
+    work = Path(tempfile.mkdtemp(prefix="polyaxon-prefect-dag-bench-"))
+    os.environ["POLYAXON_PREFECT_ARTIFACTS_ROOT"] = str(work / "artifacts")
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    command = args.command.split()
+    if command[0] == "python":
+        command[0] = sys.executable
+    import polyaxon_prefect.prefect as pp
+    from polyaxon_prefect.prefect._settings import local_run_settings
+
+    shapes = [s for s in args.shapes.split(",") if s]
+    results: dict[tuple[str, str], list[float]] = {}
+    try:
+        for shape in shapes:
+            path = _dag_file(work, shape, args.ops, args.concurrency, command)
+            hand = _hand_written(shape, args.ops, args.concurrency, command)
+
+            def ours(path: Path = path) -> None:
+                result = pp.run(path)
+                if result.status != "succeeded":
+                    raise SystemExit(f"the DAG failed: {result.message}")
+
+            def theirs(hand: Any = hand) -> None:
+                with local_run_settings():
+                    hand()
+
+            ours()  # warm-up (server start, imports)
+            theirs()
+            if args.profile == shape:
+                profiler = cProfile.Profile()
+                profiler.enable()
+                ours()
+                profiler.disable()
+                stats = pstats.Stats(profiler).sort_stats("cumulative")
+                stats.print_stats(40)
+            for round_ in range(args.runs):
+                order = [("polyaxon", ours), ("prefect", theirs)]
+                if round_ % 2:
+                    order.reverse()
+                for side, fn in order:
+                    started = time.perf_counter()
+                    fn()
+                    results.setdefault((shape, side), []).append(time.perf_counter() - started)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    print(
+        f"\n{args.ops} ops of `{args.command}`, fan-out concurrency {args.concurrency}, "
+        f"{args.runs} runs each, python {sys.version.split()[0]}"
+    )
+    worst = 0.0
+    for shape in shapes:
+        ours_m = statistics.median(results[(shape, "polyaxon")])
+        theirs_m = statistics.median(results[(shape, "prefect")])
+        ratio = ours_m / theirs_m
+        worst = max(worst, ratio)
+        print(
+            f"{shape:<7} polyaxon {ours_m:7.2f} s   hand-written prefect {theirs_m:7.2f} s   "
+            f"ratio {ratio:5.2f}   ({(ours_m - theirs_m) / args.ops * 1000:6.1f} ms/op)"
+        )
+    print(f"worst ratio {worst:.2f} (target <= {TARGET})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,106 @@
+"""A live table of DAG op statuses on the terminal, for ``polyaxon-prefect run``.
+
+The DAG scheduler reports every status change to `notify`; nothing is shown unless a table is
+installed with `live_table` (the CLI does it when stderr is a terminal, or with ``--live``).
+The table goes to stderr, so ``--json`` keeps stdout to one JSON object. Prefect's own log lines
+share the terminal, so rows are appended (one per change, aligned as a table) rather than
+redrawn in place, and the whole table is printed again when the DAG ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from typing import IO
+
+__all__ = ["LiveTable", "finish", "live_table", "notify", "start"]
+
+_COLORS = {
+    "succeeded": "32",
+    "failed": "31",
+    "upstream_failed": "31",
+    "stopped": "33",
+    "skipped": "36",
+    "running": "34",
+}
+
+
+class LiveTable:
+    """Rows of ``dag | op | status | elapsed``; one row per change, a summary at the end."""
+
+    def __init__(self, stream: IO[str] | None = None, *, color: bool | None = None) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        isatty = getattr(self.stream, "isatty", lambda: False)
+        self.color = isatty() if color is None else color
+        self.lock = threading.Lock()
+        self.width = 12
+        self.started: dict[tuple[str, str], float] = {}
+        self.statuses: dict[str, dict[str, str]] = {}
+        self.t0 = time.monotonic()
+
+    def _status(self, status: str) -> str:
+        text = f"{status:<15}"
+        code = _COLORS.get(status)
+        return f"\x1b[{code}m{text}\x1b[0m" if self.color and code else text
+
+    def _write(self, text: str) -> None:
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def start(self, dag: str, ops: Sequence[str]) -> None:
+        with self.lock:
+            self.statuses[dag] = dict.fromkeys(ops, "created")
+            self.width = max([self.width, *(len(o) for o in ops)])
+            self._write(f"{'op':<{self.width}}  {'status':<15}  time    (dag {dag})")
+
+    def update(self, dag: str, op: str, status: str) -> None:
+        with self.lock:
+            self.statuses.setdefault(dag, {})[op] = status
+            now = time.monotonic()
+            if status == "running":
+                self.started[(dag, op)] = now
+                elapsed = ""
+            else:
+                began = self.started.pop((dag, op), None)
+                elapsed = f"{now - began:6.1f}s" if began is not None else ""
+            self._write(f"{op:<{self.width}}  {self._status(status)}  {elapsed}")
+
+    def finish(self, dag: str, status: str) -> None:
+        with self.lock:
+            ops = self.statuses.pop(dag, {})
+            self._write(f"dag {dag}: {self._status(status).rstrip()}")
+            for op, op_status in ops.items():
+                self._write(f"  {op:<{self.width}}  {self._status(op_status)}")
+
+
+_TABLES: list[LiveTable] = []
+
+
+def start(dag: str, ops: Sequence[str]) -> None:
+    for table in list(_TABLES):
+        table.start(dag, ops)
+
+
+def notify(dag: str, op: str, status: str) -> None:
+    """Report that op ``op`` of DAG ``dag`` is now ``status`` (no-op without a table)."""
+    for table in list(_TABLES):
+        table.update(dag, op, status)
+
+
+def finish(dag: str, status: str) -> None:
+    for table in list(_TABLES):
+        table.finish(dag, status)
+
+
+@contextlib.contextmanager
+def live_table(stream: IO[str] | None = None) -> Iterator[LiveTable]:
+    """Show op statuses of the DAGs run inside the block on ``stream`` (default stderr)."""
+    table = LiveTable(stream)
+    _TABLES.append(table)
+    try:
+        yield table
+    finally:
+        _TABLES.remove(table)
