@@ -6,8 +6,8 @@ parses these policies but never acts on them (spec 8.1), so the semantics follow
 
 - ``median``: stop a trial whose best value so far is worse than the median of the other trials'
   running averages at the same step;
-- ``truncation``: stop a trial that is among the worst ``percent`` % of the trials at that step
-  (finished trials count only with ``includeSucceeded``);
+- ``truncation``: stop a trial that is among the worst ``percent`` % of the trials at that step,
+  itself included (finished trials count only with ``includeSucceeded``);
 - ``diff``: stop a trial worse than the best trial at that step by more than ``percent`` % of the
   best value.
 
@@ -109,8 +109,9 @@ class PolicyPruner(BasePruner):
             assert self.percent is not None
             better = sum(1 for v in latest if self._better(v, value))
             total = len(latest) + 1
-            # the trial's rank from the top is better + 1; prune within the worst percent share
-            return better + 1 > total * (1 - self.percent / 100)
+            # this trial and every one no better than it (ties included) must fit in the worst
+            # `percent` share: 25 % of 8 trials stops the worst 2, of 3 trials none
+            return total - better <= total * self.percent / 100 + 1e-9
         assert self.percent is not None
         best = max(latest) if self.maximize else min(latest)
         slack = abs(best) * self.percent / 100

@@ -8,17 +8,22 @@ decodes to ``loc + scale * inverse_cdf(u)``, so a random draw has exactly the no
 
 Samplers:
 
-- ``bayes``: ``GaussianProcessSampler``, a Gaussian process on numpy/scipy that honours
-  ``utilityFunction`` exactly (``ucb`` with ``kappa``, ``ei``/``poi`` with ``eps``, the Matern or
-  RBF kernel with its ``nu`` and ``lengthScale``, ``numRestartsOptimizer``, ``numWarmup``,
-  ``numIterations``) after ``numInitialRuns`` random trials. Optuna's own ``GPSampler`` needs
-  torch, and it only offers log-EI.
+- ``bayes``: Optuna's ``GPSampler`` (a Matern 5/2 Gaussian process with ARD lengthscales and
+  log expected improvement, on torch, imported only when a bayes study is built) whenever it
+  can honour the matrix's ``utilityFunction``: none given, or ``ei`` with ``eps: 0`` and, when a
+  ``gaussianProcess`` is given, the Matern 5/2 kernel with the default ``lengthScale`` and
+  ``numRestartsOptimizer``. ``numWarmup`` and ``numIterations`` set its random candidates and
+  local searches of the acquisition. Anything else (``ucb`` with ``kappa``, ``poi``, ``eps`` > 0,
+  the RBF kernel, another ``nu``, restarts) goes to ``GaussianProcessSampler``, a Gaussian
+  process on numpy/scipy that honours every setting exactly; it is also the fallback, with a
+  warning, when torch is not installed.
 - ``hyperopt``: ``tpe`` is Optuna's ``TPESampler`` with ``multivariate`` and ``constant_liar``
   spelled out (their defaults changed in Optuna 5), ``rand`` its ``RandomSampler``, and
   ``anneal`` the small ``AnnealSampler`` below, after hyperopt's ``anneal.suggest``.
 
-Every sampler draws from a generator seeded by ``(seed, trial number)``, so a sweep shared by two
-processes, or resumed, makes the same choices as one that ran in one go.
+The samplers of this module draw from a generator seeded by ``(seed, trial number)``, so a sweep
+shared by two processes, or resumed, makes the same choices as one that ran in one go. Optuna's
+samplers are seeded once: a sweep run in one go is reproducible from its seed.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from typing import Any
 import numpy as np
 import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution
-from optuna.samplers import BaseSampler, RandomSampler, TPESampler
+from optuna.samplers import BaseSampler, GPSampler, RandomSampler, TPESampler
 from optuna.study import Study, StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
@@ -580,47 +585,154 @@ class AnnealSampler(_SpaceSampler):
 # Per kind
 
 
-def build_sampler(
-    matrix: Any, space: Mapping[str, Dimension], *, seed: int
+_GP_SAMPLER_NU = 2.5
+"""The only Matern smoothness Optuna's ``GPSampler`` has."""
+
+
+def _gp_sampler_gaps(utility: Any) -> list[str]:
+    """The ``utilityFunction`` settings Optuna's ``GPSampler`` cannot honour (empty: it can)."""
+    if utility is None:
+        return []
+    gaps = []
+    if utility.acquisition_function == "ucb":
+        gaps.append(f"acquisitionFunction=ucb (kappa={utility.kappa:g})")
+    elif utility.acquisition_function == "poi":
+        gaps.append(f"acquisitionFunction=poi (eps={utility.eps:g})")
+    elif utility.eps:
+        gaps.append(f"ei with eps={utility.eps:g}")
+    process = utility.gaussian_process
+    if process is not None:
+        if process.kernel != "matern":
+            gaps.append(f"kernel={process.kernel}")
+        elif float(process.nu) != _GP_SAMPLER_NU:
+            gaps.append(f"nu={float(process.nu):g}")
+        if float(process.length_scale) != 1.0:
+            gaps.append(f"lengthScale={float(process.length_scale):g}")
+        if process.num_restarts_optimizer:
+            gaps.append(f"numRestartsOptimizer={process.num_restarts_optimizer}")
+    return gaps
+
+
+class _OneThreadGPSampler(GPSampler):
+    """Optuna's ``GPSampler`` with torch on one thread for the whole suggestion.
+
+    GPSampler limits torch to one thread only while it fits the kernel and optimises the
+    acquisition; the many small tensor operations around them still start OpenMP threads that
+    fight NumPy's for the cores (three times slower on a busy 2-core machine). The previous
+    thread count is restored after each suggestion, so trials run in this process keep theirs.
+    """
+
+    def sample_relative(
+        self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
+    ) -> dict[str, Any]:
+        import torch
+
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return super().sample_relative(study, trial, search_space)
+        finally:
+            torch.set_num_threads(threads)
+
+
+def _optuna_gp_sampler(
+    seed: int, n_startup: int, utility: Any, deterministic: bool
+) -> BaseSampler | None:
+    """Optuna's ``GPSampler``, or None when torch (which it needs) cannot be imported."""
+    try:
+        import torch  # noqa: F401  (GPSampler imports it lazily, at its first use)
+    except ImportError:
+        return None
+    import warnings as _warnings
+
+    from optuna.exceptions import ExperimentalWarning
+
+    with _warnings.catch_warnings():
+        # ``deterministic_objective`` is set on purpose: no need to tell the user it is new
+        _warnings.simplefilter("ignore", ExperimentalWarning)
+        sampler = _OneThreadGPSampler(
+            seed=seed,
+            n_startup_trials=max(1, n_startup),
+            deterministic_objective=deterministic,
+            # the search space is fixed: only single-valued params are drawn independently
+            warn_independent_sampling=False,
+        )
+    if utility is not None:
+        # Polyaxon's acquisition optimiser: ``numWarmup`` random points, then local searches
+        # from ``numIterations`` starts; GPSampler's two knobs mean the same
+        if utility.num_warmup is not None:
+            sampler._n_preliminary_samples = max(1, int(utility.num_warmup))
+        if utility.num_iterations is not None:
+            sampler._n_local_search = max(2, int(utility.num_iterations))
+    return sampler
+
+
+def _bayes_sampler(
+    matrix: Any, distributions: Mapping[str, BaseDistribution], seed: int, deterministic: bool
 ) -> tuple[BaseSampler, list[str]]:
-    """The sampler for a ``bayes`` or ``hyperopt`` matrix, and what it could not honour."""
-    distributions = {name: dim.distribution for name, dim in space.items()}
+    n_startup = int(matrix.num_initial_runs)
+    utility = matrix.utility_function
     warnings: list[str] = []
-    if matrix.kind == "bayes":
-        options: dict[str, Any] = {"n_startup": int(matrix.num_initial_runs)}
-        utility = matrix.utility_function
-        if utility is None:
-            warnings.append(
-                "bayes without `utilityFunction`: using expected improvement (log-EI) under a "
-                "Matern 5/2 Gaussian process"
-            )
-        else:
-            options.update(
-                acquisition=utility.acquisition_function,
-                num_warmup=utility.num_warmup,
-                num_iterations=utility.num_iterations,
-            )
-            if utility.kappa is not None:
-                options["kappa"] = float(utility.kappa)
-            if utility.eps is not None:
-                options["eps"] = float(utility.eps)
-            process = utility.gaussian_process
-            if process is not None:
-                nu = float(process.nu)
-                if process.kernel == "matern" and nu not in (0.5, 1.5, 2.5):
-                    nearest = min((0.5, 1.5, 2.5), key=lambda v: abs(v - nu))
-                    warnings.append(
-                        f"gaussianProcess.nu={nu:g}: only 0.5, 1.5 and 2.5 have closed forms; "
-                        f"using {nearest:g} instead"
-                    )
-                    nu = nearest
-                options.update(
-                    kernel=process.kernel,
-                    nu=nu,
-                    length_scale=float(process.length_scale),
-                    num_restarts=int(process.num_restarts_optimizer),
+    if not _gp_sampler_gaps(utility):
+        sampler = _optuna_gp_sampler(seed, n_startup, utility, deterministic)
+        if sampler is not None:
+            if utility is None:
+                warnings.append(
+                    "bayes without `utilityFunction`: using Optuna's GPSampler, expected "
+                    "improvement (log-EI) under a Matern 5/2 Gaussian process"
                 )
-        return GaussianProcessSampler(distributions, seed=seed, **options), warnings
+            return sampler, warnings
+        warnings.append(
+            "Optuna's GPSampler needs torch, which is not installed: using the built-in "
+            "numpy Gaussian process instead (log-EI under a Matern 5/2 kernel), which searches "
+            "less well in more than a few dimensions; install torch (the CPU build) to use it"
+        )
+    options: dict[str, Any] = {"n_startup": n_startup, "deterministic": deterministic}
+    if utility is None:
+        options.update(kernel="matern", nu=_GP_SAMPLER_NU)
+    else:
+        options.update(
+            acquisition=utility.acquisition_function,
+            num_warmup=utility.num_warmup,
+            num_iterations=utility.num_iterations,
+        )
+        if utility.kappa is not None:
+            options["kappa"] = float(utility.kappa)
+        if utility.eps is not None:
+            options["eps"] = float(utility.eps)
+        process = utility.gaussian_process
+        if process is None:
+            options.update(kernel="matern", nu=_GP_SAMPLER_NU)
+        else:
+            nu = float(process.nu)
+            if process.kernel == "matern" and nu not in (0.5, 1.5, 2.5):
+                nearest = min((0.5, 1.5, 2.5), key=lambda v: abs(v - nu))
+                warnings.append(
+                    f"gaussianProcess.nu={nu:g}: only 0.5, 1.5 and 2.5 have closed forms; "
+                    f"using {nearest:g} instead"
+                )
+                nu = nearest
+            options.update(
+                kernel=process.kernel,
+                nu=nu,
+                length_scale=float(process.length_scale),
+                num_restarts=int(process.num_restarts_optimizer),
+            )
+    return GaussianProcessSampler(distributions, seed=seed, **options), warnings
+
+
+def build_sampler(
+    matrix: Any, space: Mapping[str, Dimension], *, seed: int, deterministic: bool = True
+) -> tuple[BaseSampler, list[str]]:
+    """The sampler for a ``bayes`` or ``hyperopt`` matrix, and what it could not honour.
+
+    ``deterministic`` tells the Gaussian process that a repeated point gives the same value
+    (Polyaxon has no such setting; pass False for a noisy metric).
+    """
+    distributions = {name: dim.distribution for name, dim in space.items()}
+    if matrix.kind == "bayes":
+        return _bayes_sampler(matrix, distributions, seed, deterministic)
+    warnings: list[str] = []
     if matrix.kind == "hyperopt":
         if matrix.algorithm == "tpe":
             sampler: BaseSampler = TPESampler(

@@ -1,10 +1,17 @@
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
 
 import optuna
 import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution
+from optuna.exceptions import ExperimentalWarning
+from optuna.samplers import GPSampler
 
 from polyaxon_prefect.search._samplers import (
     AnnealSampler,
@@ -12,6 +19,7 @@ from polyaxon_prefect.search._samplers import (
     build_sampler,
     optuna_space,
 )
+from polyaxon_prefect.search._study import SweepStudy
 
 from ._matrices import matrix
 
@@ -66,50 +74,165 @@ def test_tpe_arguments_are_explicit() -> None:
     assert sampler._multivariate is True and sampler._constant_liar is True
 
 
-def test_utility_function_is_honoured_or_warned() -> None:
-    base = {
-        "kind": "bayes",
-        "numInitialRuns": 2,
-        "maxIterations": 2,
-        "metric": METRIC,
-        "params": PARAMS,
-    }
-    ucb = matrix(
+BAYES = {
+    "kind": "bayes",
+    "numInitialRuns": 2,
+    "maxIterations": 2,
+    "metric": METRIC,
+    "params": PARAMS,
+}
+
+
+def _bayes(utility: dict | None = None, **kwargs: Any) -> tuple[Any, list[str]]:
+    data = dict(BAYES) if utility is None else {**BAYES, "utilityFunction": utility}
+    m = matrix(data)
+    with warnings.catch_warnings():
+        # the experimental GPSampler arguments are set on purpose and must not leak out
+        warnings.simplefilter("error", ExperimentalWarning)
+        return build_sampler(m, optuna_space(m.hp_params())[0], seed=1, **kwargs)
+
+
+def test_bayes_without_utility_function_is_optunas_gp_sampler() -> None:
+    sampler, notes = _bayes()
+    assert isinstance(sampler, GPSampler)
+    assert sampler._n_startup_trials == 2 and sampler._deterministic is True
+    assert any("GPSampler" in n and "log-EI" in n for n in notes)
+    noisy, _ = _bayes(deterministic=False)
+    assert isinstance(noisy, GPSampler) and noisy._deterministic is False
+
+
+def test_ei_without_eps_and_a_matern_5_2_kernel_stay_on_gp_sampler() -> None:
+    sampler, notes = _bayes(
         {
-            **base,
-            "utilityFunction": {
-                "acquisitionFunction": "ucb",
-                "kappa": 1.5,
-                "gaussianProcess": {"kernel": "rbf", "numRestartsOptimizer": 2},
-            },
+            "acquisitionFunction": "ei",
+            "eps": 0.0,
+            "numWarmup": 500,
+            "numIterations": 4,
+            "gaussianProcess": {"kernel": "matern", "nu": 2.5},
         }
     )
-    sampler, warnings = build_sampler(ucb, optuna_space(ucb.hp_params())[0], seed=1)
+    assert isinstance(sampler, GPSampler)
+    assert (sampler._n_preliminary_samples, sampler._n_local_search) == (500, 4)
+    assert notes == []
+
+
+@pytest.mark.parametrize(
+    ("utility", "expected"),
+    [
+        ({"acquisitionFunction": "ucb", "kappa": 1.5}, {"acquisition": "ucb", "kappa": 1.5}),
+        ({"acquisitionFunction": "poi", "eps": 0.1}, {"acquisition": "poi", "eps": 0.1}),
+        ({"acquisitionFunction": "ei", "eps": 0.2}, {"acquisition": "ei", "eps": 0.2}),
+        (
+            {"acquisitionFunction": "ei", "eps": 0.0, "gaussianProcess": {"kernel": "matern"}},
+            {"kernel": "matern", "nu": 1.5},
+        ),
+        (
+            {"acquisitionFunction": "ei", "eps": 0.0, "gaussianProcess": {"kernel": "rbf"}},
+            {"kernel": "rbf"},
+        ),
+        (
+            {
+                "acquisitionFunction": "ei",
+                "eps": 0.0,
+                "gaussianProcess": {"nu": 2.5, "lengthScale": 0.2, "numRestartsOptimizer": 3},
+            },
+            {"length_scale": 0.2, "num_restarts": 3, "nu": 2.5},
+        ),
+    ],
+    ids=["ucb", "poi", "ei-eps", "matern-1.5", "rbf", "length-scale-restarts"],
+)
+def test_settings_gp_sampler_cannot_honour_use_the_numpy_process(
+    utility: dict, expected: dict
+) -> None:
+    sampler, notes = _bayes({"numWarmup": 300, "numIterations": 3, **utility})
     assert isinstance(sampler, GaussianProcessSampler)
-    assert (sampler.acquisition, sampler.kappa, sampler.kernel, sampler.num_restarts) == (
-        "ucb",
-        1.5,
-        "rbf",
-        2,
-    )
-    assert warnings == []
-    odd = matrix(
+    assert {key: getattr(sampler, key) for key in expected} == expected
+    assert (sampler.num_warmup, sampler.num_iterations, sampler.n_startup) == (300, 3, 2)
+    assert notes == []
+
+
+def test_a_nu_without_closed_form_is_rounded_with_a_warning() -> None:
+    sampler, notes = _bayes(
         {
-            **base,
-            "utilityFunction": {
-                "acquisitionFunction": "poi",
-                "eps": 0.1,
-                "gaussianProcess": {"kernel": "matern", "nu": 2.2},
-            },
+            "acquisitionFunction": "ucb",
+            "kappa": 1.2,
+            "gaussianProcess": {"kernel": "matern", "nu": 1.9},
         }
     )
-    sampler, warnings = build_sampler(odd, optuna_space(odd.hp_params())[0], seed=1)
-    assert sampler.nu == 2.5 and sampler.eps == 0.1
-    assert any("nu=2.2: only 0.5, 1.5 and 2.5" in w and "using 2.5" in w for w in warnings)
-    plain = matrix(base)
-    assert any(
-        "log-EI" in w for w in build_sampler(plain, optuna_space(plain.hp_params())[0], seed=1)[1]
-    )
+    assert isinstance(sampler, GaussianProcessSampler) and sampler.nu == 1.5
+    assert any("nu=1.9: only 0.5, 1.5 and 2.5" in n and "using 1.5" in n for n in notes)
+
+
+def test_without_torch_bayes_falls_back_to_the_numpy_process_and_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` now raises ImportError
+    sampler, notes = _bayes()
+    assert isinstance(sampler, GaussianProcessSampler)
+    assert (sampler.acquisition, sampler.kernel, sampler.nu) == ("ei", "matern", 2.5)
+    assert any("needs torch" in n and "numpy Gaussian process instead" in n for n in notes)
+    study = SweepStudy.open(matrix(BAYES), study_name=f"no-torch-{id(notes)}", storage=":memory:")
+    assert any("needs torch" in n for n in study.warnings)
+    # settings only the numpy process honours need no torch and no warning
+    ucb, notes = _bayes({"acquisitionFunction": "ucb", "kappa": 2.0})
+    assert isinstance(ucb, GaussianProcessSampler) and notes == []
+
+
+def test_torch_is_imported_only_when_a_bayes_study_is_built() -> None:
+    script = f"""
+import sys
+from polyaxon_prefect.search._study import SweepStudy
+from tests.unit.search._matrices import matrix
+tpe = {{"kind": "hyperopt", "algorithm": "tpe", "numRuns": 2, "metric": {METRIC!r},
+       "params": {PARAMS!r}}}
+SweepStudy.open(matrix(tpe), study_name="tpe", storage=":memory:")
+assert "torch" not in sys.modules
+SweepStudy.open(matrix({BAYES!r}), study_name="bayes", storage=":memory:")
+assert "torch" in sys.modules
+"""
+    root = Path(__file__).resolve().parents[3]
+    done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_bayes_sweep_on_gp_sampler_converges_in_parallel_and_resumes(tmp_path: Path) -> None:
+    data = {
+        "kind": "bayes",
+        "numInitialRuns": 4,
+        "maxIterations": 8,
+        "seed": 3,
+        "metric": METRIC,
+        "params": {"x": {"kind": "uniform", "value": [-4, 4]}},
+    }
+    import torch
+
+    threads = torch.get_num_threads()
+    url = str(tmp_path / "bayes.db")
+    study = SweepStudy.open(matrix(data), study_name="bo", storage=url)
+    values = []
+    while True:
+        pair = [s for s in (study.ask(), study.ask()) if s is not None]  # two trials in flight
+        if not pair:
+            break
+        if len(pair) == 2:
+            assert pair[0].params != pair[1].params
+        for suggestion in pair:
+            values.append((suggestion.params["x"] - 1.3) ** 2)
+            study.tell(suggestion.number, status="succeeded", value=values[-1])
+        if len(values) == 10:
+            crashed = study.ask()
+            break
+    resumed = SweepStudy.open(matrix(data), study_name="bo", storage=url, resume=True)
+    assert resumed.recover() == [crashed.index]
+    retry = resumed.ask()
+    assert (retry.index, retry.params) == (crashed.index, crashed.params)
+    resumed.tell(retry.number, status="succeeded", value=(retry.params["x"] - 1.3) ** 2)
+    last = resumed.ask()
+    resumed.tell(last.number, status="succeeded", value=(last.params["x"] - 1.3) ** 2)
+    assert resumed.ask() is None and resumed.is_finished()
+    assert [r.index for r in resumed.history()] == list(range(12))
+    assert resumed.best().value < 1e-2
+    assert torch.get_num_threads() == threads  # one thread only while suggesting
 
 
 def test_space_maps_polyaxon_laws() -> None:

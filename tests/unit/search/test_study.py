@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import multiprocessing
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -122,11 +124,13 @@ def test_stop_drops_queued_trials() -> None:
     assert [r.status for r in study.history()] == ["stopped"]
 
 
-def _worker(url: str, out: str) -> None:
+def _worker(url: str, out: str, start: Any) -> None:
     study = SweepStudy.open(matrix(GRID), study_name="shared", storage=url, resume=True)
+    start.wait(60)  # both processes ask from the same moment (spawning one can take seconds)
     seen = []
     while (s := study.ask()) is not None:
         seen.append(s.index)
+        time.sleep(0.01)  # a trial takes some time, so the other process gets its turn
         study.tell(s.number, status="succeeded", value=float(s.index))
     Path(out).write_text(" ".join(map(str, seen)))
 
@@ -136,7 +140,8 @@ def test_two_processes_share_a_grid_without_running_a_point_twice(tmp_path: Path
     SweepStudy.open(matrix(GRID), study_name="shared", storage=url)
     ctx = multiprocessing.get_context("spawn")
     outs = [tmp_path / f"w{i}.txt" for i in range(2)]
-    procs = [ctx.Process(target=_worker, args=(url, str(out))) for out in outs]
+    start = ctx.Barrier(2)
+    procs = [ctx.Process(target=_worker, args=(url, str(out), start)) for out in outs]
     for p in procs:
         p.start()
     for p in procs:
