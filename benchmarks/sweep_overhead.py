@@ -1,0 +1,150 @@
+"""What a sweep costs per trial: `polyaxon-prefect` sweeps against raw processes and Prefect.
+
+100 trials of a no-op job (``python -c pass``) at concurrency 4, three ways:
+
+- ``raw``: the same 100 processes in a thread pool of 4 (no Prefect, no study);
+- ``mapped``: a hand-written Prefect flow mapping a task that runs the process over the 100
+  configs (``ThreadPoolTaskRunner(max_workers=4)``);
+- ``sweep``: ``polyaxon_prefect.run`` on a ``mapping`` matrix of the 100 configs: an Optuna
+  study in a local SQLite file, a child flow run per trial, progress/leaderboard artifacts.
+
+Prints the wall times, the sweep's overhead per trial over ``raw`` (target <= 60 ms) and its
+ratio to ``mapped`` (target <= 2x). Runs against a fresh test server (``prefect_test_harness``)
+unless ``PREFECT_API_URL`` is set; each case runs ``--repeat`` times, the median is reported.
+
+Usage::
+
+    python benchmarks/sweep_overhead.py [--trials 100] [--concurrency 4] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(tempfile.mkdtemp(prefix="sweep-overhead-"))
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ["POLYAXON_PREFECT_ARTIFACTS_ROOT"] = str(ROOT / "artifacts")
+os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+
+NOOP = [sys.executable, "-c", "pass"]
+
+
+def sweep_file(trials: int, concurrency: int) -> Path:
+    values = ", ".join(f"{{i: {i}}}" for i in range(trials))
+    text = f"""\
+version: 1.1
+kind: operation
+name: overhead
+matrix:
+  kind: mapping
+  concurrency: {concurrency}
+  values: [{values}]
+component:
+  name: noop
+  inputs: [{{name: i, type: int}}]
+  run:
+    kind: job
+    container:
+      command: [{sys.executable}, -c, pass]
+"""
+    path = ROOT / "sweep.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def raw(trials: int, concurrency: int) -> None:
+    def one(_: int) -> None:
+        subprocess.run(NOOP, check=True)
+
+    with ThreadPoolExecutor(concurrency) as pool:
+        list(pool.map(one, range(trials)))
+
+
+def mapped(trials: int, concurrency: int) -> None:
+    from prefect import flow, task
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    @task
+    def one(i: int) -> int:
+        subprocess.run(NOOP, check=True)
+        return i
+
+    @flow(task_runner=ThreadPoolTaskRunner(max_workers=concurrency))
+    def hand_written() -> None:
+        one.map(range(trials)).result()
+
+    from polyaxon_prefect.prefect._settings import local_run_settings
+
+    with local_run_settings():
+        hand_written()
+
+
+def sweep(path: Path) -> None:
+    from polyaxon_prefect.prefect import run
+
+    result = run(path)
+    if result.status != "succeeded":
+        raise SystemExit(f"the sweep {result.status}: {result.message}")
+
+
+def timed(fn, repeat: int) -> list[float]:  # type: ignore[no-untyped-def]
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=100)
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    n, c = args.trials, args.concurrency
+    path = sweep_file(n, c)
+    server: contextlib.AbstractContextManager[object] = contextlib.nullcontext()
+    if not os.environ.get("PREFECT_API_URL"):
+        from prefect.testing.utilities import prefect_test_harness
+
+        server = prefect_test_harness(server_startup_timeout=60)
+    try:
+        with server:
+            mapped(4, c)  # warm-up: imports, flow registration
+            sweep(sweep_file(4, c))
+            path = sweep_file(n, c)
+            cases = {
+                "raw": lambda: raw(n, c),
+                "mapped": lambda: mapped(n, c),
+                "sweep": lambda: sweep(path),
+            }
+            medians = {}
+            for name, fn in cases.items():
+                times = timed(fn, args.repeat)
+                medians[name] = statistics.median(times)
+                shown = ", ".join(f"{t:.2f}" for t in times)
+                print(f"{name:>7}: median {medians[name]:.2f} s  ({shown})", flush=True)
+    finally:
+        shutil.rmtree(ROOT, ignore_errors=True)
+    per_trial = 1000 * (medians["sweep"] - medians["raw"]) / n
+    mapped_per_trial = 1000 * (medians["mapped"] - medians["raw"]) / n
+    ratio = medians["sweep"] / medians["mapped"]
+    print(f"{n} trials, concurrency {c}")
+    print(f"mapped flow overhead: {mapped_per_trial:.1f} ms/trial over raw processes")
+    print(f"sweep overhead:       {per_trial:.1f} ms/trial over raw processes (target <= 60)")
+    print(f"sweep / mapped flow:  {ratio:.2f}x (target <= 2)")
+
+
+if __name__ == "__main__":
+    main()

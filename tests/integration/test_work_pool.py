@@ -1,0 +1,170 @@
+"""Trials as deployment runs on a work pool, end to end on loopback.
+
+A real ``prefect server start`` (own ``PREFECT_HOME``), a process work pool, a deployment of
+``flows/trial.py:flow``, a ``prefect worker start`` process, and a small sweep run with
+``--deployment``: every trial must be its own flow run of that deployment, run by the worker.
+One scenario only: the server, the worker and a Python process per trial take about a minute.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import free_port
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).parents[2]
+BIN = Path(sys.executable).parent
+POOL = "sweep-pool"
+
+
+def _wait_http(url: str, process: subprocess.Popen[bytes], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "the Prefect server exited"
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise AssertionError(f"{url} did not answer in {seconds:.0f}s")
+
+
+@pytest.fixture(scope="module")
+def server_env() -> Iterator[dict[str, str]]:
+    folder = Path(tempfile.mkdtemp(prefix="prefect-pool-"))
+    port = free_port()
+    env = {
+        **os.environ,
+        "PREFECT_HOME": str(folder / "home"),
+        "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_LOCAL_STORAGE_PATH": str(folder / "storage"),
+        "PREFECT_WORKER_QUERY_SECONDS": "1",
+        "PREFECT_WORKER_PREFETCH_SECONDS": "1",
+        "POLYAXON_PREFECT_ARTIFACTS_ROOT": str(folder / "artifacts"),
+        "PYTHONPATH": str(REPO),
+    }
+    env.pop("PREFECT_PROFILE", None)
+    server = subprocess.Popen(
+        [
+            str(BIN / "prefect"),
+            "server",
+            "start",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--no-ui",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        _wait_http(f"http://127.0.0.1:{port}/api/health", server, 120)
+        yield env
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+DEPLOY = """\
+from polyaxon_prefect.prefect._trials import trial_flow
+trial_flow.from_source(source={repo!r}, entrypoint="flows/trial.py:flow").deploy(
+    name="sweep-trial", work_pool_name={pool!r}, print_next_steps=False
+)
+"""
+
+
+def test_each_trial_is_a_deployment_run_picked_up_by_the_worker(
+    server_env: dict[str, str], tmp_path: Path
+):
+    env = server_env
+    prefect = str(BIN / "prefect")
+    subprocess.run([prefect, "work-pool", "create", POOL, "--type", "process"], env=env, check=True)
+    subprocess.run(
+        [sys.executable, "-c", DEPLOY.format(repo=str(REPO), pool=POOL)],
+        env=env,
+        check=True,
+        cwd=REPO,
+    )
+    worker = subprocess.Popen(
+        [prefect, "worker", "start", "--pool", POOL, "--type", "process", "--limit", "4"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        sweep = tmp_path / "sweep.yaml"
+        sweep.write_text(
+            "version: 1.1\nkind: operation\nname: pool-sweep\n"
+            "matrix: {kind: grid, concurrency: 2, params: {x: {kind: choice, value: [1, 2, 3]}}}\n"
+            "component:\n  name: pool-op\n  inputs: [{name: x, type: int}]\n"
+            "  outputs: [{name: double, type: int}]\n"
+            "  run: {kind: job, container: {command: [" + sys.executable + ", -c, "
+            "'from polyaxon_prefect import tracking; "
+            'tracking.log_outputs(double=2 * tracking.get_params()["x"])\']}}\n',
+            encoding="utf-8",
+        )
+        completed = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "polyaxon_prefect.cli",
+                "run",
+                "-f",
+                str(sweep),
+                "--deployment",
+                "polyaxon-trial/sweep-trial",
+                "--json",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
+    assert completed.returncode == 0, completed.stdout[-3000:]
+    payload = json.loads(completed.stdout)
+    assert payload["status"] == "succeeded"
+    assert [t["outputs"]["double"] for t in payload["trials"]] == [2, 4, 6]
+    runs = _trial_runs(env, payload["flow_run_id"])
+    assert len(runs) == 3
+    assert all(r.deployment_id is not None and r.work_pool_name == POOL for r in runs)
+    assert all(r.state.is_completed() for r in runs)
+    assert sorted(r.name for r in runs) == ["trial-0 x=1", "trial-1 x=2", "trial-2 x=3"]
+
+
+def _trial_runs(env: dict[str, str], parent: str) -> list[object]:
+    script = f"""
+import json
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
+with get_client(sync_client=True) as client:
+    runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+        parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[{parent!r}])))
+print(json.dumps([r.model_dump(mode="json") for r in runs]))
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    from prefect.client.schemas.objects import FlowRun
+
+    return [FlowRun.model_validate(r) for r in json.loads(out.stdout)]

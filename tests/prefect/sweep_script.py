@@ -1,0 +1,44 @@
+"""A tiny trial for the sweep tests: params come from the tracking env, marks go to files.
+
+Writes ``<marks>/<run uuid>.json`` with its params, start and end times (the tests count
+process starts and measure overlap from them), logs ``loss`` per step and outputs ``loss``:
+``(x - 0.3) ** 2`` plus ``penalty``; ``fail_over``: exit 2 when ``x`` exceeds it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from polyaxon_prefect import tracking
+
+
+def main() -> None:
+    params = tracking.get_params()
+    started = time.time()
+    marks = Path(params["marks"])
+    marks.mkdir(parents=True, exist_ok=True)
+    mark = marks / f"{os.environ[tracking.ENV_RUN_UUID]}.json"
+    record = {"params": params, "start": started, "pid": os.getpid()}
+    mark.write_text(json.dumps(record), encoding="utf-8")
+    x = float(params.get("x") or 0.0)
+    loss = (x - 0.3) ** 2 + float(params.get("penalty") or 0.0)
+    steps = int(params.get("steps") or 1)
+    for step in range(steps):
+        tracking.log_metrics(step=step, loss=loss + 0.01 * (steps - step))
+        time.sleep(float(params.get("sleep") or 0.0))
+    fail_over = params.get("fail_over")
+    if fail_over is not None and x > float(fail_over):
+        print(f"x={x} is over {fail_over}", file=sys.stderr)
+        sys.exit(2)
+    resource = params.get("epochs")
+    tracking.log_outputs(loss=loss, resource_type=type(resource).__name__)
+    record["end"] = time.time()
+    mark.write_text(json.dumps(record), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+"""A real kill -9 of a sweep's parent, then ``run --resume``: completed trials are not re-run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from polyaxon_prefect.prefect import run
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_sweep import marks, sweep_file
+
+MATRIX = """\
+kind: grid
+concurrency: 2
+params:
+  x: {kind: choice, value: [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]}
+"""
+
+
+def test_resume_after_kill_finishes_without_rerunning_completed_trials(
+    tmp_path: Path, prefect_server: str
+):
+    path = sweep_file(tmp_path, MATRIX, params="sleep: {value: 1.0}\n")
+    storage = str(tmp_path / "sweeps.db")
+    env = {**os.environ, "PREFECT_API_URL": prefect_server}
+    command = [sys.executable, "-m", "polyaxon_prefect.cli", "run", "-f", str(path)]
+    process = subprocess.Popen(
+        [*command, "--storage", storage],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while sum(1 for m in marks(tmp_path) if "end" in m) < 4:
+            assert process.poll() is None, "the sweep ended before it was killed"
+            assert time.monotonic() < deadline, "no trial finished in time"
+            time.sleep(0.1)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    recorded = _recorded(path, storage)
+    completed = {x for x, status in recorded.items() if status == "succeeded"}
+    left_running = {x for x, status in recorded.items() if status == "running"}
+    assert 2 <= len(completed) < 8 and left_running
+
+    result = run(path, resume=True, storage=storage)
+
+    assert result.status == "succeeded", result.message
+    assert [t["params"]["x"] for t in result.trials] == [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]
+    assert all(t["status"] == "succeeded" for t in result.trials)
+    starts = Counter(m["params"]["x"] for m in marks(tmp_path))
+    assert all(starts[x] == 1 for x in completed), starts  # completed: never started again
+    assert set(starts) == {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8}
+    assert all(starts[x] == 2 for x in left_running), starts  # failed by the crash, retried
+    assert len({t["uuid"] for t in result.trials}) == 8
+
+
+def _recorded(path: Path, storage: str) -> dict[float, str]:
+    """What the killed sweep's study recorded: x -> status (read without recovering)."""
+    from polyaxon_prefect.loading._load import load_polyaxonfile
+    from polyaxon_prefect.prefect._dispatch import OpRequest
+    from polyaxon_prefect.prefect._sweep import study_prefix
+    from polyaxon_prefect.search._study import SweepStudy
+
+    loaded = load_polyaxonfile(path)
+    name = SweepStudy.latest(storage, study_prefix(OpRequest(loaded=loaded)))
+    assert name is not None
+    study = SweepStudy.open(loaded.operation.matrix, study_name=name, storage=storage, resume=True)
+    return {r.params["x"]: r.status for r in study.history()}
