@@ -94,7 +94,8 @@ def sweep(path: Path) -> None:
 
     result = run(path)
     if result.status != "succeeded":
-        raise SystemExit(f"the sweep {result.status}: {result.message}")
+        failed = [t for t in result.trials or [] if t.get("status") != "succeeded"]
+        raise SystemExit(f"the sweep {result.status}: {result.message}; {failed[:3]}")
 
 
 def timed(fn, repeat: int) -> list[float]:  # type: ignore[no-untyped-def]

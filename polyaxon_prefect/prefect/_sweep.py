@@ -53,7 +53,8 @@ from uuid import UUID
 
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
-from prefect.context import FlowRunContext, TaskRunContext
+from prefect.client.schemas.objects import State
+from prefect.context import FlowRunContext
 from prefect.states import Cancelled, Completed, Failed
 
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
@@ -181,6 +182,7 @@ class _Sweep:
         self.progress_id: Any = None
         self.progress_at = 0.0
         self.trial_flow_id: UUID | None = None
+        self.trials_task_run_id: UUID | None = None
         self.client: Any = None
         self.context = request.run_context or create_run_context(
             request.op_name, _project(), run_uuid=None
@@ -290,14 +292,7 @@ class _Sweep:
             )
         if self.kind != "job":
             return run_subflow_trial(trial)
-        key = f"{id(self)}:{suggestion.number}"
-        _PENDING[key] = (self, trial, suggestion)
-        state = _LINK_TASK(key, flow_name(trial.name or "trial"), return_state=True)
-        _PENDING.pop(key, None)
-        result = _RESULTS.pop(key, None)
-        if result is None:  # the task crashed before the trial reported
-            return TrialResult("failed", message=state.message or "the trial did not run")
-        return result
+        return self._run_job(trial, suggestion)
 
     def _deployment_params(self, trial: OpRequest) -> dict[str, Any]:
         """The values the trial's run loads the file with: the file's literal params, the
@@ -322,8 +317,6 @@ class _Sweep:
             )
         except PolyaxonPrefectError as exc:
             return TrialResult("failed", message=str(exc))
-        task_context = TaskRunContext.get()
-        parent = task_context.task_run.id if task_context else None
         assert self.trial_flow_id is not None
         return run_job_trial(
             job,
@@ -331,7 +324,7 @@ class _Sweep:
             name=trial.name or job.op_name,
             parameters=_jsonable(suggestion.params),
             tags=list(dict.fromkeys([*self.tags, *job.tags])),
-            parent_task_run_id=parent,
+            parent_task_run_id=self.trials_task_run_id,
             client=self.client,
             cancel_event=trial.cancel_event,
         )
@@ -532,13 +525,18 @@ class _Sweep:
             get_client(sync_client=True) as self.client,
             ThreadPoolExecutor(max_workers=limit, thread_name_prefix="trial") as executor,
         ):
+            if self.trial_flow_id is not None:
+                self.trials_task_run_id = _trials_task_run(self.client, self.flow_run_id)
             try:
                 self.loop(study, executor, limit)
-            except BaseException:
+            except BaseException as exc:
                 for flight in self.flights.values():
                     flight.cancel.set()
+                _end_trials_task_run(self.client, self.trials_task_run_id, Failed(message=str(exc)))
                 raise
-        return self.finish(study, on_outcome)
+            state = self.finish(study, on_outcome)
+            _end_trials_task_run(self.client, self.trials_task_run_id, state)
+        return state
 
     def loop(self, study: SweepStudy, executor: ThreadPoolExecutor, limit: int) -> None:
         while True:
@@ -619,34 +617,43 @@ class _Decision:
     status: str
 
 
-_PENDING: dict[str, tuple[_Sweep, OpRequest, Suggestion]] = {}
-_RESULTS: dict[str, TrialResult] = {}
-"""Trials handed to `_LINK_TASK` by key: task parameters are walked and recorded by Prefect,
-so they stay two strings."""
+def _trials_body() -> None:
+    """Never called: the task whose one run per sweep is the parent of its trial flow runs."""
 
 
-def _link_body(key: str, name: str) -> Any:
-    """The sweep's task run for one trial: the child flow run hangs under it in the UI, and
-    the task's state mirrors the trial's (the result itself goes back through `_RESULTS`)."""
-    sweep, trial, suggestion = _PENDING.pop(key)
-    result = sweep._run_job(trial, suggestion)
-    _RESULTS[key] = result
-    if result.status == "succeeded":
-        return Completed(message=result.message)
-    if result.status == "stopped":
-        return Cancelled(message=result.message)
-    if result.status == "skipped":
-        return Completed(name="Skipped", message=result.message)
-    return Failed(message=result.message)
+_TRIALS_TASK = task(_trials_body, name="trials", cache_policy=NO_CACHE, persist_result=False)
 
 
-_LINK_TASK = task(
-    _link_body,
-    name="trial",
-    task_run_name="{name}",
-    cache_policy=NO_CACHE,
-    persist_result=False,
-)
+def _trials_task_run(client: Any, flow_run_id: UUID | None) -> UUID | None:
+    """One task run of the sweep, created ``Running`` through the API, that every job trial's
+    child flow run hangs under (so the UI lists the trials as the sweep's subflow runs).
+
+    One per sweep, not one per trial: a task run per trial made each trial wait for the
+    server to record it from its events before its flow run could name it as parent (about
+    60 ms, 404s while polling), and doubled the writes that contend for the server's
+    database (SQLite answered ``503`` under four concurrent trials, and the client's retry
+    back-off cost seconds).
+    """
+    from prefect.states import Running
+
+    if flow_run_id is None:
+        return None
+    task_run = client.create_task_run(
+        task=_TRIALS_TASK,
+        flow_run_id=flow_run_id,
+        dynamic_key="trials",
+        name="trials",
+        state=Running(),
+    )
+    return task_run.id
+
+
+def _end_trials_task_run(client: Any, task_run_id: UUID | None, state: Any) -> None:
+    if task_run_id is None:
+        return
+    final = state if isinstance(state, State) else Completed()
+    with contextlib.suppress(Exception):  # a view: the sweep's own state is what matters
+        client.set_task_run_state(task_run_id, final.model_copy(update={"data": None}), force=True)
 
 
 # ----------------------------------------------------------------------------- helpers

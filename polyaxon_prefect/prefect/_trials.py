@@ -1,16 +1,15 @@
 """How one trial of a sweep runs: a child flow run of the sweep, in one of three ways.
 
-- A **job** trial (the common case) is recorded as a child flow run by the sweep itself: one
-  API call creates the run already ``Running`` (named ``trial-7 lr=0.01``, linked to the
-  sweep through a task run, with the suggestion as its parameters), the job's process runs in
-  this thread (`execute_job`, streaming its lines to the child run's logs), and one call sets
-  the final state. Prefect's flow engine would make about ten API calls per subflow (an
-  async client per call with its version and CSRF round trips, a lookup for an existing
-  subflow, a flow lookup, two state proposals, a re-read) plus its own client-side work: on a
-  2-core machine that is 130-400 ms per trial against a few ms of process, which is the whole
-  cost of a sweep of short trials. The linking task run is a Prefect task (its states travel
-  as events, no round trip). Trials are not cached: the study is the sweep's memory (a
-  resumed sweep never re-runs a completed trial).
+- A **job** trial (the common case) is recorded as a child flow run by the sweep itself,
+  named ``trial-7 lr=0.01`` with the suggestion as its parameters, under the sweep's one
+  ``trials`` task run (so the UI lists it among the sweep's subflow runs). The job's process
+  runs in this thread (`execute_job`); the run is created in its final state when the trial
+  ends within `SHOW_RUNNING_AFTER_SECONDS` (one API call), else ``Running`` when that delay
+  expires and final at the end (two calls). Prefect's flow engine would make about ten API
+  calls per subflow plus its own client-side work: 130-400 ms per trial on a 2-core machine
+  against a few ms of process, which was the whole cost of a sweep of short trials. Requests
+  go one at a time with a quick retry on ``503`` (`api_request`). Trials are not cached: the
+  study is the sweep's memory (a resumed sweep never re-runs a completed trial).
 - A **DAG** trial (or any other non-job op) runs through the dispatcher as a real subflow
   (`request_flow`); a DAG is long enough that the engine's cost does not matter.
 - With a **deployment**, each trial is a run of that deployment (`run_deployment`, picked up
@@ -25,6 +24,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
+import random
 import threading
 import time
 from collections.abc import Mapping
@@ -62,8 +63,6 @@ __all__ = [
 ]
 
 TRIAL_FLOW_NAME = "polyaxon-trial"
-_FINAL_STATE_RETRIES = 3
-_PARENT_WAIT_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -145,39 +144,134 @@ def _execute_with_retries(
     return TrialResult(status, metrics=dict(result.metrics), uuid=job.context.uuid, message=message)
 
 
-def _set_final_state(client: Any, flow_run_id: UUID, state: State) -> None:
-    for attempt in range(_FINAL_STATE_RETRIES):
-        try:
-            client.set_flow_run_state(flow_run_id, state, force=True)
-            return
-        except Exception:  # a transient API error must not lose the trial's result
-            if attempt + 1 == _FINAL_STATE_RETRIES:
-                raise
-            time.sleep(0.2 * (attempt + 1))
+_API_LOCK = threading.Lock()
+_RETRYABLE = (429, 503)
+_API_ATTEMPTS = 80
 
 
-def _wait_for_task_run(client: Any, task_run_id: UUID | None) -> None:
-    """Wait until the server knows the linking task run.
+def api_request(client: Any, method: str, path: str, json: Any) -> Any:
+    """Send one request of a trial to the Prefect API: one at a time, retried quickly when busy.
 
-    That task run is recorded by the server from the task's events, asynchronously: a child
-    flow run posted before it would be refused (its parent is a foreign key). A read is
-    cheap, and the task run shows up within milliseconds.
+    Trials record their flow runs themselves (module docstring), from four or more threads
+    at once. An SQLite-backed server answers ``503`` when a write meets another one (its
+    "database is locked"), and Prefect's client then sleeps ``2 ** attempt`` seconds (even
+    with its retries set to 0), which was most of a short sweep's time. Our requests go one
+    at a time, so they never collide with each other, bypass that retry loop, and a ``503``/
+    ``429`` (a collision with the server's own writers) is retried after a few milliseconds.
     """
-    from prefect.exceptions import ObjectNotFound
+    import httpx
 
-    if task_run_id is None:
-        return
-    delay, waited = 0.01, 0.0
-    while True:
+    http = client._client
+    request = http.build_request(method, path, json=json)
+    if getattr(http, "enable_csrf_support", False):
+        http._add_csrf_headers(request)
+    delay = 0.005
+    for attempt in range(_API_ATTEMPTS):
+        last = attempt + 1 == _API_ATTEMPTS
         try:
-            client.read_task_run(task_run_id)
-            return
-        except ObjectNotFound:
-            if waited > _PARENT_WAIT_SECONDS:
+            with _API_LOCK:
+                response = httpx.Client.send(http, request)
+        except httpx.TransportError:  # a dropped connection, a read timeout under load
+            if last:
                 raise
-        time.sleep(delay)
-        waited += delay
-        delay = min(delay * 2, 0.25)
+        else:
+            if response.status_code not in _RETRYABLE or last:
+                response.raise_for_status()
+                return response
+        time.sleep(delay * (1 + random.random()))
+        delay = min(delay * 1.5, 0.25)
+    raise AssertionError("unreachable")
+
+
+def _state_payload(state: State, flow_run_id: UUID) -> dict[str, Any]:
+    from uuid import uuid4
+
+    from prefect.states import to_state_create
+
+    create = to_state_create(state)
+    create.state_details.flow_run_id = flow_run_id
+    create.state_details.transition_id = uuid4()
+    return {"state": create.model_dump(mode="json", serialize_as_any=True), "force": True}
+
+
+SHOW_RUNNING_AFTER_SECONDS = 1.0
+"""A job trial still running after this long gets its flow run created ``Running``; a shorter
+one is recorded once, directly in its final state (see `_TrialRun`)."""
+
+
+class _TrialRun:
+    """The child flow run of one job trial, created as late as the UI allows.
+
+    A trial that lasts less than `SHOW_RUNNING_AFTER_SECONDS` is recorded with one API call,
+    created directly in its final state (Prefect sets its start and end time), its lines
+    buffered until then; a longer one is created ``Running`` when the delay expires (by a
+    timer, so the UI shows it while it runs) and gets its final state at the end. Each API
+    call costs the server a write (30-40 ms on SQLite with four trials at once on two cores),
+    which is most of what a short trial costs.
+    """
+
+    def __init__(self, client: Any, create: Any, show_after: float) -> None:
+        self._client = client
+        self._create_action = create
+        self._lock = threading.Lock()
+        self._lines: list[tuple[int, str]] = []
+        self._finished = False
+        self.flow_run: Any = None
+        self._logger: Any = None
+        self._timer = threading.Timer(show_after, self._show_running)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _create(self, state: State) -> None:
+        from prefect.client.schemas.objects import FlowRun
+        from prefect.logging.loggers import flow_run_logger
+        from prefect.states import to_state_create
+
+        create = self._create_action.model_copy(update={"state": to_state_create(state)})
+        payload = create.model_dump(mode="json", exclude_unset=True)
+        response = api_request(self._client, "POST", "/flow_runs/", payload)
+        self.flow_run = FlowRun.model_validate(response.json())
+        self._logger = flow_run_logger(self.flow_run)
+        for level, line in self._lines:
+            self._logger.log(level, line)
+        self._lines.clear()
+
+    def _show_running(self) -> None:
+        from prefect.states import Running
+
+        with self._lock:
+            if self._finished or self.flow_run is not None:
+                return
+            with contextlib.suppress(Exception):  # then it is recorded at the end instead
+                self._create(Running())
+
+    def log(self, level: int, line: str) -> None:
+        with self._lock:
+            if self._logger is not None:
+                self._logger.log(level, line)
+            else:
+                self._lines.append((level, line))
+
+    def info(self, line: str, *args: Any) -> None:
+        self.log(logging.INFO, line % args if args else line)
+
+    def warning(self, line: str, *args: Any) -> None:
+        self.log(logging.WARNING, line % args if args else line)
+
+    def error(self, line: str, *args: Any) -> None:
+        self.log(logging.ERROR, line % args if args else line)
+
+    def finish(self, state: State) -> str:
+        """Record ``state`` as the run's final state; returns the flow run's id."""
+        self._timer.cancel()
+        with self._lock:
+            self._finished = True
+            if self.flow_run is None:
+                self._create(state)
+            else:
+                path = f"/flow_runs/{self.flow_run.id}/set_state"
+                api_request(self._client, "POST", path, _state_payload(state, self.flow_run.id))
+            return str(self.flow_run.id)
 
 
 def run_job_trial(
@@ -190,18 +284,16 @@ def run_job_trial(
     parent_task_run_id: UUID | None,
     client: Any,
     cancel_event: threading.Event | None = None,
+    show_running_after: float = SHOW_RUNNING_AFTER_SECONDS,
 ) -> TrialResult:
-    """Run one job trial as a child flow run recorded through the API (module docstring),
-    under ``parent_task_run_id`` (the sweep's task run for this trial).
+    """Run one job trial as a child flow run recorded through the API (module docstring,
+    `_TrialRun`), under ``parent_task_run_id`` (the sweep's ``trials`` task run).
 
     ``client`` is a sync Prefect client shared by the sweep's trials: a client per trial
     costs a new connection whose first request took 450 ms with four trials starting at once
     (on 2 cores, against 25 ms on a warm connection).
     """
     from prefect.client.schemas.actions import FlowRunCreate
-    from prefect.client.schemas.objects import FlowRun
-    from prefect.logging.loggers import flow_run_logger
-    from prefect.states import Running, to_state_create
 
     create = FlowRunCreate(
         flow_id=flow_id,
@@ -209,25 +301,20 @@ def run_job_trial(
         parameters=dict(parameters),
         tags=tags,
         parent_task_run_id=parent_task_run_id,
-        state=to_state_create(Running()),
     )
-    _wait_for_task_run(client, parent_task_run_id)
-    payload = create.model_dump(mode="json", exclude_unset=True)
-    response = client.request("POST", "/flow_runs/", json=payload)
-    flow_run = FlowRun.model_validate(response.json())
-    logger = flow_run_logger(flow_run)
+    run = _TrialRun(client, create, show_running_after)
     try:
-        result = _execute_with_retries(job, logger, cancel_event)
+        result = _execute_with_retries(job, run, cancel_event)
     except BaseException as exc:
-        _set_final_state(client, flow_run.id, Failed(message=f"trial crashed: {exc}"))
+        run.finish(Failed(message=f"trial crashed: {exc}"))
         raise
     if result.status == "failed":
-        logger.error(result.message)
+        run.error(result.message)
     state = _job_state(job, result.status, result.message)
     if result.status == "failed" and job.timeout and "timed out" in result.message:
         state = Failed(name=TIMED_OUT_STATE_NAME, message=state.message)
-    _set_final_state(client, flow_run.id, state)
-    return dataclasses.replace(result, flow_run_id=str(flow_run.id))
+    flow_run_id = run.finish(state)
+    return dataclasses.replace(result, flow_run_id=flow_run_id)
 
 
 # ----------------------------------------------------------------------------- subflow trials

@@ -150,15 +150,39 @@ def _sqlite_storage(url: str) -> RDBStorage:
     return storage
 
 
+def _journal_storage(path: Path) -> BaseStorage:
+    """An append-only journal file: Optuna's storage for one machine without a server.
+
+    Every change is one appended line under a file lock, so an ask plus a tell costs about
+    2 ms where the same work in an SQLite file costs about 40 ms (each transaction syncs the
+    file); several processes can share it (the lock serialises their appends, and a waiting
+    trial claimed by one is seen as running by the others).
+    """
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = JournalFileOpenLock(str(path))
+    return JournalStorage(JournalFileBackend(str(path), lock_obj=lock))
+
+
+_SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+
+
 def _open_storage(storage: str | None) -> tuple[BaseStorage, str]:
+    """The storage for ``storage``: ``None`` (the default journal file under the artifacts
+    root), a file path (a journal file, or an SQLite database for ``.db``/``.sqlite``
+    names), or any Optuna storage URL (``sqlite:///...``, ``postgresql+psycopg2://...``)."""
     if storage in (_MEMORY_URL, "memory"):
         return _MEMORY.setdefault(_MEMORY_URL, InMemoryStorage()), _MEMORY_URL
     if storage is None:
         from polyaxon_prefect.runtime._context import resolve_artifacts_root
 
-        storage = str(resolve_artifacts_root() / "sweeps.db")
+        storage = str(resolve_artifacts_root() / "sweeps.journal")
     if "://" not in storage:
         path = Path(storage).expanduser().absolute()
+        if path.suffix.lower() not in _SQLITE_SUFFIXES:
+            return _journal_storage(path), str(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         storage = f"sqlite:///{path}"
     if storage.startswith("sqlite:"):

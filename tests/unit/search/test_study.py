@@ -79,8 +79,9 @@ def test_best_uses_metric_direction_and_values_from_outputs() -> None:
     assert study.history()[4].status == "failed"
 
 
-def test_create_twice_and_resume_missing_are_errors(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 's.db'}"
+@pytest.mark.parametrize("file", ["s.journal", "s.db"])
+def test_create_twice_and_resume_missing_are_errors(tmp_path: Path, file: str) -> None:
+    url = str(tmp_path / file)
     SweepStudy.open(matrix(GRID), study_name="dup", storage=url)
     with pytest.raises(SweepStudyError, match="already exists"):
         SweepStudy.open(matrix(GRID), study_name="dup", storage=url)
@@ -90,8 +91,9 @@ def test_create_twice_and_resume_missing_are_errors(tmp_path: Path) -> None:
     assert SweepStudy.latest(url, "x") is None
 
 
-def test_resume_after_crash_reruns_running_not_completed(tmp_path: Path) -> None:
-    url = str(tmp_path / "sweeps.db")
+@pytest.mark.parametrize("file", ["sweeps.journal", "sweeps.db"])
+def test_resume_after_crash_reruns_running_not_completed(tmp_path: Path, file: str) -> None:
+    url = str(tmp_path / file)
     study = SweepStudy.open(matrix(GRID), study_name="crash", storage=url)
     done = [study.ask() for _ in range(3)]
     for s in done:
@@ -135,8 +137,12 @@ def _worker(url: str, out: str, start: Any) -> None:
     Path(out).write_text(" ".join(map(str, seen)))
 
 
-def test_two_processes_share_a_grid_without_running_a_point_twice(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'shared.db'}"
+@pytest.mark.parametrize("file", ["shared.journal", "shared.db"])
+def test_two_processes_share_a_grid_without_running_a_point_twice(
+    tmp_path: Path, file: str
+) -> None:
+    """The default journal file and an SQLite database, each shared by two processes."""
+    url = str(tmp_path / file)
     SweepStudy.open(matrix(GRID), study_name="shared", storage=url)
     ctx = multiprocessing.get_context("spawn")
     outs = [tmp_path / f"w{i}.txt" for i in range(2)]
