@@ -1,5 +1,5 @@
 # Two commands do all set-up on a fresh machine with Python >= 3.11:
-#   make example   -- installs into .venv, then trains the quick-start model as a Prefect flow run
+#   make example   -- installs into .venv, then runs the quick-start DAG (train, conditional sweep, report)
 #   make test      -- installs into .venv, then lints and runs the test suite
 PYTHON ?= python3
 VENV := .venv
@@ -17,7 +17,7 @@ setup: $(BIN)/.installed
 
 example: setup
 	$(BIN)/polyaxon-prefect check -f examples/quick-start/dag.yaml
-	$(BIN)/polyaxon-prefect run -f examples/quick-start/typed.yaml -P learning_rate=0.05 -P epochs=10
+	$(BIN)/polyaxon-prefect run -f examples/quick-start/dag.yaml
 
 lint: setup
 	$(BIN)/ruff check .
@@ -29,3 +29,6 @@ test: lint
 bench: setup
 	$(BIN)/python benchmarks/check_speed.py
 	$(BIN)/python benchmarks/job_overhead.py
+	$(BIN)/python benchmarks/dag_overhead.py
+	$(BIN)/python benchmarks/sweep_overhead.py
+	$(BIN)/python benchmarks/hpo_quality.py
