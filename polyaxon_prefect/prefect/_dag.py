@@ -31,13 +31,11 @@ import time
 import uuid as _uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any
 
 from prefect import Task, allow_failure, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import State, StateType
-from prefect.states import Cancelled, Completed, Failed
 
 from polyaxon_prefect.dag._plan import DagPlan, child_loaded, plan_dag
 from polyaxon_prefect.dag._records import OpRecord
@@ -46,23 +44,20 @@ from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.prefect import _live
 from polyaxon_prefect.prefect._dispatch import OpRequest, request_flow
 from polyaxon_prefect.prefect._job import (
-    SKIPPED_STATE_NAME,
     OpOutcome,
     OutcomeCallback,
     _execute,
     flow_name,
+    job_task_options,
     polyaxon_status,
-)
-from polyaxon_prefect.prefect._job import (
-    TASK_NAME as JOB_TASK_NAME,
+    state_for_status,
 )
 from polyaxon_prefect.runtime._context import RunContext, resolve_artifacts_root
 from polyaxon_prefect.runtime._job import PreparedJob, _merge_params, _project_name, prepare_job
 from polyaxon_prefect.runtime._kind import op_kind
 
-__all__ = ["UPSTREAM_FAILED_STATE_NAME", "dag_final_status", "run_dag_in_flow", "stop_op"]
+__all__ = ["dag_final_status", "run_dag_in_flow", "stop_op"]
 
-UPSTREAM_FAILED_STATE_NAME = "UpstreamFailed"
 MARKER_TASK_NAME = "dag_op_marker"
 SUBFLOW_TASK_NAME = "run_subflow_op"
 _POLL_SECONDS = 0.25
@@ -106,22 +101,9 @@ def dag_final_status(statuses: Mapping[str, str]) -> str:
 # ----------------------------------------------------------------------------- markers
 
 
-def _fresh_state(status: str, message: str, data: Any = None) -> State:
-    """A new, manually built state (no run ids) that a task or flow may return as its own."""
-    if status == "succeeded":
-        return Completed(message=message, data=data)
-    if status == "skipped":
-        return Completed(name=SKIPPED_STATE_NAME, message=message)
-    if status == "upstream_failed":
-        return Cancelled(name=UPSTREAM_FAILED_STATE_NAME, message=message)
-    if status == "stopped":
-        return Cancelled(message=message)
-    return Failed(message=message)
-
-
 def _marker_task(op_name: str, status: str, message: str) -> Any:
     def dag_op_marker() -> State:
-        return _fresh_state(status, message)
+        return state_for_status(status, message)
 
     return task(
         dag_op_marker,
@@ -159,21 +141,12 @@ def _shared_job_task(job: PreparedJob) -> Task[..., Any]:
     with _JOB_TASKS_LOCK:
         shared = _JOB_TASKS.get(key)
         if shared is None:
-            options: dict[str, Any] = {
-                "name": JOB_TASK_NAME,
-                "task_run_name": "{name}",
-                "retries": key[0],
-                "tags": list(job.tags),
-            }
-            if not cached:
-                options["cache_policy"] = NO_CACHE
-            else:
+            options = job_task_options(job)
+            options["task_run_name"] = "{name}"
+            if cached:
                 options["cache_key_fn"] = lambda _context, parameters: (
                     _JOBS[parameters["run"]][0].cache_key
                 )
-                options["persist_result"] = True
-                if job.cache_ttl:
-                    options["cache_expiration"] = timedelta(seconds=job.cache_ttl)
             shared = _JOB_TASKS[key] = task(run_job_op, **options)
     return shared
 
@@ -619,8 +592,9 @@ def _subflow_task(name: str, child: OpRequest) -> tuple[Any, list[OpOutcome]]:
         state = child_flow(return_state=True)
         if outcomes:
             outcome = outcomes[-1]
-            return _fresh_state(outcome.status, outcome.message or outcome.status, outcome.outputs)
-        return _fresh_state(polyaxon_status(state), state.message or "")
+            message = outcome.message or outcome.status
+            return state_for_status(outcome.status, message, outcome.outputs)
+        return state_for_status(polyaxon_status(state), state.message or "")
 
     runner = task(
         run_subflow_op,
@@ -773,4 +747,4 @@ def run_dag_in_flow(request: OpRequest, on_outcome: OutcomeCallback | None = Non
         on_outcome(outcome)
     if status == "succeeded":
         return outputs
-    return _fresh_state(status, message)
+    return state_for_status(status, message)

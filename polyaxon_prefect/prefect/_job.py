@@ -53,15 +53,19 @@ from polyaxon_prefect.runtime._process import mask_secrets
 __all__ = [
     "SKIPPED_STATE_NAME",
     "TIMED_OUT_STATE_NAME",
+    "UPSTREAM_FAILED_STATE_NAME",
     "OpOutcome",
     "flow_name",
     "job_flow",
     "job_task",
+    "job_task_options",
     "polyaxon_status",
     "run_op_in_flow",
+    "state_for_status",
 ]
 
 SKIPPED_STATE_NAME = "Skipped"
+UPSTREAM_FAILED_STATE_NAME = "UpstreamFailed"
 TIMED_OUT_STATE_NAME = "TimedOut"
 CACHED_STATE_NAME = "Cached"
 TASK_NAME = "run_job_op"
@@ -103,8 +107,26 @@ def polyaxon_status(state: State) -> str:
     if state.type == StateType.COMPLETED:
         return "skipped" if state.name == SKIPPED_STATE_NAME else "succeeded"
     if state.type == StateType.CANCELLED:
-        return "upstream_failed" if state.name == "UpstreamFailed" else "stopped"
+        return "upstream_failed" if state.name == UPSTREAM_FAILED_STATE_NAME else "stopped"
     return "failed"
+
+
+def state_for_status(status: str, message: str, data: Any = None) -> State:
+    """A new final state for a Polyaxon status (the inverse of `polyaxon_status`), for a task
+    or flow run (a job, a DAG op's marker, a sweep, a trial) to end in.
+
+    ``data`` is kept only on ``succeeded``; every other status is a named or typed state
+    carrying ``message``.
+    """
+    if status == "succeeded":
+        return Completed(message=message, data=data)
+    if status == "skipped":
+        return Completed(name=SKIPPED_STATE_NAME, message=message)
+    if status == "upstream_failed":
+        return Cancelled(name=UPSTREAM_FAILED_STATE_NAME, message=message)
+    if status == "stopped":
+        return Cancelled(message=message)
+    return Failed(message=message)
 
 
 def flow_name(name: str) -> str:
@@ -192,21 +214,30 @@ def job_task(job: PreparedJob, cancel_event: threading.Event | None = None) -> T
     def run_job_op() -> dict[str, Any] | State:
         return _execute(job, cancel_event)
 
+    options = job_task_options(job)
+    options["task_run_name"] = flow_name(job.op_name)
+    if job.cache_key is not None:
+        key = job.cache_key
+        options["cache_key_fn"] = lambda _context, _parameters: key
+    return task(run_job_op, **options)
+
+
+def job_task_options(job: PreparedJob) -> dict[str, Any]:
+    """The task options a job's run needs: retries from ``termination.maxRetries``, its tags,
+    and its cache settings (no cache, or persisted results that expire after ``cache.ttl``).
+    The caller adds the run name and, when ``job.cache_key`` is set, a ``cache_key_fn``."""
     options: dict[str, Any] = {
         "name": TASK_NAME,
-        "task_run_name": flow_name(job.op_name),
         "retries": max(int(job.max_retries or 0), 0),
         "tags": list(job.tags),
     }
     if job.cache_key is None:
         options["cache_policy"] = NO_CACHE
     else:
-        key = job.cache_key
-        options["cache_key_fn"] = lambda _context, _parameters: key
         options["persist_result"] = True
         if job.cache_ttl:
             options["cache_expiration"] = timedelta(seconds=job.cache_ttl)
-    return task(run_job_op, **options)
+    return options
 
 
 # ----------------------------------------------------------------------------- the flow
@@ -335,9 +366,9 @@ def run_op_in_flow(
     )
     _finish(job, outcome, on_outcome)
     if status == "skipped":
-        return Completed(name=SKIPPED_STATE_NAME, message=message)
+        return state_for_status(status, message)
     if status == "stopped":
-        return Cancelled(message=f"op `{job.op_name}` was stopped: {message}")
+        return state_for_status(status, f"op `{job.op_name}` was stopped: {message}")
     name = TIMED_OUT_STATE_NAME if state.name == TIMED_OUT_STATE_NAME else "Failed"
     return Failed(name=name, message=f"op `{job.op_name}` failed: {message}")
 

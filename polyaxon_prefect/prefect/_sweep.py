@@ -55,11 +55,11 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import State
 from prefect.context import FlowRunContext
-from prefect.states import Cancelled, Completed, Failed
+from prefect.states import Completed, Failed
 
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.loading._load import LoadedPolyaxonfile
-from polyaxon_prefect.prefect._job import OpOutcome, OutcomeCallback, flow_name
+from polyaxon_prefect.prefect._job import OpOutcome, OutcomeCallback, flow_name, state_for_status
 from polyaxon_prefect.prefect._trials import (
     TrialResult,
     run_deployment_trial,
@@ -604,11 +604,7 @@ class _Sweep:
         if on_outcome is not None:
             on_outcome(outcome)
         data = {"study": study.name, "best": best, "trials": len(trials)}
-        if status == "succeeded":
-            return Completed(message=message, data=data)
-        if status == "stopped":
-            return Cancelled(message=message)
-        return Failed(message=message)
+        return state_for_status(status, message, data)
 
 
 @dataclass(frozen=True)

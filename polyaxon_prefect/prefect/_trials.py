@@ -36,15 +36,15 @@ from uuid import UUID
 
 from prefect import flow, get_run_logger
 from prefect.client.schemas.objects import State, StateType
-from prefect.states import Cancelled, Completed, Failed
+from prefect.states import Failed
 
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.prefect._job import (
-    SKIPPED_STATE_NAME,
     TIMED_OUT_STATE_NAME,
     OpOutcome,
     flow_name,
     polyaxon_status,
+    state_for_status,
 )
 from polyaxon_prefect.prefect._settings import local_run_settings
 from polyaxon_prefect.runtime._process import mask_secrets
@@ -92,13 +92,11 @@ class TrialResult:
 
 
 def _job_state(job: PreparedJob, status: str, message: str) -> State:
-    if status == "succeeded":
-        return Completed(message=message or "succeeded")
-    if status == "skipped":
-        return Completed(name=SKIPPED_STATE_NAME, message=message)
     if status == "stopped":
-        return Cancelled(message=f"trial `{job.op_name}` was stopped: {message}")
-    return Failed(message=f"trial `{job.op_name}` failed: {message}")
+        message = f"trial `{job.op_name}` was stopped: {message}"
+    elif status not in ("succeeded", "skipped"):
+        message = f"trial `{job.op_name}` failed: {message}"
+    return state_for_status(status, message or status)
 
 
 def _execute_with_retries(
