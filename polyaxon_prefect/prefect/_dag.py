@@ -134,19 +134,14 @@ def _shared_job_task(job: PreparedJob) -> Task[..., Any]:
     A task object per op (`job_task`) would do the same, but building one costs Prefect a
     ``inspect.getsource`` (file stats and tokenizing) on the scheduler's thread: a few
     milliseconds per op, most of the scheduler's own overhead on a DAG of short jobs. The
-    options are the ones `job_task` sets: retries, tags, and the job's cache key.
+    options are the ones `job_task` sets: retries and tags (the op cache is looked up in the body).
     """
-    cached = job.cache_key is not None
-    key = (max(int(job.max_retries or 0), 0), tuple(job.tags), cached, job.cache_ttl)
+    key = (max(int(job.max_retries or 0), 0), tuple(job.tags))
     with _JOB_TASKS_LOCK:
         shared = _JOB_TASKS.get(key)
         if shared is None:
             options = job_task_options(job)
             options["task_run_name"] = "{name}"
-            if cached:
-                options["cache_key_fn"] = lambda _context, parameters: (
-                    _JOBS[parameters["run"]][0].cache_key
-                )
             shared = _JOB_TASKS[key] = task(run_job_op, **options)
     return shared
 

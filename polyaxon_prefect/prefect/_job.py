@@ -34,7 +34,6 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +46,7 @@ from prefect.types import BANNED_CHARACTERS
 
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.prefect._settings import install_log_filter
+from polyaxon_prefect.runtime._cache import CacheHit, RunCache
 from polyaxon_prefect.runtime._job import JobResult, PreparedJob, execute_job, prepare_job
 from polyaxon_prefect.runtime._process import mask_secrets
 
@@ -153,6 +153,29 @@ def _payload(job: PreparedJob, result: JobResult) -> dict[str, Any]:
     }
 
 
+def _cache_hit(job: PreparedJob) -> CacheHit | None:
+    """The succeeded run this job may reuse, when its cache is on (`RunCache`)."""
+    if job.cache_key is None:
+        return None
+    return RunCache.under(job.context.artifacts_root).lookup(job.cache_key, job.cache_ttl)
+
+
+def _cache_store(job: PreparedJob, payload: dict[str, Any]) -> None:
+    """Remember a *succeeded* run for its cache key (nothing else is ever stored)."""
+    if job.cache_key is None:
+        return
+    try:
+        RunCache.under(job.context.artifacts_root).store(
+            job.cache_key,
+            uuid=payload["uuid"],
+            outputs=payload["outputs"],
+            metrics=payload["metrics"],
+            artifacts_path=payload["artifacts_path"],
+        )
+    except OSError as exc:  # a cache is an optimisation: never fail the op for it
+        get_run_logger().warning("could not record the run in the cache: %s", exc)
+
+
 def _failure_message(job: PreparedJob, result: JobResult) -> str:
     """The job's own message, or one built from how its process ended and its last stderr."""
     message = result.message.strip()
@@ -185,12 +208,28 @@ def _execute(
         else:
             logger.info(line)
 
+    hit = _cache_hit(job)
+    if hit is not None:
+        message = (
+            f"cache hit: reused the outputs of run {hit.uuid} (same op and params, succeeded); "
+            "no process was started"
+        )
+        payload = {
+            "outputs": hit.outputs,
+            "metrics": hit.metrics,
+            "uuid": hit.uuid,
+            "artifacts_path": hit.artifacts_path,
+            "cached": True,
+        }
+        return Completed(name=CACHED_STATE_NAME, message=message, data=payload)
     try:
         result = execute_job(job, on_line=on_line, cancel_event=cancel_event)
     except PolyaxonPrefectError as exc:  # command not found, bad outputs file, ...
         return Failed(message=mask_secrets(str(exc), job.secrets))
     if result.status == "succeeded":
-        return _payload(job, result)
+        payload = _payload(job, result)
+        _cache_store(job, payload)
+        return payload
     if result.status == "skipped":
         return Completed(name=SKIPPED_STATE_NAME, message=result.message or "skipped")
     message = _failure_message(job, result)
@@ -203,12 +242,11 @@ def _execute(
 
 
 def job_task(job: PreparedJob, cancel_event: threading.Event | None = None) -> Task[[], Any]:
-    """``run_job_op`` for this job: retries from ``termination.maxRetries``, and the cache.
+    """``run_job_op`` for this job: retries from ``termination.maxRetries``.
 
-    The cache key is the job's own (computed from the compiled op by `prepare_job`, ``None``
-    when caching is off): ops all share this one task, so Prefect's default key (inputs plus the
-    task's source) would say nothing about the op. A hit makes Prefect skip the body and return
-    the stored payload in a ``Cached`` state, so no process starts.
+    The op cache is not Prefect's (see `polyaxon_prefect.runtime._cache`): the body looks the
+    job's cache key up among succeeded runs and, on a hit, returns their payload in a
+    ``Cached`` state without starting a process.
     """
 
     def run_job_op() -> dict[str, Any] | State:
@@ -216,28 +254,22 @@ def job_task(job: PreparedJob, cancel_event: threading.Event | None = None) -> T
 
     options = job_task_options(job)
     options["task_run_name"] = flow_name(job.op_name)
-    if job.cache_key is not None:
-        key = job.cache_key
-        options["cache_key_fn"] = lambda _context, _parameters: key
     return task(run_job_op, **options)
 
 
 def job_task_options(job: PreparedJob) -> dict[str, Any]:
-    """The task options a job's run needs: retries from ``termination.maxRetries``, its tags,
-    and its cache settings (no cache, or persisted results that expire after ``cache.ttl``).
-    The caller adds the run name and, when ``job.cache_key`` is set, a ``cache_key_fn``."""
-    options: dict[str, Any] = {
+    """The task options a job's run needs: retries from ``termination.maxRetries`` and its tags.
+
+    Prefect's task cache is always off (``NO_CACHE``, results not persisted): it would store a
+    returned failed state like a success. The caller adds the run name.
+    """
+    return {
         "name": TASK_NAME,
         "retries": max(int(job.max_retries or 0), 0),
         "tags": list(job.tags),
+        "cache_policy": NO_CACHE,
+        "persist_result": False,
     }
-    if job.cache_key is None:
-        options["cache_policy"] = NO_CACHE
-    else:
-        options["persist_result"] = True
-        if job.cache_ttl:
-            options["cache_expiration"] = timedelta(seconds=job.cache_ttl)
-    return options
 
 
 # ----------------------------------------------------------------------------- the flow
