@@ -12,12 +12,19 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
+import signal
 import sys
+import threading
+import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect._cli_args import add_file_args
 from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError
+
+if TYPE_CHECKING:
+    from polyaxon_prefect.prefect._server import LocalServer as LocalServerT
 
 __all__ = ["add_run_parser", "cmd_run"]
 
@@ -148,12 +155,132 @@ def _live_table(enabled: bool) -> Iterator[None]:
         yield
 
 
+def _failure_json(message: str) -> dict[str, Any]:
+    return {
+        "status": "failed",
+        "uuid": None,
+        "name": None,
+        "outputs": {},
+        "metrics": {},
+        "artifacts_path": None,
+        "message": message,
+        "flow_run_id": None,
+    }
+
+
+def _use_local_server() -> LocalServerT | None:
+    """Start the CLI's own local Prefect server when the user has not chosen one (no
+    ``PREFECT_API_URL`` in the environment or the Prefect profile) and ephemeral mode is
+    allowed; point this process's Prefect settings at it. See `polyaxon_prefect.prefect._server`.
+    """
+    from prefect.settings import get_current_settings
+
+    settings = get_current_settings()
+    if settings.api.url or not settings.server.ephemeral.enabled:
+        return None
+    from prefect.context import refresh_global_settings_context
+
+    from polyaxon_prefect.prefect._server import start_local_server
+
+    server = start_local_server(notify=lambda line: print(line, file=sys.stderr, flush=True))
+    os.environ["PREFECT_API_URL"] = server.api_url
+    refresh_global_settings_context()
+    return server
+
+
+def _drain_prefect_workers() -> None:
+    """Ship the logs and events still queued in Prefect's background workers while the server
+    is up (Prefect would try at interpreter exit, after the server is gone)."""
+    with contextlib.suppress(Exception):
+        from prefect.logging.handlers import APILogWorker
+
+        APILogWorker.drain_all(timeout=5)
+    with contextlib.suppress(Exception):
+        from prefect.events.worker import EventsWorker
+
+        EventsWorker.drain_all(timeout=5)
+
+
+_SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
+if hasattr(signal, "SIGHUP"):
+    _SIGNAL_EXIT[signal.SIGHUP] = 129
+_HARD_STOP_SECONDS = 20.0
+
+
+class _Interrupts:
+    """Ctrl-C, SIGTERM and SIGHUP while a run goes on in a worker thread.
+
+    The first signal asks the run to stop (`request_stop`): processes get SIGTERM, the DAG or
+    sweep stops launching, every flow run ends ``stopped``, and the CLI exits ``128 + signal``.
+    A second signal, or a run still not stopped after 20 s, ends the process at once; the
+    session's reaper then stops what is left and marks the flow runs crashed.
+    """
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self.at = 0.0
+        self.previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _Interrupts:
+        for signum in _SIGNAL_EXIT:
+            with contextlib.suppress(ValueError, OSError):  # not the main thread
+                self.previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self.previous.items():
+            with contextlib.suppress(ValueError, OSError):
+                signal.signal(signum, handler)
+
+    def _handle(self, signum: int, _frame: Any) -> None:
+        from polyaxon_prefect.runtime._session import request_stop
+
+        name = signal.Signals(signum).name
+        if self.received is not None:
+            print(f"interrupted again ({name}): stopping now", file=sys.stderr, flush=True)
+            os._exit(_SIGNAL_EXIT.get(signum, 130))
+        self.received, self.at = signum, time.monotonic()
+        request_stop(f"interrupted ({name})")
+        print(f"interrupted ({name}): stopping the run", file=sys.stderr, flush=True)
+
+    def wait(self, thread: threading.Thread) -> None:
+        while thread.is_alive():
+            thread.join(0.1)
+            if self.received is not None and time.monotonic() - self.at > _HARD_STOP_SECONDS:
+                print("the run did not stop in time: stopping now", file=sys.stderr, flush=True)
+                os._exit(_SIGNAL_EXIT.get(self.received, 130))
+
+    @property
+    def exit_code(self) -> int | None:
+        return None if self.received is None else _SIGNAL_EXIT.get(self.received, 130)
+
+
+def _in_thread(interrupts: _Interrupts, target: Any) -> Any:
+    """Run ``target`` in a worker thread (Prefect's flow engine then leaves the signal
+    handlers to us) and wait for it, handling signals in this, the main thread."""
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["result"] = target()
+        except BaseException as exc:  # handed to the main thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=work, name="polyaxon-prefect-run", daemon=True)
+    thread.start()
+    interrupts.wait(thread)
+    if "error" in box:
+        raise box["error"]
+    return box.get("result")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """Handle ``polyaxon-prefect run``; returns the exit code."""
     from polyaxon_prefect.loading._load import load_polyaxonfile, parse_cli_params
     from polyaxon_prefect.runtime._connections import load_connections
     from polyaxon_prefect.runtime._job import prepare_job
     from polyaxon_prefect.runtime._kind import op_kind
+    from polyaxon_prefect.runtime._session import current_session
 
     try:
         params = parse_cli_params(args.params or [])
@@ -166,6 +293,44 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (PolyaxonfileError, PolyaxonPrefectError) as error:
         return _invalid(error, as_json=args.json)
 
+    session = current_session()
+    server = None
+    result = None
+    with _Interrupts() as interrupts:
+        try:
+            server = _in_thread(interrupts, _use_local_server)
+            if interrupts.exit_code is None:
+                result = _in_thread(
+                    interrupts, lambda: _run_loaded(args, loaded, connections, kind, job)
+                )
+        except PolyaxonPrefectError as error:
+            print(f"error: {error}", file=sys.stderr)
+            if args.json:
+                _json_line(_failure_json(str(error)))
+            return 1
+        finally:
+            if server is not None:
+                _drain_prefect_workers()
+                server.stop()
+            session.close()
+    if result is None:  # interrupted before the run started
+        if args.json:
+            _json_line(_failure_json("interrupted before the run started") | {"status": "stopped"})
+        return interrupts.exit_code or 130
+    if args.json:
+        _json_line(result.to_dict())
+    else:
+        sys.stderr.flush()
+        _summary(result)
+    if interrupts.exit_code is not None:
+        return interrupts.exit_code
+    return 0 if result.succeeded else 1
+
+
+def _run_loaded(
+    args: argparse.Namespace, loaded: Any, connections: Any, kind: str, job: Any
+) -> Any:
+    """The run itself (in the worker thread): a job's flow run, or the dispatcher's."""
     name = getattr(loaded.component, "name", None)
     if job is not None:
         print(
@@ -174,28 +339,19 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         from polyaxon_prefect.prefect._api import run_job
 
-        result = run_job(job, flow_name=name)
-    else:
-        from polyaxon_prefect.prefect._dispatch import OpRequest, SweepOptions, run_request
+        return run_job(job, flow_name=name)
+    from polyaxon_prefect.prefect._dispatch import OpRequest, SweepOptions, run_request
 
-        request = OpRequest(
-            loaded=loaded,
-            connections=connections,
-            skip_builds=args.skip_builds,
-            sweep=SweepOptions(
-                resume=args.resume, storage=args.storage, deployment=args.deployment
-            ),
-        )
-        print(f"running {kind} `{request.op_name}`", file=sys.stderr)
-        live = bool(getattr(args, "live", False)) or sys.stderr.isatty()
-        with _live_table(live):
-            result = run_request(request, flow_name=name)
-    if args.json:
-        _json_line(result.to_dict())
-    else:
-        sys.stderr.flush()
-        _summary(result)
-    return 0 if result.succeeded else 1
+    request = OpRequest(
+        loaded=loaded,
+        connections=connections,
+        skip_builds=args.skip_builds,
+        sweep=SweepOptions(resume=args.resume, storage=args.storage, deployment=args.deployment),
+    )
+    print(f"running {kind} `{request.op_name}`", file=sys.stderr)
+    live = bool(getattr(args, "live", False)) or sys.stderr.isatty()
+    with _live_table(live):
+        return run_request(request, flow_name=name)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -55,6 +55,7 @@ from polyaxon_prefect.prefect._job import (
 from polyaxon_prefect.runtime._context import RunContext, resolve_artifacts_root
 from polyaxon_prefect.runtime._job import PreparedJob, _merge_params, _project_name, prepare_job
 from polyaxon_prefect.runtime._kind import op_kind
+from polyaxon_prefect.runtime._session import stop_reason, stop_requested
 
 __all__ = ["dag_final_status", "run_dag_in_flow", "stop_op"]
 
@@ -537,6 +538,8 @@ class _Scheduler:
                         name = ""
                     if outer_cancel is not None and outer_cancel.is_set():
                         self.stop_all("stopped", "the dag was stopped")
+                    elif stop_requested() and self.stop_status is None:
+                        self.stop_all("stopped", stop_reason() or "the dag was stopped")
                     if name and name in self.running:
                         self.collect(name)
             finally:

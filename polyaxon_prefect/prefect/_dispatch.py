@@ -96,7 +96,11 @@ class OpRequest:
 
 def run_request_in_flow(request: OpRequest, on_outcome: OutcomeCallback | None = None) -> Any:
     """Run ``request`` inside the current flow run; return what that flow should return."""
+    from polyaxon_prefect.prefect._job import track_flow_run
+
     kind = op_kind(request.operation)
+    if kind != "job":
+        track_flow_run()  # a job's flow run is tracked by `run_op_in_flow`
     if kind == "matrix":
         from polyaxon_prefect.prefect._sweep import run_sweep_in_flow
 

@@ -49,6 +49,7 @@ from polyaxon_prefect.prefect._settings import install_log_filter
 from polyaxon_prefect.runtime._cache import CacheHit, RunCache
 from polyaxon_prefect.runtime._job import JobResult, PreparedJob, execute_job, prepare_job
 from polyaxon_prefect.runtime._process import mask_secrets
+from polyaxon_prefect.runtime._session import current_session
 
 __all__ = [
     "SKIPPED_STATE_NAME",
@@ -291,6 +292,21 @@ def _add_flow_run_tags(tags: tuple[str, ...]) -> None:
         client.update_flow_run(context.flow_run.id, tags=[*current, *missing])
 
 
+def track_flow_run() -> None:
+    """Tell the session's reaper about the current flow run, so that it is marked crashed if
+    this process is killed before the run is final (see `polyaxon_prefect.runtime._session`)."""
+    context = FlowRunContext.get()
+    if context is None or context.flow_run is None:
+        return
+    from prefect.settings import get_current_settings
+
+    session = current_session()
+    api_url = get_current_settings().api.url
+    if api_url:
+        session.track_api(str(api_url))
+    session.track_flow_run(context.flow_run.id)
+
+
 def _cell(value: Any, secrets: tuple[str, ...]) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
     return mask_secrets(text, secrets)
@@ -344,6 +360,7 @@ def run_op_in_flow(
     own state.
     """
     logger = get_run_logger()
+    track_flow_run()
     _add_flow_run_tags(job.tags)
     for note in getattr(job, "notes", ()):
         logger.warning(note)

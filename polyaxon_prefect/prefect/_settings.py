@@ -26,6 +26,10 @@ __all__ = ["ENV_DEFAULTS", "apply_env_defaults", "install_log_filter", "local_ru
 
 ENV_DEFAULTS: dict[str, str] = {
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    # A first start builds the SQLite database: on a busy small machine that took longer than
+    # Prefect's default of 20 s (the CLI starts its own server, see `_server`; this is for runs
+    # started from Python).
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "300",
 }
 """Set in ``os.environ`` unless already present (the user's value always wins)."""
 

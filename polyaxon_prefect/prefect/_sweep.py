@@ -68,6 +68,7 @@ from polyaxon_prefect.prefect._trials import (
 )
 from polyaxon_prefect.runtime._context import create_run_context
 from polyaxon_prefect.runtime._kind import op_kind
+from polyaxon_prefect.runtime._session import stop_reason, stop_requested
 from polyaxon_prefect.search._stopping import RunSummary, check_early_stopping
 from polyaxon_prefect.specs._params import Param
 from polyaxon_prefect.tracking import METRICS_FILE
@@ -538,8 +539,21 @@ class _Sweep:
             _end_trials_task_run(self.client, self.trials_task_run_id, state)
         return state
 
+    def check_stop_request(self) -> None:
+        """An interrupted run or a stopped parent op: stop the trials in flight, launch no
+        more, and end ``stopped``. The study is not marked stopped, so ``--resume`` goes on."""
+        cancel = self.request.cancel_event
+        if self.decision is not None:
+            return
+        if stop_requested() or (cancel is not None and cancel.is_set()):
+            self.decision = _Decision(stop_reason() or "the sweep was stopped", "stopped")
+            self.logger.warning("stopping the sweep: %s", self.decision.reason)
+            for flight in self.flights.values():
+                flight.cancel.set()
+
     def loop(self, study: SweepStudy, executor: ThreadPoolExecutor, limit: int) -> None:
         while True:
+            self.check_stop_request()
             if self.decision is None:
                 while len(self.flights) < limit:
                     suggestion = study.ask()

@@ -58,6 +58,9 @@ from polyaxon_prefect.tracking import METRICS_FILE, OUTPUTS_FILE
 if TYPE_CHECKING:
     from polyaxon_prefect.loading._load import LoadedPolyaxonfile
 
+LOG_FILE = "job.log"
+"""The whole output of a run's processes (masked), under ``<run>/logs/``."""
+
 __all__ = [
     "DEFAULT_PROJECT",
     "BuildNotSupportedError",
@@ -1147,6 +1150,7 @@ def _run_init(
                     on_line=on_line,
                     secrets=job.secrets,
                     cancel_event=cancel_event,
+                    log_path=job.context.run_artifacts_path / "logs" / LOG_FILE,
                 )
                 if not result.succeeded:
                     raise _InitError(_process_message(result, job.timeout))
@@ -1263,6 +1267,7 @@ def execute_job(
             on_line=on_line,
             secrets=secrets,
             cancel_event=cancel_event,
+            log_path=ctx.run_artifacts_path / "logs" / LOG_FILE,
         )
     except ProcessStartError as exc:
         _finish_ttl(job)

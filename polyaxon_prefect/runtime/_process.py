@@ -6,11 +6,20 @@ own children (data loaders, ``torchrun`` workers) running. So the child gets its
 group, both pipes are read by threads, and this function's calling thread owns every decision:
 the deadline, cancellation, and delivery of each line to ``on_line`` (so callbacks that rely on
 thread-local context, like a Prefect run logger, are called from the caller's thread).
+
+Output is never held without bound: the pump threads mask each line (across the 64 KiB pieces
+of an endless line too), append it to the run's log file (the full output), keep the last
+lines, and hand lines on through a bounded queue; ``on_line`` (Prefect's logger, which ships
+every line to the API) gets at most ``POLYAXON_PREFECT_LOG_LINES_PER_SECOND`` lines a second,
+and a note says how many were left out and where the full output is. A job printing 100 MB in
+a second is slowed by the pipe (back-pressure), not buffered in memory, and its end does not
+wait for a backlog to be relayed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import queue
 import shutil
@@ -25,8 +34,16 @@ from pathlib import Path
 from typing import IO
 
 from polyaxon_prefect.runtime._errors import CommandNotFoundError, ProcessStartError
+from polyaxon_prefect.runtime._session import SESSION_ENV, current_session, stop_requested
 
-__all__ = ["MIN_SECRET_LENGTH", "ProcessResult", "mask_secrets", "resolve_command", "run_process"]
+__all__ = [
+    "ENV_LOG_LINES_PER_SECOND",
+    "MIN_SECRET_LENGTH",
+    "ProcessResult",
+    "mask_secrets",
+    "resolve_command",
+    "run_process",
+]
 
 MIN_SECRET_LENGTH = 3
 """Shorter secret values are not masked: replacing every ``a`` or ``1`` would wreck the logs."""
@@ -35,6 +52,11 @@ _MASK = "***"
 _MAX_LINE_CHARS = 64 * 1024  # a blob without newlines must not grow memory without bound
 _POLL_SECONDS = 0.05
 _PIPE_DRAIN_SECONDS = 1.0  # after the child is gone, how long to wait for pipes held elsewhere
+_QUEUE_LINES = 10_000  # lines waiting for ``on_line``; more are written to the log file only
+_RELAY_MAX_CHARS = 4096  # a longer line is cut in what ``on_line`` gets (the file has it all)
+_FINAL_RELAY_SECONDS = 0.5  # after the child ended, how long the backlog may still be relayed
+ENV_LOG_LINES_PER_SECOND = "POLYAXON_PREFECT_LOG_LINES_PER_SECOND"
+DEFAULT_LOG_LINES_PER_SECOND = 2000.0
 _IS_POSIX = os.name == "posix"
 
 LineCallback = Callable[[str, str], None]
@@ -56,6 +78,10 @@ class ProcessResult:
     stdout_tail: list[str] = field(default_factory=list)
     stderr_tail: list[str] = field(default_factory=list)
     cancelled: bool = False
+    log_path: str | None = None
+    """The file holding the whole output (masked), when one was asked for."""
+    lines_not_relayed: int = 0
+    """Lines that went to the log file only (over the relay's rate or queue)."""
 
     @property
     def succeeded(self) -> bool:
@@ -141,22 +167,27 @@ def run_process(
     cancel_event: threading.Event | None = None,
     kill_grace: float = 5.0,
     tail_lines: int = 50,
+    log_path: Path | None = None,
 ) -> ProcessResult:
     """Run ``argv`` (never through a shell) and wait for it, streaming its output.
 
     Args:
         argv: the program and its arguments; each element reaches the program as one argument.
-        env: the child's *whole* environment (merge ``os.environ`` in yourself if wanted).
+        env: the child's *whole* environment (merge ``os.environ`` in yourself if wanted); the
+            session variable of this process is added, so the reaper can find the child.
         cwd: the working directory of the child.
         timeout: seconds before the child's process group gets SIGTERM, then SIGKILL after
             ``kill_grace`` seconds; ``None`` for no limit.
-        on_line: called as ``on_line("stdout" | "stderr", line)`` for every line as it arrives,
-            from the calling thread, with secrets masked and the newline stripped.
-        secrets: values to replace with ``***`` in every line and tail.
+        on_line: called as ``on_line("stdout" | "stderr", line)`` for lines as they arrive,
+            from the calling thread, with secrets masked and the newline stripped; at most
+            ``POLYAXON_PREFECT_LOG_LINES_PER_SECOND`` lines a second (the rest: a note).
+        secrets: values to replace with ``***`` in every line, tail and the log file.
         cancel_event: when set (from any thread), the child is stopped as on a timeout and the
-            result has ``cancelled=True``.
+            result has ``cancelled=True``. A stop request of the session (an interrupted run)
+            does the same.
         kill_grace: seconds between SIGTERM and SIGKILL.
         tail_lines: how many last lines of each stream the result keeps.
+        log_path: a file that receives every line of both streams (masked), in order.
 
     Raises:
         CommandNotFoundError: ``argv[0]`` cannot be resolved.
@@ -173,18 +204,22 @@ def run_process(
         raise ProcessStartError(f"working directory {cwd} does not exist or is not a directory")
     executable = resolve_command(argv[0], env=env, cwd=cwd)
     usable_secrets = _usable_secrets(secrets)
+    session = current_session()
+    child_env = dict(env)
+    child_env.setdefault(SESSION_ENV, session.id)
 
     popen_kwargs: dict[str, object] = {}
     if _IS_POSIX:
         popen_kwargs["start_new_session"] = True  # own process group: one kill reaches all
     else:  # pragma: no cover - exercised on Windows only
         popen_kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP
+    log_file = _open_log(log_path)
     started = time.monotonic()
     try:
         proc = subprocess.Popen(
             argv,
             executable=executable,
-            env=dict(env),
+            env=child_env,
             cwd=str(cwd),
             shell=False,
             stdin=subprocess.DEVNULL,
@@ -197,18 +232,76 @@ def run_process(
             **popen_kwargs,  # type: ignore[call-overload]
         )
     except OSError as exc:
+        if log_file is not None:
+            log_file.close()
         raise ProcessStartError(f"could not start `{argv[0]}`: {exc.strerror or exc}") from exc
+    if _IS_POSIX:
+        session.track_group(proc.pid)
 
-    runner = _Runner(proc, on_line, usable_secrets, tail_lines, kill_grace)
+    runner = _Runner(proc, on_line, usable_secrets, tail_lines, kill_grace, log_file)
     try:
-        return runner.wait(started, timeout, cancel_event)
+        result = runner.wait(started, timeout, cancel_event)
     except BaseException:
         runner.stop_now()
         raise
+    finally:
+        runner.close_log()
+        if _IS_POSIX and not runner.group_alive():
+            session.untrack_group(proc.pid)
+    return ProcessResult(
+        **result,
+        log_path=str(log_path) if log_file is not None else None,
+    )
+
+
+def _open_log(path: Path | None) -> IO[str] | None:
+    if path is None:
+        return None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return open(path, "a", encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def _lines_per_second() -> float:
+    raw = os.environ.get(ENV_LOG_LINES_PER_SECOND, "")
+    try:
+        value = float(raw) if raw else DEFAULT_LOG_LINES_PER_SECOND
+    except ValueError:
+        value = DEFAULT_LOG_LINES_PER_SECOND
+    return value if value > 0 and math.isfinite(value) else math.inf
+
+
+class _Masker:
+    """Masks secrets in the pieces of one stream, also across the cut between two pieces of a
+    line longer than a read (the last ``longest secret - 1`` characters wait for the next)."""
+
+    def __init__(self, secrets: list[str]) -> None:
+        self.secrets = secrets
+        self.keep = max((len(s) for s in secrets), default=1) - 1
+        self.carry = ""
+
+    def feed(self, piece: str) -> str | None:
+        """The masked text to emit for ``piece`` (a whole line, or a part of one without its
+        newline); None when all of it waits for the next piece."""
+        text = self.carry + piece
+        self.carry = ""
+        complete = text.endswith("\n")
+        for secret in self.secrets:
+            text = text.replace(secret, _MASK)
+        if complete or self.keep <= 0:
+            return text
+        self.carry, text = text[-self.keep :], text[: -self.keep]
+        return text or None
+
+    def flush(self) -> str | None:
+        text, self.carry = self.carry, ""
+        return text or None
 
 
 class _Runner:
-    """The state of one running child; only the calling thread touches it."""
+    """The state of one running child; ``wait`` runs on the calling thread, the pumps on theirs."""
 
     def __init__(
         self,
@@ -217,35 +310,96 @@ class _Runner:
         secrets: list[str],
         tail_lines: int,
         kill_grace: float,
+        log_file: IO[str] | None,
     ) -> None:
         self.proc = proc
         self.on_line = on_line
         self.secrets = secrets
         self.kill_grace = kill_grace
+        self.log_file = log_file
+        self.log_lock = threading.Lock()
         self.tails: dict[str, deque[str]] = {
             "stdout": deque(maxlen=tail_lines),
             "stderr": deque(maxlen=tail_lines),
         }
-        self.lines: queue.Queue[tuple[str, str | None]] = queue.Queue()
+        self.lines: queue.Queue[tuple[str, str | None]] = queue.Queue(maxsize=_QUEUE_LINES)
+        self.dropped = 0  # lines not queued (queue full): counted by the pumps
+        self.dropped_lock = threading.Lock()
+        self.skipped = 0  # lines not relayed (over the rate): counted by the caller's thread
+        self.reported = 0  # of those, how many a note already told about
+        self.rate = _lines_per_second()
+        self.tokens = min(self.rate, 1000.0)
+        self.tokens_at = time.monotonic()
         self.open_streams = 2
         self.term_sent_at: float | None = None
         self.kill_sent = False
+        self.pumps = []
         for name, stream in (("stdout", proc.stdout), ("stderr", proc.stderr)):
             assert stream is not None
-            threading.Thread(
-                target=_pump, args=(name, stream, self.lines), daemon=True, name=f"pump-{name}"
-            ).start()
+            pump = threading.Thread(
+                target=self._pump, args=(name, stream), daemon=True, name=f"pump-{name}"
+            )
+            pump.start()
+            self.pumps.append(pump)
 
+    # -- the pump threads -----------------------------------------------------------------
+    def _pump(self, name: str, stream: IO[str]) -> None:
+        """Read one pipe into the log file, the tail and the queue; None marks the end."""
+        masker = _Masker(self.secrets)
+        try:
+            while True:
+                piece = stream.readline(_MAX_LINE_CHARS)
+                if not piece:
+                    break
+                text = masker.feed(piece)
+                if text is not None:
+                    self._line(name, text.rstrip("\r\n"))
+        except (OSError, ValueError):  # pipe closed under us
+            pass
+        finally:
+            rest = masker.flush()
+            if rest is not None:
+                self._line(name, rest.rstrip("\r\n"))
+            self._put((name, None), block=True)
+            with contextlib.suppress(OSError):
+                stream.close()
+
+    def _line(self, name: str, line: str) -> None:
+        self.tails[name].append(line)
+        if self.log_file is not None:
+            with self.log_lock, contextlib.suppress(OSError, ValueError):
+                self.log_file.write(line + "\n")
+        if self.on_line is not None:
+            self._put((name, line), block=False)
+
+    def _put(self, item: tuple[str, str | None], *, block: bool) -> None:
+        try:
+            if block:
+                self.lines.put(item, timeout=_PIPE_DRAIN_SECONDS + self.kill_grace + 5)
+            else:
+                self.lines.put_nowait(item)
+        except queue.Full:
+            if item[1] is not None:
+                with self.dropped_lock:
+                    self.dropped += 1
+
+    def close_log(self) -> None:
+        if self.log_file is not None:
+            with self.log_lock, contextlib.suppress(OSError):
+                self.log_file.close()
+
+    # -- the calling thread ---------------------------------------------------------------
     def wait(
         self, started: float, timeout: float | None, cancel_event: threading.Event | None
-    ) -> ProcessResult:
+    ) -> dict[str, object]:
         deadline = started + timeout if timeout is not None else None
         timed_out = cancelled = False
         exited_at: float | None = None
         while True:
             now = time.monotonic()
             if self.proc.poll() is None:
-                if cancel_event is not None and cancel_event.is_set() and not cancelled:
+                stop = (cancel_event is not None and cancel_event.is_set()) or stop_requested()
+                if stop and not cancelled:
                     cancelled = True
                     self._terminate(now)
                 if deadline is not None and now >= deadline and not timed_out and not cancelled:
@@ -255,7 +409,7 @@ class _Runner:
                 exited_at = now
                 # Like a container: once the main process is gone, whatever it left running in
                 # its group (daemons, forgotten workers) is stopped too.
-                if self._group_alive():
+                if self.group_alive():
                     self._terminate(now)
             self._escalate(now)
             if exited_at is not None:
@@ -265,45 +419,86 @@ class _Runner:
                     self.kill_grace if self.term_sent_at is not None else 0.0
                 ):
                     break  # a process outside the group still holds our pipes; stop listening
-            self._deliver(_POLL_SECONDS)
-        self._drain_ready()
+            self._deliver(_POLL_SECONDS, ended=exited_at is not None)
+        self._drain_ready(until=time.monotonic() + _FINAL_RELAY_SECONDS, skip_late=True)
         self._finish_group()
+        self._note_skipped(final=True)
         returncode = self.proc.returncode
-        return ProcessResult(
-            returncode=returncode,
-            signal=-returncode if returncode < 0 else None,
-            timed_out=timed_out,
-            duration=time.monotonic() - started,
-            stdout_tail=list(self.tails["stdout"]),
-            stderr_tail=list(self.tails["stderr"]),
-            cancelled=cancelled,
-        )
+        return {
+            "returncode": returncode,
+            "signal": -returncode if returncode < 0 else None,
+            "timed_out": timed_out,
+            "duration": time.monotonic() - started,
+            "stdout_tail": list(self.tails["stdout"]),
+            "stderr_tail": list(self.tails["stderr"]),
+            "cancelled": cancelled,
+            "lines_not_relayed": self.skipped + self.dropped,
+        }
 
-    def _deliver(self, block_for: float) -> None:
+    def _deliver(self, block_for: float, *, ended: bool) -> None:
         try:
             stream, line = self.lines.get(timeout=block_for)
         except queue.Empty:
+            self._note_skipped(final=False)
             return
         self._handle(stream, line)
-        self._drain_ready()
+        until = time.monotonic() + (_FINAL_RELAY_SECONDS if ended else _POLL_SECONDS)
+        self._drain_ready(until=until, skip_late=ended)
 
-    def _drain_ready(self) -> None:
+    def _drain_ready(self, *, until: float, skip_late: bool) -> None:
+        """Handle queued lines until ``until``; then leave the rest for the next round, or,
+        once the child has ended (``skip_late``), count them as not relayed: the end of the
+        job must not wait on a backlog."""
         while True:
+            if time.monotonic() > until and not skip_late:
+                return
             try:
                 stream, line = self.lines.get_nowait()
             except queue.Empty:
                 return
+            if time.monotonic() > until and line is not None:
+                self.skipped += 1
+                continue
             self._handle(stream, line)
 
     def _handle(self, stream: str, line: str | None) -> None:
         if line is None:
             self.open_streams -= 1
             return
-        for secret in self.secrets:
-            line = line.replace(secret, _MASK)
-        self.tails[stream].append(line)
-        if self.on_line is not None:
-            self.on_line(stream, line)
+        if self.on_line is None:
+            return
+        if not self._take_token():
+            self.skipped += 1
+            return
+        self._note_skipped(final=False)
+        if len(line) > _RELAY_MAX_CHARS:
+            line = line[:_RELAY_MAX_CHARS] + f" ... ({len(line) - _RELAY_MAX_CHARS} more chars)"
+        self.on_line(stream, line)
+
+    def _take_token(self) -> bool:
+        if math.isinf(self.rate):
+            return True
+        now = time.monotonic()
+        self.tokens = min(self.rate, self.tokens + (now - self.tokens_at) * self.rate)
+        self.tokens_at = now
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return True
+        return False
+
+    def _note_skipped(self, *, final: bool) -> None:
+        """Say how many lines were left out of the relay, once they are behind us."""
+        with self.dropped_lock:
+            dropped, self.dropped = self.dropped, 0
+        self.skipped += dropped
+        missing = self.skipped - self.reported
+        if missing <= 0 or self.on_line is None:
+            return
+        if not final and missing < max(1000, int(self.rate if math.isfinite(self.rate) else 0)):
+            return
+        where = f"; the full output is in {self.log_file.name}" if self.log_file else ""
+        self.reported = self.skipped
+        self.on_line("stderr", f"[polyaxon-prefect] {missing} output lines not shown here{where}")
 
     def _terminate(self, now: float) -> None:
         if self.term_sent_at is None:
@@ -323,11 +518,11 @@ class _Runner:
         """Make sure leftovers that ignore SIGTERM (and closed our pipes) get SIGKILL."""
         if self.term_sent_at is None or self.kill_sent:
             return
-        while self._group_alive() and time.monotonic() - self.term_sent_at < self.kill_grace:
+        while self.group_alive() and time.monotonic() - self.term_sent_at < self.kill_grace:
             time.sleep(_POLL_SECONDS)
         self._escalate(self.term_sent_at + self.kill_grace)
 
-    def _group_alive(self) -> bool:
+    def group_alive(self) -> bool:
         if not _IS_POSIX:  # pragma: no cover
             return False
         try:
@@ -355,19 +550,3 @@ class _Runner:
         self._signal_group(hard=True)
         with contextlib.suppress(BaseException):
             self.proc.wait(timeout=self.kill_grace)
-
-
-def _pump(name: str, stream: IO[str], out: queue.Queue[tuple[str, str | None]]) -> None:
-    """Read one pipe line by line into ``out``; ``None`` marks the end of the stream."""
-    try:
-        while True:
-            line = stream.readline(_MAX_LINE_CHARS)
-            if not line:
-                break
-            out.put((name, line.rstrip("\r\n")))
-    except (OSError, ValueError):  # pipe closed under us
-        pass
-    finally:
-        out.put((name, None))
-        with contextlib.suppress(OSError):
-            stream.close()

@@ -1,0 +1,266 @@
+"""The CLI's local Prefect server: Prefect's ephemeral server, started the way a run needs it.
+
+Prefect starts its ephemeral server itself when no ``PREFECT_API_URL`` is set, but three things
+about that start break a command-line run, so the CLI starts the same server (the same
+``uvicorn`` command and settings) itself:
+
+- **Its own session.** Prefect's server shares the CLI's process group, so the terminal's
+  Ctrl-C killed it while the run was still finishing its flow runs (minutes of connection
+  retries, runs left "Running"). Here it is stopped after the run's clean-up, and the session's
+  reaper stops it if the CLI is killed.
+- **Time for a first start.** On a new ``PREFECT_HOME`` the server builds its SQLite database
+  first; on a busy 2-core machine that took longer than Prefect's 20 s startup timeout. Here a
+  first start says so on stderr and gets ``POLYAXON_PREFECT_SERVER_STARTUP_TIMEOUT`` seconds
+  (default 300), and first starts of concurrent runs on one new home wait for each other (a
+  file lock) instead of migrating one database together.
+- **One clear error.** If it still cannot start, `ServerStartError` says what to do.
+
+Standard library only: Prefect is not imported here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from polyaxon_prefect.exceptions import PolyaxonPrefectError
+from polyaxon_prefect.runtime._session import current_session
+
+__all__ = [
+    "DEFAULT_STARTUP_TIMEOUT",
+    "ENV_STARTUP_TIMEOUT",
+    "LocalServer",
+    "ServerStartError",
+    "prefect_home",
+    "start_local_server",
+]
+
+ENV_STARTUP_TIMEOUT = "POLYAXON_PREFECT_SERVER_STARTUP_TIMEOUT"
+DEFAULT_STARTUP_TIMEOUT = 300.0
+_PREFECT_TIMEOUT_ENV = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
+_READY_MARKER = ".polyaxon-prefect-db-ready"
+_LOCK_FILE = ".polyaxon-prefect-server.lock"
+_PORT_IN_USE_EXIT = 3  # uvicorn's exit code when it cannot bind
+_SERVER_ENV = {
+    "PREFECT_UI_ENABLED": "0",
+    "PREFECT__SERVER_EPHEMERAL": "1",
+    "PREFECT__SERVER_FINAL": "1",
+}
+
+
+class ServerStartError(PolyaxonPrefectError):
+    """Prefect's local server could not be started."""
+
+
+@dataclass
+class LocalServer:
+    """A running local server: its API URL and how to stop it."""
+
+    process: subprocess.Popen[bytes]
+    api_url: str
+    log_path: Path
+
+    def stop(self, grace: float = 5.0) -> None:
+        """Stop the server's process group (SIGTERM, then SIGKILL after ``grace``)."""
+        _stop_group(self.process, grace)
+        with contextlib.suppress(OSError):
+            self.log_path.unlink()
+
+
+def prefect_home() -> Path:
+    return Path(os.environ.get("PREFECT_HOME") or "~/.prefect").expanduser()
+
+
+def _database_file(home: Path) -> Path | None:
+    """The SQLite file Prefect uses by default, or None when the user set a database URL."""
+    for name in ("PREFECT_API_DATABASE_CONNECTION_URL", "PREFECT_SERVER_DATABASE_CONNECTION_URL"):
+        if os.environ.get(name):
+            return None
+    return home / "prefect.db"
+
+
+def _startup_timeout() -> float:
+    for name in (ENV_STARTUP_TIMEOUT, _PREFECT_TIMEOUT_ENV):
+        raw = os.environ.get(name)
+        if raw:
+            try:
+                value = float(raw)
+            except ValueError as exc:
+                raise ServerStartError(f"${name} must be a number of seconds, got {raw!r}") from exc
+            if value > 0:
+                return value
+    return DEFAULT_STARTUP_TIMEOUT
+
+
+def _free_port() -> int:
+    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _prefect_app_dir() -> str:
+    spec = importlib.util.find_spec("prefect")
+    if spec is None or not spec.submodule_search_locations:
+        raise ServerStartError("Prefect is not installed in this environment")
+    return str(Path(next(iter(spec.submodule_search_locations))).parent)
+
+
+def _stop_group(process: subprocess.Popen[bytes], grace: float) -> None:
+    if process.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=grace)
+
+
+@contextlib.contextmanager
+def _first_start_lock(home: Path, first: bool) -> Iterator[None]:
+    """Serialise first starts on one home (POSIX ``flock``; elsewhere, no lock)."""
+    if not first:
+        yield
+        return
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    with open(home / _LOCK_FILE, "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _is_first_start(home: Path) -> bool:
+    database = _database_file(home)
+    ready = (home / _READY_MARKER).exists()
+    return not ready or (database is not None and not database.exists())
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def _healthy(api_url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{api_url}/health", timeout=2) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def _spawn(port: int, log: IO[bytes]) -> subprocess.Popen[bytes]:
+    command = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "--app-dir",
+        _prefect_app_dir(),
+        "--factory",
+        "prefect.server.api.server:create_app",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--log-level",
+        "error",
+        "--lifespan",
+        "on",
+    ]
+    return subprocess.Popen(
+        command,
+        env={**os.environ, **_SERVER_ENV},
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # Ctrl-C in the terminal must not reach it
+    )
+
+
+def start_local_server(notify: Callable[[str], None] = lambda _line: None) -> LocalServer:
+    """Start Prefect's server on a free loopback port and wait until it answers.
+
+    ``notify`` receives one line for the user when this is the first start on this Prefect
+    home (the wait is the database being built). Raises `ServerStartError` with what to do.
+    """
+    home = prefect_home()
+    home.mkdir(parents=True, exist_ok=True)
+    timeout = _startup_timeout()
+    session = current_session()
+    first = _is_first_start(home)
+    with _first_start_lock(home, first):
+        first = _is_first_start(home)  # another run may have built it while we waited
+        if first:
+            notify(
+                "preparing Prefect's local database in "
+                f"{home} (first run only; this can take a minute)"
+            )
+        fd, log_name = tempfile.mkstemp(prefix="polyaxon-prefect-server-", suffix=".log")
+        log_path = Path(log_name)
+        started = time.monotonic()
+        with os.fdopen(fd, "wb") as log:
+            port = _free_port()
+            process = _spawn(port, log)
+            api_url = f"http://127.0.0.1:{port}/api"
+            session.track_server(process.pid, api_url)
+            while True:
+                if _healthy(api_url):
+                    break
+                code = process.poll()
+                if code == _PORT_IN_USE_EXIT:
+                    port = _free_port()
+                    process = _spawn(port, log)
+                    api_url = f"http://127.0.0.1:{port}/api"
+                    session.track_server(process.pid, api_url)
+                    continue
+                elapsed = time.monotonic() - started
+                if code is not None or elapsed > timeout:
+                    _stop_group(process, 2.0)
+                    raise ServerStartError(_failure(code, elapsed, timeout, home, log_path))
+                time.sleep(0.1)
+        if first:
+            (home / _READY_MARKER).touch()
+    return LocalServer(process=process, api_url=api_url, log_path=log_path)
+
+
+def _failure(code: int | None, elapsed: float, timeout: float, home: Path, log: Path) -> str:
+    what = (
+        f"exited with code {code} after {elapsed:.0f} s"
+        if code is not None
+        else f"did not answer within {timeout:.0f} s"
+    )
+    message = (
+        f"Prefect's local server {what}. Try again (its database in {home} is kept), give it "
+        f"more time with ${ENV_STARTUP_TIMEOUT}=600, or run one server yourself "
+        "(`prefect server start`) and set PREFECT_API_URL=http://127.0.0.1:4200/api."
+    )
+    tail = _tail(log)
+    if tail:
+        message += f"\nlast lines of the server's output:\n{tail}"
+    with contextlib.suppress(OSError):
+        log.unlink()
+    return message

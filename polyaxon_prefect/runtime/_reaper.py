@@ -1,0 +1,192 @@
+"""The reaper: a tiny watchdog process that cleans up after a run whose process died.
+
+Run as a script (``python _reaper.py SESSION``, standard library only, so it starts in tens of
+milliseconds and imports nothing of ours), in its own session so that the terminal's Ctrl-C
+and a ``kill`` of the run's process group do not reach it. Its standard input is a pipe whose
+write end only the run's process holds: whatever way that process ends (normal exit,
+exception, SIGKILL, OOM killer), the kernel closes the pipe and the reaper reads end-of-file.
+It then, in this order:
+
+1. stops the process groups it was told about (jobs, replicas) with SIGTERM, then SIGKILL;
+2. marks the flow runs it was told about, and their task runs, ``Crashed`` through the Prefect
+   API, when they are not final yet (a killed run would otherwise stay "Running" forever: flow
+   heartbeats are off for local runs);
+3. stops every process left whose environment carries ``POLYAXON_PREFECT_SESSION=SESSION``
+   (Linux: read from ``/proc``), which catches grandchildren that left their group, and the
+   server groups it was told about last, since step 2 needs them.
+
+On a normal end the run's process has already stopped its groups and finished its flow runs,
+so the reaper finds nothing to do. Protocol: one command per line on standard input,
+``group PGID``, ``ungroup PGID``, ``server PGID``, ``api URL``, ``flow-run ID``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+SESSION_ENV = "POLYAXON_PREFECT_SESSION"
+_GRACE_SECONDS = 3.0
+_NOT_FINAL = ["SCHEDULED", "PENDING", "RUNNING", "PAUSED", "CANCELLING"]
+
+
+def _alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _stop_groups(pgids: set[int]) -> None:
+    for pgid in pgids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + _GRACE_SECONDS
+    while time.monotonic() < deadline and any(_alive(p) for p in pgids):
+        time.sleep(0.05)
+    for pgid in pgids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+
+
+def _session_pids(session: str) -> list[int]:
+    """Processes whose environment carries this session (Linux only; elsewhere none)."""
+    marker = f"{SESSION_ENV}={session}".encode()
+    found = []
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return found
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if marker in environ.split(b"\0"):
+            found.append(int(entry.name))
+    return found
+
+
+def _stop_pids(pids: list[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + _GRACE_SECONDS
+    while time.monotonic() < deadline and any(_pid_alive(p) for p in pids):
+        time.sleep(0.05)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    # A zombie is dead for our purpose (its parent, not us, must reap it).
+    with contextlib.suppress(OSError):
+        if Path(f"/proc/{pid}/stat").read_text().split(") ")[-1].startswith("Z"):
+            return False
+    return True
+
+
+def _group_of(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
+
+
+def _post(url: str, body: object) -> object:
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=5) as response:
+        payload = response.read()
+    return json.loads(payload) if payload else None
+
+
+def _crash(api: str, kind: str, run_id: str) -> None:
+    state = {
+        "type": "CRASHED",
+        "name": "Crashed",
+        "message": "the polyaxon-prefect process running this was killed",
+    }
+    _post(f"{api}/{kind}/{run_id}/set_state", {"state": state, "force": True})
+
+
+def _mark_crashed(api: str, flow_runs: list[str]) -> None:
+    """Crash the flow runs (and their task runs and child flow runs) that are not final."""
+    if not flow_runs:
+        return
+    not_final = {"type": {"any_": _NOT_FINAL}}
+    found = _post(
+        f"{api}/flow_runs/filter",
+        {"flow_runs": {"id": {"any_": flow_runs}, "state": not_final}, "limit": 200},
+    )
+    children = _post(
+        f"{api}/flow_runs/filter",
+        {
+            "flow_runs": {"parent_flow_run_id": {"any_": flow_runs}, "state": not_final},
+            "limit": 200,
+        },
+    )
+    for run in [*(found or []), *(children or [])]:  # type: ignore[misc]
+        with contextlib.suppress(Exception):
+            _crash(api, "flow_runs", run["id"])
+    tasks = _post(
+        f"{api}/task_runs/filter",
+        {"flow_runs": {"id": {"any_": flow_runs}}, "task_runs": {"state": not_final}, "limit": 200},
+    )
+    for run in tasks or []:  # type: ignore[union-attr]
+        with contextlib.suppress(Exception):
+            _crash(api, "task_runs", run["id"])
+
+
+def main(argv: list[str]) -> int:
+    session = argv[1] if len(argv) > 1 else ""
+    groups: set[int] = set()
+    servers: set[int] = set()
+    flow_runs: list[str] = []
+    api = ""
+    for raw in sys.stdin:
+        command, _, value = raw.strip().partition(" ")
+        with contextlib.suppress(ValueError):
+            if command == "group":
+                groups.add(int(value))
+            elif command == "ungroup":
+                groups.discard(int(value))
+            elif command == "server":
+                servers.add(int(value))
+            elif command == "api":
+                api = value.rstrip("/")
+            elif command == "flow-run" and value not in flow_runs:
+                flow_runs.append(value)
+    # End of file: the run's process is gone (or done).
+    _stop_groups(groups)
+    if api:
+        with contextlib.suppress(Exception):
+            _mark_crashed(api, flow_runs[-200:])
+    if session:
+        _stop_pids([p for p in _session_pids(session) if _group_of(p) not in servers])
+    _stop_groups(servers)
+    if session:
+        _stop_pids(_session_pids(session))
+    return 0
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(KeyboardInterrupt):
+        sys.exit(main(sys.argv))
