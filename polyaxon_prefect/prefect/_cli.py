@@ -194,7 +194,7 @@ def _drain_prefect_workers() -> None:
     with contextlib.suppress(Exception):
         from prefect.logging.handlers import APILogWorker
 
-        APILogWorker.drain_all(timeout=5)
+        APILogWorker.drain_all(timeout=60)
     with contextlib.suppress(Exception):
         from prefect.events.worker import EventsWorker
 

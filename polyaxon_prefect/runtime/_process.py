@@ -55,8 +55,9 @@ _PIPE_DRAIN_SECONDS = 1.0  # after the child is gone, how long to wait for pipes
 _QUEUE_LINES = 10_000  # lines waiting for ``on_line``; more are written to the log file only
 _RELAY_MAX_CHARS = 4096  # a longer line is cut in what ``on_line`` gets (the file has it all)
 _FINAL_RELAY_SECONDS = 0.5  # after the child ended, how long the backlog may still be relayed
+_NOTE_EVERY_SECONDS = 10.0  # how often a flood is summed up in the relayed lines
 ENV_LOG_LINES_PER_SECOND = "POLYAXON_PREFECT_LOG_LINES_PER_SECOND"
-DEFAULT_LOG_LINES_PER_SECOND = 2000.0
+DEFAULT_LOG_LINES_PER_SECOND = 100.0
 _IS_POSIX = os.name == "posix"
 
 LineCallback = Callable[[str, str], None]
@@ -323,10 +324,11 @@ class _Runner:
             "stderr": deque(maxlen=tail_lines),
         }
         self.lines: queue.Queue[tuple[str, str | None]] = queue.Queue(maxsize=_QUEUE_LINES)
-        self.dropped = 0  # lines not queued (queue full): counted by the pumps
+        self.dropped = 0  # lines not queued (over the rate, or queue full): counted by the pumps
         self.dropped_lock = threading.Lock()
-        self.skipped = 0  # lines not relayed (over the rate): counted by the caller's thread
+        self.skipped = 0  # lines not relayed, all told (the caller's thread)
         self.reported = 0  # of those, how many a note already told about
+        self.noted_at = time.monotonic()
         self.rate = _lines_per_second()
         self.tokens = min(self.rate, 1000.0)
         self.tokens_at = time.monotonic()
@@ -370,7 +372,12 @@ class _Runner:
             with self.log_lock, contextlib.suppress(OSError, ValueError):
                 self.log_file.write(line + "\n")
         if self.on_line is not None:
-            self._put((name, line), block=False)
+            with self.dropped_lock:
+                relay = self._take_token()
+                if not relay:
+                    self.dropped += 1
+            if relay:
+                self._put((name, line), block=False)
 
     def _put(self, item: tuple[str, str | None], *, block: bool) -> None:
         try:
@@ -467,15 +474,14 @@ class _Runner:
             return
         if self.on_line is None:
             return
-        if not self._take_token():
-            self.skipped += 1
-            return
         self._note_skipped(final=False)
         if len(line) > _RELAY_MAX_CHARS:
             line = line[:_RELAY_MAX_CHARS] + f" ... ({len(line) - _RELAY_MAX_CHARS} more chars)"
         self.on_line(stream, line)
 
     def _take_token(self) -> bool:
+        """The relay's rate limit (a token bucket), taken by the pumps under ``dropped_lock``:
+        a line over the rate is never queued, so a flood costs the pumps little."""
         if math.isinf(self.rate):
             return True
         now = time.monotonic()
@@ -494,8 +500,10 @@ class _Runner:
         missing = self.skipped - self.reported
         if missing <= 0 or self.on_line is None:
             return
-        if not final and missing < max(1000, int(self.rate if math.isfinite(self.rate) else 0)):
+        now = time.monotonic()
+        if not final and now - self.noted_at < _NOTE_EVERY_SECONDS:
             return
+        self.noted_at = now
         where = f"; the full output is in {self.log_file.name}" if self.log_file else ""
         self.reported = self.skipped
         self.on_line("stderr", f"[polyaxon-prefect] {missing} output lines not shown here{where}")
