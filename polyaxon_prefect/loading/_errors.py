@@ -139,6 +139,11 @@ def _allowed_keys(root: Any, loc: Sequence[str | int]) -> list[str]:
     return [field.alias or name for name, field in models[0].model_fields.items()]
 
 
+def _says_value(message: str, value: Any) -> bool:
+    """Whether ``message`` already quotes the value (``..., got -2``): say a value once."""
+    return any(f"got {shown}" in message for shown in {_short(value), str(value), repr(value)})
+
+
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
@@ -236,10 +241,10 @@ def problems_from_validation_error(
             message = " or ".join(messages)
         else:
             message = messages[0]
-        if value is not _MISSING and rule not in (
-            "extra_forbidden",
-            "missing",
-            "union_tag_invalid",
+        if (
+            value is not _MISSING
+            and rule not in ("extra_forbidden", "missing", "union_tag_invalid")
+            and not _says_value(message, value)
         ):
             message = f"{message} (got {_short(value)})"
         full_path = prefix + path
