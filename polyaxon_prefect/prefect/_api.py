@@ -19,6 +19,7 @@ from polyaxon_prefect.exceptions import PolyaxonfileError
 from polyaxon_prefect.loading._load import LoadedPolyaxonfile, load_polyaxonfile
 from polyaxon_prefect.runtime._connections import Connection, load_connections
 from polyaxon_prefect.runtime._job import PreparedJob, prepare_job
+from polyaxon_prefect.runtime._session import current_session
 
 __all__ = ["RunResult", "run", "run_job", "run_loaded", "to_flow"]
 
@@ -100,6 +101,7 @@ def run_job(job: PreparedJob, *, flow_name: str | None = None) -> RunResult:
     from polyaxon_prefect.prefect._job import OpOutcome, job_flow, polyaxon_status
     from polyaxon_prefect.prefect._settings import local_run_settings
 
+    current_session()  # before a server starts, so that it inherits the session
     outcomes: list[OpOutcome] = []
     op_flow = job_flow(job, name=flow_name, on_outcome=outcomes.append)
     with local_run_settings(), tags(*job.tags):
@@ -176,6 +178,7 @@ def run_loaded(
     """
     from polyaxon_prefect.prefect._dispatch import OpRequest, SweepOptions, op_kind, run_request
 
+    current_session()  # before a server starts, so that it inherits the session
     name = getattr(loaded.component, "name", None)
     resolved = _connections(connections)
     if op_kind(loaded.operation) == "job":

@@ -301,10 +301,24 @@ def track_flow_run() -> None:
     from prefect.settings import get_current_settings
 
     session = current_session()
-    api_url = get_current_settings().api.url
+    api_url = get_current_settings().api.url or _ephemeral_api_url()
     if api_url:
         session.track_api(str(api_url))
     session.track_flow_run(context.flow_run.id)
+
+
+def _ephemeral_api_url() -> str | None:
+    """The API URL of the ephemeral server Prefect started in this process, if any (Prefect
+    keeps it on a class; read defensively, it is not a public API)."""
+    try:
+        from prefect.server.api.server import SubprocessASGIServer
+    except ImportError:
+        return None
+    instances = getattr(SubprocessASGIServer, "_instances", {}) or {}
+    for server in instances.values():
+        if getattr(server, "running", False) and getattr(server, "port", None):
+            return str(server.api_url)
+    return None
 
 
 def _cell(value: Any, secrets: tuple[str, ...]) -> str:
