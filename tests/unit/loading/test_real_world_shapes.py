@@ -1,0 +1,280 @@
+"""Shapes real Polyaxonfiles have that a stricter reading got wrong.
+
+Each test is one class of file seen in public repositories (exported operations, hub components,
+presets, DAG skeletons), written here as the smallest file that shows it.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from polyaxon_prefect.cli import main
+from polyaxon_prefect.exceptions import PolyaxonfileError
+from polyaxon_prefect.loading._load import load_polyaxonfile
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text).lstrip())
+    return path
+
+
+def _problems(path: Path, presets: tuple[Path, ...] = ()) -> PolyaxonfileError:
+    with pytest.raises(PolyaxonfileError) as info:
+        load_polyaxonfile(path, presets)
+    return info.value
+
+
+# --- a reference next to an inline component -----------------------------------------------------
+
+EXPORTED_DAG = """
+version: 1.1
+kind: component
+run:
+  kind: dag
+  operations:
+  - name: build
+    hubRef: no-such-hub-component
+    component:
+      name: builder
+      run:
+        kind: job
+        container: {image: busybox, command: [echo, built]}
+  - name: train
+    dependencies: [build]
+    urlRef: http://127.0.0.1:9/never-fetched.yaml
+    component:
+      run:
+        kind: job
+        container: {image: busybox, command: [echo, trained]}
+"""
+
+
+def test_an_inline_component_wins_and_each_ignored_reference_is_a_warning(tmp_path: Path) -> None:
+    loaded = load_polyaxonfile(_write(tmp_path, "dag.yaml", EXPORTED_DAG))
+    ops = {op.name: op for op in loaded.component.run.operation_list}
+    assert ops["build"].component.name == "builder"
+    assert ops["build"].hub_ref is None and ops["train"].url_ref is None
+    assert [(w.path, w.line, w.severity, w.rule) for w in loaded.warnings] == [
+        (("run", "operations", 0, "hubRef"), 7, "warning", "ignored_reference"),
+        (("run", "operations", 1, "urlRef"), 15, "warning", "ignored_reference"),
+    ]
+    assert "`hubRef: no-such-hub-component` is ignored" in loaded.warnings[0].message
+    assert "not fetched" in loaded.warnings[1].message
+
+
+def test_check_prints_warnings_and_still_exits_0(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(tmp_path, "dag.yaml", EXPORTED_DAG)
+    assert main(["check", "-f", str(path)]) == 0
+    captured = capsys.readouterr()
+    assert "valid (dag" in captured.out
+    assert f"{path}:7:5: run.operations[0].hubRef: warning: `hubRef" in captured.err
+
+    assert main(["check", "-f", str(path), "--json"]) == 0
+    entries = json.loads(capsys.readouterr().out)
+    assert [(e["severity"], e["rule"], e["line"]) for e in entries] == [
+        ("warning", "ignored_reference", 7),
+        ("warning", "ignored_reference", 15),
+    ]
+
+
+def test_json_gives_errors_a_severity_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(
+        tmp_path,
+        "bad.yaml",
+        EXPORTED_DAG.replace("dependencies: [build]", "dependencies: [biuld]"),
+    )
+    assert main(["check", "-f", str(path), "--json"]) == 1
+    entries = json.loads(capsys.readouterr().out)
+    assert [e["severity"] for e in entries] == ["error", "warning", "warning"]
+    assert "biuld" in entries[0]["message"]
+
+
+def test_two_references_without_an_inline_component_stay_an_error(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "op.yaml",
+        """
+        version: 1.1
+        kind: operation
+        hubRef: kaniko
+        pathRef: other.yaml
+        """,
+    )
+    error = _problems(path)
+    assert [p.rule for p in error.problems] == ["one_reference"]
+    assert "`hubRef`, `pathRef`" in error.problems[0].message
+
+
+# --- a DAG with no operations --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("operations", ["", "  operations: []\n"])
+def test_a_dag_without_operations_is_refused_where_it_is(tmp_path: Path, operations: str) -> None:
+    path = tmp_path / "empty.yaml"
+    path.write_text(f"version: 1.1\nkind: component\nrun:\n  kind: dag\n{operations}")
+    (problem,) = _problems(path).problems
+    assert problem.rule == "dag_no_operations"
+    assert problem.path == ("run", "operations")
+    assert problem.file == str(path) and problem.line in (3, 5)
+    assert "at least one operation" in problem.message
+
+
+# --- the format is told by `version` first -------------------------------------------------------
+
+
+def test_a_v11_file_with_top_level_environment_is_read_as_v11(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "modern.yaml",
+        """
+        version: 1.1
+        kind: component
+        environment: {nodeSelector: {pool: gpu}}
+        connections: [data]
+        run:
+          kind: job
+          container: {image: busybox}
+        """,
+    )
+    error = _problems(path)
+    messages = " ".join(p.message for p in error.problems)
+    assert "legacy" not in messages and "version: 1`" not in messages
+    assert {p.path for p in error.problems} == {("environment",), ("connections",)}
+    assert all(p.rule == "extra_forbidden" for p in error.problems)
+
+
+# --- messages ------------------------------------------------------------------------------------
+
+
+def test_a_legacy_shaped_file_without_version_is_told_version_1(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "old.yaml",
+        """
+        kind: experiment
+        run:
+          cmd: python train.py
+        """,
+    )
+    (problem,) = _problems(path).problems
+    assert problem.path == ("version",)
+    assert "add `version: 1` at the top" in problem.hint
+    assert "`kind: experiment`" in problem.hint and "`run.cmd`" in problem.hint
+
+
+def test_a_modern_file_without_version_is_still_told_version_11(tmp_path: Path) -> None:
+    path = _write(tmp_path, "new.yaml", "kind: component\nrun: {kind: job}\n")
+    (problem,) = _problems(path).problems
+    assert problem.hint == "add `version: 1.1` at the top of the file"
+
+
+def test_a_preset_checked_alone_says_how_to_check_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(tmp_path, "preset.yaml", "isPreset: true\nqueue: agent/gpu\n")
+    assert main(["check", "-f", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "this is a preset" in err
+    assert "`-f main.yaml -f preset.yaml`" in err
+    assert "`version` is missing" not in err
+
+
+def test_a_run_patch_problem_is_located_in_the_preset(tmp_path: Path) -> None:
+    main_file = _write(
+        tmp_path,
+        "main.yaml",
+        """
+        version: 1.1
+        kind: component
+        run:
+          kind: job
+          container:
+            image: busybox
+            command: [echo, hi]
+        """,
+    )
+    preset = _write(
+        tmp_path,
+        "preset.yaml",
+        """
+        isPreset: true
+        runPatch:
+          container:
+            imagePullPolicy: Always
+            resources:
+              limits: {cpu: 1}
+              limitz: {cpu: 2}
+        """,
+    )
+    (problem,) = _problems(main_file, (preset,)).problems
+    assert problem.rule == "extra_forbidden"
+    assert problem.file == str(preset)
+    assert problem.path == ("runPatch", "container", "resources", "limitz")
+    assert (problem.line, problem.column) == (7, 7)
+
+
+class _Missing(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def missing_server() -> Iterator[str]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Missing)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_an_unfetchable_url_ref_does_not_hide_the_rest_of_the_file(
+    tmp_path: Path, missing_server: str
+) -> None:
+    path = _write(
+        tmp_path,
+        "dag.yaml",
+        f"""
+        version: 1.1
+        kind: component
+        run:
+          kind: dag
+          operations:
+          - name: train
+            urlRef: {missing_server}/train.yaml
+            params:
+              lr: 0.1
+          - name: report
+            dependencies: [trian]
+            component:
+              inputs: [{{name: top, type: int}}]
+              run:
+                kind: job
+                container: {{image: busybox}}
+            params:
+              top: many
+        """,
+    )
+    problems = _problems(path).problems
+    by_rule = {p.rule: p for p in problems}
+    assert "HTTP 404" in by_rule["component_ref"].message
+    assert by_rule["component_ref"].path == ("run", "operations", 0, "urlRef")
+    assert by_rule["param_type"].path == ("run", "operations", 1, "params", "top", "value")
+    assert any("trian" in p.message for p in problems)
