@@ -262,11 +262,14 @@ def test_builtin_hub_components(tmp_path):
     assert kaniko.file == str(BUILTIN_HUB / "kaniko.yaml")
     assert kaniko.data["run"]["kind"] == "job"
     assert kaniko.data["run"]["container"]["image"].startswith("gcr.io/kaniko-project/executor")
-    assert {io["name"] for io in kaniko.data["inputs"]} >= {"destination", "context"}
+    # as Polyaxon's hub defines it: the image pushed is an output that later ops read
+    assert {io["name"] for io in kaniko.data["inputs"]} == {"context", "cache", "cache_ttl"}
+    assert kaniko.data["outputs"] == [{"name": "destination", "type": "image"}]
 
     tensorboard = resolve_reference({"hubRef": "tensorboard:latest"}, base_dir=tmp_path)
     assert tensorboard.data["run"]["kind"] == "service"
     assert tensorboard.data["run"]["ports"] == [6006]
+    assert [io["name"] for io in tensorboard.data["inputs"]] == ["uuid"]
 
 
 def test_hub_lookup_layouts_and_order(tmp_path, monkeypatch):
