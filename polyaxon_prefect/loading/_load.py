@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
 from polyaxon_prefect.legacy._detect import LEGACY_KINDS, looks_legacy
+from polyaxon_prefect.loading._compat import normalize_image_params
 from polyaxon_prefect.loading._errors import problems_from_validation_error, suggest
 from polyaxon_prefect.loading._yaml import Document, Positions, parse_yaml
 
@@ -386,6 +387,8 @@ class _Loader:
             op.pop("runPatch", None)
         for positions, patch in patches:
             self._locate_patch(op, patch, positions)
+        for problem in normalize_image_params(op):
+            self.problems.append(self.sources.locate(problem))
         return op
 
     def _locate_patch(self, op: dict[str, Any], patch: Any, positions: Positions) -> None:

@@ -278,3 +278,127 @@ def test_an_unfetchable_url_ref_does_not_hide_the_rest_of_the_file(
     assert by_rule["component_ref"].path == ("run", "operations", 0, "urlRef")
     assert by_rule["param_type"].path == ("run", "operations", 1, "params", "top", "value")
     assert any("trian" in p.message for p in problems)
+
+
+# --- Polyaxon's hub components and the image values they take ------------------------------------
+
+BUILD_THEN_TRAIN = """
+version: 1.1
+kind: component
+name: build-then-train
+run:
+  kind: dag
+  operations:
+  - name: build
+    hubRef: kaniko
+    params:
+      destination: {DESTINATION}
+  - name: train
+    params:
+      image: {ref: ops.build, value: outputs.destination}
+    component:
+      inputs: [{name: image, type: image}]
+      run:
+        kind: job
+        container: {image: "{{ image }}", command: [echo, hi]}
+"""
+
+
+@pytest.mark.parametrize(
+    "destination",
+    [
+        "{value: acme/trainer:v1, connection: docker-connection}",
+        "{value: {name: acme/trainer:v1, connection: docker-connection}}",
+        "{name: acme/trainer:v1, connection: docker-connection}",
+    ],
+    ids=["value-and-connection", "dict-value", "short-dict"],
+)
+def test_a_dag_reads_the_image_kaniko_builds(
+    tmp_path: Path, destination: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(tmp_path, "dag.yaml", BUILD_THEN_TRAIN.replace("{DESTINATION}", destination))
+    assert main(["check", "-f", str(path)]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+
+    assert main(["compile", "-f", str(path), "--format", "json", "--no-plan"]) == 0
+    ops = json.loads(capsys.readouterr().out)["component"]["run"]["operations"]
+    build, train = ops
+    assert build["component"]["name"] == "kaniko"
+    assert build["component"]["outputs"] == [{"name": "destination", "type": "image"}]
+    assert build["params"]["destination"] == {
+        "value": "acme/trainer:v1",
+        "connection": "docker-connection",
+    }
+    assert train["params"]["image"] == {"ref": "ops.build", "value": "outputs.destination"}
+
+
+def test_a_ref_to_an_output_kaniko_does_not_have_is_refused(tmp_path: Path) -> None:
+    text = BUILD_THEN_TRAIN.replace(
+        "{DESTINATION}", "{value: acme/trainer:v1, connection: docker-connection}"
+    ).replace("outputs.destination", "outputs.image")
+    (problem,) = _problems(_write(tmp_path, "dag.yaml", text)).problems
+    assert problem.rule == "ref_not_found"
+    assert "outputs.image" in problem.message and problem.path[-1] == "value"
+
+
+def test_an_image_dict_is_only_read_for_image_params(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "op.yaml",
+        """
+        version: 1.1
+        kind: operation
+        params:
+          image: {value: {name: acme/x, connection: a}, connection: b}
+          settings: {value: {name: acme/x, connection: a}}
+        component:
+          inputs: [{name: image, type: image}, {name: settings, type: dict}]
+          run: {kind: job, container: {image: busybox}}
+        """,
+    )
+    (problem,) = _problems(path).problems
+    assert problem.rule == "param_connection"
+    assert problem.path == ("params", "image", "value", "connection")
+    assert problem.line == 4
+
+
+def test_image_params_render_name_and_connection_as_polyaxon_templates_do() -> None:
+    from polyaxon_prefect.loading._render import ParamValue, build_context, render_value
+
+    context = build_context(
+        {
+            "destination": ParamValue("acme/trainer:v1", type="image", connection="registry"),
+            "cache": ParamValue(True, type="bool", is_flag=True),
+            "context": ParamValue(None, type="str"),
+        },
+        globals={"artifacts_path": "/plx/artifacts"},
+    )
+    args = ["{{ destination.name }}", "{{ destination.connection }}", "{{ destination }}"]
+    assert render_value(args, context) == ["acme/trainer:v1", "registry", "acme/trainer:v1"]
+    assert render_value("{{ context or globals.artifacts_path }}", context) == "/plx/artifacts"
+    assert render_value("{{ cache }}", context) == "--cache"
+
+
+def test_the_tensorboard_hub_component_takes_the_run_uuid(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "dag.yaml",
+        """
+        version: 1.1
+        kind: component
+        run:
+          kind: dag
+          operations:
+          - name: experiment
+            component:
+              run: {kind: job, container: {image: busybox}}
+          - name: tensorboard
+            hubRef: tensorboard
+            params:
+              uuid: {ref: ops.experiment, value: globals.uuid}
+        """,
+    )
+    loaded = load_polyaxonfile(path)
+    board = loaded.component.run.operation_list[1].component
+    assert board.name == "tensorboard" and board.run.kind == "service"
+    assert [io.name for io in board.inputs] == ["uuid"]
