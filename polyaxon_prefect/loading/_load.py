@@ -171,7 +171,7 @@ class _Loader:
 
         conversion = convert(doc.data, positions=doc.positions)
         for note in conversion.notes:
-            self.notes.append(str(note))
+            self.notes.append(note.format())
         return Document(data=conversion.data, positions=_LegacyPositions.of(doc.positions))
 
     def check_header(self, doc: Document, *, preset: bool = False) -> bool:
