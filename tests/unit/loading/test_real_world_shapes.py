@@ -402,3 +402,32 @@ def test_the_tensorboard_hub_component_takes_the_run_uuid(tmp_path: Path) -> Non
     board = loaded.component.run.operation_list[1].component
     assert board.name == "tensorboard" and board.run.kind == "service"
     assert [io.name for io in board.inputs] == ["uuid"]
+
+
+def test_the_hub_kaniko_renders_its_args_and_connection(tmp_path: Path) -> None:
+    from polyaxon_prefect.runtime import Connection, UnknownConnectionError, create_run_context
+    from polyaxon_prefect.runtime._job import prepare_job
+
+    path = _write(
+        tmp_path,
+        "build.yaml",
+        """
+        version: 1.1
+        kind: operation
+        hubRef: kaniko
+        params:
+          destination: {value: {name: acme/trainer:v1, connection: registry}}
+        """,
+    )
+    loaded = load_polyaxonfile(path)
+    ctx = create_run_context("build", "proj", artifacts_root=tmp_path / "artifacts")
+    with pytest.raises(UnknownConnectionError, match="connection `registry` is not defined"):
+        prepare_job(loaded, run_context=ctx, connections={}, skip_builds=True)
+
+    registry = Connection.model_validate(
+        {"name": "registry", "kind": "registry", "schema": {"url": "registry.example.com"}}
+    )
+    job = prepare_job(loaded, run_context=ctx, connections={"registry": registry}, skip_builds=True)
+    assert job.is_build
+    assert job.argv[2:] == ["-d", "acme/trainer:v1", "--cache", "--cache-ttl=1h"]
+    assert job.argv[:2] == ["-c", str(ctx.artifacts_path)]
