@@ -101,6 +101,8 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     except PolyaxonfileError as error:
         _report(error, as_json=False)
         return 1
+    for warning in loaded.warnings:
+        print(warning.format(), file=sys.stderr)
     plan = compile_plan(loaded) if args.plan else None
     if plan:
         document["x-plan"] = plan

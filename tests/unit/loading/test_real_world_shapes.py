@@ -86,6 +86,11 @@ def test_check_prints_warnings_and_still_exits_0(
         ("warning", "ignored_reference", 15),
     ]
 
+    assert main(["compile", "-f", str(path), "--no-plan"]) == 0
+    assert "warning: `urlRef: http://127.0.0.1:9/never-fetched.yaml` is ignored" in (
+        capsys.readouterr().err
+    )
+
 
 def test_json_gives_errors_a_severity_too(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
