@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from polyaxon_prefect._cli_args import add_file_args
-from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError
+from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError, Problem
 from polyaxon_prefect.prefect._cli import add_run_parser, cmd_run
 
 __all__ = ["main"]
@@ -55,11 +55,18 @@ def _load(args: argparse.Namespace) -> Any:
     return load_polyaxonfile(args.files[0], args.files[1:], params, hub_dirs=args.hub_dirs)
 
 
+def _as_json(problems: Sequence[Problem]) -> str:
+    """Errors and warnings as one JSON list; every entry says its ``severity``."""
+    return json.dumps(
+        [{**p.to_dict(), "severity": p.severity} for p in problems], indent=2, default=str
+    )
+
+
 def _report(error: PolyaxonfileError, *, as_json: bool) -> None:
     if as_json:
-        print(json.dumps(error.to_list(), indent=2, default=str))
+        print(_as_json([*error.problems, *error.warnings]))
         return
-    for problem in error.problems:
+    for problem in [*error.problems, *error.warnings]:
         print(problem.format(), file=sys.stderr)
     count = len(error.problems)
     print(f"{count} problem{'s' if count != 1 else ''} found.", file=sys.stderr)
@@ -72,8 +79,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
         _report(error, as_json=args.json)
         return 1
     if args.json:
-        print(json.dumps([]))
+        print(_as_json(loaded.warnings) if loaded.warnings else json.dumps([]))
     else:
+        for warning in loaded.warnings:
+            print(warning.format(), file=sys.stderr)
         component = loaded.component
         kind = getattr(getattr(component, "run", None), "kind", "?")
         name = loaded.operation.name or getattr(component, "name", None) or "-"
@@ -92,6 +101,8 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     except PolyaxonfileError as error:
         _report(error, as_json=False)
         return 1
+    for warning in loaded.warnings:
+        print(warning.format(), file=sys.stderr)
     plan = compile_plan(loaded) if args.plan else None
     if plan:
         document["x-plan"] = plan

@@ -35,6 +35,8 @@ class Problem:
 
     ``rule`` names the check that failed (a pydantic error type such as ``extra_forbidden`` or one
     of ours such as ``dag_cycle``) so tools can match on it; ``message`` is the sentence for people.
+    ``severity`` is ``error`` (the file is refused) or ``warning`` (it is accepted, but something in
+    it is ignored or surprising).
     """
 
     message: str
@@ -45,6 +47,11 @@ class Problem:
     column: int | None = None
     value: Any = field(default=NO_VALUE, compare=False)
     hint: str | None = None
+    severity: str = "error"
+
+    @property
+    def is_warning(self) -> bool:
+        return self.severity == "warning"
 
     @property
     def has_value(self) -> bool:
@@ -60,6 +67,8 @@ class Problem:
         text = where + ": "
         if self.path:
             text += format_path(self.path) + ": "
+        if self.is_warning:
+            text += "warning: "
         text += self.message
         if self.hint:
             text += f"; hint: {self.hint}"
@@ -77,6 +86,8 @@ class Problem:
         }
         if self.has_value:
             data["value"] = _jsonable(self.value)
+        if self.is_warning:
+            data["severity"] = self.severity
         return data
 
     def located(
@@ -121,13 +132,21 @@ class PolyaxonPrefectError(Exception):
 class PolyaxonfileError(PolyaxonPrefectError, ValueError):
     """A Polyaxonfile (or a param given for it) is invalid.
 
-    Carries every problem found in the file, not just the first, so a user fixes them in one go.
+    Carries every problem found in the file, not just the first, so a user fixes them in one go,
+    and the warnings found on the way (``warnings``), which ``check`` prints next to them.
     """
 
-    def __init__(self, problems: Iterable[Problem] | str, *, file: str | None = None) -> None:
+    def __init__(
+        self,
+        problems: Iterable[Problem] | str,
+        *,
+        file: str | None = None,
+        warnings: Iterable[Problem] = (),
+    ) -> None:
         if isinstance(problems, str):
             problems = [Problem(problems, file=file)]
         self.problems: list[Problem] = [p.located(file=file) for p in problems]
+        self.warnings: list[Problem] = [w.located(file=file) for w in warnings]
         if not self.problems:
             raise ValueError("PolyaxonfileError needs at least one problem")
         super().__init__(self._summary())

@@ -43,6 +43,7 @@ from polyaxon_prefect.legacy._schema import (
     Build,
     EarlyStopping,
     HPTuning,
+    IfCmd,
     LegacyFile,
     LegacyIO,
     MatrixEntry,
@@ -609,7 +610,9 @@ class _Converter:
         if build.env_vars:
             self.note(("build", "env_vars"), "set as `container.env` at run time")
 
-    def _cmd(self, cmd: str | list[str]) -> str:
+    def _cmd(self, cmd: str | list[str] | IfCmd) -> str:
+        if isinstance(cmd, IfCmd):
+            return self._if_cmd(cmd)
         commands = [cmd] if isinstance(cmd, str) else list(cmd)
         cleaned: list[str] = []
         for command in commands:
@@ -624,6 +627,26 @@ class _Converter:
                 )
             cleaned.append(fixed)
         return " && ".join(cleaned)
+
+    def _if_cmd(self, cmd: IfCmd) -> str:
+        """The ``if`` operator as one Jinja template: v1.1 renders it with the params."""
+        operator = cmd.if_
+        cond = operator.cond.strip()
+        whole = re.fullmatch(r"\{\{(.*)\}\}", cond, flags=re.DOTALL)
+        if whole and "{{" not in whole.group(1):
+            cond = whole.group(1).strip()  # `{{ lr > 0.1 }}` and `lr > 0.1` mean the same
+        text = "{% if " + cond + " %}" + self._cmd(operator.do) + "{% else %}"
+        if operator.else_do is not None:
+            text += self._cmd(operator.else_do)
+        else:
+            text += "true"  # nothing to run: succeed
+        text += "{% endif %}"
+        self.note(
+            ("run", "cmd", "if"),
+            f"the `if` operator is a Jinja condition over the params: runs `do` when "
+            f"`{cond}` holds, else {'`else_do`' if operator.else_do is not None else 'nothing'}",
+        )
+        return text
 
     def _pod(
         self, env: PodEnvironment | None, path: Path, *, allow_refs: bool = True

@@ -11,7 +11,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
 
 from polyaxon_prefect.specs._base import BaseSpec, split_csv
 
@@ -26,6 +34,8 @@ __all__ = [
     "EarlyStopping",
     "Environment",
     "HPTuning",
+    "IfCmd",
+    "IfOperator",
     "LegacyFile",
     "MatrixEntry",
     "PodEnvironment",
@@ -472,6 +482,13 @@ class Settings(HPTuning):
 EnvVars = list[Annotated[list[Any], Field(min_length=2, max_length=2)]]
 
 
+def _scalar_ref(value: Any) -> Any:
+    """A git ref written as a YAML number (``ref: 1``) is the ref ``"1"``, as v0.x read it."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
 class Build(LegacySpec):
     image: str | None = None
     dockerfile: str | None = None
@@ -481,7 +498,7 @@ class Build(LegacySpec):
     lang_env: str | None = None
     commit: str | None = None
     branch: str | None = None
-    ref: str | None = None
+    ref: Annotated[str | None, BeforeValidator(_scalar_ref)] = None
     nocache: bool | None = None
     backend: str | None = None
 
@@ -497,10 +514,45 @@ class Build(LegacySpec):
         return self
 
 
+class IfOperator(LegacySpec):
+    """``run.cmd: {if: {cond, do, else_do}}`` (schema 0.1-0.4): ``do`` when the Jinja condition
+    over the params holds, else ``else_do`` (nothing when absent)."""
+
+    cond: str
+    do: str | list[str]
+    else_do: str | list[str] | None = None
+
+    @field_validator("cond")
+    @classmethod
+    def _non_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the `if` condition is empty")
+        return value
+
+
+class IfCmd(LegacySpec):
+    if_: IfOperator = Field(alias="if")
+
+
+def _cmd_form(value: Any) -> str:
+    if isinstance(value, dict | IfCmd):
+        return "operator"
+    return "list" if isinstance(value, list) else "text"
+
+
+# One form per shape, so a bad operator is reported once (not once per union member).
+Cmd = Annotated[
+    Annotated[str, Tag("text")]
+    | Annotated[list[str], Tag("list")]
+    | Annotated[IfCmd, Tag("operator")],
+    Discriminator(_cmd_form),
+]
+
+
 class Run(LegacySpec):
     """``run``; before 0.3 it also carried the image and build steps."""
 
-    cmd: str | list[str]
+    cmd: Cmd
     image: str | None = None
     steps: StrList | None = None
     build_steps: StrList | None = None
@@ -508,7 +560,7 @@ class Run(LegacySpec):
 
     @field_validator("cmd")
     @classmethod
-    def _non_empty(cls, value: str | list[str]) -> str | list[str]:
+    def _non_empty(cls, value: str | list[str] | IfCmd) -> str | list[str] | IfCmd:
         if (isinstance(value, str) and not value.strip()) or (
             isinstance(value, list) and not value
         ):

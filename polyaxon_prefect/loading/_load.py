@@ -17,6 +17,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
+from polyaxon_prefect.legacy._detect import LEGACY_KINDS, looks_legacy
+from polyaxon_prefect.loading._compat import normalize_image_params
 from polyaxon_prefect.loading._errors import problems_from_validation_error, suggest
 from polyaxon_prefect.loading._yaml import Document, Positions, parse_yaml
 
@@ -92,6 +94,7 @@ class LoadedPolyaxonfile:
     params: dict[str, Any]  # typed literal param values (refs excluded)
     files: tuple[str, ...]
     legacy_notes: tuple[str, ...] = ()
+    warnings: tuple[Problem, ...] = ()
 
     @property
     def component(self) -> Any:
@@ -134,6 +137,11 @@ class _Loader:
         self.hub_dirs = tuple(hub_dirs)
         self.url_timeout = url_timeout
         self.problems: list[Problem] = []
+        self.warnings: list[Problem] = []
+        # Problems that leave nothing sound to validate (a bad header, a bad preset). A reference
+        # that cannot be resolved is not one: the rest of the file is still checked.
+        self.blocked = False
+        self.failed_refs: list[PathT] = []  # where an unresolved reference sits in the operation
         self.sources = _Sources()
         self.files: list[str] = []
         self.notes: list[str] = []
@@ -163,7 +171,7 @@ class _Loader:
 
         conversion = convert(doc.data, positions=doc.positions)
         for note in conversion.notes:
-            self.notes.append(str(note))
+            self.notes.append(note.format())
         return Document(data=conversion.data, positions=_LegacyPositions.of(doc.positions))
 
     def check_header(self, doc: Document, *, preset: bool = False) -> bool:
@@ -181,17 +189,31 @@ class _Loader:
             return False
         if preset:
             return True
-        ok = True
-        version = data.get("version")
-        if version is None:
+        if data.get("isPreset") is True and ("version" not in data or "kind" not in data):
             self.problems.append(
                 doc.positions.problem(
                     Problem(
-                        "`version` is missing",
-                        rule="missing",
-                        path=("version",),
-                        hint="add `version: 1.1` at the top of the file",
+                        "this is a preset (`isPreset: true`), not a Polyaxonfile to check alone",
+                        rule="preset_alone",
+                        path=("isPreset",),
+                        hint="check it with the file it patches: `-f main.yaml -f preset.yaml`",
                     )
+                )
+            )
+            return False
+        ok = True
+        version = data.get("version")
+        if version is None:
+            legacy = looks_legacy(data)
+            hint = (
+                "add `version: 1` at the top: the file has the legacy v0.x shape "
+                f"({', '.join(legacy)}); or rewrite it as `version: 1.1`"
+                if legacy
+                else "add `version: 1.1` at the top of the file"
+            )
+            self.problems.append(
+                doc.positions.problem(
+                    Problem("`version` is missing", rule="missing", path=("version",), hint=hint)
                 )
             )
             ok = False
@@ -215,7 +237,9 @@ class _Loader:
                 )
                 ok = False
         kind = data.get("kind")
-        if kind not in _TOP_KINDS:
+        if kind in LEGACY_KINDS and version is None:
+            pass  # the `version` hint above already says how to read a legacy kind
+        elif kind not in _TOP_KINDS:
             close = suggest(str(kind), _TOP_KINDS) if kind else None
             self.problems.append(
                 doc.positions.problem(
@@ -239,7 +263,7 @@ class _Loader:
     # -- references --------------------------------------------------------------------------
     def resolve_refs(self, op: dict[str, Any], prefix: PathT, base_dir: Path, depth: int) -> None:
         """Inline ``pathRef``/``urlRef``/``hubRef`` components, recursively inside DAGs."""
-        from polyaxon_prefect.loading._refs import resolve_reference
+        from polyaxon_prefect.loading._refs import ignored_references, resolve_reference
 
         if depth > 20:
             self.problems.append(
@@ -252,13 +276,17 @@ class _Loader:
             )
             return
         component_base = base_dir
-        if any(key in op for key in ("pathRef", "urlRef", "hubRef")):
+        ignored = ignored_references(op)
+        if ignored:
+            self._warn_ignored(op, prefix, ignored)
+        elif any(key in op for key in ("pathRef", "urlRef", "hubRef")):
             try:
                 source = resolve_reference(
                     op, base_dir=base_dir, hub_dirs=self.hub_dirs, url_timeout=self.url_timeout
                 )
             except PolyaxonfileError as exc:
                 self.problems.extend(self.sources.locate(p.prefixed(prefix)) for p in exc.problems)
+                self.failed_refs.extend(p.prefixed(prefix).path for p in exc.problems)
                 return
             if source is None:
                 return
@@ -288,6 +316,21 @@ class _Loader:
                     depth + 1,
                 )
 
+    def _warn_ignored(self, op: dict[str, Any], prefix: PathT, ignored: list[str]) -> None:
+        """An inline component next to a reference wins; say which reference is not fetched."""
+        for key in ignored:
+            ref = op.pop(key)
+            warning = Problem(
+                f"`{key}: {ref}` is ignored: the operation also has an inline `component`, "
+                "which is used instead (the reference is not fetched)",
+                rule="ignored_reference",
+                path=(*prefix, key),
+                value=ref,
+                hint=f"remove `{key}` or the inline `component` to silence this",
+                severity="warning",
+            )
+            self.warnings.append(self.sources.locate(warning))
+
     # -- assembling --------------------------------------------------------------------------
     def assemble(
         self,
@@ -312,14 +355,18 @@ class _Loader:
         else:
             op = data
             self.sources.add((), doc.positions, ())
+        # where values that end up elsewhere came from: a runPatch and every preset
+        patches: list[tuple[Positions, dict[str, Any]]] = []
+        if isinstance(op.get("runPatch"), dict):
+            patches.append((doc.positions, {"runPatch": op["runPatch"]}))
         for preset_path in presets:
             preset_doc = self.read(preset_path)
-            if not self.check_header(preset_doc, preset=True):
+            if not self.check_header(preset_doc, preset=True) or not self._check_preset(preset_doc):
+                self.blocked = True
                 continue
             preset = dict(preset_doc.data)
-            if not self._check_preset(preset_doc):
-                continue
             op = apply_preset(op, preset)
+            patches.append((preset_doc.positions, preset))
         base_dir = path.parent
         self.resolve_refs(op, (), base_dir, 0)
         if cli_params:
@@ -338,7 +385,31 @@ class _Loader:
             )
             op["component"] = component
             op.pop("runPatch", None)
+        for positions, patch in patches:
+            self._locate_patch(op, patch, positions)
+        for problem in normalize_image_params(op):
+            self.problems.append(self.sources.locate(problem))
         return op
+
+    def _locate_patch(self, op: dict[str, Any], patch: Any, positions: Positions) -> None:
+        """Point problems in values a preset (or a ``runPatch``) put there back at its file.
+
+        A value is the patch's where the assembled operation still holds it unchanged (a merge
+        strategy may have kept the operation's own value instead); ``runPatch`` values live in
+        ``component.run`` once applied.
+        """
+
+        def walk(value: Any, source: PathT) -> None:
+            if not isinstance(value, dict):
+                return
+            for key, item in value.items():
+                path = (*source, key)
+                target = ("component", "run", *path[1:]) if path[0] == "runPatch" else path
+                if _value_at(op, target) == item:
+                    self.sources.add(target, positions, path)
+                walk(item, path)
+
+        walk(patch, ())
 
     def _check_preset(self, doc: Document) -> bool:
         from polyaxon_prefect.specs import Operation
@@ -364,6 +435,12 @@ class _Loader:
             operation = Operation.model_validate(op)
         except ValidationError as exc:
             for problem in problems_from_validation_error(exc, op, Positions(), root=Operation):
+                if any(
+                    problem.path[: len(at)] == at
+                    or (problem.rule == "operation_reference" and problem.path == at[:-1])
+                    for at in self.failed_refs
+                ):
+                    continue  # the reference's own failure is already reported
                 self.problems.append(self.sources.locate(problem.relocated(problem.path)))
             return None
         component = operation.component
@@ -381,6 +458,17 @@ class _Loader:
             for problem in validate_dag(component, validate_params=validate_params):
                 self.problems.append(self.sources.locate(problem.prefixed(("component",))))
         return operation
+
+
+_ABSENT = object()
+
+
+def _value_at(data: Any, path: PathT) -> Any:
+    for step in path:
+        if not isinstance(data, dict) or step not in data:
+            return _ABSENT
+        data = data[step]
+    return data
 
 
 def _sorted(problems: list[Problem]) -> list[Problem]:
@@ -415,9 +503,12 @@ def load_polyaxonfile(
     loader = _Loader([Path(p) for p in hub_dirs], url_timeout)
     cli_params = {str(k): v for k, v in (params or {}).items()}
     op = loader.assemble(Path(path), [Path(p) for p in presets], cli_params)
-    operation = loader.validate(op) if op is not None and not loader.problems else None
+    operation = loader.validate(op) if op is not None and not loader.blocked else None
     if loader.problems or operation is None:
-        raise PolyaxonfileError(_sorted(loader.problems) or [Problem("invalid Polyaxonfile")])
+        raise PolyaxonfileError(
+            _sorted(loader.problems) or [Problem("invalid Polyaxonfile")],
+            warnings=_sorted(loader.warnings),
+        )
     from polyaxon_prefect.specs._validate_params import typed_params
 
     typed = typed_params(operation.component, operation.params) if operation.component else {}
@@ -426,4 +517,5 @@ def load_polyaxonfile(
         params=typed,
         files=tuple(dict.fromkeys(loader.files)),
         legacy_notes=tuple(loader.notes),
+        warnings=tuple(_sorted(loader.warnings)),
     )

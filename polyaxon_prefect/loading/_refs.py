@@ -32,6 +32,7 @@ __all__ = [
     "REF_KEYS",
     "ComponentSource",
     "hub_dirs_from_env",
+    "ignored_references",
     "parse_hub_ref",
     "resolve_reference",
 ]
@@ -360,6 +361,13 @@ def _resolve_dag(
 # --------------------------------------------------------------------------------------------------
 
 
+def ignored_references(op: Mapping[str, Any]) -> list[str]:
+    """The reference keys an inline ``component`` overrides (``["hubRef"]``), else ``[]``."""
+    if op.get("component") is None:
+        return []
+    return [key for key in REF_KEYS if op.get(key) is not None]
+
+
 def resolve_reference(
     op: Mapping[str, Any],
     *,
@@ -376,20 +384,21 @@ def resolve_reference(
     ``base_dir`` is the directory of the referencing file (``pathRef`` is relative to it);
     ``file`` names that file in messages; ``at`` is where the op sits in it (for an op inside a
     DAG, e.g. ``("run", "operations", 2)``), prefixed to the reported ``("pathRef",)`` path.
-    An inline ``component`` is the caller's business: with no ref key this returns None.
+    An inline ``component`` is the caller's business: with no ref key this returns None, and with
+    one it returns None too, because the inline component wins (Polyaxon stores and exports
+    operations with both; the reference is not fetched, see `ignored_references`).
     """
     present = [key for key in REF_KEYS if op.get(key) is not None]
-    if not present:
+    if not present or op.get("component") is not None:
         return None
-    if len(present) > 1 or op.get("component") is not None:
-        keys = [*present, *(["component"] if op.get("component") is not None else [])]
+    if len(present) > 1:
         raise _fail(
             f"an operation needs exactly one component reference, got "
-            f"{', '.join(f'`{k}`' for k in keys)}",
+            f"{', '.join(f'`{k}`' for k in present)}",
             present[-1],
             at=at,
             file=file,
-            hint="keep one of hubRef, dagRef, urlRef, pathRef or component",
+            hint="keep one of hubRef, dagRef, urlRef, pathRef or an inline component",
             rule="one_reference",
         )
     key = present[0]

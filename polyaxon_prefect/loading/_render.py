@@ -395,7 +395,28 @@ class ParamValue:
             return self.as_arg(name)
         if self.type == "str" and self.value is not None:
             return str(self.value)
+        if self.type == "image" and isinstance(self.value, str):
+            return ImageRef(self.value, self.connection)
         return self.value
+
+
+class ImageRef(str):
+    """An image param as templates see it: the image itself, plus ``.name`` and ``.connection``.
+
+    Polyaxon's hub components write ``{{ destination.name }}`` and ``{{ destination.connection }}``
+    for the registry an image is pushed to; ``{{ destination }}`` stays the plain image string.
+    """
+
+    connection: str | None
+
+    def __new__(cls, image: str, connection: str | None = None) -> ImageRef:
+        ref = super().__new__(cls, image)
+        ref.connection = connection
+        return ref
+
+    @property
+    def name(self) -> str:
+        return str(self)
 
 
 def build_context(

@@ -744,6 +744,14 @@ def prepare_job(
             run.connections, base_context, ("component", "run", "connections"), problems, list
         )
         conn_run = run.model_copy(update={"connections": names if isinstance(names, list) else []})
+    elif isinstance(run.connections, list) and any(_has_template(c) for c in run.connections):
+        # one entry per template, as Polyaxon's hub kaniko writes `["{{ destination.connection }}"]`
+        rendered = [
+            _render_scalar(c, base_context, ("component", "run", "connections", i), problems, str)
+            for i, c in enumerate(run.connections)
+        ]
+        kept = [str(name) for name in rendered if name not in (None, "", "None")]
+        conn_run = run.model_copy(update={"connections": kept})
     init_entries = [*to_init, *raw_init]
     connection_names = _connection_names(
         conn_run, [e for e in init_entries if not isinstance(e, str)], param_values

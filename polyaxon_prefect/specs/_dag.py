@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import StrictStr, field_validator
+from pydantic import Field, StrictStr, field_validator
 from pydantic_core import PydanticCustomError
 
 from ._base import BaseSpec, is_template
@@ -33,7 +33,8 @@ class Dag(BaseSpec):
     """
 
     kind: Literal["dag"] = "dag"
-    operations: Templated[list[Operation]] | None = None
+    # validated even when absent: Polyaxon refuses a dag without ops ("it has no ops")
+    operations: Templated[list[Operation]] | None = Field(default=None, validate_default=True)
     components: Templated[list[Component]] | None = None
     environment: Environment | None = None
     connections: Templated[list[StrictStr]] | None = None
@@ -44,6 +45,12 @@ class Dag(BaseSpec):
     @field_validator("operations")
     @classmethod
     def _has_operations(cls, operations: Any) -> Any:
+        if operations is None:
+            raise PydanticCustomError(
+                "dag_no_operations",
+                "a dag needs at least one operation, it has no `operations`",
+                {"hint": "add `operations:`, each with a name and a component reference"},
+            )
         if isinstance(operations, list) and not operations:
             raise PydanticCustomError(
                 "dag_no_operations",

@@ -68,7 +68,10 @@ def test_modern_corpus_files_are_not_legacy(name: str) -> None:
 def test_is_legacy_rules() -> None:
     assert is_legacy({"version": "1", "kind": "experiment"})
     assert is_legacy({"version": 1.0, "kind": "group"})
-    assert is_legacy({"version": 1.1, "kind": "component", "hptuning": {}})
+    # `version: 1.1` decides first: never legacy, whatever sections the file has
+    assert not is_legacy({"version": 1.1, "kind": "component", "hptuning": {}})
+    assert not is_legacy({"version": "1.1", "kind": "component", "environment": {}})
+    assert is_legacy({"kind": "experiment", "environment": {}})
     assert not is_legacy({"version": 1, "kind": "component", "run": {"kind": "job"}})
     assert not is_legacy({"version": True, "kind": "experiment"})
     assert not is_legacy(["version", 1])

@@ -15,6 +15,7 @@ from polyaxon_prefect.loading._refs import (
     BUILTIN_HUB,
     HUB_ENV_VAR,
     hub_dirs_from_env,
+    ignored_references,
     parse_hub_ref,
     resolve_reference,
 )
@@ -102,8 +103,14 @@ def test_two_references_are_an_error(tmp_path):
     with pytest.raises(PolyaxonfileError, match="exactly one component reference") as info:
         resolve_reference({"hubRef": "kaniko", "pathRef": "x.yaml"}, base_dir=tmp_path)
     assert problem(info).rule == "one_reference"
-    with pytest.raises(PolyaxonfileError, match="`hubRef`, `component`"):
-        resolve_reference({"hubRef": "kaniko", "component": {}}, base_dir=tmp_path)
+
+
+def test_an_inline_component_wins_over_a_reference(tmp_path):
+    # Polyaxon keeps both in stored operations; the inline one is used, the ref is not fetched.
+    op = {"hubRef": "no-such-component", "pathRef": "missing.yaml", "component": {}}
+    assert resolve_reference(op, base_dir=tmp_path) is None
+    assert ignored_references(op) == ["hubRef", "pathRef"]
+    assert ignored_references({"hubRef": "kaniko"}) == []
 
 
 def test_a_reference_must_be_a_string(tmp_path):
@@ -255,11 +262,14 @@ def test_builtin_hub_components(tmp_path):
     assert kaniko.file == str(BUILTIN_HUB / "kaniko.yaml")
     assert kaniko.data["run"]["kind"] == "job"
     assert kaniko.data["run"]["container"]["image"].startswith("gcr.io/kaniko-project/executor")
-    assert {io["name"] for io in kaniko.data["inputs"]} >= {"destination", "context"}
+    # as Polyaxon's hub defines it: the image pushed is an output that later ops read
+    assert {io["name"] for io in kaniko.data["inputs"]} == {"context", "cache", "cache_ttl"}
+    assert kaniko.data["outputs"] == [{"name": "destination", "type": "image"}]
 
     tensorboard = resolve_reference({"hubRef": "tensorboard:latest"}, base_dir=tmp_path)
     assert tensorboard.data["run"]["kind"] == "service"
     assert tensorboard.data["run"]["ports"] == [6006]
+    assert [io["name"] for io in tensorboard.data["inputs"]] == ["uuid"]
 
 
 def test_hub_lookup_layouts_and_order(tmp_path, monkeypatch):
