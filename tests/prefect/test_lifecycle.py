@@ -312,9 +312,13 @@ def test_100_mb_of_output_keeps_memory_bounded_and_the_full_log(
         "for _ in range(105): sys.stdout.write(block)\nprint('the last line')\n"
     )
     path = job_file(tmp_path, "loud", code)
-    cli = start_cli(
-        ["-f", str(path), "--json"], env=base_env(tmp_path, prefect_server), mark=uuid.uuid4().hex
-    )
+    env = {**base_env(tmp_path, prefect_server), MARK: uuid.uuid4().hex}
+    out_file, err_file = tmp_path / "out", tmp_path / "err"
+    with out_file.open("w") as out_handle, err_file.open("w") as err_handle:
+        # Files, not pipes: a pipe nobody reads until the end would block the CLI's writes.
+        cli = subprocess.Popen(
+            [*CLI, "-f", str(path), "--json"], env=env, stdout=out_handle, stderr=err_handle
+        )
     peak_kb = 0
     started = time.monotonic()
     while cli.poll() is None and time.monotonic() - started < 120:
@@ -326,7 +330,8 @@ def test_100_mb_of_output_keeps_memory_bounded_and_the_full_log(
             if line.startswith("VmHWM:"):
                 peak_kb = max(peak_kb, int(line.split()[1]))
         time.sleep(0.2)
-    out, err = cli.communicate(timeout=120)
+    cli.wait(timeout=120)
+    out, err = out_file.read_text(), err_file.read_text()
 
     assert cli.returncode == 0, err[-2000:]
     assert peak_kb < 400 * 1024, peak_kb  # the CLI, Prefect included; was 677 MB and growing
