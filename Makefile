@@ -32,3 +32,4 @@ bench: setup
 	$(BIN)/python benchmarks/dag_overhead.py
 	$(BIN)/python benchmarks/sweep_overhead.py
 	$(BIN)/python benchmarks/hpo_quality.py
+	$(BIN)/python benchmarks/lifecycle.py
