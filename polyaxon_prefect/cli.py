@@ -119,12 +119,14 @@ def _cmd_upgrade(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from polyaxon_prefect.legacy import upgrade_text
+    from polyaxon_prefect.loading._limits import SourceError, read_source
 
     path = Path(args.file)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        print(f"{path}: cannot read the file: {exc}", file=sys.stderr)
+        text = read_source(path)
+    except SourceError as exc:
+        hint = f"; hint: {exc.hint}" if exc.hint else ""
+        print(f"{path}: {exc.message}{hint}", file=sys.stderr)
         return 1
     try:
         print(upgrade_text(text, file=str(path)), end="")

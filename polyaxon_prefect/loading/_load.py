@@ -9,6 +9,7 @@ when it sits in a component reached through ``pathRef`` three DAG levels down.
 from __future__ import annotations
 
 import copy
+import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
 from polyaxon_prefect.legacy._detect import LEGACY_KINDS, looks_legacy
 from polyaxon_prefect.loading._compat import normalize_image_params
 from polyaxon_prefect.loading._errors import problems_from_validation_error, suggest
+from polyaxon_prefect.loading._limits import MAX_REFERENCES, SourceError, read_source
 from polyaxon_prefect.loading._yaml import Document, Positions, parse_yaml
 
 __all__ = ["LoadedPolyaxonfile", "load_polyaxonfile", "parse_cli_params"]
@@ -59,6 +61,13 @@ class _Sources:
         source_path = best.source_prefix + problem.path[len(best.prefix) :]
         line, column = best.positions.find(source_path)
         return problem.relocated(source_path, file=best.positions.file, line=line, column=column)
+
+
+def _source_identity(file: str | None, ref: Any) -> str:
+    """What makes two references the same source: the resolved file or URL."""
+    if file and "://" not in str(file):
+        return str(Path(file).resolve())
+    return str(file or ref)
 
 
 def _norm(key: str | int) -> str:
@@ -142,6 +151,7 @@ class _Loader:
         # that cannot be resolved is not one: the rest of the file is still checked.
         self.blocked = False
         self.failed_refs: list[PathT] = []  # where an unresolved reference sits in the operation
+        self.references = 0  # component references resolved so far (`MAX_REFERENCES`)
         self.sources = _Sources()
         self.files: list[str] = []
         self.notes: list[str] = []
@@ -149,14 +159,10 @@ class _Loader:
     # -- reading ---------------------------------------------------------------------------
     def read(self, path: Path) -> Document:
         try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+            text = read_source(path)
+        except SourceError as exc:
             raise PolyaxonfileError(
-                [Problem(f"no such file: {path}", rule="file_not_found", file=str(path))]
-            ) from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise PolyaxonfileError(
-                [Problem(f"cannot read the file: {exc}", rule="file_unreadable", file=str(path))]
+                [Problem(exc.message, rule=exc.rule, file=str(path), hint=exc.hint)]
             ) from None
         self.files.append(str(path))
         return parse_yaml(text, file=str(path))
@@ -261,28 +267,37 @@ class _Loader:
         return ok
 
     # -- references --------------------------------------------------------------------------
-    def resolve_refs(self, op: dict[str, Any], prefix: PathT, base_dir: Path, depth: int) -> None:
-        """Inline ``pathRef``/``urlRef``/``hubRef`` components, recursively inside DAGs."""
+    def resolve_refs(
+        self,
+        op: dict[str, Any],
+        prefix: PathT,
+        base: Path | str,
+        chain: tuple[tuple[str, str], ...] = (),
+    ) -> None:
+        """Inline ``pathRef``/``urlRef``/``hubRef`` components, recursively inside DAGs.
+
+        ``base`` is where the op's file lives: a directory, or the URL of a component fetched by
+        ``urlRef`` (its ``pathRef`` are then relative to that URL and fetched from there, never
+        read from this machine's disk). ``chain`` holds the sources resolved on the way to this
+        op (``(source, "file:line")``): a source met again on the same path is a cycle, however
+        many siblings reference it, and `MAX_REFERENCES` bounds the references of the whole file.
+        """
         from polyaxon_prefect.loading._refs import ignored_references, resolve_reference
 
-        if depth > 20:
-            self.problems.append(
-                Problem(
-                    "components reference each other more than 20 levels deep",
-                    rule="ref_depth",
-                    path=prefix,
-                    hint="look for a component that (indirectly) references itself",
-                )
-            )
-            return
-        component_base = base_dir
         ignored = ignored_references(op)
         if ignored:
             self._warn_ignored(op, prefix, ignored)
         elif any(key in op for key in ("pathRef", "urlRef", "hubRef")):
+            if isinstance(base, str) and isinstance(op.get("pathRef"), str):
+                op["urlRef"] = urllib.parse.urljoin(base, op.pop("pathRef"))
+            if not self._count_reference(op, prefix):
+                return
             try:
                 source = resolve_reference(
-                    op, base_dir=base_dir, hub_dirs=self.hub_dirs, url_timeout=self.url_timeout
+                    op,
+                    base_dir=base if isinstance(base, Path) else Path("."),
+                    hub_dirs=self.hub_dirs,
+                    url_timeout=self.url_timeout,
                 )
             except PolyaxonfileError as exc:
                 self.problems.extend(self.sources.locate(p.prefixed(prefix)) for p in exc.problems)
@@ -290,14 +305,20 @@ class _Loader:
                 return
             if source is None:
                 return
-            for key in ("pathRef", "urlRef", "hubRef"):
-                op.pop(key, None)
+            key = next(k for k in ("pathRef", "urlRef", "hubRef") if k in op)
+            where = self._where(prefix, key)
+            identity = _source_identity(source.file, op[key])
+            if identity in {seen for seen, _ in chain}:
+                self._cycle(prefix, key, [*chain, (identity, where)], identity)
+                return
+            chain = (*chain, (identity, where))
+            for ref_key in ("pathRef", "urlRef", "hubRef"):
+                op.pop(ref_key, None)
             op["component"] = source.data
             self.sources.add((*prefix, "component"), source.positions)
             if source.file:
                 self.files.append(str(source.file))
-                if "://" not in str(source.file):
-                    component_base = Path(source.file).parent
+                base = str(source.file) if "://" in str(source.file) else Path(source.file).parent
         component = op.get("component")
         if not isinstance(component, dict):
             return
@@ -310,11 +331,45 @@ class _Loader:
         for index, child in enumerate(operations):
             if isinstance(child, dict):
                 self.resolve_refs(
-                    child,
-                    (*prefix, "component", "run", "operations", index),
-                    component_base,
-                    depth + 1,
+                    child, (*prefix, "component", "run", "operations", index), base, chain
                 )
+
+    def _count_reference(self, op: dict[str, Any], prefix: PathT) -> bool:
+        self.references += 1
+        if self.references <= MAX_REFERENCES.value:
+            return True
+        if self.references == MAX_REFERENCES.value + 1:
+            key = next(k for k in ("pathRef", "urlRef", "hubRef") if k in op)
+            self.problems.append(
+                self.sources.locate(
+                    Problem(
+                        f"the file resolves more than {MAX_REFERENCES.value} component references",
+                        rule="ref_limit",
+                        path=(*prefix, key),
+                        hint=MAX_REFERENCES.hint(),
+                    )
+                )
+            )
+        return False
+
+    def _where(self, prefix: PathT, key: str) -> str:
+        located = self.sources.locate(Problem("", rule="", path=(*prefix, key)))
+        if located.file is None:
+            return "<input>"
+        return f"{located.file}:{located.line}" if located.line else str(located.file)
+
+    def _cycle(self, prefix: PathT, key: str, chain: list[tuple[str, str]], identity: str) -> None:
+        first, *rest = chain
+        steps = " -> ".join([first[0], *(f"{source} (at {where})" for source, where in rest)])
+        problem = Problem(
+            f"component references form a cycle: {steps}",
+            rule="ref_cycle",
+            path=(*prefix, key),
+            value=identity,
+            hint="a component cannot reference itself, directly or through other components",
+        )
+        self.problems.append(self.sources.locate(problem))
+        self.failed_refs.append((*prefix, key))
 
     def _warn_ignored(self, op: dict[str, Any], prefix: PathT, ignored: list[str]) -> None:
         """An inline component next to a reference wins; say which reference is not fetched."""
@@ -368,7 +423,7 @@ class _Loader:
             op = apply_preset(op, preset)
             patches.append((preset_doc.positions, preset))
         base_dir = path.parent
-        self.resolve_refs(op, (), base_dir, 0)
+        self.resolve_refs(op, (), base_dir, ((_source_identity(str(path), path), str(path)),))
         if cli_params:
             params = dict(op.get("params") or {})
             cli_positions = Positions(file="-P")

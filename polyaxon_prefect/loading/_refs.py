@@ -14,6 +14,7 @@ import copy
 import difflib
 import os
 import re
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
+from polyaxon_prefect.loading._limits import SourceError, read_source
 from polyaxon_prefect.loading._yaml import Positions, parse_yaml
 
 __all__ = [
@@ -108,15 +110,9 @@ def _read_file(
     path: Path, key: str, *, at: tuple[str | int, ...], file: str | None, label: str
 ) -> ComponentSource:
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise _fail(
-            f"{label} `{path}` is not a UTF-8 text file ({exc.reason})", key, at=at, file=file
-        ) from None
-    except OSError as exc:
-        raise _fail(
-            f"{label} `{path}` cannot be read: {exc.strerror or exc}", key, at=at, file=file
-        ) from None
+        text = read_source(path)
+    except SourceError as exc:
+        raise _fail(f"{label} {exc.message}", key, at=at, file=file, hint=exc.hint) from None
     return _component_from_text(text, str(path), key, at=at, file=file)
 
 
@@ -156,7 +152,33 @@ def _resolve_path(
 
 
 def _fetch(url: str, *, timeout: float, max_bytes: int) -> tuple[bytes, str | None]:
-    """Download at most ``max_bytes`` within ``timeout`` seconds overall; raise `ValueError`."""
+    """Download at most ``max_bytes`` within ``timeout`` seconds overall; raise `ValueError`.
+
+    The deadline is enforced from outside the download: a socket timeout only bounds each
+    read, and a server sending one byte every few seconds never trips it. The download runs
+    in a daemon thread that is abandoned at the deadline (its reads stay bounded by the byte
+    limit and the socket timeout).
+    """
+    box: dict[str, Any] = {}
+
+    def download() -> None:
+        try:
+            box["result"] = _download(url, timeout=timeout, max_bytes=max_bytes)
+        except BaseException as exc:
+            box["error"] = exc
+
+    worker = threading.Thread(target=download, name="urlref-fetch", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise ValueError(f"the download took longer than {timeout:g}s")
+    if "error" in box:
+        raise box["error"]
+    result: tuple[bytes, str | None] = box["result"]
+    return result
+
+
+def _download(url: str, *, timeout: float, max_bytes: int) -> tuple[bytes, str | None]:
     deadline = time.monotonic() + timeout
     try:
         response = urllib.request.urlopen(url, timeout=timeout)
@@ -184,7 +206,7 @@ def _fetch(url: str, *, timeout: float, max_bytes: int) -> tuple[bytes, str | No
             if time.monotonic() > deadline:
                 raise ValueError(f"the download took longer than {timeout:g}s")
             try:
-                chunk = response.read(_CHUNK)
+                chunk = response.read1(_CHUNK)
             except TimeoutError:
                 raise ValueError(f"the download stalled for more than {timeout:g}s") from None
             if not chunk:

@@ -3,6 +3,13 @@
 Pydantic reports errors by field path; users need ``file:line:col``. We compose the YAML node tree,
 build plain Python data from it and, on the way, record the position of each mapping key and list
 item under its data path, so any path can be mapped back to the source.
+
+Hostile input is refused with a located problem, never a traceback or an exhausted machine: a
+control byte is reported where it is; building the data counts the nodes it produces (so an
+alias bomb, a few hundred bytes that expand to billions of nodes, stops at
+``POLYAXON_PREFECT_MAX_YAML_NODES``) and the nesting depth (so deep nesting and a recursive
+alias stop at ``POLYAXON_PREFECT_MAX_YAML_DEPTH``). The node tree is composed by libyaml when
+PyYAML has it (fast, and no Python recursion however deep the file), with the same resolvers.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from typing import Any
 import yaml
 
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
+from polyaxon_prefect.loading._limits import MAX_FILE_BYTES, MAX_YAML_DEPTH, MAX_YAML_NODES
 
 __all__ = ["Document", "Positions", "parse_yaml"]
 
@@ -62,6 +70,34 @@ _Loader.add_implicit_resolver(
 )
 
 
+_CLoaderBase: Any = getattr(yaml, "CSafeLoader", None)
+if _CLoaderBase is not None:
+
+    class _CLoader(_CLoaderBase):  # type: ignore[misc,valid-type]
+        """libyaml's parser with `_Loader`'s resolvers (no base 60)."""
+
+    _CLoader.yaml_implicit_resolvers = _Loader.yaml_implicit_resolvers
+    _FastLoader: Any = _CLoader
+else:  # pragma: no cover - PyYAML built without libyaml
+    _FastLoader = _Loader
+
+# Characters YAML refuses (the same set as PyYAML's reader): C0 controls but tab, LF, CR;
+# DEL and C1 controls but NEL; surrogates; U+FFFE and U+FFFF.
+_NON_PRINTABLE = re.compile(
+    "[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
+)
+
+
+class _Budget(Exception):
+    """The node or depth budget ran out at ``node``."""
+
+    def __init__(self, message: str, node: yaml.Node, hint: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.node = node
+        self.hint = hint
+
+
 @dataclass
 class Positions:
     """Source positions (1-based line and column) by data path."""
@@ -97,12 +133,29 @@ def _mark(node: yaml.Node) -> tuple[int, int]:
 
 
 class _Builder:
-    def __init__(self, loader: _Loader, positions: Positions) -> None:
+    def __init__(self, loader: Any, positions: Positions) -> None:
         self.loader = loader
         self.positions = positions
         self.problems: list[Problem] = []
+        self.nodes_left = MAX_YAML_NODES.value
+        self.max_depth = MAX_YAML_DEPTH.value
 
     def build(self, node: yaml.Node, path: Path) -> Any:
+        self.nodes_left -= 1
+        if self.nodes_left < 0:
+            raise _Budget(
+                f"the file expands to more than {MAX_YAML_NODES.value} YAML nodes (are `*aliases`"
+                " repeating an anchor that repeats others?)",
+                node,
+                MAX_YAML_NODES.hint(),
+            )
+        if len(path) > self.max_depth:
+            raise _Budget(
+                f"the data is nested more than {self.max_depth} levels deep (is an `*alias` "
+                "inside the anchor it names?)",
+                node,
+                MAX_YAML_DEPTH.hint(),
+            )
         if isinstance(node, yaml.MappingNode):
             return self._mapping(node, path)
         if isinstance(node, yaml.SequenceNode):
@@ -241,10 +294,64 @@ def _yaml_problem(exc: yaml.YAMLError, file: str | None, text: str) -> Problem:
     )
 
 
+def _control_problem(text: str, file: str | None) -> Problem | None:
+    """The first character YAML refuses (NUL, other control bytes), located."""
+    match = _NON_PRINTABLE.search(text)
+    if match is None:
+        return None
+    index = match.start()
+    line = text.count("\n", 0, index) + 1
+    column = index - (text.rfind("\n", 0, index) + 1) + 1
+    return Problem(
+        f"the file contains the control character {match.group()!r}, which YAML does not allow",
+        rule="yaml_control_character",
+        file=file,
+        line=line,
+        column=column,
+        hint="a Polyaxonfile is UTF-8 text; is this a binary file, or was it damaged?",
+    )
+
+
+def _problem_at(message: str, rule: str, node: yaml.Node | None, file: str | None, hint: str):
+    line, column = _mark(node) if node is not None else (None, None)
+    return Problem(message, rule=rule, file=file, line=line, column=column, hint=hint)
+
+
+def _python_error(text: str) -> yaml.YAMLError | None:
+    """PyYAML's own error for bad YAML (its messages are the ones `_PLAIN_REASONS` explains;
+    libyaml words them differently). Only called for a file that failed to parse."""
+    loader = _Loader(text)
+    try:
+        loader.get_single_node()
+    except yaml.YAMLError as exc:
+        return exc
+    except RecursionError:
+        return None
+    finally:
+        loader.dispose()
+    return None
+
+
 def parse_yaml(text: str, *, file: str | None = None) -> Document:
     """Parse one YAML document, keeping positions; raise `PolyaxonfileError` on bad YAML."""
+    limit = MAX_FILE_BYTES.value
+    if len(text) > limit:
+        raise PolyaxonfileError(
+            [
+                Problem(
+                    f"the file is {len(text)} characters, more than the {limit}-byte limit",
+                    rule="file_too_large",
+                    file=file,
+                    hint=MAX_FILE_BYTES.hint(),
+                )
+            ]
+        )
+    control = _control_problem(text, file)
+    if control is not None:
+        raise PolyaxonfileError([control])
     positions = Positions(file=file)
-    loader = _Loader(text)
+    loader = _FastLoader(text)
+    builder: _Builder | None = None
     try:
         node = loader.get_single_node()
         if node is None:
@@ -255,7 +362,17 @@ def parse_yaml(text: str, *, file: str | None = None) -> Document:
         positions.by_path[()] = _mark(node)
         data = builder.build(node, ())
     except yaml.YAMLError as exc:
-        raise PolyaxonfileError([_yaml_problem(exc, file, text)]) from None
+        raise PolyaxonfileError([_yaml_problem(_python_error(text) or exc, file, text)]) from None
+    except _Budget as exc:
+        rule = "yaml_too_many_nodes" if "nodes" in exc.message else "yaml_too_deep"
+        raise PolyaxonfileError(
+            [_problem_at(exc.message, rule, exc.node, file, exc.hint)]
+        ) from None
+    except RecursionError:  # the pure-Python composer on very deep nesting
+        message = f"the data is nested more than {MAX_YAML_DEPTH.value} levels deep"
+        raise PolyaxonfileError(
+            [_problem_at(message, "yaml_too_deep", None, file, MAX_YAML_DEPTH.hint())]
+        ) from None
     finally:
         loader.dispose()
     if builder.problems:
