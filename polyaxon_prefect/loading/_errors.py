@@ -144,6 +144,16 @@ def _says_value(message: str, value: Any) -> bool:
     return any(f"got {shown}" in message for shown in {_short(value), str(value), repr(value)})
 
 
+def _reported_value(value: Any, rule: str) -> Any:
+    """The value a problem carries (``check --json``): none for an unknown key, whose value may
+    be anything, a secret of a file a ``pathRef`` pointed at included; long strings cut."""
+    if value is _MISSING or rule == "extra_forbidden":
+        return NO_VALUE
+    if isinstance(value, str) and len(value) > 200:
+        return value[:197] + "..."
+    return value
+
+
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
@@ -257,7 +267,7 @@ def problems_from_validation_error(
                 file=positions.file,
                 line=line,
                 column=column,
-                value=value if value is not _MISSING else NO_VALUE,
+                value=_reported_value(value, rule),
                 hint=hint,
             )
         )

@@ -15,6 +15,12 @@ from pathlib import Path
 
 __all__ = [
     "LIMITS",
+    "MAX_FILE_BYTES",
+    "MAX_REFERENCES",
+    "MAX_YAML_DEPTH",
+    "MAX_YAML_NODES",
+    "URL_MAX_BYTES",
+    "URL_TIMEOUT",
     "Limit",
     "SourceError",
     "read_source",
@@ -53,7 +59,17 @@ MAX_REFERENCES = Limit(
     "POLYAXON_PREFECT_MAX_REFERENCES", 500, "component references resolved for one file"
 )
 
-LIMITS = (MAX_FILE_BYTES, MAX_YAML_NODES, MAX_YAML_DEPTH, MAX_REFERENCES)
+URL_TIMEOUT = Limit("POLYAXON_PREFECT_URL_TIMEOUT", 10, "seconds to download one urlRef, in all")
+URL_MAX_BYTES = Limit("POLYAXON_PREFECT_URL_MAX_BYTES", 1_000_000, "bytes of one urlRef download")
+
+LIMITS = (
+    MAX_FILE_BYTES,
+    MAX_YAML_NODES,
+    MAX_YAML_DEPTH,
+    MAX_REFERENCES,
+    URL_TIMEOUT,
+    URL_MAX_BYTES,
+)
 
 
 class SourceError(Exception):

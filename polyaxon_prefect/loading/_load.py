@@ -142,7 +142,7 @@ def parse_cli_params(items: Iterable[str]) -> dict[str, str]:
 
 
 class _Loader:
-    def __init__(self, hub_dirs: Sequence[Path], url_timeout: float) -> None:
+    def __init__(self, hub_dirs: Sequence[Path], url_timeout: float | None) -> None:
         self.hub_dirs = tuple(hub_dirs)
         self.url_timeout = url_timeout
         self.problems: list[Problem] = []
@@ -548,7 +548,7 @@ def load_polyaxonfile(
     params: Mapping[str, Any] | None = None,
     *,
     hub_dirs: Sequence[str | Path] = (),
-    url_timeout: float = 10.0,
+    url_timeout: float | None = None,
 ) -> LoadedPolyaxonfile:
     """Load, resolve and validate a Polyaxonfile; raise `PolyaxonfileError` with every problem.
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
-from polyaxon_prefect.loading._limits import SourceError, read_source
+from polyaxon_prefect.loading._limits import URL_MAX_BYTES, URL_TIMEOUT, SourceError, read_source
 from polyaxon_prefect.loading._yaml import Positions, parse_yaml
 
 __all__ = [
@@ -396,8 +396,8 @@ def resolve_reference(
     base_dir: Path,
     hub_dirs: Sequence[Path] = (),
     dag_components: Mapping[str, dict] | None = None,
-    url_timeout: float = 10.0,
-    url_max_bytes: int = 1_000_000,
+    url_timeout: float | None = None,
+    url_max_bytes: int | None = None,
     file: str | None = None,
     at: tuple[str | int, ...] = (),
 ) -> ComponentSource | None:
@@ -432,7 +432,9 @@ def resolve_reference(
     if key == "pathRef":
         return _resolve_path(ref, Path(base_dir), at=at, file=file)
     if key == "urlRef":
-        return _resolve_url(ref, timeout=url_timeout, max_bytes=url_max_bytes, at=at, file=file)
+        timeout = url_timeout if url_timeout is not None else float(URL_TIMEOUT.value)
+        max_bytes = url_max_bytes if url_max_bytes is not None else URL_MAX_BYTES.value
+        return _resolve_url(ref, timeout=timeout, max_bytes=max_bytes, at=at, file=file)
     if key == "hubRef":
         return _resolve_hub(ref, hub_dirs, at=at, file=file)
     return _resolve_dag(ref, dag_components, op.get("name"), at=at, file=file)
