@@ -86,10 +86,28 @@ def _cmd_check(args: argparse.Namespace) -> int:
         component = loaded.component
         kind = getattr(getattr(component, "run", None), "kind", "?")
         name = loaded.operation.name or getattr(component, "name", None) or "-"
-        print(f"{args.files[0]}: valid ({kind} `{name}`)")
+        print(f"{args.files[0]}: valid ({_what_runs(loaded.operation, kind, name)})")
         for note in loaded.legacy_notes:
             print(f"note: {note}")
     return 0
+
+
+def _what_runs(operation: Any, kind: str, name: str) -> str:
+    """``job `x```, or for an operation with a matrix ``a random sweep of 20 trials of job `x```
+    (``sampled until stopped`` when the matrix sets no count)."""
+    matrix = getattr(operation, "matrix", None)
+    if matrix is None:
+        return f"{kind} `{name}`"
+    from polyaxon_prefect.search._plan import matrix_plan
+
+    try:
+        total = matrix_plan(matrix).get("total")
+    except (ValueError, TypeError):  # a templated count: known at run time only
+        total = None
+    trials = (
+        f"{total} trial{'s' if total != 1 else ''}" if total else "trials sampled until stopped"
+    )
+    return f"a {matrix.kind} sweep of {trials} of {kind} `{name}`"
 
 
 def _cmd_compile(args: argparse.Namespace) -> int:

@@ -179,9 +179,10 @@ def _sampled_plan(matrix: Any) -> dict[str, Any]:
         )
     elif kind == "hyperopt":
         num_runs = _rendered("numRuns", matrix.num_runs)
-        iterations = _rendered("maxIterations", matrix.max_iterations)
-        total = None if iterations is None else num_runs * iterations
-        rounds = "until stopped" if iterations is None else f"for {iterations} iterations"
+        # As the sweep runs it (`SweepStudy`): without maxIterations, one round of numRuns.
+        iterations = _rendered("maxIterations", matrix.max_iterations) or 1
+        total = num_runs * iterations
+        rounds = f"for {iterations} iteration{'s' if iterations != 1 else ''}"
         note = (
             f"{num_runs} `{matrix.algorithm}` suggestions per iteration {rounds} ({seeded}), "
             f"to {matrix.metric.optimization} `{matrix.metric.name}`"

@@ -365,14 +365,38 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+_MAX_JSON_DEPTH = 100
+
+
 def _json_load(value: Any) -> Any:
-    """``-P x=...`` values arrive as strings: read JSON first, keep the string otherwise."""
+    """``-P x=...`` values arrive as strings: read JSON first, keep the string otherwise.
+
+    JSON nested deeper than 100 levels is refused (Python's JSON reader would raise
+    ``RecursionError`` on a few thousand, and deep data breaks everything after it)."""
     if isinstance(value, str):
         try:
-            return json.loads(value)
+            loaded = json.loads(value)
         except ValueError:
             return value
+        except RecursionError:
+            loaded = None
+        if (loaded is None and value.strip() != "null") or _depth(loaded) > _MAX_JSON_DEPTH:
+            raise _Mismatch(f"the JSON value is nested more than {_MAX_JSON_DEPTH} levels deep")
+        return loaded
     return value
+
+
+def _depth(value: Any) -> int:
+    """How deep lists and mappings nest in ``value`` (without recursion)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            if level <= _MAX_JSON_DEPTH:
+                children = item.values() if isinstance(item, dict) else item
+                stack.extend((child, level + 1) for child in children)
+    return deepest
 
 
 def _to_int(value: Any) -> int:

@@ -16,6 +16,12 @@ from ._io import IO, check_validation, contains_template
 from ._params import Param
 from ._types import are_compatible, is_list_type, list_item_type, parse_value
 
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 __all__ = ["typed_params", "validate_params"]
 
 Path = tuple[str | int, ...]
@@ -107,7 +113,8 @@ def _check_literal(name: str, io: IO, param: Any, path: Path, problems: list[Pro
     except ValueError as exc:
         problems.append(
             _problem(
-                f"could not parse value `{value!r}` for `{name}` (type `{io.full_type}`): {exc}",
+                f"could not parse value `{_shown(value)}` for `{name}` (type `{io.full_type}`): "
+                f"{exc}",
                 "param_type",
                 (*path, "value"),
             )

@@ -382,7 +382,8 @@ def test_iteration_kinds_plan_a_count_and_a_note() -> None:
     hyperopt = {"kind": "hyperopt", "algorithm": "tpe", "metric": metric, "params": params}
     limited = matrix_plan(ADAPTER.validate_python({**hyperopt, "numRuns": 4, "maxIterations": 3}))
     assert limited["total"] == 12 and "`tpe`" in limited["note"]
-    assert matrix_plan(ADAPTER.validate_python({**hyperopt, "numRuns": 4}))["total"] is None
+    # without maxIterations the sweep runs one round of numRuns (SweepStudy.total): so says the plan
+    assert matrix_plan(ADAPTER.validate_python({**hyperopt, "numRuns": 4}))["total"] == 4
     iterative = ADAPTER.validate_python(
         {"kind": "iterative", "maxIterations": 4, "tuner": {"hubRef": "my-tuner"}}
     )
