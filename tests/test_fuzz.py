@@ -1,14 +1,18 @@
 """No input produces anything but a valid model or a located `PolyaxonfileError`.
 
 Hypothesis mutates the real corpus (structure-level: drop, rename, retype and add keys, change
-kinds; text-level: delete, duplicate and re-indent characters and lines, insert tabs) and loads
-the result through the full pipeline. Any other exception, or a problem without a line, fails.
+kinds; text-level: delete, duplicate and re-indent characters and lines, insert tabs; hostile:
+alias bombs and recursive aliases, deep nesting, control bytes, huge scalars and hostile
+templates spliced into real files) and loads the result through the full pipeline. Any other
+exception, or a problem without a line, fails.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -134,6 +138,47 @@ def text_mutants(draw: st.DrawFn) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _alias_bomb(levels: int, width: int) -> str:
+    lines = ["a0: &a0 [" + ", ".join(["lol"] * width) + "]"]
+    for level in range(1, levels):
+        lines.append(f"a{level}: &a{level} [" + ", ".join([f"*a{level - 1}"] * width) + "]")
+    return "\n".join(lines)
+
+
+@st.composite
+def hostile_mutants(draw: st.DrawFn) -> str:
+    """A real file with one hostile piece: spliced in as a top-level key or a value, or raw."""
+    seed = yaml.safe_dump(draw(st.sampled_from(SEEDS)), sort_keys=False)
+    kind = draw(st.sampled_from(["bomb", "recursive", "deep", "control", "huge", "template"]))
+    if kind == "bomb":
+        return seed + _alias_bomb(draw(st.integers(3, 12)), draw(st.integers(2, 12))) + "\n"
+    if kind == "recursive":
+        return seed + draw(st.sampled_from(["z: &z [1, *z]\n", "z: &z {a: *z}\n"]))
+    if kind == "deep":
+        depth = draw(st.integers(60, 3000))
+        opener, closer = draw(st.sampled_from([("[", "]"), ("{a: ", "}")]))
+        return seed + "z: " + opener * depth + "1" + closer * depth + "\n"
+    if kind == "control":
+        char = chr(draw(st.sampled_from([0, 1, 7, 8, 11, 12, 27, 127, 0xFFFE])))
+        position = draw(st.integers(0, len(seed)))
+        return seed[:position] + char + seed[position:]
+    if kind == "huge":
+        return seed + "z: " + "x" * draw(st.integers(10_000, 300_000)) + "\n"
+    template = draw(
+        st.sampled_from(
+            [
+                "{{ 'a' * 10**9 }}",
+                "{{ 9 ** (9 ** 9) }}",
+                "{% for i in range(10**5) %}{% for j in range(10**5) %}{% endfor %}{% endfor %}",
+                "{{ 'a' | center(10**9) }}",
+                "{{ ''.__class__.__mro__ }}",
+                "{{ globals }}",
+            ]
+        )
+    )
+    return seed.replace("command:", f"command: [{json.dumps(template)}]\n  x-command:", 1)
+
+
 def _assert_clean(tmp: Path, text: str) -> None:
     path = tmp / "polyaxonfile.yaml"
     path.write_text(text)
@@ -166,3 +211,14 @@ def test_structural_mutations_never_escape(tmp_path: Path, data: dict) -> None:
 @given(text=text_mutants())
 def test_text_mutations_never_escape(tmp_path: Path, text: str) -> None:
     _assert_clean(tmp_path, text)
+
+
+HOSTILE = settings(FUZZ, max_examples=int(os.environ.get("FUZZ_HOSTILE_EXAMPLES", "300")))
+
+
+@HOSTILE
+@given(text=hostile_mutants())
+def test_hostile_mutations_never_escape_and_stay_fast(tmp_path: Path, text: str) -> None:
+    started = time.monotonic()
+    _assert_clean(tmp_path, text)
+    assert time.monotonic() - started < 10
