@@ -33,3 +33,4 @@ bench: setup
 	$(BIN)/python benchmarks/sweep_overhead.py
 	$(BIN)/python benchmarks/hpo_quality.py
 	$(BIN)/python benchmarks/lifecycle.py
+	$(BIN)/python benchmarks/yaml_speed.py
