@@ -172,11 +172,23 @@ def _use_local_server() -> LocalServerT | None:
     """Start the CLI's own local Prefect server when the user has not chosen one (no
     ``PREFECT_API_URL`` in the environment or the Prefect profile) and ephemeral mode is
     allowed; point this process's Prefect settings at it. See `polyaxon_prefect.prefect._server`.
+    Then settle what dead sessions left on that database (`recover_stale_sessions`).
     """
     from prefect.settings import get_current_settings
 
+    from polyaxon_prefect.runtime._session import (
+        current_session,
+        database_target,
+        recover_stale_sessions,
+    )
+
     settings = get_current_settings()
-    if settings.api.url or not settings.server.ephemeral.enabled:
+    chosen = str(settings.api.url).rstrip("/") if settings.api.url else None
+    target = chosen or database_target()
+    current_session().set_target(target)
+    if chosen or not settings.server.ephemeral.enabled:
+        if chosen:
+            recover_stale_sessions(chosen, target)
         return None
     from prefect.context import refresh_global_settings_context
 
@@ -185,6 +197,7 @@ def _use_local_server() -> LocalServerT | None:
     server = start_local_server(notify=lambda line: print(line, file=sys.stderr, flush=True))
     os.environ["PREFECT_API_URL"] = server.api_url
     refresh_global_settings_context()
+    recover_stale_sessions(server.api_url, target)
     return server
 
 

@@ -127,7 +127,7 @@ def _crash(api: str, kind: str, run_id: str) -> None:
     _post(f"{api}/{kind}/{run_id}/set_state", {"state": state, "force": True})
 
 
-def _mark_crashed(api: str, flow_runs: list[str]) -> None:
+def mark_crashed(api: str, flow_runs: list[str]) -> None:
     """Crash the flow runs (and their task runs and child flow runs) that are not final."""
     if not flow_runs:
         return
@@ -178,7 +178,7 @@ def main(argv: list[str]) -> int:
     _stop_groups(groups)
     if api:
         with contextlib.suppress(Exception):
-            _mark_crashed(api, flow_runs[-200:])
+            mark_crashed(api, flow_runs[-200:])
     if session:
         _stop_pids([p for p in _session_pids(session) if _group_of(p) not in servers])
     _stop_groups(servers)

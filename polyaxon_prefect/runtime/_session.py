@@ -6,6 +6,10 @@ starts (the local Prefect server, jobs, their children, replicas) inherits it, a
 reaper (`polyaxon_prefect.runtime._reaper`), which stops all of them and marks the session's
 flow runs crashed when this process ends without doing so itself, SIGKILL included.
 
+Should the reaper die with the process (a machine-wide OOM kill, ``kill -9`` of both), a journal
+under ``<artifacts root>/.sessions/`` still names the session's flow runs: the next run of the
+CLI on the same Prefect database marks those of dead sessions crashed (`recover_stale_sessions`).
+
 The session also carries the stop request of an interrupted run (`request_stop`): the signal
 handler of the CLI sets it, and every wait loop of a run (a job's process, a DAG's scheduler,
 a sweep's trials) treats it as a cancellation, so an interrupted run ends ``stopped`` with its
@@ -14,6 +18,7 @@ processes stopped and its flow runs final.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import subprocess
@@ -23,12 +28,14 @@ import uuid
 from pathlib import Path
 from typing import IO
 
-from polyaxon_prefect.runtime._reaper import SESSION_ENV
+from polyaxon_prefect.runtime._context import resolve_artifacts_root
+from polyaxon_prefect.runtime._reaper import SESSION_ENV, mark_crashed
 
 __all__ = [
     "SESSION_ENV",
     "Session",
     "current_session",
+    "recover_stale_sessions",
     "request_stop",
     "stop_reason",
     "stop_requested",
@@ -47,6 +54,8 @@ class Session:
         self._pipe: IO[str] | None = None
         self._reaper: subprocess.Popen[str] | None = None
         os.environ[SESSION_ENV] = self.id
+        self._journal: Path | None = None
+        self._target: str | None = None
         self._start_reaper()
 
     def _start_reaper(self) -> None:
@@ -92,9 +101,34 @@ class Session:
     def track_api(self, api_url: str) -> None:
         self._send(f"api {api_url}")
 
+    def set_target(self, target: str) -> None:
+        """Which Prefect database this session's flow runs live in (see `database_target`)."""
+        self._target = target
+
     def track_flow_run(self, flow_run_id: object) -> None:
         """A flow run to mark crashed if this process dies before it is final."""
         self._send(f"flow-run {flow_run_id}")
+        self._write_journal(f"flow-run {flow_run_id}")
+
+    def _write_journal(self, line: str) -> None:
+        with self._lock:
+            try:
+                if self._journal is None:
+                    directory = journal_dir()
+                    directory.mkdir(parents=True, exist_ok=True)
+                    self._journal = directory / f"{self.id}.journal"
+                    header = f"pid {self.pid}\ntarget {self._target or database_target()}\n"
+                    self._journal.write_text(header, encoding="utf-8")
+                    atexit.register(self._remove_journal)
+                with self._journal.open("a", encoding="utf-8") as handle:
+                    handle.write(line + "\n")
+            except OSError:  # the journal is a second line of defence only
+                pass
+
+    def _remove_journal(self) -> None:
+        if self._journal is not None:
+            with contextlib.suppress(OSError):
+                self._journal.unlink()
 
     def close(self) -> None:
         """End the session normally: the reaper checks once more, then exits."""
@@ -103,6 +137,61 @@ class Session:
         if pipe is not None:
             with contextlib.suppress(OSError, ValueError):
                 pipe.close()
+        self._remove_journal()
+
+
+def journal_dir() -> Path:
+    return resolve_artifacts_root() / ".sessions"
+
+
+def database_target() -> str:
+    """The Prefect database a process talks to: the API URL the user chose, else the local
+    database of ``PREFECT_HOME`` (a local server gets a new port on every run)."""
+    chosen = os.environ.get("PREFECT_API_URL")
+    if chosen:
+        return chosen.rstrip("/")
+    home = os.environ.get("PREFECT_HOME") or "~/.prefect"
+    return "home:" + str(Path(home).expanduser().resolve())
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def recover_stale_sessions(api_url: str, target: str) -> int:
+    """Mark crashed the unfinished flow runs of dead sessions on the same database ``target``
+    (their process and reaper are gone); returns how many journals were settled."""
+    settled = 0
+    directory = journal_dir()
+    if not directory.is_dir():
+        return 0
+    for journal in directory.glob("*.journal"):
+        try:
+            lines = journal.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            continue
+        fields = [line.partition(" ") for line in lines]
+        values: dict[str, list[str]] = {}
+        for key, _, value in fields:
+            values.setdefault(key, []).append(value)
+        try:
+            pid = int(values.get("pid", ["0"])[0])
+        except ValueError:
+            continue
+        if pid == os.getpid() or _alive(pid) or values.get("target", [""])[0] != target:
+            continue
+        with contextlib.suppress(Exception):
+            mark_crashed(api_url.rstrip("/"), values.get("flow-run", [])[-200:])
+        with contextlib.suppress(OSError):
+            journal.unlink()
+        settled += 1
+    return settled
 
 
 _SESSION: Session | None = None

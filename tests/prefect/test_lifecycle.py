@@ -341,3 +341,58 @@ def test_100_mb_of_output_keeps_memory_bounded_and_the_full_log(
         lines = sum(1 for _ in handle)
     assert lines == 1_050_001
     assert "output lines not shown here" in err and str(log) in err
+
+
+# ----------------------------------------------------------------------------- a dead reaper
+
+
+def _session_of(mark: str) -> str:
+    """The session id, read from a job process of the run (the CLI sets it after its start, so
+    its own /proc environ does not show it)."""
+    prefix = b"POLYAXON_PREFECT_SESSION="
+    for pid in run_processes(mark):
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        found = [e[len(prefix) :].decode() for e in environ if e.startswith(prefix)]
+        if found:
+            return found[0]
+    raise AssertionError("no process of the run carries the session")
+
+
+def test_the_next_run_marks_a_run_crashed_whose_process_and_reaper_were_killed(
+    tmp_path: Path, prefect_server: str, api: Any
+):
+    flags = tmp_path / "flags"
+    flags.mkdir()
+    env = base_env(tmp_path, prefect_server)
+    mark = uuid.uuid4().hex
+    cli = start_cli(
+        ["-f", str(job_file(tmp_path, "lifecycle-orphan", started_then_sleep(flags)))],
+        env=env,
+        mark=mark,
+    )
+    assert wait_until(lambda: any(flags.iterdir()), 90)
+    session = _session_of(mark)
+    reapers = [
+        int(entry.name)
+        for entry in Path("/proc").iterdir()
+        if entry.name.isdigit()
+        and session.encode() in (entry / "cmdline").read_bytes()
+        and b"_reaper.py" in (entry / "cmdline").read_bytes()
+    ]
+    assert len(reapers) == 1
+    os.kill(reapers[0], signal.SIGKILL)  # the reaper first, then the CLI: nobody cleans up
+    cli.kill()
+    cli.wait()
+    for pid in run_processes(mark):
+        os.kill(pid, signal.SIGKILL)
+    journals = list((tmp_path / "artifacts" / ".sessions").glob("*.journal"))
+    assert len(journals) == 1
+    flow_run_id = journals[0].read_text().split("flow-run ")[1].split()[0]
+    assert api.flow_run(flow_run_id).state.type == StateType.RUNNING
+
+    noop = job_file(tmp_path, "lifecycle-next", "pass")
+    done = subprocess.run([*CLI, "-f", str(noop)], env=env, capture_output=True, timeout=120)
+
+    assert done.returncode == 0, done.stderr
+    assert api.flow_run(flow_run_id).state.type == StateType.CRASHED
+    assert not list((tmp_path / "artifacts" / ".sessions").glob("*.journal"))
