@@ -104,6 +104,9 @@ class LoadedPolyaxonfile:
     files: tuple[str, ...]
     legacy_notes: tuple[str, ...] = ()
     warnings: tuple[Problem, ...] = ()
+    given_params: frozenset[str] = frozenset()
+    """Params whose values the caller gave (``-P``, ``params=``): data, never rendered as
+    templates, unlike a ``{{ }}`` value written in the file."""
 
     @property
     def component(self) -> Any:
@@ -573,4 +576,5 @@ def load_polyaxonfile(
         files=tuple(dict.fromkeys(loader.files)),
         legacy_notes=tuple(loader.notes),
         warnings=tuple(_sorted(loader.warnings)),
+        given_params=frozenset(cli_params),
     )

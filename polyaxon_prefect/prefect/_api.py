@@ -19,6 +19,7 @@ from polyaxon_prefect.exceptions import PolyaxonfileError
 from polyaxon_prefect.loading._load import LoadedPolyaxonfile, load_polyaxonfile
 from polyaxon_prefect.runtime._connections import Connection, load_connections
 from polyaxon_prefect.runtime._job import PreparedJob, prepare_job
+from polyaxon_prefect.runtime._masking import mask_value
 from polyaxon_prefect.runtime._session import current_session
 
 __all__ = ["RunResult", "run", "run_job", "run_loaded", "to_flow"]
@@ -85,7 +86,10 @@ class RunResult:
                 del data[key]
         if not data["reason"]:
             del data["reason"]
-        return data
+        # For people and files: secrets and URL credentials masked. The attributes keep the
+        # values the ops produced (data, as passed between ops).
+        masked: dict[str, Any] = mask_value(data)
+        return masked
 
 
 def _connections(value: ConnectionsArg) -> dict[str, Connection]:

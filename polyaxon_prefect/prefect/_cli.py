@@ -120,6 +120,9 @@ def _invalid(error: PolyaxonPrefectError, *, as_json: bool) -> int:
 
 
 def _summary(result: Any) -> None:
+    from polyaxon_prefect.runtime._masking import mask_text, mask_value
+
+    result = _Masked(mask_value(result.to_dict()), result.cached, mask_text(result.message or ""))
     print(f"status: {result.status}")
     print(f"op: {result.name} (run {result.uuid})")
     if result.outputs:
@@ -141,6 +144,17 @@ def _summary(result: Any) -> None:
         print(f"run directory: {result.artifacts_path}")
     if result.flow_run_id:
         print(f"prefect flow run: {result.flow_run_id}")
+
+
+class _Masked:
+    """A result as shown to people (`RunResult.to_dict`, masked), read like a `RunResult`."""
+
+    def __init__(self, data: dict[str, Any], cached: bool, message: str) -> None:
+        self.__dict__.update(data)
+        self.cached = cached
+        self.message = message
+        self.ops = data.get("ops")
+        self.reason = data.get("reason", "")
 
 
 @contextlib.contextmanager

@@ -55,6 +55,7 @@ from polyaxon_prefect.prefect._job import (
 from polyaxon_prefect.runtime._context import RunContext, resolve_artifacts_root
 from polyaxon_prefect.runtime._job import PreparedJob, _merge_params, _project_name, prepare_job
 from polyaxon_prefect.runtime._kind import op_kind
+from polyaxon_prefect.runtime._masking import mask_text
 from polyaxon_prefect.runtime._session import stop_reason, stop_requested
 
 __all__ = ["dag_final_status", "run_dag_in_flow", "stop_op"]
@@ -652,7 +653,7 @@ def _ops_table(scheduler: _Scheduler) -> dict[str, dict[str, Any]]:
 
 
 def _cell(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")[:200]
+    return mask_text(str(text)).replace("|", "\\|").replace("\n", " ")[:200]
 
 
 def dag_markdown(

@@ -48,7 +48,7 @@ from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.prefect._settings import install_log_filter
 from polyaxon_prefect.runtime._cache import CacheHit, RunCache
 from polyaxon_prefect.runtime._job import JobResult, PreparedJob, execute_job, prepare_job
-from polyaxon_prefect.runtime._process import mask_secrets
+from polyaxon_prefect.runtime._masking import mask_text, mask_value
 from polyaxon_prefect.runtime._session import current_session
 
 __all__ = [
@@ -169,8 +169,8 @@ def _cache_store(job: PreparedJob, payload: dict[str, Any]) -> None:
         RunCache.under(job.context.artifacts_root).store(
             job.cache_key,
             uuid=payload["uuid"],
-            outputs=payload["outputs"],
-            metrics=payload["metrics"],
+            outputs=payload["outputs"],  # data for the ops downstream of a hit: not masked
+            metrics=mask_value(payload["metrics"], job.secrets),
             artifacts_path=payload["artifacts_path"],
         )
     except OSError as exc:  # a cache is an optimisation: never fail the op for it
@@ -189,7 +189,7 @@ def _failure_message(job: PreparedJob, result: JobResult) -> str:
     for problem in result.problems:
         if getattr(problem, "message", str(problem)) not in message:
             message += f"\n{problem.format() if hasattr(problem, 'format') else problem}"
-    return mask_secrets(message or f"job `{job.op_name}` failed", job.secrets)
+    return mask_text(message or f"job `{job.op_name}` failed", job.secrets)
 
 
 def _execute(
@@ -226,7 +226,7 @@ def _execute(
     try:
         result = execute_job(job, on_line=on_line, cancel_event=cancel_event)
     except PolyaxonPrefectError as exc:  # command not found, bad outputs file, ...
-        return Failed(message=mask_secrets(str(exc), job.secrets))
+        return Failed(message=mask_text(str(exc), job.secrets))
     if result.status == "succeeded":
         payload = _payload(job, result)
         _cache_store(job, payload)
@@ -323,7 +323,7 @@ def _ephemeral_api_url() -> str | None:
 
 def _cell(value: Any, secrets: tuple[str, ...]) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
-    return mask_secrets(text, secrets)
+    return mask_text(text, secrets)
 
 
 def _table_artifact(job: PreparedJob, outcome: OpOutcome) -> None:

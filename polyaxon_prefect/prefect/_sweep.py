@@ -68,6 +68,7 @@ from polyaxon_prefect.prefect._trials import (
 )
 from polyaxon_prefect.runtime._context import create_run_context
 from polyaxon_prefect.runtime._kind import op_kind
+from polyaxon_prefect.runtime._masking import mask_value
 from polyaxon_prefect.runtime._session import stop_reason, stop_requested
 from polyaxon_prefect.search._stopping import RunSummary, check_early_stopping
 from polyaxon_prefect.specs._params import Param
@@ -489,6 +490,8 @@ class _Sweep:
             row["uuid"] = record.uuid
             rows.append(row)
         slug = _slug(self.request.op_name)
+        rows = mask_value(rows)
+        best = mask_value(best)
         with contextlib.suppress(Exception):
             create_table_artifact(
                 rows or [{"rank": None, "trial": None}],

@@ -47,7 +47,7 @@ from polyaxon_prefect.prefect._job import (
     state_for_status,
 )
 from polyaxon_prefect.prefect._settings import local_run_settings
-from polyaxon_prefect.runtime._process import mask_secrets
+from polyaxon_prefect.runtime._masking import mask_text
 
 if TYPE_CHECKING:
     from polyaxon_prefect.prefect._dispatch import OpRequest
@@ -115,7 +115,7 @@ def _execute_with_retries(
         try:
             result = execute_job(job, on_line=on_line, cancel_event=cancel_event)
         except PolyaxonPrefectError as exc:
-            message = mask_secrets(str(exc), job.secrets)
+            message = mask_text(str(exc), job.secrets)
             return TrialResult("failed", uuid=job.context.uuid, message=message)
         if result.status in ("succeeded", "skipped", "stopped"):
             break

@@ -245,7 +245,7 @@ def load_connections(path: str | os.PathLike[str] | None = None) -> dict[str, Co
         return {}
     file = str(resolved)
     try:
-        text = resolved.read_text(encoding="utf-8")
+        text = _read_text(resolved)
     except OSError as exc:
         source = "given" if path is not None else f"set in ${ENV_CONNECTIONS}"
         raise ConnectionsError(
@@ -257,6 +257,8 @@ def load_connections(path: str | os.PathLike[str] | None = None) -> dict[str, Co
                 )
             ]
         ) from exc
+    except _NotText as exc:
+        raise ConnectionsError([exc.problem]) from None
     try:
         doc = parse_yaml(text, file=file)
     except PolyaxonfileError as exc:  # bad YAML: same located problems, our error type
@@ -304,10 +306,40 @@ def resolve_secrets_dir(value: str | os.PathLike[str] | None = None) -> Path:
     return Path(raw).expanduser()
 
 
+class _NotText(Exception):
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(problem.message)
+        self.problem = problem
+
+
+def _read_text(path: Path) -> str:
+    """A UTF-8 text file; a file that is not one is a located problem, not a traceback."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise _NotText(
+            Problem(
+                f"{path.name} is not a UTF-8 text file (byte 0x{data[exc.start]:02x})",
+                rule="file_encoding",
+                file=str(path),
+                line=line,
+                column=column,
+                hint="save the file as UTF-8",
+            )
+        ) from None
+
+
 def read_dotenv(path: Path) -> dict[str, str]:
     """``KEY=value`` lines (``export`` prefix, ``#`` comments and matching quotes allowed)."""
     values: dict[str, str] = {}
-    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    try:
+        text = _read_text(path)
+    except _NotText as exc:
+        raise ConnectionsError([exc.problem]) from None
+    for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue

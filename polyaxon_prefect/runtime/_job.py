@@ -23,6 +23,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem, UnsupportedFeatureError
+from polyaxon_prefect.loading._render import _ENV as _TEMPLATE_ENV
 from polyaxon_prefect.loading._render import (
     ParamValue,
     TemplateError,
@@ -51,8 +53,15 @@ from polyaxon_prefect.runtime._connections import (
 )
 from polyaxon_prefect.runtime._context import RunContext, project_uuid, resolve_artifacts_root
 from polyaxon_prefect.runtime._errors import OutputsError, ProcessStartError
+from polyaxon_prefect.runtime._masking import (
+    mask_text,
+    mask_value,
+    redact_url_credentials,
+    remember_secrets,
+    url_credentials,
+)
 from polyaxon_prefect.runtime._outputs import read_metrics, read_outputs, validate_outputs
-from polyaxon_prefect.runtime._process import ProcessResult, mask_secrets, run_process
+from polyaxon_prefect.runtime._process import ProcessResult, run_process
 from polyaxon_prefect.tracking import METRICS_FILE, OUTPUTS_FILE
 
 if TYPE_CHECKING:
@@ -108,10 +117,13 @@ class InitStep:
     dest: Path
     connection: str | None = None
     argv: tuple[str, ...] = ()
+    explicit_dest: bool = False
+    """``dest`` is an absolute ``path`` the user named (it may lie outside the run's context)."""
 
     def describe(self) -> str:
+        url = getattr(self.spec, "url", None)
         what = {
-            "git": lambda: f"git clone of {getattr(self.spec, 'url', None) or self.connection}",
+            "git": lambda: f"git clone of {redact_url_credentials(url or '') or self.connection}",
             "file": lambda: f"file {getattr(self.spec, 'filename', None) or 'file'}",
             "dockerfile": lambda: "dockerfile",
             "paths": lambda: "paths copy",
@@ -262,13 +274,48 @@ def _param_values(
     return out
 
 
+def _written_templates(component: Any, operation: Any, given: frozenset[str]) -> dict[str, Any]:
+    """The param values written as templates in the Polyaxonfile, by name: a literal param's
+    value or an input's default (``{{ globals.run_outputs_path }}/model``).
+
+    Only these are rendered. A value given by the caller (``-P``), read by a ref, produced by
+    an upstream op or suggested by a sweep is data: ``{{`` in it arrives as written.
+    """
+    op_params = operation.params or {}
+    written: dict[str, Any] = {}
+    for io in component.ios:
+        param = op_params.get(io.name)
+        if param is None:
+            value = io.value
+        elif param.is_ref or io.name in given:
+            continue
+        else:
+            value = param.value
+        if _has_template(value):
+            written[io.name] = value
+    for name, param in op_params.items():
+        if name in written or component.get_io(name) is not None or name in given:
+            continue
+        if not param.is_ref and _has_template(param.value):
+            written[name] = param.value
+    return written
+
+
 def _render_params(
-    params: dict[str, ParamValue], values: dict[str, Any], globals_: dict[str, Any]
-) -> None:
-    """Render param values that are themselves templates (``{{ globals.artifacts_path }}/x``)."""
-    templated = [name for name, param in params.items() if _has_template(param.value)]
+    params: dict[str, ParamValue],
+    values: dict[str, Any],
+    globals_: dict[str, Any],
+    written: Mapping[str, Any],
+) -> set[str]:
+    """Render the param values written as templates (`_written_templates`) that are still the
+    ones in use (an override replaces them with data); return the names rendered."""
+    templated = [
+        name
+        for name, param in params.items()
+        if name in written and _has_template(param.value) and param.value == written[name]
+    ]
     if not templated:
-        return
+        return set()
     context = build_context(params, globals=globals_)
     problems = _Problems()
     for name in templated:
@@ -282,6 +329,37 @@ def _render_params(
         params[name] = ParamValue(
             rendered, param.type, param.is_flag, param.arg_format, param.connection
         )
+    if problems.items:
+        raise PolyaxonfileError(problems.items)
+    return set(templated)
+
+
+def _check_data_values(
+    component: Any, params: Mapping[str, ParamValue], rendered: set[str]
+) -> None:
+    """Type the values that hold ``{{`` but are data (not rendered): typing skipped them as
+    "rendered later", and a ``{{ 7*7 }}`` given for an ``int`` input is no integer."""
+    from polyaxon_prefect.specs._io import check_validation
+    from polyaxon_prefect.specs._types import parse_value
+
+    problems = _Problems()
+    for name, param in params.items():
+        io = component.get_io(name)
+        if name in rendered or io is None or not io.type or not _has_template(param.value):
+            continue
+        try:
+            parsed = parse_value(io.type, param.value, is_list=io.is_list is True)
+            errors = check_validation(io.effective_validation, parsed)
+        except ValueError as exc:
+            errors = [str(exc)]
+        if errors:
+            problems.add(
+                f"param `{name}`: " + "; ".join(errors),
+                "param_type",
+                ("params", name, "value"),
+                hint="a value given with -P, read by a ref or produced by an op is data: "
+                "`{{ }}` in it is not rendered",
+            )
     if problems.items:
         raise PolyaxonfileError(problems.items)
 
@@ -305,10 +383,45 @@ def _render_text_value(value: Any, context: Mapping[str, Any]) -> str:
     return _render_text(value, context)
 
 
+_SINGLE_EXPRESSION = re.compile(
+    r"^\s*\{\{(?P<expr>(?:(?!\{\{|\}\}|\{%|%\}|\{#).)*)\}\}\s*$", re.DOTALL
+)
+
+
+_TEXT = object()  # `_expression_value`: the template is not a single expression
+
+
+def _expression_value(template: str, context: Mapping[str, Any]) -> Any:
+    """The value (not the text) of a template that is one ``{{ expression }}``, else `_TEXT`.
+
+    Only called after the template rendered as text, so it cannot fail in a new way; if it
+    does anyway, the text is what counts.
+    """
+    match = _SINGLE_EXPRESSION.match(template)
+    if match is None:
+        return _TEXT
+    try:
+        expression = _TEMPLATE_ENV.compile_expression(match["expr"], undefined_to_none=False)
+        return expression(**context)
+    except Exception:
+        return _TEXT
+
+
+def _as_args(value: list[Any]) -> list[str]:
+    return [item if isinstance(item, str) else as_str(item) for item in value]
+
+
 def _render_argv(
     items: Any, context: Mapping[str, Any], path: PathT, problems: _Problems
 ) -> list[str]:
-    """Render ``command``/``args``: each element one argument; a list result is spliced in."""
+    """Render ``command``/``args``: each element one argument, whatever its value holds.
+
+    A list becomes several arguments only where it is one: an element that is a single
+    ``{{ expression }}`` whose value is a list (``{{ params.as_args }}``, a list-typed input),
+    or a template standing for the whole list (``args: "['-v', '{{ x }}']"``). Text that only
+    *looks* like a list (a ``str`` param given as ``"['--evil', 'x']"``) stays one argument:
+    rendered text is never read back as a list of arguments.
+    """
     if items is None:
         return []
     if isinstance(items, str):  # a template for the whole list: `args: "{{ params.as_args }}"`
@@ -319,7 +432,9 @@ def _render_argv(
             return []
         value = _read_literal(text)
         if isinstance(value, list):
-            return [item if isinstance(item, str) else as_str(item) for item in value]
+            native = _expression_value(items, context)
+            if native is _TEXT or isinstance(native, list | tuple):
+                return _as_args(value if native is _TEXT else list(native))
         return [text] if text.strip() else []
     argv: list[str] = []
     for index, item in enumerate(items):
@@ -331,9 +446,9 @@ def _render_argv(
         except TemplateError as exc:
             problems.template(exc, (*path, index))
             continue
-        value = _read_literal(text)
-        if isinstance(value, list):
-            argv.extend(v if isinstance(v, str) else as_str(v) for v in value)
+        native = _expression_value(item, context) if isinstance(_read_literal(text), list) else None
+        if isinstance(native, list | tuple):
+            argv.extend(_as_args(list(native)))
         else:
             argv.append(text)
     return argv
@@ -474,6 +589,7 @@ def _init_steps(
             if entry.path
             else run_context.artifacts_path
         )
+        explicit = _is_explicit(entry.path)
         source = entry.source
         if source in ("tensorboard", "lineage_ref", "model_ref", "artifact_ref"):
             problems.add(
@@ -496,14 +612,29 @@ def _init_steps(
                 continue
             steps.append(
                 InitStep(
-                    index, "container", container, dest, entry.connection, tuple(_python(argv))
+                    index,
+                    "container",
+                    container,
+                    dest,
+                    entry.connection,
+                    tuple(_python(argv)),
+                    explicit_dest=explicit,
                 )
             )
             continue
         if source is None:
             steps.append(InitStep(index, "connection", None, dest, entry.connection))
             continue
-        steps.append(InitStep(index, source, getattr(entry, source), dest, entry.connection))
+        steps.append(
+            InitStep(
+                index,
+                source,
+                getattr(entry, source),
+                dest,
+                entry.connection,
+                explicit_dest=explicit,
+            )
+        )
     return steps
 
 
@@ -635,16 +766,22 @@ def _locate(problems: list[Problem], loaded: Any) -> list[Problem]:
     return located
 
 
-def _mask_value(value: Any, secrets: Sequence[str]) -> Any:
-    if not secrets:
-        return value
-    if isinstance(value, str):
-        return mask_secrets(value, secrets)
-    if isinstance(value, dict):
-        return {k: _mask_value(v, secrets) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_mask_value(v, secrets) for v in value]
-    return value
+def _with_url_credentials(secrets: tuple[str, ...], *values: Any) -> tuple[str, ...]:
+    found: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            if "://" in value and "@" in value:
+                found.extend(url_credentials(value))
+        elif isinstance(value, Mapping):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list | tuple):
+            for item in value:
+                walk(item)
+
+    walk(values)
+    return tuple(dict.fromkeys([*secrets, *found]))
 
 
 def prepare_job(
@@ -717,7 +854,9 @@ def prepare_job(
         )
     globals_ = run_context.globals_dict()
     param_values = _param_values(component, operation, values)
-    _render_params(param_values, values, globals_)
+    written = _written_templates(component, operation, getattr(loaded, "given_params", frozenset()))
+    rendered = _render_params(param_values, values, globals_, written)
+    _check_data_values(component, param_values, rendered)
 
     problems = _Problems()
     base_context = build_context(param_values, globals=globals_)
@@ -879,6 +1018,15 @@ def prepare_job(
         if to_env and value is not None:
             env[to_env] = as_str(value.to_dict() if hasattr(value, "to_dict") else value)
     env.update(conn_env)
+    # Credentials written into a URL (a git init step's, a connection's, a param's) are
+    # secrets too: masked wherever they appear, in this job's lines and in this process.
+    secrets = _with_url_credentials(
+        secrets,
+        [getattr(step.spec, "url", None) for step in steps if step.kind == "git"],
+        [dict(conn.schema_ or {}) for conn in used],
+        _jsonable_params(values),
+    )
+    remember_secrets(secrets)
 
     timeout = getattr(termination, "timeout", None)
     max_retries = getattr(termination, "max_retries", None)
@@ -906,7 +1054,7 @@ def prepare_job(
         ttl=getattr(termination, "ttl", None),
         cache_key=cache_key,
         cache_ttl=getattr(cache, "ttl", None) if cache_on else None,
-        params=_mask_value(_jsonable_params(set_values), secrets),
+        params=mask_value(_jsonable_params(set_values), secrets),
         outputs=list(component.outputs or []),
         context=run_context,
         is_build=is_build,
@@ -935,16 +1083,61 @@ class _InitError(Exception):
     """An init step failed; the message names the step and the cause."""
 
 
-def _fresh_dir(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    elif path.exists() or path.is_symlink():
-        path.unlink()
+def _is_within(path: Path, root: Path) -> bool:
+    return path == root or path.is_relative_to(root)
+
+
+def _writable_target(target: Path, ctx: RunContext, *, explicit: bool) -> Path:
+    """Where an init step may write ``target``, resolved (symlinks and ``..`` included).
+
+    Inside the run's context directory anything goes: the run made it. Outside, only a path the
+    user named explicitly as absolute is accepted, and never over something that is already
+    there (a non-empty directory, or a file), since the run did not create it.
+    """
+    resolved = target.resolve()
+    root = ctx.context_path.resolve()
+    if _is_within(resolved, root):
+        return resolved
+    if not explicit:
+        raise _InitError(
+            f"{target} is outside the run's context directory {root}; init steps write only "
+            "there, or to an absolute `path` named explicitly"
+        )
+    if resolved.is_dir():
+        if any(resolved.iterdir()):
+            raise _InitError(
+                f"{resolved} already exists and is not empty; an init step never writes over "
+                "what the run did not create (choose an empty or new directory)"
+            )
+    elif resolved.exists():
+        raise _InitError(
+            f"{resolved} already exists; an init step never writes over what the run did not create"
+        )
+    return resolved
+
+
+def _is_explicit(value: str | None) -> bool:
+    """Whether a destination from the Polyaxonfile is an absolute path the user named (not a
+    ``/plx-context`` path, which maps into the run)."""
+    if not value or value == _CONTEXT_ROOT or value.startswith(_CONTEXT_ROOT + "/"):
+        return False
+    return Path(value).expanduser().is_absolute()
 
 
 def _repo_name(url: str) -> str:
+    """The directory a clone of ``url`` goes to: its last path segment without ``.git``.
+
+    A segment that names no directory of its own (``.``, ``..``: a URL ending in ``/..`` would
+    otherwise point at the parent of the destination) is refused, not guessed around.
+    """
     name = url.rstrip("/").split("/")[-1].split(":")[-1]
-    return name[: -len(".git")] if name.endswith(".git") else name or "repo"
+    name = name[: -len(".git")] if name.endswith(".git") else name
+    if name in ("", ".", "..") or "\x00" in name:
+        raise _InitError(
+            f"the repository url `{redact_url_credentials(url)}` does not end in a usable "
+            f"directory name (got `{name}`); end it with the repository's name"
+        )
+    return name
 
 
 def _git_url(url: str, base: Path) -> str:
@@ -971,29 +1164,38 @@ def _run_git(args: list[str], env: Mapping[str, str], cwd: Path, secrets: Sequen
     if proc.returncode != 0:
         tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
         raise _InitError(
-            mask_secrets(f"`git {args[0]}` exited with code {proc.returncode}: {tail}", secrets)
+            mask_text(f"`git {args[0]}` exited with code {proc.returncode}: {tail}", secrets)
         )
 
 
 def _init_git(step: InitStep, job: PreparedJob, base: Path) -> None:
+    """Clone into a temporary directory next to the destination, and move it in only once the
+    clone (and checkout) succeeded: a failing clone leaves the destination as it was."""
     spec = step.spec
     url = getattr(spec, "url", None)
     if not url and step.connection:
         url = job.env.get(connection_env_prefix(step.connection) + "URL")
     if not url:
         raise _InitError("no repository url (set `git.url`, or a connection with `schema.url`)")
-    dest = step.dest / _repo_name(url)
-    _fresh_dir(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    if spec.revision and spec.revision.startswith("-"):
+        raise _InitError(f"the revision `{spec.revision}` is not a commit, branch or tag name")
+    target = _writable_target(step.dest / _repo_name(url), job.context, explicit=step.explicit_dest)
+    target.parent.mkdir(parents=True, exist_ok=True)
     flags = list(spec.flags or []) if not isinstance(spec.flags, str) else []
     source = _git_url(url, base)
-    if spec.revision:
-        _run_git(["clone", *flags, source, str(dest)], job.env, dest.parent, job.secrets)
-        _run_git(["checkout", "--quiet", spec.revision], job.env, dest, job.secrets)
-    else:
-        _run_git(
-            ["clone", "--depth", "1", *flags, source, str(dest)], job.env, dest.parent, job.secrets
-        )
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.clone-", dir=target.parent))
+    try:
+        clone = staging / target.name
+        depth = [] if spec.revision else ["--depth", "1"]
+        _run_git(["clone", *depth, *flags, "--", source, str(clone)], job.env, staging, job.secrets)
+        if spec.revision:
+            _run_git(["checkout", "--quiet", spec.revision], job.env, clone, job.secrets)
+        if target.is_dir() and not target.is_symlink():
+            # inside the run's context (an earlier attempt's clone) or an empty directory
+            shutil.rmtree(target)
+        os.replace(clone, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _chmod(path: Path, mode: Any) -> None:
@@ -1011,9 +1213,21 @@ def _chmod(path: Path, mode: Any) -> None:
             raise _InitError(f"chmod `{text}` failed: {proc.stderr.strip()}")
 
 
-def _init_file(step: InitStep) -> None:
+def _named_file(step: InitStep, ctx: RunContext, filename: str) -> Path:
+    """The file an init ``file``/``dockerfile`` step writes: ``filename`` is a name inside the
+    step's directory, never a way out of it (``../../x`` is refused)."""
+    relative = Path(filename)
+    if relative.is_absolute() or ".." in relative.parts or not relative.parts:
+        raise _InitError(
+            f"`filename: {filename}` must be a relative name inside the step's directory; "
+            "set `path` to choose the directory"
+        )
+    return _writable_target(step.dest / relative, ctx, explicit=step.explicit_dest)
+
+
+def _init_file(step: InitStep, ctx: RunContext) -> None:
     spec = step.spec
-    target = step.dest / (spec.filename or "file")
+    target = _named_file(step, ctx, spec.filename or "file")
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(spec.content, encoding="utf-8")
     if spec.chmod:
@@ -1064,7 +1278,12 @@ def _copy_items(
     """Copy each ``src`` or ``[src, dst]`` into the step's directory (``dst`` relative to it)."""
     for src, dst in _pairs(items):
         source = _find_source(src, roots)
-        target = step.dest / source.name if dst is None else _as_path(dst, ctx, step.dest)
+        if dst is None:
+            target = _writable_target(step.dest / source.name, ctx, explicit=step.explicit_dest)
+        else:
+            relative = not Path(dst).is_absolute() and ".." not in Path(dst).parts
+            explicit = _is_explicit(dst) or (step.explicit_dest and relative)
+            target = _writable_target(_as_path(dst, ctx, step.dest), ctx, explicit=explicit)
         _copy(source, target, want_dir=want_dir)
 
 
@@ -1121,8 +1340,8 @@ def render_dockerfile(spec: Any) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _init_dockerfile(step: InitStep) -> None:
-    target = step.dest / (step.spec.filename or "Dockerfile")
+def _init_dockerfile(step: InitStep, ctx: RunContext) -> None:
+    target = _named_file(step, ctx, step.spec.filename or "Dockerfile")
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(render_dockerfile(step.spec), encoding="utf-8")
 
@@ -1140,9 +1359,9 @@ def _run_init(
             if step.kind == "git":
                 _init_git(step, job, base)
             elif step.kind == "file":
-                _init_file(step)
+                _init_file(step, ctx)
             elif step.kind == "dockerfile":
-                _init_dockerfile(step)
+                _init_dockerfile(step, ctx)
             elif step.kind == "paths":
                 _copy_items(step.spec, step, ctx, roots, None)
             elif step.kind == "artifacts":
@@ -1229,7 +1448,9 @@ def execute_job(
     exist, a non-zero exit, a timeout or invalid outputs all come back as a `JobResult` with
     status ``failed`` (``stopped`` when ``cancel_event`` was set, ``skipped`` for a build op
     prepared with ``skip_builds``) and a message a user can act on. Secrets are masked in
-    every line given to ``on_line``, in the message and in string outputs.
+    every line given to ``on_line`` and in the message; outputs and metrics are the values
+    the job produced, unmasked, because they are data for the ops downstream: whoever shows
+    them to people masks them (`polyaxon_prefect.runtime._masking.mask_value`).
 
     Each call is one attempt: outputs left by an earlier attempt in the same run directory are
     removed first, so a retry never reports stale values.
@@ -1252,14 +1473,14 @@ def execute_job(
         _run_init(job, on_line, cancel_event)
     except _InitError as exc:
         _finish_ttl(job)
-        return JobResult("failed", {}, {}, mask_secrets(str(exc), secrets), None)
+        return JobResult("failed", {}, {}, mask_text(str(exc), secrets), None)
     except OSError as exc:
         _finish_ttl(job)
         return JobResult(
             "failed",
             {},
             {},
-            mask_secrets(f"cannot prepare the run directory: {exc}", secrets),
+            mask_text(f"cannot prepare the run directory: {exc}", secrets),
             None,
         )
     if cancel_event is not None and cancel_event.is_set():
@@ -1279,7 +1500,7 @@ def execute_job(
         )
     except ProcessStartError as exc:
         _finish_ttl(job)
-        return JobResult("failed", {}, {}, mask_secrets(str(exc), secrets), None)
+        return JobResult("failed", {}, {}, mask_text(str(exc), secrets), None)
 
     outputs_file = str(ctx.run_outputs_path / OUTPUTS_FILE)
     problems: list[Problem] = []
@@ -1308,9 +1529,9 @@ def execute_job(
     _finish_ttl(job)
     return JobResult(
         status=status,
-        outputs=_mask_value(outputs, secrets),
+        outputs=outputs,
         metrics=metrics,
-        message=mask_secrets(message, secrets),
+        message=mask_text(message, secrets),
         process=result,
         problems=problems,
     )

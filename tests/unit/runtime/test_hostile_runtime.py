@@ -1,0 +1,345 @@
+"""Hostile and careless input to the local runtime: one test per attack, real files, a real
+`git` and real processes. Each asserts the exact outcome: the untouched directory, the single
+argument, the value that arrives unrendered, the masked text."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from polyaxon_prefect.exceptions import PolyaxonfileError
+from polyaxon_prefect.loading._load import load_polyaxonfile
+from polyaxon_prefect.runtime._connections import ConnectionsError, load_connections, read_dotenv
+from polyaxon_prefect.runtime._context import RunContext
+from polyaxon_prefect.runtime._job import execute_job, prepare_job
+from polyaxon_prefect.runtime._masking import mask_text, mask_value
+
+PY = sys.executable
+ECHO_ARGV = "import json, sys; print('ARGV=' + json.dumps(sys.argv[1:]))"
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+
+def component(folder: Path, body: dict[str, Any], name: str = "hostile") -> Path:
+    spec = {"version": 1.1, "kind": "component", "name": name, **body}
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def job_with_init(folder: Path, init: list[dict[str, Any]]) -> Path:
+    return component(
+        folder,
+        {"run": {"kind": "job", "init": init, "container": {"command": [PY, "-c", "pass"]}}},
+    )
+
+
+def context(tmp_path: Path) -> RunContext:
+    return RunContext(
+        uuid="0" * 32, name="hostile", project_name="tests", artifacts_root=tmp_path / "runs"
+    ).make_dirs()
+
+
+def run(path: Path, tmp_path: Path, params: dict[str, str] | None = None) -> tuple[Any, list[str]]:
+    lines: list[str] = []
+    job = prepare_job(load_polyaxonfile(path, [], params or {}), run_context=context(tmp_path))
+    result = execute_job(job, on_line=lambda _stream, line: lines.append(line))
+    return result, lines
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def bare_repo(tmp_path: Path) -> Path:
+    work = tmp_path / "src"
+    work.mkdir()
+    (work / "train.py").write_text("print('hi')\n", encoding="utf-8")
+    git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q", str(work)], check=True)
+    subprocess.run([*git, "-C", str(work), "add", "."], check=True)
+    subprocess.run([*git, "-C", str(work), "commit", "-qm", "first"], check=True)
+    bare = tmp_path / "repo.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(work), str(bare)], check=True)
+    return bare
+
+
+def snapshot(folder: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(folder)): p.read_text() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
+
+
+# ----------------------------------------------------------------------------- 1: init git
+
+
+@needs_git
+def test_1_a_failing_clone_leaves_an_existing_directory_as_it_was(tmp_path: Path):
+    target = tmp_path / "checkout"
+    (target / "repo").mkdir(parents=True)
+    (target / "repo" / "precious.txt").write_text("keep me", encoding="utf-8")
+    before = snapshot(target)
+    url = f"http://127.0.0.1:{closed_port()}/repo"
+    path = job_with_init(tmp_path, [{"git": {"url": url}, "path": str(target)}])
+
+    result, _ = run(path, tmp_path)
+
+    assert result.status == "failed"
+    assert snapshot(target) == before
+
+
+@needs_git
+def test_1_a_url_ending_in_dotdot_is_refused_and_deletes_nothing(tmp_path: Path):
+    target = tmp_path / "area" / "checkout"
+    target.mkdir(parents=True)
+    (tmp_path / "area" / "sibling.txt").write_text("keep me", encoding="utf-8")
+    before = snapshot(tmp_path / "area")
+    path = job_with_init(
+        tmp_path, [{"git": {"url": f"http://127.0.0.1:{closed_port()}/x/.."}, "path": str(target)}]
+    )
+
+    result, _ = run(path, tmp_path)
+
+    assert result.status == "failed" and "usable directory name" in result.message
+    assert snapshot(tmp_path / "area") == before and target.is_dir()
+
+
+@needs_git
+def test_1_a_url_starting_with_a_dash_is_never_an_option(tmp_path: Path):
+    pwned = tmp_path / "pwned"
+    url = f"--upload-pack=touch {pwned}"
+    path = job_with_init(tmp_path, [{"git": {"url": url}}])
+
+    result, _ = run(path, tmp_path)
+
+    assert result.status == "failed"
+    assert not pwned.exists()
+
+
+@needs_git
+def test_1_a_clone_lands_in_the_run_and_a_relative_escape_is_refused(tmp_path: Path):
+    bare = bare_repo(tmp_path)
+    ok = job_with_init(tmp_path, [{"git": {"url": f"file://{bare}"}}])
+
+    result, _ = run(ok, tmp_path)
+
+    assert result.status == "succeeded", result.message
+    clones = list((tmp_path / "runs").rglob("repo/train.py"))
+    assert len(clones) == 1
+    escape = job_with_init(tmp_path, [{"git": {"url": f"file://{bare}"}, "path": "../../../out"}])
+    result, _ = run(escape, tmp_path)
+    assert result.status == "failed" and "outside the run's context directory" in result.message
+    assert not (tmp_path / "out").exists()
+
+
+@needs_git
+def test_1_an_explicit_absolute_destination_that_is_not_empty_is_refused(tmp_path: Path):
+    bare = bare_repo(tmp_path)
+    target = tmp_path / "mine"
+    (target / "repo").mkdir(parents=True)
+    (target / "repo" / "notes.txt").write_text("mine", encoding="utf-8")
+    path = job_with_init(tmp_path, [{"git": {"url": f"file://{bare}"}, "path": str(target)}])
+
+    result, _ = run(path, tmp_path)
+
+    assert result.status == "failed" and "not empty" in result.message
+    assert snapshot(target) == {"repo/notes.txt": "mine"}
+
+
+# ----------------------------------------------------------------------------- 2: init file
+
+
+def test_2_a_file_name_never_escapes_the_run(tmp_path: Path):
+    outside = tmp_path / "somewhere" / "x.txt"
+    path = job_with_init(
+        tmp_path, [{"file": {"filename": "../../../../somewhere/x.txt", "content": "evil"}}]
+    )
+
+    result, _ = run(path, tmp_path)
+
+    assert result.status == "failed" and "relative name inside" in result.message
+    assert not outside.exists()
+
+
+def test_2_paths_never_copy_out_of_the_run(tmp_path: Path):
+    source = tmp_path / "data.txt"
+    source.write_text("data", encoding="utf-8")
+    path = job_with_init(tmp_path, [{"paths": [[str(source), "../../../../stolen.txt"]]}])
+
+    result, _ = run(path, tmp_path)
+
+    assert result.status == "failed" and "outside the run's context directory" in result.message
+    assert not (tmp_path / "stolen.txt").exists()
+
+
+# ----------------------------------------------------------------------------- 3, 4: args
+
+
+def _argv(lines: list[str]) -> list[str]:
+    [line] = [line for line in lines if line.startswith("ARGV=")]
+    return list(json.loads(line[len("ARGV=") :]))
+
+
+def echo_component(tmp_path: Path, input_type: str = "str") -> Path:
+    return component(
+        tmp_path,
+        {
+            "inputs": [{"name": "msg", "type": input_type}],
+            "run": {"kind": "job", "container": {"command": [PY, "-c", ECHO_ARGV, "{{ msg }}"]}},
+        },
+        name=f"echo-{input_type}",
+    )
+
+
+def test_3_a_str_param_that_looks_like_a_list_is_one_argument(tmp_path: Path):
+    result, lines = run(echo_component(tmp_path), tmp_path, {"msg": "['--evil-flag', 'x']"})
+
+    assert result.status == "succeeded"
+    assert _argv(lines) == ["['--evil-flag', 'x']"]
+
+
+def test_3_a_list_param_still_becomes_several_arguments(tmp_path: Path):
+    result, lines = run(echo_component(tmp_path, "list"), tmp_path, {"msg": '["-a", "b"]'})
+
+    assert result.status == "succeeded"
+    assert _argv(lines) == ["-a", "b"]
+
+
+@pytest.mark.parametrize(
+    "value", ["{{ 7*7 }}", "{{ globals }}", "{% for i in range(3) %}x{% endfor %}"]
+)
+def test_4_a_value_given_with_p_is_data_never_a_template(tmp_path: Path, value: str):
+    result, lines = run(echo_component(tmp_path), tmp_path, {"msg": value})
+
+    assert result.status == "succeeded"
+    assert _argv(lines) == [value]
+
+
+def test_4_a_template_written_in_the_file_is_still_rendered(tmp_path: Path):
+    path = component(
+        tmp_path,
+        {
+            "inputs": [{"name": "msg", "type": "str", "value": "{{ 6 * 7 }}", "isOptional": True}],
+            "run": {"kind": "job", "container": {"command": [PY, "-c", ECHO_ARGV, "{{ msg }}"]}},
+        },
+    )
+
+    _result, lines = run(path, tmp_path)
+
+    assert _argv(lines) == ["42"]
+
+
+def test_4_a_templated_value_for_an_int_input_is_a_type_error(tmp_path: Path):
+    with pytest.raises(PolyaxonfileError, match="param `msg`"):
+        run(echo_component(tmp_path, "int"), tmp_path, {"msg": "{{ 7*7 }}"})
+
+
+# ----------------------------------------------------------------------------- 7, 8, 9: secrets
+
+
+def test_9_credentials_in_a_git_url_never_show(tmp_path: Path):
+    token = "ghp_TOKEN0123456789abcdef"
+    url = f"https://user:{token}@127.0.0.1:{closed_port()}/org/repo.git"
+    path = job_with_init(tmp_path, [{"git": {"url": url}}])
+
+    result, lines = run(path, tmp_path)
+
+    assert result.status == "failed"
+    assert token not in result.message and "***@127.0.0.1" in result.message
+    assert not [line for line in lines if token in line]
+
+
+def test_7_8_masking_is_for_people_the_values_stay_data():
+    secret = "hunter2-SECRET"
+    outputs = {"token": f"x-{secret}", "n": 3, "nested": [{"url": "https://u:p4ss@h/x"}]}
+
+    shown = mask_value(outputs, [secret])
+
+    assert shown == {"token": "x-***", "n": 3, "nested": [{"url": "https://***@h/x"}]}
+    assert outputs["token"] == f"x-{secret}"  # the data itself is untouched
+    assert mask_text(f"see {secret} at https://a:b@c/d", [secret]) == "see *** at https://***@c/d"
+
+
+def test_8_a_job_returns_its_real_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    secret = "s3cr3t-VALUE-777"
+    secrets_dir = tmp_path / "secrets"
+    secrets_dir.mkdir()
+    (secrets_dir / "creds.env").write_text(f"API_TOKEN={secret}\n", encoding="utf-8")
+    monkeypatch.setenv("POLYAXON_PREFECT_SECRETS_DIR", str(secrets_dir))
+    connections = tmp_path / "connections.yaml"
+    connections.write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "name": "api",
+                    "kind": "http",
+                    "schema": {"url": "https://x"},
+                    "secret": {"name": "creds"},
+                }
+            ]
+        ),
+        encoding="utf-8",
+    )
+    code = (
+        "import os; from polyaxon_prefect import tracking; "
+        "print('token is', os.environ['API_TOKEN']); "
+        "tracking.log_outputs(token=os.environ['API_TOKEN'])"
+    )
+    path = component(
+        tmp_path,
+        {
+            "outputs": [{"name": "token", "type": "str"}],
+            "run": {
+                "kind": "job",
+                "connections": ["api"],
+                "container": {"command": [PY, "-c", code]},
+            },
+        },
+    )
+    lines: list[str] = []
+    job = prepare_job(
+        load_polyaxonfile(path),
+        run_context=context(tmp_path),
+        connections=load_connections(connections),
+    )
+
+    result = execute_job(job, on_line=lambda _s, line: lines.append(line))
+
+    assert result.status == "succeeded"
+    assert result.outputs == {"token": secret}  # data for the ops downstream
+    assert "token is ***" in lines and not [line for line in lines if secret in line]
+    assert secret not in json.dumps(mask_value(result.outputs, job.secrets))
+
+
+# ----------------------------------------------------------------------------- 18: connections
+
+
+def test_18_a_non_utf8_connections_file_is_a_located_error(tmp_path: Path):
+    path = tmp_path / "connections.yaml"
+    path.write_bytes(b"- name: a\n  kind: http\n  description: caf\xe9\n")
+
+    with pytest.raises(ConnectionsError) as caught:
+        load_connections(path)
+
+    [problem] = caught.value.problems
+    assert problem.file == str(path) and problem.line == 3 and problem.rule == "file_encoding"
+
+
+def test_18_a_non_utf8_dotenv_is_a_located_error(tmp_path: Path):
+    path = tmp_path / "creds.env"
+    path.write_bytes(b"A=1\nB=\xff\xfe\n")
+
+    with pytest.raises(ConnectionsError) as caught:
+        read_dotenv(path)
+
+    [problem] = caught.value.problems
+    assert problem.line == 2 and "not a UTF-8 text file" in problem.message
