@@ -8,6 +8,7 @@ flow runs it leaves behind can be read back; the others start the CLI's own loca
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -57,7 +58,21 @@ def wait_until(predicate: Any, timeout: float, step: float = 0.1) -> bool:
     return bool(predicate())
 
 
+_MARKS: list[str] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_leftovers() -> Iterator[None]:
+    """Whatever a test asserts, none of its processes outlives it (a failed test included)."""
+    yield
+    while _MARKS:
+        for pid in run_processes(_MARKS.pop()):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
 def start_cli(args: list[str], *, env: dict[str, str], mark: str) -> subprocess.Popen[str]:
+    _MARKS.append(mark)
     return subprocess.Popen(
         [*CLI, *args],
         env={**env, MARK: mark},
@@ -312,7 +327,9 @@ def test_100_mb_of_output_keeps_memory_bounded_and_the_full_log(
         "for _ in range(105): sys.stdout.write(block)\nprint('the last line')\n"
     )
     path = job_file(tmp_path, "loud", code)
-    env = {**base_env(tmp_path, prefect_server), MARK: uuid.uuid4().hex}
+    mark = uuid.uuid4().hex
+    _MARKS.append(mark)
+    env = {**base_env(tmp_path, prefect_server), MARK: mark}
     out_file, err_file = tmp_path / "out", tmp_path / "err"
     with out_file.open("w") as out_handle, err_file.open("w") as err_handle:
         # Files, not pipes: a pipe nobody reads until the end would block the CLI's writes.
