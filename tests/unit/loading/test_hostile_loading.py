@@ -34,13 +34,24 @@ JOB = (
 def cli(
     *args: str, env: dict[str, str] | None = None, timeout: float = 30
 ) -> tuple[int, str, str, int]:
-    """Run the CLI in a child that reports its own peak RSS (KiB) on its last stderr line."""
+    """Run the CLI in a child that reports its own peak RSS (KiB) on its last stderr line
+    (Linux's /proc; elsewhere 0, and the memory bound is not checked)."""
+    # VmHWM, not ru_maxrss: Linux carries ru_maxrss across exec, so a child forked from a big
+    # pytest process would report the parent's size.
     code = (
-        "import resource, sys\n"
+        "import sys\n"
         "from polyaxon_prefect.cli import main\n"
+        "def hwm():\n"
+        "    import os\n"
+        "    if not os.path.exists('/proc/self/status'):\n"
+        "        return 0\n"
+        "    for line in open('/proc/self/status'):\n"
+        "        if line.startswith('VmHWM:'):\n"
+        "            return int(line.split()[1])\n"
+        "    return 0\n"
         "try:\n    rc = main(sys.argv[1:])\n"
         "finally:\n"
-        "    print('RSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+        "    print('RSS', hwm(), file=sys.stderr)\n"
         "sys.exit(rc)\n"
     )
     done = subprocess.run(
