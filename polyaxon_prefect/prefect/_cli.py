@@ -103,19 +103,8 @@ def _invalid(error: PolyaxonPrefectError, *, as_json: bool) -> int:
         summary = f"error: {error}"
         print(summary, file=sys.stderr)
     if as_json:
-        _json_line(
-            {
-                "status": "failed",
-                "uuid": None,
-                "name": None,
-                "outputs": {},
-                "metrics": {},
-                "artifacts_path": None,
-                "message": summary if problems else str(error),
-                "flow_run_id": None,
-                "problems": [p.to_dict() for p in problems],
-            }
-        )
+        message = summary if problems else str(error)
+        _json_line(_failure_json(message) | {"problems": [p.to_dict() for p in problems]})
     return 1
 
 

@@ -29,6 +29,7 @@ import signal
 import sys
 import time
 import urllib.request
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 SESSION_ENV = "POLYAXON_PREFECT_SESSION"
@@ -44,16 +45,25 @@ def _alive(pgid: int) -> bool:
     return True
 
 
-def _stop_groups(pgids: set[int]) -> None:
-    for pgid in pgids:
+def _stop(
+    ids: Iterable[int], kill: Callable[[int, int], None], alive: Callable[[int], bool]
+) -> None:
+    """SIGTERM to each of ``ids`` (process groups or processes), SIGKILL to those still alive
+    after the grace period."""
+    ids = list(ids)
+    for target in ids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGTERM)
+            kill(target, signal.SIGTERM)
     deadline = time.monotonic() + _GRACE_SECONDS
-    while time.monotonic() < deadline and any(_alive(p) for p in pgids):
+    while time.monotonic() < deadline and any(alive(t) for t in ids):
         time.sleep(0.05)
-    for pgid in pgids:
+    for target in ids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGKILL)
+            kill(target, signal.SIGKILL)
+
+
+def _stop_groups(pgids: Iterable[int]) -> None:
+    _stop(pgids, os.killpg, _alive)
 
 
 def _session_pids(session: str) -> list[int]:
@@ -75,16 +85,8 @@ def _session_pids(session: str) -> list[int]:
     return found
 
 
-def _stop_pids(pids: list[int]) -> None:
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + _GRACE_SECONDS
-    while time.monotonic() < deadline and any(_pid_alive(p) for p in pids):
-        time.sleep(0.05)
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
+def _stop_pids(pids: Iterable[int]) -> None:
+    _stop(pids, os.kill, _pid_alive)
 
 
 def _pid_alive(pid: int) -> bool:
