@@ -42,6 +42,7 @@ __all__ = [
     "TemplateError",
     "as_str",
     "build_context",
+    "evaluate_expression",
     "map_format",
     "render_bool",
     "render_value",
@@ -389,6 +390,14 @@ def _render_text(template: str, context: Mapping[str, Any]) -> str:
         raise TemplateError(
             f"rendering `{shown}` failed: {type(exc).__name__}: {exc}", template=template
         ) from exc
+
+
+def evaluate_expression(source: str, context: Mapping[str, Any]) -> Any:
+    """The value (not the text) of one Jinja expression (``params.as_args``), in the same
+    bounded sandbox as every render; raises what the expression raises."""
+    _BUDGET.deadline = time.monotonic() + TEMPLATE_TIMEOUT.value
+    _BUDGET.iterations = 0
+    return _ENV.compile_expression(source, undefined_to_none=False)(**context)
 
 
 def _read_literal(text: str) -> Any:

@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem, UnsupportedFeatureError
-from polyaxon_prefect.loading._render import _ENV as _TEMPLATE_ENV
 from polyaxon_prefect.loading._render import (
     ParamValue,
     TemplateError,
@@ -41,6 +40,7 @@ from polyaxon_prefect.loading._render import (
     _render_text,
     as_str,
     build_context,
+    evaluate_expression,
     render_bool,
     render_value,
 )
@@ -401,8 +401,7 @@ def _expression_value(template: str, context: Mapping[str, Any]) -> Any:
     if match is None:
         return _TEXT
     try:
-        expression = _TEMPLATE_ENV.compile_expression(match["expr"], undefined_to_none=False)
-        return expression(**context)
+        return evaluate_expression(match["expr"], context)
     except Exception:
         return _TEXT
 

@@ -99,3 +99,36 @@ def test_ops_pass_real_values_and_people_see_them_masked(
     assert not [line for line in api.logs(result.flow_run_id) if SECRET in line]
     for artifact in api.artifacts(result.flow_run_id):
         assert SECRET not in json.dumps(artifact.data, default=str)
+
+
+def test_a_sweep_suggestion_is_data_never_a_template(tmp_path: Path):
+    """A suggestion reaches the trial as written: `{{ 7*7 }}` is not rendered to 49."""
+    code = (
+        "import json, os, sys; p = json.loads(os.environ['POLYAXON_PREFECT_PARAMS']); "
+        "from polyaxon_prefect import tracking; tracking.log_outputs(got=p['msg'])"
+    )
+    (tmp_path / "echo.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "version": 1.1,
+                "kind": "component",
+                "name": "echo",
+                "inputs": [{"name": "msg", "type": "str"}],
+                "outputs": [{"name": "got", "type": "str"}],
+                "run": {"kind": "job", "container": {"command": [PY, "-c", code]}},
+            }
+        ),
+        encoding="utf-8",
+    )
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(
+        "version: 1.1\nkind: operation\nname: data-sweep\n"
+        "matrix:\n  kind: mapping\n  values:\n  - {msg: '{{ 7*7 }}'}\n  - {msg: '{{ globals }}'}\n"
+        "pathRef: echo.yaml\n",
+        encoding="utf-8",
+    )
+
+    result = run(sweep, storage=str(tmp_path / "study.journal"))
+
+    assert result.status == "succeeded"
+    assert sorted(t["outputs"]["got"] for t in result.trials) == ["{{ 7*7 }}", "{{ globals }}"]
