@@ -405,8 +405,10 @@ def test_the_tensorboard_hub_component_takes_the_run_uuid(tmp_path: Path) -> Non
     )
     loaded = load_polyaxonfile(path)
     board = loaded.component.run.operation_list[1].component
-    assert board.name == "tensorboard" and board.run.kind == "service"
-    assert [io.name for io in board.inputs] == ["uuid"]
+    # Polyaxon's hub tensorboard:latest, field for field
+    assert board.name == "tensorboard-latest" and board.run.kind == "service"
+    assert [io.name for io in board.inputs] == ["image", "uuid", "path"]
+    assert board.run.container.command == ["tensorboard"]
 
 
 def test_the_hub_kaniko_renders_its_args_and_connection(tmp_path: Path) -> None:
@@ -434,5 +436,11 @@ def test_the_hub_kaniko_renders_its_args_and_connection(tmp_path: Path) -> None:
     )
     job = prepare_job(loaded, run_context=ctx, connections={"registry": registry}, skip_builds=True)
     assert job.is_build
-    assert job.argv[2:] == ["-d", "acme/trainer:v1", "--cache", "--cache-ttl=1h"]
+    # as Polyaxon renders it: the registry connection's url, then the image name
+    assert job.argv[2:] == [
+        "-d",
+        "registry.example.com/acme/trainer:v1",
+        "--cache",
+        "--cache-ttl=1h",
+    ]
     assert job.argv[:2] == ["-c", str(ctx.artifacts_path)]

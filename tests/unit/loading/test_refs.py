@@ -269,7 +269,7 @@ def test_builtin_hub_components(tmp_path):
     tensorboard = resolve_reference({"hubRef": "tensorboard:latest"}, base_dir=tmp_path)
     assert tensorboard.data["run"]["kind"] == "service"
     assert tensorboard.data["run"]["ports"] == [6006]
-    assert [io["name"] for io in tensorboard.data["inputs"]] == ["uuid"]
+    assert [io["name"] for io in tensorboard.data["inputs"]] == ["image", "uuid", "path"]
 
 
 def test_hub_lookup_layouts_and_order(tmp_path, monkeypatch):
