@@ -62,6 +62,7 @@ from polyaxon_prefect.runtime._masking import (
 )
 from polyaxon_prefect.runtime._outputs import read_metrics, read_outputs, validate_outputs
 from polyaxon_prefect.runtime._process import ProcessResult, run_process
+from polyaxon_prefect.specs._validate_params import unexpected_param
 from polyaxon_prefect.tracking import METRICS_FILE, OUTPUTS_FILE
 
 if TYPE_CHECKING:
@@ -224,13 +225,8 @@ def _merge_params(
             if name in op_params and op_params[name].is_context_only:
                 values[name] = value
                 continue
-            known = ", ".join(f"`{io.name}`" for io in component.inputs or []) or "none"
-            problems.add(
-                f"param `{name}` is not an input of the component (inputs: {known})",
-                "param_unknown",
-                ("params", name),
-                hint="check the name, or declare it under `inputs:`",
-            )
+            declared = ", ".join(f"`{io.name}`" for io in component.ios) or "none"
+            problems.items.append(unexpected_param(name, declared))
             continue
         try:
             values[name] = io.validate_value(value)

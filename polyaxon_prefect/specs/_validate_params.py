@@ -17,6 +17,18 @@ from ._params import Param
 from ._types import are_compatible, is_list_type, list_item_type, parse_value
 
 
+def unexpected_param(name: str, declared: str) -> Problem:
+    """The one problem for a param that matches no input or output, at load time (a file's
+    ``params``, ``-P``) and at run time (a DAG ref or a sweep suggestion)."""
+    return _problem(
+        f"received unexpected param `{name}`: the component has no input or output with that name",
+        "param_unexpected",
+        ("params", name),
+        hint=f"declared inputs/outputs: {declared}; "
+        "use `contextOnly: true` for a value only meant for templates",
+    )
+
+
 def _shown(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
@@ -320,16 +332,7 @@ def validate_params(
                 # Not matched to an IO, so no type to compare; the target must still exist.
                 _check_ref(name, IO(name=name), param, ("params", name), dag_context, problems)
             continue
-        problems.append(
-            _problem(
-                f"received unexpected param `{name}`: the component has no input or output "
-                "with that name",
-                "param_unexpected",
-                ("params", name),
-                hint=f"declared inputs/outputs: {declared}; "
-                "use `contextOnly: true` for a value only meant for templates",
-            )
-        )
+        problems.append(unexpected_param(name, declared))
     for name, (index, param) in join_params.items():
         if name in by_name or getattr(param, "context_only", None) is True:
             continue

@@ -343,3 +343,18 @@ def test_18_a_non_utf8_dotenv_is_a_located_error(tmp_path: Path):
 
     [problem] = caught.value.problems
     assert problem.line == 2 and "not a UTF-8 text file" in problem.message
+
+
+def test_an_unexpected_param_has_one_rule_at_load_and_at_run_time(tmp_path: Path):
+    path = echo_component(tmp_path)
+
+    with pytest.raises(PolyaxonfileError) as at_load:
+        load_polyaxonfile(path, [], {"msg": "hi", "lrr": "0.1"})
+    loaded = load_polyaxonfile(path, [], {"msg": "hi"})
+    with pytest.raises(PolyaxonfileError) as at_run:  # e.g. a sweep suggestion or a DAG ref
+        prepare_job(loaded, run_context=context(tmp_path), params={"lrr": 0.1})
+
+    [load_problem] = at_load.value.problems
+    [run_problem] = at_run.value.problems
+    assert load_problem.rule == run_problem.rule == "param_unexpected"
+    assert load_problem.message == run_problem.message

@@ -162,7 +162,7 @@ def test_params_override_parsed_by_type(tmp_path: Path) -> None:
     job = prepare_job(loaded, params={"lr": "0.25", "n": 7}, connections={})
     assert job.argv == ["echo", "0.25", "7"]
     assert job.params == {"lr": 0.25, "n": 7}
-    with pytest.raises(PolyaxonfileError, match="not an input"):
+    with pytest.raises(PolyaxonfileError, match="unexpected param `nope`"):
         prepare_job(loaded, params={"nope": 1}, connections={})
     with pytest.raises(PolyaxonfileError, match="param `n`"):
         prepare_job(loaded, params={"n": "many"}, connections={})
