@@ -296,6 +296,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from polyaxon_prefect.runtime._connections import load_connections
     from polyaxon_prefect.runtime._job import prepare_job
     from polyaxon_prefect.runtime._kind import op_kind
+    from polyaxon_prefect.runtime._masking import mask_text
     from polyaxon_prefect.runtime._session import current_session
 
     try:
@@ -323,6 +324,18 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"error: {error}", file=sys.stderr)
             if args.json:
                 _json_line(_failure_json(str(error)))
+            return 1
+        except Exception as error:  # a bug of ours or of a library: one line, still the JSON
+            if os.environ.get("POLYAXON_PREFECT_DEBUG"):
+                raise
+            text = mask_text(f"{type(error).__name__}: {error}")
+            print(
+                f"error: the run could not complete: {text} "
+                "(set POLYAXON_PREFECT_DEBUG=1 to see the traceback)",
+                file=sys.stderr,
+            )
+            if args.json:
+                _json_line(_failure_json(text))
             return 1
         finally:
             if server is not None:

@@ -66,3 +66,30 @@ def test_importing_the_cli_and_lazy_names_does_not_import_prefect():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_an_unreachable_server_is_one_line_and_json_on_stdout(tmp_path: Path):
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = dict(os.environ)
+    env["PREFECT_API_URL"] = f"http://127.0.0.1:{port}/api"  # nothing listens there
+    env["POLYAXON_PREFECT_ARTIFACTS_ROOT"] = str(tmp_path)
+    env.pop("POLYAXON_PREFECT_DEBUG", None)
+
+    done = subprocess.run(
+        [*CLI, "-f", str(QUICK_START), "-P", "epochs=1", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    assert "error: the run could not complete" in done.stderr
+    payload = json.loads(done.stdout)
+    assert payload["status"] == "failed" and payload["message"]
