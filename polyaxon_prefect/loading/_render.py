@@ -20,20 +20,22 @@ from __future__ import annotations
 
 import ast
 import json
-import threading
-import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from jinja2 import StrictUndefined, TemplateSyntaxError, UndefinedError
-from jinja2 import nodes as jinja_nodes
-from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
+from jinja2.sandbox import SecurityError
 from jinja2.utils import missing
 
 from polyaxon_prefect.exceptions import PolyaxonPrefectError, Problem
-from polyaxon_prefect.loading._limits import Limit
+from polyaxon_prefect.loading._sandbox import (
+    bound_filters,
+    bounded_environment,
+    check_size,
+    start_budget,
+)
 
 __all__ = [
     "FALSE_WORDS",
@@ -209,134 +211,9 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
-# ----------------------------------------------------------------------------- bounds
-# The sandbox stops attribute escapes, not cost: `{{ 'a' * 10**9 }}` takes gigabytes and
-# `{{ 9 ** (9 ** 9) }}` or nested loops run for hours. Every render gets a budget: strings and
-# lists it builds stay under `MAX_TEMPLATE_SIZE` items, integer powers under 4096 bits, loops
-# under `MAX_TEMPLATE_ITERATIONS` iterations in all, and the whole render under
-# `TEMPLATE_TIMEOUT` seconds (checked at each iteration, call, filter and output).
-
-MAX_TEMPLATE_SIZE = Limit("POLYAXON_PREFECT_MAX_TEMPLATE_SIZE", 1_000_000, "characters or items")
-MAX_TEMPLATE_ITERATIONS = Limit(
-    "POLYAXON_PREFECT_MAX_TEMPLATE_ITERATIONS", 100_000, "loop iterations in one render"
-)
-TEMPLATE_TIMEOUT = Limit("POLYAXON_PREFECT_TEMPLATE_TIMEOUT", 2, "seconds for one render")
-_MAX_POWER_BITS = 4096
-_ITER_NAME = "__polyaxon_prefect_bounded_iter"
-
-
-class _Budget(threading.local):
-    deadline = 0.0
-    iterations = 0
-
-
-_BUDGET = _Budget()
-
-
-def _over(message: str) -> SecurityError:
-    return SecurityError(message)
-
-
-def _tick() -> None:
-    if time.monotonic() > _BUDGET.deadline:
-        raise _over(f"the render took longer than {TEMPLATE_TIMEOUT.value} s")
-
-
-def _check_size(value: Any) -> Any:
-    if (
-        isinstance(value, str | list | tuple | dict | bytes)
-        and len(value) > MAX_TEMPLATE_SIZE.value
-    ):
-        raise _over(f"the template builds a value of more than {MAX_TEMPLATE_SIZE.value} items")
-    return value
-
-
-def _check_args(args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
-    limit = MAX_TEMPLATE_SIZE.value
-    for arg in (*args, *kwargs.values()):
-        if isinstance(arg, int) and not isinstance(arg, bool) and abs(arg) > limit:
-            raise _over(f"an argument of {arg} is more than the {limit} allowed")
-
-
-def _bounded_iter(iterable: Any) -> Iterator[Any]:
-    limit = MAX_TEMPLATE_ITERATIONS.value
-    for item in iterable:
-        _BUDGET.iterations += 1
-        if _BUDGET.iterations > limit:
-            raise _over(f"the template's loops run more than {limit} iterations")
-        if _BUDGET.iterations % 256 == 0:
-            _tick()
-        yield item
-
-
-def _bounded_filter(function: Any) -> Any:
-    def bounded(*args: Any, **kwargs: Any) -> Any:
-        _check_args(args[1:], kwargs)
-        _tick()
-        return _check_size(function(*args, **kwargs))
-
-    for attribute in ("jinja_pass_arg",):
-        if hasattr(function, attribute):
-            setattr(bounded, attribute, getattr(function, attribute))
-    return bounded
-
-
-def _huge_power(left: Any, right: Any) -> bool:
-    if not (isinstance(left, int) and isinstance(right, int)) or right <= 0 or abs(left) <= 1:
-        return False
-    return left.bit_length() * right > _MAX_POWER_BITS
-
-
-class _BoundedEnvironment(ImmutableSandboxedEnvironment):
-    """The sandbox, with a cost budget on operators, calls, filters, loops and output."""
-
-    intercepted_binops = frozenset({"*", "**", "+", "%"})
-
-    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-        _tick()
-        if operator == "**" and _huge_power(left, right):
-            raise _over(f"the template computes {left} ** {right}, a number too large")
-        if operator == "*":
-            for count, other in ((left, right), (right, left)):
-                if (
-                    isinstance(count, int)
-                    and isinstance(other, str | list | tuple)
-                    and count * len(other) > MAX_TEMPLATE_SIZE.value
-                ):
-                    raise _over(
-                        f"the template builds a value of more than {MAX_TEMPLATE_SIZE.value} items"
-                    )
-        if operator == "%":
-            _check_args(right if isinstance(right, tuple) else (right,), {})
-        return _check_size(super().call_binop(context, operator, left, right))
-
-    def call(self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
-        _tick()
-        _check_args(args, kwargs)
-        return _check_size(super().call(__context, __obj, *args, **kwargs))
-
-    def _parse(self, source: str, name: str | None, filename: str | None) -> Any:
-        """Route every ``{% for %}`` through `_bounded_iter`."""
-        tree = super()._parse(source, name, filename)
-        for loop in tree.find_all(jinja_nodes.For):
-            loop.iter = jinja_nodes.Call(
-                jinja_nodes.Name(_ITER_NAME, "load"), [loop.iter], [], None, None
-            )
-        return tree
-
-
-def _finalize(value: Any) -> Any:
-    _tick()
-    return value
-
-
-_ENV = _BoundedEnvironment(
-    undefined=_Undefined, autoescape=False, keep_trailing_newline=True, finalize=_finalize
-)
-_ENV.globals[_ITER_NAME] = _bounded_iter
+_ENV = bounded_environment(undefined=_Undefined, autoescape=False, keep_trailing_newline=True)
 _ENV.filters["map_format"] = map_format
-for _name, _function in list(_ENV.filters.items()):
-    _ENV.filters[_name] = _bounded_filter(_function)
+bound_filters(_ENV)
 _ENV.policies["json.dumps_kwargs"] = {"sort_keys": True, "default": _json_default}
 
 
@@ -348,10 +225,9 @@ def _compile(source: str) -> Any:
 def _render_text(template: str, context: Mapping[str, Any]) -> str:
     """Render one template string to text, turning every failure into a `TemplateError`."""
     shown = template if len(template) <= 200 else template[:197] + "..."
-    _BUDGET.deadline = time.monotonic() + TEMPLATE_TIMEOUT.value
-    _BUDGET.iterations = 0
+    start_budget()
     try:
-        return _check_size(_compile(template).render(context))
+        return check_size(_compile(template).render(context))
     except (_UndefinedName, _UndefinedKey) as exc:
         head, _, tail = (exc.message or "").partition("; ")
         message = f"{head} in `{shown}`" + (f"; {tail}" if tail else "")
@@ -395,8 +271,7 @@ def _render_text(template: str, context: Mapping[str, Any]) -> str:
 def evaluate_expression(source: str, context: Mapping[str, Any]) -> Any:
     """The value (not the text) of one Jinja expression (``params.as_args``), in the same
     bounded sandbox as every render; raises what the expression raises."""
-    _BUDGET.deadline = time.monotonic() + TEMPLATE_TIMEOUT.value
-    _BUDGET.iterations = 0
+    start_budget()
     return _ENV.compile_expression(source, undefined_to_none=False)(**context)
 
 
