@@ -204,42 +204,19 @@ def run_process(
     if not cwd.is_dir():
         raise ProcessStartError(f"working directory {cwd} does not exist or is not a directory")
     executable = resolve_command(argv[0], env=env, cwd=cwd)
-    usable_secrets = _usable_secrets(secrets)
     session = current_session()
-    child_env = dict(env)
-    child_env.setdefault(SESSION_ENV, session.id)
-
-    popen_kwargs: dict[str, object] = {}
-    if _IS_POSIX:
-        popen_kwargs["start_new_session"] = True  # own process group: one kill reaches all
-    else:  # pragma: no cover - exercised on Windows only
-        popen_kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP
     log_file = _open_log(log_path)
     started = time.monotonic()
     try:
-        proc = subprocess.Popen(
-            argv,
-            executable=executable,
-            env=child_env,
-            cwd=str(cwd),
-            shell=False,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            bufsize=1,
-            **popen_kwargs,  # type: ignore[call-overload]
-        )
-    except OSError as exc:
+        proc = _spawn(argv, executable, {SESSION_ENV: session.id, **env}, cwd)
+    except ProcessStartError:
         if log_file is not None:
             log_file.close()
-        raise ProcessStartError(f"could not start `{argv[0]}`: {exc.strerror or exc}") from exc
+        raise
     if _IS_POSIX:
         session.track_group(proc.pid)
 
-    runner = _Runner(proc, on_line, usable_secrets, tail_lines, kill_grace, log_file)
+    runner = _Runner(proc, on_line, _usable_secrets(secrets), tail_lines, kill_grace, log_file)
     try:
         result = runner.wait(started, timeout, cancel_event)
     except BaseException:
@@ -253,6 +230,36 @@ def run_process(
         **result,
         log_path=str(log_path) if log_file is not None else None,
     )
+
+
+def _spawn(
+    argv: list[str], executable: str, env: Mapping[str, str], cwd: Path
+) -> subprocess.Popen[str]:
+    """Start the child in its own process group (one kill reaches all it starts), no shell,
+    no stdin, both pipes text."""
+    group: dict[str, object] = {}
+    if _IS_POSIX:
+        group["start_new_session"] = True
+    else:  # pragma: no cover - exercised on Windows only
+        group["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP
+    try:
+        return subprocess.Popen(
+            argv,
+            executable=executable,
+            env=dict(env),
+            cwd=str(cwd),
+            shell=False,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            bufsize=1,
+            **group,  # type: ignore[call-overload]
+        )
+    except OSError as exc:
+        raise ProcessStartError(f"could not start `{argv[0]}`: {exc.strerror or exc}") from exc
 
 
 def _open_log(path: Path | None) -> IO[str] | None:
