@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from polyaxon_prefect._lazy import lazy_attributes
 from polyaxon_prefect.exceptions import (
     DagError,
     PolyaxonfileError,
@@ -70,10 +71,7 @@ def check(
     return []
 
 
-def __getattr__(name: str) -> Any:
-    """`run`, `to_flow` and `RunResult` need Prefect, so they load on first use."""
-    if name in ("run", "to_flow", "RunResult"):
-        from polyaxon_prefect.prefect import _api
-
-        return getattr(_api, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# `run`, `to_flow` and `RunResult` need Prefect, so they load on first use.
+__getattr__ = lazy_attributes(
+    __name__, dict.fromkeys(("run", "to_flow", "RunResult"), "polyaxon_prefect.prefect._api")
+)

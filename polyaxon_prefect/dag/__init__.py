@@ -7,9 +7,9 @@ helpers are loaded on first use, so loading a file does not pay for them.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from polyaxon_prefect._lazy import lazy_attributes
 from polyaxon_prefect.dag._graph import find_cycle, op_upstreams, ref_op_name, topological_stages
 from polyaxon_prefect.dag._validate import dag_context, validate_dag
 
@@ -71,10 +71,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _LAZY)

@@ -5,8 +5,7 @@ Only `is_legacy` is imported eagerly; the legacy models load on first use of the
 
 from __future__ import annotations
 
-from typing import Any
-
+from polyaxon_prefect._lazy import lazy_attributes
 from polyaxon_prefect.legacy._detect import is_legacy
 
 __all__ = [
@@ -29,10 +28,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
-
-    return getattr(import_module(f"polyaxon_prefect.legacy.{module}"), name)
+__getattr__ = lazy_attributes(__name__, _LAZY)

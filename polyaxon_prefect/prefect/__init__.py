@@ -7,8 +7,9 @@ before Prefect is first imported. The public names load Prefect on first use.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from polyaxon_prefect._lazy import lazy_attributes
 from polyaxon_prefect.prefect._settings import apply_env_defaults
 
 apply_env_defaults()
@@ -40,10 +41,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_attributes(__name__, _LAZY)

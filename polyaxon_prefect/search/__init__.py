@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from polyaxon_prefect._lazy import lazy_attributes
 from polyaxon_prefect.search._plan import (
     Bracket,
     grid_suggestions,
@@ -46,10 +47,5 @@ __all__ = [
 _STUDY_NAMES = ("Suggestion", "SweepStudy", "SweepStudyError", "TrialRecord")
 
 
-def __getattr__(name: str) -> Any:
-    """The Optuna-backed names load on first use: planning and ``compile`` never import Optuna."""
-    if name in _STUDY_NAMES:
-        from polyaxon_prefect.search import _study
-
-        return getattr(_study, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# The Optuna-backed names load on first use: planning and ``compile`` never import Optuna.
+__getattr__ = lazy_attributes(__name__, dict.fromkeys(_STUDY_NAMES, "_study"))
