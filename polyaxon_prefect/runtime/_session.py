@@ -57,6 +57,7 @@ class Session:
         self._journal: Path | None = None
         self._target: str | None = None
         self._start_reaper()
+        atexit.register(self.close)
 
     def _start_reaper(self) -> None:
         env = {k: v for k, v in os.environ.items() if k != SESSION_ENV}
@@ -131,13 +132,19 @@ class Session:
                 self._journal.unlink()
 
     def close(self) -> None:
-        """End the session normally: the reaper checks once more, then exits."""
+        """End the session normally: the reaper checks once more (nothing is left to stop on
+        a clean end, so it takes milliseconds), then exits; this waits briefly for that."""
+        if os.getpid() != self.pid:  # a forked child holds a copy of the pipe, not the session
+            return
         with self._lock:
             pipe, self._pipe = self._pipe, None
         if pipe is not None:
             with contextlib.suppress(OSError, ValueError):
                 pipe.close()
         self._remove_journal()
+        if self._reaper is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._reaper.wait(timeout=2)
 
 
 def journal_dir() -> Path:
