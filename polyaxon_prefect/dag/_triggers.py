@@ -24,6 +24,8 @@ import itertools
 from collections.abc import Sequence
 from typing import Literal
 
+from polyaxon_prefect.specs._status import DONE_STATUSES, FAILED_STATUSES
+
 __all__ = [
     "DONE_STATUSES",
     "FAILED_STATUSES",
@@ -34,14 +36,6 @@ __all__ = [
 ]
 
 Decision = Literal["wait", "run", "skip", "upstream_failed"]
-
-DONE_STATUSES: frozenset[str] = frozenset(
-    {"succeeded", "failed", "stopped", "skipped", "upstream_failed"}
-)
-"""Statuses after which a run never changes again (Polyaxon's ``LifeCycle.DONE_VALUES``)."""
-
-FAILED_STATUSES: frozenset[str] = frozenset({"failed", "upstream_failed"})
-"""What ``all_failed``/``one_failed`` count as a failure."""
 
 TRIGGERS: tuple[str, ...] = (
     "all_succeeded",

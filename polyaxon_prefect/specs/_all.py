@@ -166,6 +166,11 @@ from ._schedules import (
     IntervalSchedule,
     Schedule,
 )
+from ._status import (
+    DONE_STATUSES,
+    FAILED_STATUSES,
+    Status,
+)
 from ._termination import (
     ActivityProbe,
     Culling,
@@ -209,6 +214,8 @@ __all__ = [
     "CONTEXTS_WITH_NESTING",
     "CRON_MACROS",
     "DISTRIBUTED_KINDS",
+    "DONE_STATUSES",
+    "FAILED_STATUSES",
     "FULL_FORM_KEYS",
     "INIT_SOURCES",
     "IO",
@@ -320,6 +327,7 @@ __all__ = [
     "Service",
     "SidecarContainer",
     "SpaceSpec",
+    "Status",
     "StoppingPolicy",
     "TFJob",
     "Template",
