@@ -7,6 +7,6 @@ matrix and returns the trial's status, outputs and metrics (persisted, so the sw
 them: give the workers and the sweep shared result storage when they are on other machines).
 """
 
-from polyaxon_prefect.prefect._trials import trial_flow as flow
+from polyaxon_prefect.prefect import trial_flow as flow
 
 __all__ = ["flow"]

@@ -15,8 +15,9 @@ from polyaxon_prefect.prefect._settings import apply_env_defaults
 apply_env_defaults()
 
 if TYPE_CHECKING:
-    from polyaxon_prefect.prefect._api import RunResult, run, run_job, to_flow
+    from polyaxon_prefect.prefect._api import RunResult, run, to_flow
     from polyaxon_prefect.prefect._job import OpOutcome, job_flow, job_task, run_op_in_flow
+    from polyaxon_prefect.prefect._trial_flow import trial_flow
 
 __all__ = [
     "OpOutcome",
@@ -24,20 +25,20 @@ __all__ = [
     "job_flow",
     "job_task",
     "run",
-    "run_job",
     "run_op_in_flow",
     "to_flow",
+    "trial_flow",
 ]
 
 _LAZY = {
     "RunResult": "polyaxon_prefect.prefect._api",
     "run": "polyaxon_prefect.prefect._api",
-    "run_job": "polyaxon_prefect.prefect._api",
     "to_flow": "polyaxon_prefect.prefect._api",
     "OpOutcome": "polyaxon_prefect.prefect._job",
     "job_flow": "polyaxon_prefect.prefect._job",
     "job_task": "polyaxon_prefect.prefect._job",
     "run_op_in_flow": "polyaxon_prefect.prefect._job",
+    "trial_flow": "polyaxon_prefect.prefect._trial_flow",
 }
 
 

@@ -11,119 +11,24 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from polyaxon_prefect.exceptions import PolyaxonfileError
 from polyaxon_prefect.loading._load import LoadedPolyaxonfile, load_polyaxonfile
 from polyaxon_prefect.runtime._connections import Connection, load_connections
-from polyaxon_prefect.runtime._job import PreparedJob, prepare_job
-from polyaxon_prefect.runtime._masking import mask_value
+from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.runtime._session import current_session
 
-__all__ = ["RunResult", "run", "run_job", "run_loaded", "to_flow"]
+__all__ = ["RunResult", "run", "run_loaded", "to_flow"]
 
 ConnectionsArg = str | os.PathLike[str] | Mapping[str, Connection] | None
-
-
-@dataclass(frozen=True)
-class RunResult:
-    """How a run ended, with Polyaxon's status words.
-
-    ``status``: ``succeeded``, ``failed``, ``stopped`` or ``skipped``. ``uuid`` and
-    ``artifacts_path`` are the run's (the earlier run's on a cache hit, since its outputs are
-    the ones returned); ``flow_run_id`` finds it in Prefect.
-    """
-
-    status: str
-    uuid: str | None
-    name: str
-    outputs: dict[str, Any] = field(default_factory=dict)
-    metrics: dict[str, Any] = field(default_factory=dict)
-    artifacts_path: str | None = None
-    message: str = ""
-    flow_run_id: str | None = None
-    cached: bool = False
-    ops: dict[str, Any] | None = None
-    """A DAG's ops: ``{name: {"status", "outputs", "uuid", ...}}``."""
-    trials: list[dict[str, Any]] | None = None
-    """A sweep's trials: ``[{"index", "params", "status", "outputs", "uuid", ...}]``."""
-    best: dict[str, Any] | None = None
-    """A sweep's best trial by its metric."""
-    reason: str = ""
-    """Why a DAG or a sweep ended early, empty otherwise."""
-
-    @property
-    def succeeded(self) -> bool:
-        return self.status == "succeeded"
-
-    @classmethod
-    def from_outcome(cls, outcome: Any, name: str, flow_run_id: str | None) -> RunResult:
-        """The result of a run whose op reported ``outcome`` (an `OpOutcome`)."""
-        return cls(
-            status=outcome.status,
-            uuid=outcome.uuid,
-            name=name,
-            outputs=dict(outcome.outputs),
-            metrics=dict(outcome.metrics),
-            artifacts_path=outcome.artifacts_path,
-            message=outcome.message,
-            flow_run_id=flow_run_id,
-            cached=outcome.cached,
-            ops=outcome.ops,
-            trials=outcome.trials,
-            best=outcome.best,
-            reason=outcome.reason,
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready (``--json`` prints exactly this): ``ops`` only for a DAG, ``trials`` and
-        ``best`` only for a sweep, ``reason`` only when the run was stopped early."""
-        data = asdict(self)
-        for key in ("ops", "trials", "best"):
-            if data[key] is None:
-                del data[key]
-        if not data["reason"]:
-            del data["reason"]
-        # For people and files: secrets and URL credentials masked. The attributes keep the
-        # values the ops produced (data, as passed between ops).
-        masked: dict[str, Any] = mask_value(data)
-        return masked
 
 
 def _connections(value: ConnectionsArg) -> dict[str, Connection]:
     if isinstance(value, Mapping):
         return dict(value)
     return load_connections(value)
-
-
-def run_job(job: PreparedJob, *, flow_name: str | None = None) -> RunResult:
-    """Run an already prepared job as one flow run in this process and wait for it."""
-    from prefect import tags
-
-    from polyaxon_prefect.prefect._job import OpOutcome, job_flow, polyaxon_status
-    from polyaxon_prefect.prefect._settings import local_run_settings
-
-    current_session()  # before a server starts, so that it inherits the session
-    outcomes: list[OpOutcome] = []
-    op_flow = job_flow(job, name=flow_name, on_outcome=outcomes.append)
-    with local_run_settings(), tags(*job.tags):
-        state = op_flow(return_state=True)
-    flow_run_id = state.state_details.flow_run_id
-    if outcomes:
-        return RunResult.from_outcome(
-            outcomes[-1], job.op_name, str(flow_run_id) if flow_run_id else None
-        )
-    # The flow ended before the op reported (it crashed or was cancelled from outside).
-    return RunResult(
-        status=polyaxon_status(state),
-        uuid=job.context.uuid,
-        name=job.op_name,
-        artifacts_path=str(job.context.run_artifacts_path),
-        message=state.message or "",
-        flow_run_id=str(flow_run_id) if flow_run_id else None,
-    )
 
 
 def run(
@@ -163,7 +68,7 @@ def run(
 
 
 def _sweep_options(resume: bool, storage: str | None, deployment: str | None) -> Any:
-    from polyaxon_prefect.prefect._dispatch import SweepOptions
+    from polyaxon_prefect.prefect._request import SweepOptions
 
     return SweepOptions(resume=resume, storage=storage, deployment=deployment)
 
@@ -180,21 +85,17 @@ def run_loaded(
     A job is prepared first, so its problems raise before any flow run exists; DAGs and sweeps
     prepare each child when it starts (a child's bad param fails that child, not the load).
     """
-    from polyaxon_prefect.prefect._dispatch import OpRequest, SweepOptions, op_kind, run_request
+    from polyaxon_prefect.prefect._dispatch import run_request
+    from polyaxon_prefect.prefect._request import OpRequest, SweepOptions
 
     current_session()  # before a server starts, so that it inherits the session
-    name = getattr(loaded.component, "name", None)
-    resolved = _connections(connections)
-    if op_kind(loaded.operation) == "job":
-        job = prepare_job(loaded, connections=resolved, skip_builds=skip_builds)
-        return run_job(job, flow_name=name)
     request = OpRequest(
         loaded=loaded,
-        connections=resolved,
+        connections=_connections(connections),
         skip_builds=skip_builds,
         sweep=sweep or SweepOptions(),
     )
-    return run_request(request, flow_name=name)
+    return run_request(request, flow_name=loaded.component.name)
 
 
 # ----------------------------------------------------------------------------- to_flow
@@ -250,9 +151,10 @@ def to_flow(
     """
     from prefect import flow
 
-    from polyaxon_prefect.prefect._dispatch import OpRequest, op_kind, run_request_in_flow
-    from polyaxon_prefect.prefect._job import flow_name, run_op_in_flow
+    from polyaxon_prefect.prefect._dispatch import run_request_in_flow
+    from polyaxon_prefect.prefect._job import flow_name
     from polyaxon_prefect.prefect._params import flow_params, flow_signature
+    from polyaxon_prefect.prefect._request import OpRequest
 
     file = Path(path).absolute()
     preset_files = [Path(p).absolute() for p in presets]
@@ -269,13 +171,10 @@ def to_flow(
             if key in by_name and not _is_default(value, by_name[key].default)
         }
         loaded: LoadedPolyaxonfile = load_polyaxonfile(file, preset_files, given, hub_dirs=hubs)
-        if op_kind(loaded.operation) != "job":
-            request = OpRequest(
-                loaded=loaded, connections=_connections(connections), skip_builds=skip_builds
-            )
-            return run_request_in_flow(request)
-        job = prepare_job(loaded, connections=_connections(connections), skip_builds=skip_builds)
-        return run_op_in_flow(job)
+        request = OpRequest(
+            loaded=loaded, connections=_connections(connections), skip_builds=skip_builds
+        )
+        return run_request_in_flow(request)
 
     signature = flow_signature(params)
     polyaxon_op.__signature__ = signature  # type: ignore[attr-defined]

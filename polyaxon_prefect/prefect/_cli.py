@@ -293,20 +293,24 @@ def _in_thread(interrupts: _Interrupts, target: Any) -> Any:
 def cmd_run(args: argparse.Namespace) -> int:
     """Handle ``polyaxon-prefect run``; returns the exit code."""
     from polyaxon_prefect.loading._load import load_polyaxonfile, parse_cli_params
+    from polyaxon_prefect.prefect._dispatch import prepare_request
+    from polyaxon_prefect.prefect._request import OpRequest, SweepOptions
     from polyaxon_prefect.runtime._connections import load_connections
-    from polyaxon_prefect.runtime._job import prepare_job
-    from polyaxon_prefect.runtime._kind import op_kind
     from polyaxon_prefect.runtime._masking import mask_text
     from polyaxon_prefect.runtime._session import current_session
 
     try:
         params = parse_cli_params(args.params or [])
         loaded = load_polyaxonfile(args.files[0], args.files[1:], params, hub_dirs=args.hub_dirs)
-        connections = load_connections(args.connections)
-        kind = op_kind(loaded.operation)
-        job = None
-        if kind == "job":
-            job = prepare_job(loaded, connections=connections, skip_builds=args.skip_builds)
+        request = OpRequest(
+            loaded=loaded,
+            connections=load_connections(args.connections),
+            skip_builds=args.skip_builds,
+            sweep=SweepOptions(
+                resume=args.resume, storage=args.storage, deployment=args.deployment
+            ),
+        )
+        request = prepare_request(request)  # a job's problems show before anything starts
     except (PolyaxonfileError, PolyaxonPrefectError) as error:
         return _invalid(error, as_json=args.json)
 
@@ -317,9 +321,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         try:
             server = _in_thread(interrupts, _use_local_server)
             if interrupts.exit_code is None:
-                result = _in_thread(
-                    interrupts, lambda: _run_loaded(args, loaded, connections, kind, job)
-                )
+                result = _in_thread(interrupts, lambda: _run_request(args, request))
         except PolyaxonPrefectError as error:
             print(f"error: {error}", file=sys.stderr)
             if args.json:
@@ -356,31 +358,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0 if result.succeeded else 1
 
 
-def _run_loaded(
-    args: argparse.Namespace, loaded: Any, connections: Any, kind: str, job: Any
-) -> Any:
-    """The run itself (in the worker thread): a job's flow run, or the dispatcher's."""
-    name = getattr(loaded.component, "name", None)
-    if job is not None:
-        print(
-            f"running `{job.op_name}` (run {job.context.uuid}) in {job.context.run_artifacts_path}",
-            file=sys.stderr,
-        )
-        from polyaxon_prefect.prefect._api import run_job
+def _run_request(args: argparse.Namespace, request: Any) -> Any:
+    """The run itself (in the worker thread), through the dispatcher."""
+    from polyaxon_prefect.prefect._dispatch import describe_request, run_request
 
-        return run_job(job, flow_name=name)
-    from polyaxon_prefect.prefect._dispatch import OpRequest, SweepOptions, run_request
-
-    request = OpRequest(
-        loaded=loaded,
-        connections=connections,
-        skip_builds=args.skip_builds,
-        sweep=SweepOptions(resume=args.resume, storage=args.storage, deployment=args.deployment),
-    )
-    print(f"running {kind} `{request.op_name}`", file=sys.stderr)
+    print(describe_request(request), file=sys.stderr)
     live = bool(getattr(args, "live", False)) or sys.stderr.isatty()
-    with _live_table(live):
-        return run_request(request, flow_name=name)
+    with _live_table(live and request.prepared is None):
+        return run_request(request, flow_name=request.component.name)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,72 +1,58 @@
-"""A DAG operation as one Prefect flow run: a small scheduler that submits each op when its
-trigger is decided.
+"""A DAG operation as one Prefect flow run: submit what `DagRun` decides, feed back what ends.
 
 Prefect 3 has no trigger rules and no Skipped state, and its own dependency handling parks a
 task whose upstream crashed or was cancelled in a ``Pending/NotReady`` state forever. So the
-decisions are made here, on Polyaxon statuses (`polyaxon_prefect.dag.decide`), and Prefect only
-runs what was decided (the design prefect-dbt ships for dbt graphs):
+decisions are made on Polyaxon statuses by the pure `polyaxon_prefect.dag.DagRun`, and Prefect
+only runs what was decided (the design prefect-dbt ships for dbt graphs):
 
-- an op is submitted only when its trigger says ``run``; each finished future feeds a queue
-  through a done-callback, and its state is read only after ``fut.wait()`` (a future's state
-  read earlier can be stale);
+- a `Launch` is submitted as the op's task (a job's task run, or a task running a nested DAG or
+  a sweep as a subflow, so that it runs concurrently with its siblings); each finished future
+  feeds a queue through a done-callback, and its state is read only after ``fut.wait()``;
 - ``wait_for`` lists only upstreams already final and COMPLETED or FAILED (``allow_failure``):
   it never blocks, it only makes the UI draw the edge;
-- ops that never run still get a task run, a cheap marker whose final state says why:
-  Completed named ``Skipped``, Cancelled named ``UpstreamFailed``, Cancelled (``stopped`` by
-  early stopping), or Failed (a ref, a condition or a param that cannot be resolved);
-- job ops are task runs named after the op; nested DAGs and matrix ops are subflows, run inside
-  a task so that they run concurrently with their siblings.
-
-The DAG ends ``failed`` if an op failed, ``stopped`` if every op was stopped, else
-``succeeded`` (or what early stopping decided), and the flow run's state says the same.
+- a `Mark` (an op that never runs) still gets a task run, a cheap marker whose final state says
+  why: Completed named ``Skipped``, Cancelled named ``UpstreamFailed``, Cancelled (stopped), or
+  Failed (a ref, a condition or a param that cannot be resolved).
 """
 
 from __future__ import annotations
 
 import contextlib
 import queue
-import re
 import threading
 import time
-import uuid as _uuid
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
-from prefect import Task, allow_failure, get_run_logger, task
+from prefect import allow_failure, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import State, StateType
 
 from polyaxon_prefect.dag._plan import DagPlan, child_loaded, plan_dag
 from polyaxon_prefect.dag._records import OpRecord
-from polyaxon_prefect.dag._triggers import DONE_STATUSES, decide
+from polyaxon_prefect.dag._report import dag_final_status, dag_markdown, dag_summary, ops_table
+from polyaxon_prefect.dag._scheduler import DagRun, Launch, Mark
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.prefect import _live
-from polyaxon_prefect.prefect._dispatch import OpRequest, request_flow
-from polyaxon_prefect.prefect._job import (
-    OpOutcome,
-    OutcomeCallback,
-    _execute,
-    flow_name,
-    job_task_options,
-    polyaxon_status,
-    state_for_status,
-)
+from polyaxon_prefect.prefect._artifacts import artifact_key, markdown_artifact
+from polyaxon_prefect.prefect._job import OutcomeCallback, flow_name
+from polyaxon_prefect.prefect._request import Children, OpRequest, OpTask
+from polyaxon_prefect.prefect._states import state_for_status
 from polyaxon_prefect.runtime._context import RunContext, resolve_artifacts_root
-from polyaxon_prefect.runtime._job import PreparedJob, _merge_params, _project_name, prepare_job
-from polyaxon_prefect.runtime._kind import op_kind
+from polyaxon_prefect.runtime._job import _merge_params as merge_params
+from polyaxon_prefect.runtime._job import _project_name
 from polyaxon_prefect.runtime._masking import mask_text
+from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.runtime._session import stop_reason, stop_requested
+from polyaxon_prefect.specs import Status, op_kind
 
-__all__ = ["dag_final_status", "run_dag_in_flow", "stop_op"]
+__all__ = ["dag_final_status", "dag_markdown", "run_dag_in_flow", "stop_op"]
 
 MARKER_TASK_NAME = "dag_op_marker"
-SUBFLOW_TASK_NAME = "run_subflow_op"
 _POLL_SECONDS = 0.25
 
-# ----------------------------------------------------------------------------- stopping one op
-
-_RUNNING: dict[str, _Scheduler] = {}
+_RUNNING: dict[str, _DagFlow] = {}
 _RUNNING_LOCK = threading.Lock()
 
 
@@ -78,29 +64,8 @@ def stop_op(op_name: str, dag_uuid: str | None = None) -> bool:
     Returns whether such an op was found (not yet finished).
     """
     with _RUNNING_LOCK:
-        schedulers = [s for key, s in _RUNNING.items() if dag_uuid in (None, key)]
-    return any([scheduler.stop_one(op_name) for scheduler in schedulers])
-
-
-# ----------------------------------------------------------------------------- final status
-
-
-def dag_final_status(statuses: Mapping[str, str]) -> str:
-    """Polyaxon's pipeline status from its ops' final statuses.
-
-    ``failed`` if any op failed (``upstream_failed`` alone does not fail the DAG: an
-    ``all_failed`` clean-up op over successful ops is a branch not taken), ``stopped`` if every
-    op was stopped, else ``succeeded``.
-    """
-    values = list(statuses.values())
-    if any(s == "failed" for s in values):
-        return "failed"
-    if values and all(s == "stopped" for s in values):
-        return "stopped"
-    return "succeeded"
-
-
-# ----------------------------------------------------------------------------- markers
+        runs = [run for key, run in _RUNNING.items() if dag_uuid in (None, key)]
+    return any([run.stop_one(op_name) for run in runs])
 
 
 def _marker_task(op_name: str, status: str, message: str) -> Any:
@@ -116,133 +81,37 @@ def _marker_task(op_name: str, status: str, message: str) -> Any:
     )
 
 
-# ----------------------------------------------------------------------------- job tasks
-
-_JOBS: dict[str, tuple[PreparedJob, threading.Event]] = {}
-_JOB_TASKS: dict[tuple[Any, ...], Task[..., Any]] = {}
-_JOB_TASKS_LOCK = threading.Lock()
-
-
-def run_job_op(name: str, run: str) -> Any:
-    """The body of a DAG job op's task run: ``name`` names the task run (the op), ``run`` is
-    the op's run uuid, the key of its prepared job (never a parameter: its env has secrets)."""
-    job, cancel = _JOBS[run]
-    return _execute(job, cancel)
-
-
-def _shared_job_task(job: PreparedJob) -> Task[..., Any]:
-    """One task object per distinct set of options, shared by the ops of every DAG run.
-
-    A task object per op (`job_task`) would do the same, but building one costs Prefect a
-    ``inspect.getsource`` (file stats and tokenizing) on the scheduler's thread: a few
-    milliseconds per op, most of the scheduler's own overhead on a DAG of short jobs. The
-    options are the ones `job_task` sets: retries and tags (the op cache is looked up in the body).
-    """
-    key = (max(int(job.max_retries or 0), 0), tuple(job.tags))
-    with _JOB_TASKS_LOCK:
-        shared = _JOB_TASKS.get(key)
-        if shared is None:
-            options = job_task_options(job)
-            options["task_run_name"] = "{name}"
-            shared = _JOB_TASKS[key] = task(run_job_op, **options)
-    return shared
-
-
-class _JobTask:
-    """``submit`` a job op on its shared task; the job is registered until it is collected."""
-
-    def __init__(self, job: PreparedJob, cancel: threading.Event) -> None:
-        self.job = job
-        self.key = job.context.uuid
-        _JOBS[self.key] = (job, cancel)
-
-    def submit(self, wait_for: list[Any]) -> Any:
-        shared = _shared_job_task(self.job)
-        return shared.submit(flow_name(self.job.op_name), self.key, wait_for=wait_for)
-
-    def release(self) -> None:
-        _JOBS.pop(self.key, None)
-
-
-# ----------------------------------------------------------------------------- the scheduler
-
-
 @dataclass
-class _Running:
-    """An op in flight: its future, how to stop it, and what a subflow op reported."""
+class _Flight:
+    """An op in flight: its task, its future, how to stop it."""
 
+    op_task: OpTask
     future: Any
     cancel: threading.Event
-    kind: str
     inputs: dict[str, Any]
-    context: RunContext | None
+    context: RunContext
     started_at: float
-    outcomes: list[OpOutcome] = field(default_factory=list)
-    runner: Any = None
 
 
-def _dag_inputs(request: OpRequest) -> dict[str, Any]:
-    operation = request.operation
-    return _merge_params(
-        operation.component, operation, request.loaded.params or {}, request.params or {}
-    )
+class _DagFlow:
+    """One DAG run in the current flow run: apply `DagRun`'s actions, collect, until done."""
 
-
-def _new_context(name: str) -> RunContext:
-    return RunContext(
-        uuid=_uuid.uuid4().hex,
-        name=name,
-        project_name=_project_name(),
-        artifacts_root=resolve_artifacts_root(),
-    ).make_dirs()
-
-
-def _render_flag(value: Any, inputs: Mapping[str, Any]) -> bool:
-    if value is None or isinstance(value, bool):
-        return bool(value)
-    from polyaxon_prefect.loading._render import ParamValue, build_context, render_bool
-
-    context = build_context({k: ParamValue(value=v) for k, v in inputs.items()})
-    return bool(render_bool(value, context))
-
-
-def _problem_text(error: Exception) -> str:
-    problems = getattr(error, "problems", None)
-    if problems:
-        return "; ".join(getattr(p, "message", str(p)) for p in problems)
-    return str(error)
-
-
-class _Scheduler:
-    """One DAG run: decide, launch, collect, until every op is done."""
-
-    def __init__(self, request: OpRequest, plan: DagPlan, inputs: dict[str, Any]) -> None:
-        from polyaxon_prefect.dag._resolve import DagScope
-
+    def __init__(
+        self, request: OpRequest, plan: DagPlan, inputs: dict[str, Any], children: Children
+    ) -> None:
         self.request = request
+        self.children = children
+        self.context = request.run_context or new_run_context(request.op_name).make_dirs()
+        self.dag = DagRun(plan, inputs, self.context.globals_dict())
         self.plan = plan
-        self.inputs = inputs
-        self.context = request.run_context or _new_context(request.op_name)
-        self.dag_name = request.op_name
+        self.name = request.op_name
         self.logger = get_run_logger()
-        self.statuses: dict[str, str | None] = dict.fromkeys(plan.order)
-        self.records: dict[str, OpRecord] = {}
         self.handles: dict[str, Any] = {}  # op -> final future or marker state (for edges)
-        self.running: dict[str, _Running] = {}
+        self.flights: dict[str, _Flight] = {}
         self.done_queue: queue.SimpleQueue[str] = queue.SimpleQueue()
-        self.stop_requests: set[str] = set()
         self.lock = threading.Lock()
-        self.stop_reason = ""
-        self.stop_status: str | None = None
-        self._scope_type = DagScope
-        self.extras: dict[str, dict[str, Any]] = {}
 
-    # -- scope and edges ------------------------------------------------------------------
-    def scope(self) -> Any:
-        return self._scope_type(
-            inputs=self.inputs, globals=self.context.globals_dict(), records=dict(self.records)
-        )
-
+    # -- edges ----------------------------------------------------------------------------
     def wait_for(self, name: str) -> list[Any]:
         """Upstreams already final and COMPLETED/FAILED: edges for the UI, never a wait."""
         edges: list[Any] = []
@@ -258,322 +127,186 @@ class _Scheduler:
     # -- stopping -------------------------------------------------------------------------
     def stop_one(self, name: str) -> bool:
         with self.lock:
-            if name not in self.statuses or self.statuses[name] in DONE_STATUSES:
+            if not self.dag.stop_op(name):
                 return False
-            self.stop_requests.add(name)
-            running = self.running.get(name)
-        if running is not None:
-            running.cancel.set()
+            flight = self.flights.get(name)
+        if flight is not None:
+            flight.cancel.set()
         self.done_queue.put("")  # wake the loop
         return True
 
     def stop_all(self, status: str, reason: str) -> None:
-        if self.stop_status is not None:
-            return
-        self.stop_status, self.stop_reason = status, reason
+        if self.dag.stop(status, reason):
+            self._stopping(reason)
+
+    def _stopping(self, reason: str) -> None:
         self.logger.warning("stopping the dag: %s", reason)
-        for running in list(self.running.values()):
-            running.cancel.set()
+        for flight in list(self.flights.values()):
+            flight.cancel.set()
 
-    # -- finishing ops --------------------------------------------------------------------
-    def finish(self, name: str, record: OpRecord) -> None:
-        self.records[name] = record
-        with self.lock:
-            self.statuses[name] = record.status
-        _live.notify(self.dag_name, name, record.status)
-        text = f"op `{name}`: {record.status}"
-        if record.message and record.status not in ("succeeded",):
-            text += f" ({record.message})"
-        if record.status == "failed":
-            self.logger.error(text)
-        else:
-            self.logger.info(text)
+    # -- applying actions -----------------------------------------------------------------
+    def log_end(self, name: str, status: str, message: str) -> None:
+        _live.notify(self.name, name, status)
+        text = f"op `{name}`: {status}"
+        if message and status != Status.SUCCEEDED:
+            text += f" ({message})"
+        (self.logger.error if status == Status.FAILED else self.logger.info)(text)
 
-    def mark(self, name: str, status: str, message: str, **record: Any) -> None:
-        """End ``name`` without running it: a marker task run in the final state."""
-        state = _marker_task(name, status, message)(return_state=True, wait_for=self.wait_for(name))
-        self.handles[name] = state
-        now = time.time()
-        self.finish(
-            name,
-            OpRecord(
-                name=name,
-                status=status,
-                message=message,
-                started_at=now,
-                finished_at=now,
-                kind=op_kind(self.plan.ops[name]),
-                component=getattr(self.plan.ops[name].component, "name", None),
-                **record,
-            ),
+    def apply(self, action: Launch | Mark) -> None:
+        if isinstance(action, Launch):
+            self.launch(action)
+            return
+        marker = _marker_task(action.name, action.status, action.message)
+        self.handles[action.name] = marker(return_state=True, wait_for=self.wait_for(action.name))
+        self.log_end(action.name, action.status, action.message)
+
+    def launch(self, launch: Launch) -> None:
+        name, params = launch.name, launch.params
+        context = new_run_context(name, parent=self.context)
+        cancel = threading.Event()
+        child = self.request.with_(
+            loaded=child_loaded(self.request.loaded, self.plan.ops[name]),
+            params=params,
+            run_context=context,
+            in_pipeline=True,
+            name=name,
+            cancel_event=cancel,
         )
+        problem = ""
+        try:
+            op_task = self.children.dag_op(child)
+        except PolyaxonPrefectError as error:
+            problem = _problem_text(error)
+        if problem:  # outside the `except`: Prefect would log it as the marker's traceback
+            self.apply(self.dag.mark(name, Status.FAILED, problem, inputs=params))
+            return
+        future = op_task.submit(wait_for=self.wait_for(name))
+        flight = _Flight(op_task, future, cancel, params, context, time.time())
+        with self.lock:
+            self.flights[name] = flight
+            if self.dag.ops[name].stop_requested:
+                cancel.set()
+        _live.notify(self.name, name, Status.RUNNING)
+        future.add_done_callback(lambda _f, n=name: self.done_queue.put(n))
 
     def collect(self, name: str) -> None:
         """Read the final state of an op in flight (after ``wait()``) into its record."""
-        running = self.running.pop(name)
-        future = running.future
-        future.wait()
-        if isinstance(running.runner, _JobTask):
-            running.runner.release()
-        state = future.state
-        self.handles[name] = future
-        status = polyaxon_status(state)
-        message = state.message or ""
-        outputs: dict[str, Any] = {}
-        metrics: dict[str, Any] = {}
-        uuid = running.context.uuid if running.context else None
-        artifacts_path = str(running.context.run_artifacts_path) if running.context else None
-        extra: dict[str, Any] = {}
-        if running.kind == "job":
-            if status == "succeeded":
-                payload = _state_value(state)
-                if isinstance(payload, dict):
-                    outputs = dict(payload.get("outputs") or {})
-                    metrics = dict(payload.get("metrics") or {})
-                    uuid = payload.get("uuid") or uuid
-                    artifacts_path = payload.get("artifacts_path") or artifacts_path
-                if state.name == "Cached":
-                    message = f"cache hit: reused the outputs of run {uuid}"
-        elif running.outcomes:
-            outcome = running.outcomes[-1]
-            status = outcome.status
-            message = outcome.message or message
-            outputs, metrics = dict(outcome.outputs), dict(outcome.metrics)
-            uuid = outcome.uuid or uuid
-            artifacts_path = outcome.artifacts_path or artifacts_path
-            for key in ("ops", "trials", "best"):
-                if getattr(outcome, key) is not None:
-                    extra[key] = getattr(outcome, key)
-        if name in self.stop_requests and status == "stopped":
-            message = message or "stopped"
-        globals_ = running.context.globals_dict() if running.context else {}
-        if uuid:
-            globals_["uuid"] = uuid
-        self.finish(
-            name,
-            OpRecord(
-                name=name,
-                status=status,
-                uuid=uuid,
-                inputs=running.inputs,
-                outputs=outputs,
-                metrics=metrics,
-                globals=globals_,
-                artifacts_path=artifacts_path,
-                message=message,
-                started_at=running.started_at,
-                finished_at=time.time(),
-                kind=running.kind,
-                component=getattr(self.plan.ops[name].component, "name", None),
-            ),
-        )
-        self.extras[name] = extra
-
-    # -- launching ------------------------------------------------------------------------
-    def child_context(self, name: str) -> RunContext:
-        parent = self.context
-        return RunContext(
-            uuid=_uuid.uuid4().hex,
+        flight = self.flights.pop(name)
+        flight.future.wait()
+        flight.op_task.release()
+        self.handles[name] = flight.future
+        result: RunResult = flight.op_task.result(flight.future.state)
+        context = flight.context
+        uuid = result.uuid or context.uuid
+        globals_ = context.globals_dict()
+        globals_["uuid"] = uuid
+        record = OpRecord(
             name=name,
-            project_name=parent.project_name,
-            artifacts_root=parent.artifacts_root,
-            owner_name=parent.owner_name,
-            username=parent.username,
-            is_independent=False,
+            status=result.status,
+            uuid=uuid,
+            inputs=flight.inputs,
+            outputs=dict(result.outputs),
+            metrics=dict(result.metrics),
+            globals=globals_,
+            artifacts_path=result.artifacts_path or str(context.run_artifacts_path),
+            message=result.message,
+            started_at=flight.started_at,
+            finished_at=time.time(),
+            kind=op_kind(self.plan.ops[name]),
+            component=self.plan.ops[name].component.name,
         )
-
-    def runner(
-        self, name: str, op: Any, params: dict[str, Any]
-    ) -> tuple[Any, list[OpOutcome], str, RunContext, threading.Event]:
-        """The task to submit for ``op``: its job's task, or a task running its subflow."""
-        kind = op_kind(op)
-        context = self.child_context(name)
-        cancel = threading.Event()
-        request = self.request
-        loaded = child_loaded(request.loaded, op)
-        if kind == "job":
-            job = prepare_job(
-                loaded,
-                run_context=context,
-                params=params,
-                connections=request.connections,
-                in_pipeline=True,
-                skip_builds=request.skip_builds,
-                base_dir=request.base_dir,
-            )
-            return _JobTask(job, cancel), [], kind, context, cancel
-        child = OpRequest(
-            loaded=loaded,
-            params=params,
-            run_context=context.make_dirs(),
-            connections=request.connections,
-            skip_builds=request.skip_builds,
-            in_pipeline=True,
-            base_dir=request.base_dir,
-            name=name,
-            cancel_event=cancel,
-            sweep=request.sweep,
-        )
-        runner, outcomes = _subflow_task(name, child)
-        return runner, outcomes, kind, context, cancel
-
-    def launch(self, name: str) -> None:
-        """Resolve the op's params and conditions, then submit it (or mark why not)."""
-        from polyaxon_prefect.dag._conditions import ConditionError, evaluate_conditions
-        from polyaxon_prefect.dag._resolve import resolve_params
-
-        op = self.plan.ops[name]
-        scope = self.scope()
-        # Markers are created outside `except` blocks: Prefect would log the exception being
-        # handled as the marker's traceback.
-        problem = ""
-        try:
-            params = resolve_params(op, scope)
-        except PolyaxonPrefectError as error:
-            problem = f"cannot resolve the params of `{name}`: " + _problem_text(error)
-        if problem:
-            self.mark(name, "failed", problem)
-            return
-        outputs = {io.name for io in op.component.outputs or []}
-        params = {k: v for k, v in params.items() if not (v is None and k in outputs)}
-        verdict: tuple[str, str] | None = None
-        if op.conditions:
-            try:
-                if not evaluate_conditions(op, params, scope):
-                    verdict = ("skipped", f"conditions `{op.conditions}` are false")
-            except ConditionError as error:
-                verdict = ("failed", str(error))
-        if verdict is not None:
-            self.mark(name, verdict[0], verdict[1], inputs=params)
-            return
-        try:
-            runner, outcomes, kind, context, cancel = self.runner(name, op, params)
-        except PolyaxonPrefectError as error:
-            verdict = ("failed", _problem_text(error))
-        if verdict is not None:
-            self.mark(name, verdict[0], verdict[1], inputs=params)
-            return
-        future = runner.submit(wait_for=self.wait_for(name))
-        running = _Running(future, cancel, kind, params, context, time.time(), outcomes, runner)
-        with self.lock:
-            self.running[name] = running
-            if name in self.stop_requests:
-                cancel.set()
-        _live.notify(self.dag_name, name, "running")
-        future.add_done_callback(lambda _f, n=name: self.done_queue.put(n))
+        detail = {
+            key: getattr(result, key)
+            for key in ("ops", "trials", "best")
+            if getattr(result, key) is not None
+        }
+        self.dag.finished(name, record, detail)
+        self.log_end(name, record.status, record.message)
 
     # -- the loop -------------------------------------------------------------------------
     def advance(self) -> None:
-        """Decide every undecided op, in topological order (so a marker's downstreams see it)."""
-        limit = self.plan.concurrency
-        for name in self.plan.order:
-            if self.statuses[name] is not None or name in self.running:
-                continue
-            if self.stop_status is not None:
-                self.mark(name, "stopped", f"stopped before it started: {self.stop_reason}")
-                continue
-            if name in self.stop_requests:
-                self.mark(name, "stopped", "stopped before it started")
-                continue
-            op = self.plan.ops[name]
-            upstream = [self.statuses[u] for u in self.plan.upstreams.get(name, ())]
-            problem = ""
-            try:
-                skip_flag = _render_flag(op.skip_on_upstream_skip, self.inputs)
-                decision = decide(op.trigger, upstream, skip_on_upstream_skip=skip_flag)
-            except (ValueError, PolyaxonPrefectError) as error:
-                problem = str(error)
-            if problem:
-                self.mark(name, "failed", problem)
-                continue
-            if decision == "wait":
-                continue
-            if decision == "skip":
-                self.mark(name, "skipped", "skipped because an upstream op was skipped")
-            elif decision == "upstream_failed":
-                trigger = op.trigger or "all_succeeded"
-                ups = ", ".join(
-                    f"{u}: {self.statuses[u]}" for u in self.plan.upstreams.get(name, ())
-                )
-                self.mark(name, "upstream_failed", f"trigger `{trigger}` cannot be met ({ups})")
-            elif limit is None or len(self.running) < limit:
-                self.launch(name)
+        """Apply actions until `DagRun` has none (a failed launch may decide more ops)."""
+        while actions := self.dag.next_actions():
+            for action in actions:
+                self.apply(action)
 
     def check_early_stopping(self) -> None:
-        if not self.plan.early_stopping or self.stop_status is not None:
-            return
-        from polyaxon_prefect.search._stopping import RunSummary, check_early_stopping
-
-        finished = [
-            RunSummary(r.status, {**_numbers(r.outputs), **dict(r.metrics)})
-            for r in self.records.values()
-        ]
         try:
-            decision = check_early_stopping(self.plan.early_stopping, finished, len(self.plan.ops))
+            decision = self.dag.check_early_stopping()
         except ValueError as error:
             self.logger.warning("early stopping not checked: %s", error)
             return
         if decision is not None:
-            self.stop_all(decision.status, decision.reason)
+            self._stopping(decision.reason)
+
+    def check_stop_request(self) -> None:
+        outer_cancel = self.request.cancel_event
+        if outer_cancel is not None and outer_cancel.is_set():
+            self.stop_all(Status.STOPPED, "the dag was stopped")
+        elif stop_requested() and self.dag.decision is None:
+            self.stop_all(Status.STOPPED, stop_reason() or "the dag was stopped")
 
     def run(self) -> None:
-        outer_cancel = self.request.cancel_event
         with _registered(self):
             try:
                 while True:
                     self.check_early_stopping()
                     self.advance()
                     self.check_early_stopping()
-                    if self.stop_status is not None:
+                    if self.dag.decision is not None:
                         self.advance()  # mark what has not started
-                    if not self.running:
-                        # Nothing in flight: every op is decided (with a valid plan, an
-                        # undecided op here would wait forever: fail it rather than hang).
-                        for name, status in self.statuses.items():
-                            if status is None:
-                                self.mark(name, "failed", "the scheduler could not decide it")
+                    if not self.flights:
+                        for mark in self.dag.undecided():
+                            self.apply(mark)
                         return
                     try:
                         name = self.done_queue.get(timeout=_POLL_SECONDS)
                     except queue.Empty:
                         name = ""
-                    if outer_cancel is not None and outer_cancel.is_set():
-                        self.stop_all("stopped", "the dag was stopped")
-                    elif stop_requested() and self.stop_status is None:
-                        self.stop_all("stopped", stop_reason() or "the dag was stopped")
-                    if name and name in self.running:
+                    self.check_stop_request()
+                    if name and name in self.flights:
                         self.collect(name)
             finally:
-                for running in self.running.values():
-                    running.cancel.set()
-                for name in list(self.running):
+                for flight in self.flights.values():
+                    flight.cancel.set()
+                for name in list(self.flights):
                     with contextlib.suppress(Exception):
                         self.collect(name)
 
 
-def _state_value(state: State) -> Any:
-    """A completed task's return value: read from the in-memory result record when there is
-    one (``state.result()`` would hop through Prefect's event-loop thread: about a millisecond
-    per op on the scheduler's single thread), else through Prefect (a persisted result)."""
-    from prefect.results import ResultRecord
+def new_run_context(name: str, parent: RunContext | None = None) -> RunContext:
+    import uuid as _uuid
 
-    data = state.data
-    if isinstance(data, ResultRecord):
-        return data.result
-    return state.result(raise_on_failure=False)
+    if parent is None:
+        return RunContext(
+            uuid=_uuid.uuid4().hex,
+            name=name,
+            project_name=_project_name(),
+            artifacts_root=resolve_artifacts_root(),
+        )
+    return RunContext(
+        uuid=_uuid.uuid4().hex,
+        name=name,
+        project_name=parent.project_name,
+        artifacts_root=parent.artifacts_root,
+        owner_name=parent.owner_name,
+        username=parent.username,
+        is_independent=False,
+    )
 
 
-def _numbers(values: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        k: v for k, v in values.items() if isinstance(v, int | float) and not isinstance(v, bool)
-    }
+def _problem_text(error: Exception) -> str:
+    problems = getattr(error, "problems", None)
+    if problems:
+        return "; ".join(getattr(p, "message", str(p)) for p in problems)
+    return str(error)
 
 
 @contextlib.contextmanager
-def _registered(scheduler: _Scheduler) -> Iterator[None]:
-    key = scheduler.context.uuid
+def _registered(run: _DagFlow) -> Iterator[None]:
+    key = run.context.uuid
     with _RUNNING_LOCK:
-        _RUNNING[key] = scheduler
+        _RUNNING[key] = run
     try:
         yield
     finally:
@@ -581,169 +314,56 @@ def _registered(scheduler: _Scheduler) -> Iterator[None]:
             _RUNNING.pop(key, None)
 
 
-def _subflow_task(name: str, child: OpRequest) -> tuple[Any, list[OpOutcome]]:
-    """A task that runs ``child`` (a nested DAG or a sweep) as a subflow and ends in the state
-    matching the child's Polyaxon status (a subflow's own state cannot be returned as is)."""
-    outcomes: list[OpOutcome] = []
-
-    def run_subflow_op() -> State:
-        child_flow = request_flow(child, on_outcome=outcomes.append)
-        state = child_flow(return_state=True)
-        if outcomes:
-            outcome = outcomes[-1]
-            message = outcome.message or outcome.status
-            return state_for_status(outcome.status, message, outcome.outputs)
-        return state_for_status(polyaxon_status(state), state.message or "")
-
-    runner = task(
-        run_subflow_op,
-        name=SUBFLOW_TASK_NAME,
-        task_run_name=flow_name(name),
-        cache_policy=NO_CACHE,
-        persist_result=False,
-    )
-    return runner, outcomes
-
-
-# ----------------------------------------------------------------------------- outputs
-
-
-def _dag_outputs(request: OpRequest, scheduler: _Scheduler) -> dict[str, Any]:
-    """The DAG component's declared outputs: a param of the DAG op that refs an op's output
-    (``ref: ops.X, value: outputs.Y``), else the value of the same name from the last op (in
-    topological order) that succeeded with it."""
-    component = request.operation.component
-    outputs: dict[str, Any] = {}
-    params = request.operation.params or {}
-    for io in component.outputs or []:
-        param = params.get(io.name)
-        ref = getattr(param, "ref", None)
-        if isinstance(ref, str) and ref.startswith("ops."):
-            record = scheduler.records.get(ref[4:])
-            value = getattr(param, "value", None)
-            if record is not None and isinstance(value, str) and value.startswith("outputs."):
-                key = value[len("outputs.") :]
-                if key in record.outputs:
-                    outputs[io.name] = record.outputs[key]
-            continue
-        for name in reversed(scheduler.plan.order):
-            record = scheduler.records.get(name)
-            if record and record.status == "succeeded" and io.name in record.outputs:
-                outputs[io.name] = record.outputs[io.name]
-                break
-    return outputs
-
-
-def _ops_table(scheduler: _Scheduler) -> dict[str, dict[str, Any]]:
-    ops: dict[str, dict[str, Any]] = {}
-    for name in scheduler.plan.order:
-        record = scheduler.records.get(name)
-        entry: dict[str, Any] = {
-            "status": record.status if record else scheduler.statuses[name],
-            "outputs": dict(record.outputs) if record else {},
-            "uuid": record.uuid if record else None,
-            "message": record.message if record else "",
-        }
-        entry.update(scheduler.extras.get(name, {}))
-        ops[name] = entry
-    return ops
-
-
-# ----------------------------------------------------------------------------- the artifact
-
-
-def _cell(text: Any) -> str:
-    return mask_text(str(text)).replace("|", "\\|").replace("\n", " ")[:200]
-
-
-def dag_markdown(
-    name: str, status: str, plan: DagPlan, ops: Mapping[str, Mapping[str, Any]], reason: str = ""
-) -> str:
-    """The DAG as Markdown: ops with trigger, upstreams and final status, then the edges."""
-    lines = [f"# DAG `{name}`: {status}", ""]
-    if reason:
-        lines += [f"Stopped early: {reason}", ""]
-    lines += ["| op | kind | trigger | upstreams | status | message |", "|---|---|---|---|---|---|"]
-    for op_name in plan.order:
-        op = plan.ops[op_name]
-        entry = ops.get(op_name, {})
-        ups = ", ".join(plan.upstreams.get(op_name, ())) or "-"
-        lines.append(
-            f"| `{op_name}` | {op_kind(op)} | {op.trigger or 'all_succeeded'} | {ups} | "
-            f"**{entry.get('status')}** | {_cell(entry.get('message') or '')} |"
-        )
-    edges = [(u, d) for d in plan.order for u in plan.upstreams.get(d, ())]
-    lines += ["", "## Edges", ""]
-    lines += [f"- `{u}` -> `{d}`" for u, d in edges] or ["(none)"]
-    return "\n".join(lines) + "\n"
-
-
-def _artifact_key(name: str) -> str:
-    slug = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")
-    return f"{slug or 'dag'}-dag"
-
-
-# ----------------------------------------------------------------------------- entry point
-
-
-def run_dag_in_flow(request: OpRequest, on_outcome: OutcomeCallback | None = None) -> Any:
+def run_dag_in_flow(
+    request: OpRequest, children: Children, on_outcome: OutcomeCallback | None = None
+) -> Any:
     """Run the DAG of ``request`` inside the current flow run; return what the flow returns.
 
     That is the DAG's outputs when it succeeded, else a final state (Failed, Cancelled) with a
-    summary; ``on_outcome`` receives one `OpOutcome` with ``ops`` (every op's status, outputs,
-    uuid and message).
+    summary; ``on_outcome`` receives one `RunResult` with ``ops`` (every op's status, outputs,
+    uuid and message). ``children`` runs the ops (the dispatcher).
     """
-    from prefect.artifacts import create_markdown_artifact
-
-    inputs = _dag_inputs(request)
+    inputs = merge_params(
+        request.operation.component,
+        request.operation,
+        request.loaded.params or {},
+        request.params or {},
+    )
     plan = plan_dag(request.operation, params=inputs)
-    scheduler = _Scheduler(request, plan, inputs)
-    logger = scheduler.logger
-    logger.info(
+    run = _DagFlow(request, plan, inputs, children)
+    run.logger.info(
         "dag `%s` (run %s): %d ops%s",
-        scheduler.dag_name,
-        scheduler.context.uuid,
+        run.name,
+        run.context.uuid,
         len(plan.ops),
         f", concurrency {plan.concurrency}" if plan.concurrency else "",
     )
-    _live.start(scheduler.dag_name, plan.order)
-    scheduler.run()
-    statuses = {name: str(s) for name, s in scheduler.statuses.items()}
-    status = scheduler.stop_status or dag_final_status(statuses)
-    if scheduler.stop_status == "succeeded" and dag_final_status(statuses) == "failed":
-        status = "failed"
-    ops = _ops_table(scheduler)
-    outputs = _dag_outputs(request, scheduler) if status == "succeeded" else {}
-    counts: dict[str, int] = {}
-    for value in statuses.values():
-        counts[value] = counts.get(value, 0) + 1
-    summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
-    failed = [n for n, s in statuses.items() if s == "failed"]
-    message = f"dag `{scheduler.dag_name}` {status}: {summary}"
-    if failed:
-        message += "; failed: " + ", ".join(failed)
-    if scheduler.stop_reason:
-        message += f"; {scheduler.stop_reason}"
-    try:
-        create_markdown_artifact(
-            dag_markdown(scheduler.dag_name, status, plan, ops, scheduler.stop_reason),
-            key=_artifact_key(scheduler.dag_name),
-            description=f"ops of dag `{scheduler.dag_name}` (run {scheduler.context.uuid})",
-        )
-    except Exception as exc:  # a view: never fail the DAG for it
-        logger.warning("could not create the dag artifact: %s", exc)
-    _live.finish(scheduler.dag_name, status)
-    outcome = OpOutcome(
+    _live.start(run.name, plan.order)
+    run.run()
+    dag = run.dag
+    status = dag.final_status()
+    statuses = {name: str(s) for name, s in dag.statuses.items()}
+    ops = ops_table(plan, dag.records, dag.details())
+    outputs = dag.outputs(request.operation) if status == Status.SUCCEEDED else {}
+    message = dag_summary(run.name, status, statuses, dag.stop_reason)
+    markdown_artifact(
+        dag_markdown(run.name, status, plan, ops, dag.stop_reason, mask=mask_text),
+        key=artifact_key(run.name, "dag", default="dag"),
+        description=f"ops of dag `{run.name}` (run {run.context.uuid})",
+    )
+    _live.finish(run.name, status)
+    outcome = RunResult(
         status,
+        uuid=run.context.uuid,
+        name=run.name,
         outputs=outputs,
         message=message,
-        uuid=scheduler.context.uuid,
-        artifacts_path=str(scheduler.context.run_artifacts_path),
+        artifacts_path=str(run.context.run_artifacts_path),
         ops=ops,
-        reason=scheduler.stop_reason,
+        reason=dag.stop_reason,
     )
     if on_outcome is not None:
         on_outcome(outcome)
-    if status == "succeeded":
+    if status == Status.SUCCEEDED:
         return outputs
     return state_for_status(status, message)

@@ -1,124 +1,107 @@
-"""One entry point for running an operation of any kind: a job, a DAG, or an op with a matrix.
+"""The one place that knows the kinds of operation: a job, a DAG, or an op with a matrix.
 
 Kinds nest (a DAG op can be a sweep, a sweep's trial can be a DAG), so every runner hands its
-children to the same dispatcher instead of knowing about the others. An `OpRequest` says *what*
-to run (the loaded operation plus the values it receives); where it runs is the current flow run
-(`run_request_in_flow`) or a new one (`request_flow`, `run_request`).
+children back to this dispatcher (as `Children`) instead of knowing about the others. For each
+kind it says how the op runs in the current flow run, as a DAG op, and as a sweep's trial:
+
+======  ===========================  ==================================  ======================
+kind    in the current flow run      as a DAG op                         as a trial
+======  ===========================  ==================================  ======================
+job     `run_op_in_flow` (one task)  a task run of the shared job task   a recorded flow run
+dag     `run_dag_in_flow`            a task running the DAG as subflow   a subflow
+matrix  `run_sweep_in_flow`          a task running the sweep as subflow a subflow
+======  ===========================  ==================================  ======================
 
 ``matrix`` wins over ``dag``: an op with a matrix whose component is a DAG is a sweep of DAGs.
+A job's run kind is looked up in the executors registry (`polyaxon_prefect.runtime`): a kind
+with no executor is refused, with a problem that names it, before anything runs.
+
+`prepare_request` runs before any flow run exists and before Prefect is imported (the CLI
+prepares a job, then starts its server, then imports Prefect, whose settings are read once), so
+the runners and Prefect are imported where they are used.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import threading
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from prefect import Flow, flow
-
-from polyaxon_prefect.loading._load import LoadedPolyaxonfile
-from polyaxon_prefect.prefect._job import (
-    OpOutcome,
-    OutcomeCallback,
-    flow_name,
-    polyaxon_status,
-    run_op_in_flow,
-)
-from polyaxon_prefect.runtime._connections import Connection
-from polyaxon_prefect.runtime._context import RunContext
-from polyaxon_prefect.runtime._job import prepare_job
-from polyaxon_prefect.runtime._kind import OpKind, op_kind
+from polyaxon_prefect.prefect._request import Children, OpRequest, OpTask, SweepOptions
+from polyaxon_prefect.runtime._result import RunResult
+from polyaxon_prefect.specs import OpKind, op_kind
 
 if TYPE_CHECKING:
-    from polyaxon_prefect.prefect._api import RunResult
+    from prefect import Flow
+    from prefect.client.schemas.objects import State
+
+    from polyaxon_prefect.prefect._job import OutcomeCallback
 
 __all__ = [
+    "DISPATCH",
     "OpKind",
     "OpRequest",
     "SweepOptions",
+    "describe_request",
     "op_kind",
+    "prepare_request",
     "request_flow",
     "run_request",
     "run_request_in_flow",
 ]
 
+SUBFLOW_TASK_NAME = "run_subflow_op"
 
-@dataclass(frozen=True)
-class SweepOptions:
-    """How a matrix op keeps its state and where its trials run."""
-
-    resume: bool = False
-    """Continue the latest sweep of this op (same study) instead of starting a new one."""
-    storage: str | None = None
-    """An Optuna storage URL or a file path; None: the local default file."""
-    study_name: str | None = None
-    """The study to create or resume; None: derived from the op."""
-    deployment: str | None = None
-    """``flow-name/deployment-name``: run each trial as a run of that deployment (a work pool)."""
+Runner = Callable[[OpRequest, "OutcomeCallback | None"], Any]
 
 
-@dataclass(frozen=True)
-class OpRequest:
-    """One operation to run, of any kind, at any depth."""
+def _run_job(request: OpRequest, on_outcome: OutcomeCallback | None) -> Any:
+    from polyaxon_prefect.prefect._job import run_op_in_flow
 
-    loaded: LoadedPolyaxonfile
-    """The operation with its component inlined, and its literal params (typed)."""
-    params: Mapping[str, Any] = field(default_factory=dict)
-    """Values given on top of the file's: resolved refs, a trial's suggestion, ``-P`` values."""
-    run_context: RunContext | None = None
-    connections: Mapping[str, Connection] | None = None
-    skip_builds: bool = False
-    in_pipeline: bool = False
-    """Inside a DAG or a sweep (turns Polyaxon's default cache on)."""
-    base_dir: Path | None = None
-    name: str | None = None
-    """The run's display name (``trial-7 lr=0.01``); default: the op's name."""
-    cancel_event: threading.Event | None = None
-    sweep: SweepOptions = field(default_factory=SweepOptions)
+    job = request.prepared or request.prepare_job()
+    return run_op_in_flow(job, on_outcome, request.cancel_event)
 
-    @property
-    def operation(self) -> Any:
-        return self.loaded.operation
 
-    @property
-    def op_name(self) -> str:
-        operation = self.loaded.operation
-        component = operation.component
-        return str(operation.name or getattr(component, "name", None) or "op")
+def _run_dag(request: OpRequest, on_outcome: OutcomeCallback | None) -> Any:
+    from polyaxon_prefect.prefect._dag import run_dag_in_flow
+    from polyaxon_prefect.prefect._job import track_flow_run
 
-    def with_(self, **changes: Any) -> OpRequest:
-        """A copy with ``changes`` applied."""
-        return dataclasses.replace(self, **changes)
+    track_flow_run()
+    return run_dag_in_flow(request, DISPATCH, on_outcome)
+
+
+def _run_sweep(request: OpRequest, on_outcome: OutcomeCallback | None) -> Any:
+    from polyaxon_prefect.prefect._job import track_flow_run
+    from polyaxon_prefect.prefect._sweep import run_sweep_in_flow
+
+    track_flow_run()
+    return run_sweep_in_flow(request, DISPATCH, on_outcome)
+
+
+_RUNNERS: dict[OpKind, Runner] = {"job": _run_job, "dag": _run_dag, "matrix": _run_sweep}
+"""How each kind runs inside the current flow run (`run_request_in_flow`)."""
+
+
+def prepare_request(request: OpRequest) -> OpRequest:
+    """``request`` ready to run: a job is prepared now (a bad param or an unsupported kind
+    raises here, before any flow run exists); a DAG or a sweep prepares each child when it
+    starts (a child's bad param fails that child, not the whole run)."""
+    if op_kind(request.operation) != "job" or request.prepared is not None:
+        return request
+    return request.with_(prepared=request.prepare_job())
+
+
+def describe_request(request: OpRequest) -> str:
+    """The line the CLI prints when a run starts: where a job writes, or what kind runs."""
+    job = request.prepared
+    if job is not None:
+        context = job.context
+        return f"running `{job.op_name}` (run {context.uuid}) in {context.run_artifacts_path}"
+    return f"running {op_kind(request.operation)} `{request.op_name}`"
 
 
 def run_request_in_flow(request: OpRequest, on_outcome: OutcomeCallback | None = None) -> Any:
     """Run ``request`` inside the current flow run; return what that flow should return."""
-    from polyaxon_prefect.prefect._job import track_flow_run
-
-    kind = op_kind(request.operation)
-    if kind != "job":
-        track_flow_run()  # a job's flow run is tracked by `run_op_in_flow`
-    if kind == "matrix":
-        from polyaxon_prefect.prefect._sweep import run_sweep_in_flow
-
-        return run_sweep_in_flow(request, on_outcome)
-    if kind == "dag":
-        from polyaxon_prefect.prefect._dag import run_dag_in_flow
-
-        return run_dag_in_flow(request, on_outcome)
-    job = prepare_job(
-        request.loaded,
-        run_context=request.run_context,
-        params=request.params,
-        connections=request.connections,
-        in_pipeline=request.in_pipeline,
-        skip_builds=request.skip_builds,
-        base_dir=request.base_dir,
-    )
-    return run_op_in_flow(job, on_outcome, request.cancel_event)
+    return _RUNNERS[op_kind(request.operation)](request, on_outcome)
 
 
 def request_flow(
@@ -131,17 +114,39 @@ def request_flow(
 
     ``name`` is the flow's name (default: the component's), the run is named after the request.
     """
-    component = request.operation.component
+    from prefect import flow
+
+    from polyaxon_prefect.prefect._job import flow_name
 
     def run_operation() -> Any:
         return run_request_in_flow(request, on_outcome)
 
     return flow(
         run_operation,
-        name=flow_name(name or getattr(component, "name", None) or request.op_name),
+        name=flow_name(name or request.flow_name),
         flow_run_name=flow_name(request.name or request.op_name),
         description=f"Polyaxon op `{request.op_name}`",
         validate_parameters=False,
+    )
+
+
+def _result_of(state: State, request: OpRequest, outcomes: list[RunResult]) -> RunResult:
+    """How a flow run of ``request`` ended: what its op reported, else what its state says
+    (it crashed or was cancelled from outside before the op reported)."""
+    from polyaxon_prefect.prefect._states import polyaxon_status
+
+    flow_run_id = state.state_details.flow_run_id
+    run_id = str(flow_run_id) if flow_run_id else None
+    if outcomes:
+        return outcomes[-1].with_(name=request.op_name, flow_run_id=run_id)
+    context = request.run_context
+    return RunResult(
+        polyaxon_status(state),
+        uuid=context.uuid if context else None,
+        name=request.op_name,
+        artifacts_path=str(context.run_artifacts_path) if context else None,
+        message=state.message or "",
+        flow_run_id=run_id,
     )
 
 
@@ -149,25 +154,99 @@ def run_request(request: OpRequest, *, flow_name: str | None = None) -> RunResul
     """Run ``request`` as a top-level flow run in this process, wait, and say how it ended."""
     from prefect import tags
 
-    from polyaxon_prefect.prefect._api import RunResult
     from polyaxon_prefect.prefect._settings import local_run_settings
 
-    outcomes: list[OpOutcome] = []
+    request = prepare_request(request)
+    outcomes: list[RunResult] = []
     op_flow = request_flow(request, name=flow_name, on_outcome=outcomes.append)
-    component_tags = [str(t) for t in (getattr(request.operation, "tags", None) or []) if t]
-    with local_run_settings(), tags(*component_tags):
+    job_tags = request.prepared.tags if request.prepared is not None else request.tags
+    with local_run_settings(), tags(*job_tags):
         state = op_flow(return_state=True)
-    flow_run_id = state.state_details.flow_run_id
-    run_id = str(flow_run_id) if flow_run_id else None
-    if outcomes:
-        return RunResult.from_outcome(outcomes[-1], request.op_name, run_id)
-    # The flow ended before the op reported (it crashed or was cancelled from outside).
-    context = request.run_context
-    return RunResult(
-        status=polyaxon_status(state),
-        uuid=context.uuid if context else None,
-        name=request.op_name,
-        artifacts_path=str(context.run_artifacts_path) if context else None,
-        message=state.message or "",
-        flow_run_id=run_id,
-    )
+    if request.prepared is not None and request.run_context is None:
+        request = request.with_(run_context=request.prepared.context)
+    return _result_of(state, request, outcomes)
+
+
+class _SubflowOpTask:
+    """A DAG op that is a nested DAG or a sweep: a task that runs it as a subflow and ends in
+    the state matching the child's Polyaxon status (a subflow's own state cannot be returned
+    as is)."""
+
+    def __init__(self, request: OpRequest) -> None:
+        self.request = request
+        self.outcomes: list[RunResult] = []
+
+    def submit(self, wait_for: list[Any]) -> Any:
+        from prefect import task
+        from prefect.cache_policies import NO_CACHE
+
+        from polyaxon_prefect.prefect._job import flow_name
+        from polyaxon_prefect.prefect._states import polyaxon_status, state_for_status
+
+        request, outcomes = self.request, self.outcomes
+
+        def run_subflow_op() -> State:
+            child_flow = request_flow(request, on_outcome=outcomes.append)
+            state = child_flow(return_state=True)
+            if outcomes:
+                outcome = outcomes[-1]
+                return state_for_status(
+                    outcome.status, outcome.message or outcome.status, outcome.outputs
+                )
+            return state_for_status(polyaxon_status(state), state.message or "")
+
+        runner = task(
+            run_subflow_op,
+            name=SUBFLOW_TASK_NAME,
+            task_run_name=flow_name(request.name or request.op_name),
+            cache_policy=NO_CACHE,
+            persist_result=False,
+        )
+        return runner.submit(wait_for=wait_for)
+
+    def result(self, state: State) -> RunResult:
+        from polyaxon_prefect.prefect._states import polyaxon_status
+
+        context = self.request.run_context
+        if self.outcomes:
+            outcome = self.outcomes[-1]
+            return outcome.with_(message=outcome.message or state.message or "")
+        return RunResult(
+            polyaxon_status(state),
+            uuid=context.uuid if context else None,
+            artifacts_path=str(context.run_artifacts_path) if context else None,
+            message=state.message or "",
+        )
+
+    def release(self) -> None:
+        pass
+
+
+class _Dispatcher:
+    """`Children` for every runner: the kind of each child decides how it runs."""
+
+    def dag_op(self, request: OpRequest) -> OpTask:
+        from polyaxon_prefect.prefect._job import JobOpTask
+
+        if op_kind(request.operation) == "job":
+            assert request.cancel_event is not None
+            return JobOpTask(request.prepare_job(), request.cancel_event)
+        context = request.run_context
+        if context is not None:
+            request = request.with_(run_context=context.make_dirs())
+        return _SubflowOpTask(request)
+
+    def subflow(self, request: OpRequest) -> RunResult:
+        from polyaxon_prefect.prefect._settings import local_run_settings
+
+        outcomes: list[RunResult] = []
+        child = request_flow(request, on_outcome=outcomes.append)
+        with local_run_settings():
+            state = child(return_state=True)
+        return _result_of(state, request, outcomes)
+
+    def runs_in_process(self, request: OpRequest) -> bool:
+        return op_kind(request.operation) == "job"
+
+
+DISPATCH: Children = _Dispatcher()

@@ -8,177 +8,62 @@
   expires and final at the end (two calls). Prefect's flow engine would make about ten API
   calls per subflow plus its own client-side work: 130-400 ms per trial on a 2-core machine
   against a few ms of process, which was the whole cost of a sweep of short trials. Requests
-  go one at a time with a quick retry on ``503`` (`api_request`). Trials are not cached: the
-  study is the sweep's memory (a resumed sweep never re-runs a completed trial).
+  go one at a time with a quick retry on ``503`` (`polyaxon_prefect.prefect._client`). Trials
+  are not cached: the study is the sweep's memory (a resumed sweep never re-runs a completed
+  trial).
 - A **DAG** trial (or any other non-job op) runs through the dispatcher as a real subflow
-  (`request_flow`); a DAG is long enough that the engine's cost does not matter.
+  (`Children.subflow`); a DAG is long enough that the engine's cost does not matter.
 - With a **deployment**, each trial is a run of that deployment (`run_deployment`, picked up
   by a worker of its work pool, e.g. one Kubernetes pod per trial), watched through a
-  `PrefectFlowRunFuture`. The deployment's entrypoint is `trial_flow` (``flows/trial.py``).
+  `PrefectFlowRunFuture`. The deployment's entrypoint is `polyaxon_prefect.prefect.trial_flow`
+  (``flows/trial.py``).
 
-Every way returns a `TrialResult`; cancelling (pruning, early stopping) is a
+Every way returns a `RunResult`; cancelling (pruning, early stopping) is a
 ``threading.Event`` the trial watches.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
-import random
 import threading
-import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from prefect import flow, get_run_logger
+from prefect import task
+from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import State, StateType
-from prefect.states import Failed
+from prefect.states import Completed, Failed
 
-from polyaxon_prefect.exceptions import PolyaxonPrefectError
-from polyaxon_prefect.prefect._job import (
-    TIMED_OUT_STATE_NAME,
-    OpOutcome,
-    flow_name,
-    polyaxon_status,
-    state_for_status,
-)
-from polyaxon_prefect.prefect._settings import local_run_settings
-from polyaxon_prefect.runtime._masking import mask_text
+from polyaxon_prefect.prefect._client import api_request
+from polyaxon_prefect.prefect._job import flow_name
+from polyaxon_prefect.prefect._states import polyaxon_status, state_for_result
+from polyaxon_prefect.runtime._job_op import execute_job_op
+from polyaxon_prefect.runtime._result import RunResult
+from polyaxon_prefect.specs import Status
 
 if TYPE_CHECKING:
-    from polyaxon_prefect.prefect._dispatch import OpRequest
     from polyaxon_prefect.runtime._job import PreparedJob
 
 __all__ = [
     "TRIAL_FLOW_NAME",
     "TrialResult",
+    "end_trials_task_run",
     "run_deployment_trial",
     "run_job_trial",
-    "run_subflow_trial",
-    "trial_flow",
+    "trial_flow_id",
+    "trials_task_run",
 ]
 
 TRIAL_FLOW_NAME = "polyaxon-trial"
 
 
-@dataclass(frozen=True)
-class TrialResult:
-    """How one trial ended."""
-
-    status: str
-    outputs: dict[str, Any] = field(default_factory=dict)
-    metrics: dict[str, Any] = field(default_factory=dict)
-    uuid: str | None = None
-    message: str = ""
-    flow_run_id: str | None = None
-
-    @classmethod
-    def from_outcome(cls, outcome: OpOutcome, flow_run_id: str | None = None) -> TrialResult:
-        return cls(
-            status=outcome.status,
-            outputs=dict(outcome.outputs),
-            metrics=dict(outcome.metrics),
-            uuid=outcome.uuid,
-            message=outcome.message,
-            flow_run_id=flow_run_id,
-        )
+TrialResult = RunResult
+"""How one trial ended (the one `RunResult` type)."""
 
 
 # ----------------------------------------------------------------------------- job trials
-
-
-def _job_state(job: PreparedJob, status: str, message: str) -> State:
-    if status == "stopped":
-        message = f"trial `{job.op_name}` was stopped: {message}"
-    elif status not in ("succeeded", "skipped"):
-        message = f"trial `{job.op_name}` failed: {message}"
-    return state_for_status(status, message or status)
-
-
-def _execute_with_retries(
-    job: PreparedJob, logger: Any, cancel_event: threading.Event | None
-) -> TrialResult:
-    """`execute_job` with ``termination.maxRetries`` (a stopped trial is not retried)."""
-    from polyaxon_prefect.prefect._job import _failure_message
-    from polyaxon_prefect.runtime._job import execute_job
-
-    def on_line(stream: str, line: str) -> None:
-        (logger.warning if stream == "stderr" else logger.info)(line)
-
-    attempts = max(int(job.max_retries or 0), 0) + 1
-    result = None
-    for attempt in range(attempts):
-        try:
-            result = execute_job(job, on_line=on_line, cancel_event=cancel_event)
-        except PolyaxonPrefectError as exc:
-            message = mask_text(str(exc), job.secrets)
-            return TrialResult("failed", uuid=job.context.uuid, message=message)
-        if result.status in ("succeeded", "skipped", "stopped"):
-            break
-        if cancel_event is not None and cancel_event.is_set():
-            break
-        if attempt + 1 < attempts:
-            logger.warning("attempt %d of %d failed; retrying", attempt + 1, attempts)
-    assert result is not None
-    if result.status == "succeeded":
-        return TrialResult(
-            "succeeded",
-            outputs=dict(result.outputs),
-            metrics=dict(result.metrics),
-            uuid=job.context.uuid,
-            message="succeeded",
-        )
-    process = result.process
-    status = result.status
-    if process is not None and process.cancelled:
-        status = "stopped"
-    message = result.message if status == "skipped" else _failure_message(job, result)
-    if process is not None and process.timed_out:
-        message = message or "timed out"
-    return TrialResult(status, metrics=dict(result.metrics), uuid=job.context.uuid, message=message)
-
-
-_API_LOCK = threading.Lock()
-_RETRYABLE = (429, 503)
-_API_ATTEMPTS = 80
-
-
-def api_request(client: Any, method: str, path: str, json: Any) -> Any:
-    """Send one request of a trial to the Prefect API: one at a time, retried quickly when busy.
-
-    Trials record their flow runs themselves (module docstring), from four or more threads
-    at once. An SQLite-backed server answers ``503`` when a write meets another one (its
-    "database is locked"), and Prefect's client then sleeps ``2 ** attempt`` seconds (even
-    with its retries set to 0), which was most of a short sweep's time. Our requests go one
-    at a time, so they never collide with each other, bypass that retry loop, and a ``503``/
-    ``429`` (a collision with the server's own writers) is retried after a few milliseconds.
-    """
-    import httpx
-
-    http = client._client
-    request = http.build_request(method, path, json=json)
-    if getattr(http, "enable_csrf_support", False):
-        http._add_csrf_headers(request)
-    delay = 0.005
-    for attempt in range(_API_ATTEMPTS):
-        last = attempt + 1 == _API_ATTEMPTS
-        try:
-            with _API_LOCK:
-                response = httpx.Client.send(http, request)
-        except httpx.TransportError:  # a dropped connection, a read timeout under load
-            if last:
-                raise
-        else:
-            if response.status_code not in _RETRYABLE or last:
-                response.raise_for_status()
-                return response
-        time.sleep(delay * (1 + random.random()))
-        delay = min(delay * 1.5, 0.25)
-    raise AssertionError("unreachable")
 
 
 def _state_payload(state: State, flow_run_id: UUID) -> dict[str, Any]:
@@ -301,36 +186,89 @@ def run_job_trial(
         parent_task_run_id=parent_task_run_id,
     )
     run = _TrialRun(client, create, show_running_after)
+
+    def on_line(stream: str, line: str) -> None:
+        (run.warning if stream == "stderr" else run.info)(line)
+
+    def on_retry(attempt: int, attempts: int) -> None:
+        run.warning("attempt %d of %d failed; retrying", attempt, attempts)
+
     try:
-        result = _execute_with_retries(job, run, cancel_event)
+        result = execute_job_op(
+            job,
+            on_line=on_line,
+            cancel_event=cancel_event,
+            attempts=max(int(job.max_retries or 0), 0) + 1,
+            on_retry=on_retry,
+        )
     except BaseException as exc:
         run.finish(Failed(message=f"trial crashed: {exc}"))
         raise
-    if result.status == "failed":
+    if result.status == Status.FAILED:
         run.error(result.message)
-    state = _job_state(job, result.status, result.message)
-    if result.status == "failed" and job.timeout and "timed out" in result.message:
-        state = Failed(name=TIMED_OUT_STATE_NAME, message=state.message)
-    flow_run_id = run.finish(state)
-    return dataclasses.replace(result, flow_run_id=flow_run_id)
+    state = state_for_result(result, prefix=_prefix(job, result))
+    return result.with_(flow_run_id=run.finish(state))
 
 
-# ----------------------------------------------------------------------------- subflow trials
+def _prefix(job: PreparedJob, result: RunResult) -> str:
+    if result.status == Status.STOPPED:
+        return f"trial `{job.op_name}` was stopped: "
+    return f"trial `{job.op_name}` failed: "
 
 
-def run_subflow_trial(request: OpRequest) -> TrialResult:
-    """Run a non-job trial (a DAG) as a real subflow of the current flow run."""
-    from polyaxon_prefect.prefect._dispatch import request_flow
+# ----------------------------------------------------------------------------- the sweep's records
 
-    outcomes: list[OpOutcome] = []
-    child = request_flow(request, on_outcome=outcomes.append)
-    with local_run_settings():
-        state = child(return_state=True)
-    flow_run_id = state.state_details.flow_run_id
-    run_id = str(flow_run_id) if flow_run_id else None
-    if outcomes:
-        return TrialResult.from_outcome(outcomes[-1], run_id)
-    return TrialResult(polyaxon_status(state), message=state.message or "", flow_run_id=run_id)
+
+def _trials_body() -> None:
+    """Never called: the task whose one run per sweep is the parent of its trial flow runs."""
+
+
+_TRIALS_TASK = task(_trials_body, name="trials", cache_policy=NO_CACHE, persist_result=False)
+
+
+def trials_task_run(client: Any, flow_run_id: UUID | None) -> UUID | None:
+    """One task run of the sweep, created ``Running`` through the API, that every job trial's
+    child flow run hangs under (so the UI lists the trials as the sweep's subflow runs).
+
+    One per sweep, not one per trial: a task run per trial made each trial wait for the
+    server to record it from its events before its flow run could name it as parent (about
+    60 ms, 404s while polling), and doubled the writes that contend for the server's
+    database (SQLite answered ``503`` under four concurrent trials, and the client's retry
+    back-off cost seconds).
+    """
+    from prefect.states import Running
+
+    if flow_run_id is None:
+        return None
+    task_run = client.create_task_run(
+        task=_TRIALS_TASK,
+        flow_run_id=flow_run_id,
+        dynamic_key="trials",
+        name="trials",
+        state=Running(),
+    )
+    return task_run.id
+
+
+def end_trials_task_run(client: Any, task_run_id: UUID | None, state: Any) -> None:
+    if task_run_id is None:
+        return
+    final = state if isinstance(state, State) else Completed()
+    with contextlib.suppress(Exception):  # a view: the sweep's own state is what matters
+        client.set_task_run_state(task_run_id, final.model_copy(update={"data": None}), force=True)
+
+
+def trial_flow_id(component: Any, op_name: str) -> UUID:
+    """The id of the flow the trial runs belong to (the component's name, like a job's)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import FlowCreate
+
+    name = flow_name(getattr(component, "name", None) or op_name)
+    with get_client(sync_client=True) as client:
+        response = client.request(
+            "POST", "/flows/", json=FlowCreate(name=name).model_dump(mode="json")
+        )
+        return UUID(response.json()["id"])
 
 
 # ----------------------------------------------------------------------------- deployments
@@ -389,7 +327,7 @@ def run_deployment_trial(
             data = future.result(raise_on_failure=False)
             if isinstance(data, dict):
                 payload = data
-    return TrialResult(
+    return RunResult(
         status=str(payload.get("status") or status),
         outputs=dict(payload.get("outputs") or {}),
         metrics=dict(payload.get("metrics") or {}),
@@ -397,43 +335,3 @@ def run_deployment_trial(
         message=str(payload.get("message") or state.message or status),
         flow_run_id=str(flow_run.id),
     )
-
-
-@flow(name=TRIAL_FLOW_NAME, persist_result=True, validate_parameters=True)
-def trial_flow(
-    polyaxonfile: str,
-    params: dict[str, Any] | None = None,
-    presets: list[str] | None = None,
-    run_uuid: str | None = None,
-    index: int | None = None,
-) -> dict[str, Any]:
-    """One trial of a sweep, as a deployable flow: the Polyaxonfile's op (its matrix dropped)
-    with ``params`` (the suggestion). Returns ``{"status", "outputs", "metrics", "uuid",
-    "message"}`` (persisted, so the sweep reads it from another machine with shared result
-    storage); the run's own state is the trial's."""
-    from polyaxon_prefect.loading._load import load_polyaxonfile
-    from polyaxon_prefect.prefect._dispatch import OpRequest, run_request_in_flow
-    from polyaxon_prefect.prefect._sweep import trial_loaded
-    from polyaxon_prefect.runtime._context import create_run_context
-    from polyaxon_prefect.runtime._job import _project_name
-
-    values = dict(params or {})
-    loaded = load_polyaxonfile(Path(polyaxonfile), list(presets or []))
-    loaded = trial_loaded(loaded, values)
-    name = f"{loaded.operation.name or loaded.component.name or 'op'}-trial"
-    context = create_run_context(name, _project_name(), run_uuid=run_uuid, iteration=index)
-    outcomes: list[OpOutcome] = []
-    request = OpRequest(loaded=loaded, params=values, run_context=context, in_pipeline=True)
-    returned = run_request_in_flow(request, outcomes.append)
-    outcome = outcomes[-1] if outcomes else OpOutcome("failed", message="the trial did not run")
-    payload = {
-        "status": outcome.status,
-        "outputs": dict(outcome.outputs),
-        "metrics": dict(outcome.metrics),
-        "uuid": outcome.uuid,
-        "message": outcome.message,
-    }
-    get_run_logger().info("trial %s: %s", index, outcome.status)
-    if isinstance(returned, State) and returned.type != StateType.COMPLETED:
-        return returned  # type: ignore[return-value]
-    return payload

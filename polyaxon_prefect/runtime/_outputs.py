@@ -7,6 +7,7 @@ The file formats are the contract documented in `polyaxon_prefect.tracking`.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -153,3 +154,31 @@ def validate_outputs(
             continue
         typed[io.name] = value
     return typed, problems
+
+
+def tail_metric(path: Path, offset: int, metric: str) -> tuple[list[tuple[int, float]], int]:
+    """``(step, value)`` of ``metric`` in the complete lines appended to a metrics file since
+    ``offset``, and the offset to read from next time (a half-written last line waits)."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            chunk = handle.read()
+    except FileNotFoundError:
+        return [], offset
+    end = chunk.rfind(b"\n")
+    if end < 0:
+        return [], offset
+    values = []
+    for raw in chunk[: end + 1].splitlines():
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            continue
+        if not isinstance(record, dict) or record.get("step") is None:
+            continue
+        value = record.get(metric)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        if math.isfinite(value):
+            values.append((int(record["step"]), float(value)))
+    return values, offset + end + 1

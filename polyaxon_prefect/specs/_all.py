@@ -92,6 +92,11 @@ from ._joins import (
     Join,
     JoinParam,
 )
+from ._kinds import (
+    OpKind,
+    op_kind,
+    run_kind,
+)
 from ._matrix import (
     Bayes,
     GaussianProcess,
@@ -301,6 +306,7 @@ __all__ = [
     "Notification",
     "NotificationTrigger",
     "NotifierJob",
+    "OpKind",
     "Operation",
     "Optimization",
     "OptimizationMetric",
@@ -347,10 +353,12 @@ __all__ = [
     "is_list_type",
     "list_item_type",
     "normalize_params",
+    "op_kind",
     "parse_ref_value",
     "parse_type",
     "parse_value",
     "replica_fields",
+    "run_kind",
     "typed_params",
     "validate_params",
     "validate_ref",

@@ -83,7 +83,7 @@ def server_env() -> Iterator[dict[str, str]]:
 
 
 DEPLOY = """\
-from polyaxon_prefect.prefect._trials import trial_flow
+from polyaxon_prefect.prefect import trial_flow
 trial_flow.from_source(source={repo!r}, entrypoint="flows/trial.py:flow").deploy(
     name="sweep-trial", work_pool_name={pool!r}, print_next_steps=False
 )

@@ -1,0 +1,129 @@
+"""What to run: data only, shared by the dispatcher and every runner.
+
+An `OpRequest` says *what* to run (the loaded operation plus the values it receives) and how
+its children inherit (connections, builds, the stop event); it does not say how: that is the
+dispatcher's one decision (`polyaxon_prefect.prefect._dispatch`). Keeping the data apart from
+the dispatcher lets the DAG and sweep runners import it without importing each other.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from polyaxon_prefect.loading._load import LoadedPolyaxonfile
+from polyaxon_prefect.runtime._connections import Connection
+from polyaxon_prefect.runtime._context import RunContext
+from polyaxon_prefect.runtime._job import PreparedJob, prepare_job
+from polyaxon_prefect.runtime._result import RunResult
+
+__all__ = ["Children", "OpRequest", "OpTask", "SweepOptions"]
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    """How a matrix op keeps its state and where its trials run."""
+
+    resume: bool = False
+    """Continue the latest sweep of this op (same study) instead of starting a new one."""
+    storage: str | None = None
+    """An Optuna storage URL or a file path; None: the local default file."""
+    study_name: str | None = None
+    """The study to create or resume; None: derived from the op."""
+    deployment: str | None = None
+    """``flow-name/deployment-name``: run each trial as a run of that deployment (a work pool)."""
+
+
+@dataclass(frozen=True)
+class OpRequest:
+    """One operation to run, of any kind, at any depth."""
+
+    loaded: LoadedPolyaxonfile
+    """The operation with its component inlined, and its literal params (typed)."""
+    params: Mapping[str, Any] = field(default_factory=dict)
+    """Values given on top of the file's: resolved refs, a trial's suggestion, ``-P`` values."""
+    run_context: RunContext | None = None
+    connections: Mapping[str, Connection] | None = None
+    skip_builds: bool = False
+    in_pipeline: bool = False
+    """Inside a DAG (turns Polyaxon's default cache on). Trials are not: the study is the
+    sweep's memory, and a resumed sweep never re-runs a completed trial."""
+    base_dir: Path | None = None
+    name: str | None = None
+    """The run's display name (``trial-7 lr=0.01``); default: the op's name."""
+    cancel_event: threading.Event | None = None
+    sweep: SweepOptions = field(default_factory=SweepOptions)
+    prepared: PreparedJob | None = None
+    """A job op's prepared job, when it was prepared before its flow run (`prepare_request`)."""
+    backend: str = "local"
+    """Where a job's processes run (``local``; the executors registry is keyed by it)."""
+
+    @property
+    def operation(self) -> Any:
+        return self.loaded.operation
+
+    @property
+    def component(self) -> Any:
+        return self.loaded.operation.component
+
+    @property
+    def op_name(self) -> str:
+        operation = self.loaded.operation
+        return str(operation.name or operation.component.name or "op")
+
+    @property
+    def flow_name(self) -> str:
+        """The flow this op's runs are grouped under: the component's name, else the op's."""
+        return str(self.operation.component.name or self.op_name)
+
+    @property
+    def tags(self) -> list[str]:
+        return [str(t) for t in (self.operation.component.tags or []) if t]
+
+    def with_(self, **changes: Any) -> OpRequest:
+        """A copy with ``changes`` applied."""
+        return dataclasses.replace(self, **changes)
+
+    def prepare_job(self) -> PreparedJob:
+        """The job this request runs, prepared now (its problems raise here, before it runs)."""
+        return prepare_job(
+            self.loaded,
+            run_context=self.run_context,
+            params=self.params,
+            connections=self.connections,
+            in_pipeline=self.in_pipeline,
+            skip_builds=self.skip_builds,
+            base_dir=self.base_dir,
+        )
+
+
+class OpTask(Protocol):
+    """A DAG op submitted as a task run: a job's task, or a task running a subflow."""
+
+    def submit(self, wait_for: list[Any]) -> Any:
+        """Submit the task run; returns its Prefect future."""
+
+    def result(self, state: Any) -> RunResult:
+        """How the op ended, from its task run's final state."""
+
+    def release(self) -> None:
+        """Forget what the task closed over (called once the future is final)."""
+
+
+class Children(Protocol):
+    """How a runner runs its children (a DAG's ops, a sweep's trials), whatever their kind:
+    the dispatcher, passed in, so runners never import it (nor each other)."""
+
+    def dag_op(self, request: OpRequest) -> OpTask:
+        """The task run of a DAG op (prepared now: a bad param raises here)."""
+
+    def subflow(self, request: OpRequest) -> RunResult:
+        """Run ``request`` as a subflow of the current flow run and wait for it."""
+
+    def runs_in_process(self, request: OpRequest) -> bool:
+        """Whether ``request`` runs as one process the caller can record itself (a sweep
+        records such trials as flow runs, without Prefect's flow engine)."""

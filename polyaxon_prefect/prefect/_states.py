@@ -1,0 +1,87 @@
+"""The one mapping between Polyaxon's statuses and Prefect's states.
+
+Prefect 3 has no Skipped or UpstreamFailed state and no "timed out" type, so those are named
+states of the nearest type; every runner (a job op, a DAG op's marker, a sweep, a trial, a DAG)
+ends in the state this module gives, and reads a finished run's status back with
+`polyaxon_status`:
+
+==========================  =====================================  ======================
+Polyaxon status             Prefect state                          read back as
+==========================  =====================================  ======================
+succeeded                   Completed (``Cached`` on a cache hit)  succeeded
+skipped                     Completed named ``Skipped``            skipped
+failed, at the deadline     Failed named ``TimedOut``              failed
+failed                      Failed                                 failed
+stopped                     Cancelled                              stopped
+upstream_failed             Cancelled named ``UpstreamFailed``     upstream_failed
+==========================  =====================================  ======================
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect.client.schemas.objects import State, StateType
+from prefect.states import Cancelled, Completed, Failed
+
+from polyaxon_prefect.runtime._result import RunResult
+from polyaxon_prefect.specs import Status
+
+__all__ = [
+    "CACHED_STATE_NAME",
+    "SKIPPED_STATE_NAME",
+    "TIMED_OUT_STATE_NAME",
+    "UPSTREAM_FAILED_STATE_NAME",
+    "polyaxon_status",
+    "state_for_result",
+    "state_for_status",
+]
+
+SKIPPED_STATE_NAME = "Skipped"
+UPSTREAM_FAILED_STATE_NAME = "UpstreamFailed"
+TIMED_OUT_STATE_NAME = "TimedOut"
+CACHED_STATE_NAME = "Cached"
+
+
+def polyaxon_status(state: State) -> str:
+    """Polyaxon's status word for a final Prefect state."""
+    if state.type == StateType.COMPLETED:
+        return Status.SKIPPED if state.name == SKIPPED_STATE_NAME else Status.SUCCEEDED
+    if state.type == StateType.CANCELLED:
+        if state.name == UPSTREAM_FAILED_STATE_NAME:
+            return Status.UPSTREAM_FAILED
+        return Status.STOPPED
+    return Status.FAILED
+
+
+def state_for_status(
+    status: str, message: str, data: Any = None, *, timed_out: bool = False
+) -> State:
+    """A new final state for a Polyaxon status (the inverse of `polyaxon_status`).
+
+    ``data`` is kept only on ``succeeded``; every other status is a named or typed state
+    carrying ``message``.
+    """
+    if status == Status.SUCCEEDED:
+        return Completed(message=message, data=data)
+    if status == Status.SKIPPED:
+        return Completed(name=SKIPPED_STATE_NAME, message=message)
+    if status == Status.UPSTREAM_FAILED:
+        return Cancelled(name=UPSTREAM_FAILED_STATE_NAME, message=message)
+    if status == Status.STOPPED:
+        return Cancelled(message=message)
+    if timed_out:
+        return Failed(name=TIMED_OUT_STATE_NAME, message=message)
+    return Failed(message=message)
+
+
+def state_for_result(result: RunResult, data: Any = None, *, prefix: str = "") -> State:
+    """The final state of a run that ended as ``result``: its message (after ``prefix`` for
+    a failure or a stop, e.g. "op `train` failed: "), ``data`` on success, ``Cached`` for a
+    cache hit, ``TimedOut`` for a job killed at its deadline."""
+    message = result.message or str(result.status)
+    if result.status == Status.SUCCEEDED and result.cached:
+        return Completed(name=CACHED_STATE_NAME, message=message, data=data)
+    if prefix and result.status in (Status.FAILED, Status.STOPPED):
+        message = prefix + message
+    return state_for_status(result.status, message, data, timed_out=result.timed_out)

@@ -1,0 +1,184 @@
+"""One job op, executed the same way for every caller: a top-level job, a DAG op, a sweep trial.
+
+`execute_job_op` is the op around the process: the op cache (a succeeded run with the same key
+is reused, nothing else ever is), ``termination.maxRetries`` for callers that have no engine to
+retry for them (a trial's flow run is recorded, not run by Prefect's engine), and the one message
+a failed job ends with. It returns a `RunResult`; how that result becomes a Prefect state is the
+Prefect layer's one mapping (`polyaxon_prefect.prefect._states`).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from polyaxon_prefect.exceptions import PolyaxonPrefectError
+from polyaxon_prefect.runtime._cache import CacheHit, RunCache
+from polyaxon_prefect.runtime._job import JobResult, PreparedJob, execute_job
+from polyaxon_prefect.runtime._masking import mask_text, mask_value
+from polyaxon_prefect.runtime._result import RunResult
+from polyaxon_prefect.specs import Status
+
+__all__ = [
+    "LineCallback",
+    "cached_result",
+    "execute_job_op",
+    "failure_message",
+    "job_report_rows",
+]
+
+LineCallback = Callable[[str, str], None]
+"""``on_line(stream, line)``: ``stream`` is ``stdout`` or ``stderr`` (lines arrive masked)."""
+
+_TAIL_LINES = 10
+
+
+def failure_message(job: PreparedJob, result: JobResult) -> str:
+    """The job's own message, or one built from how its process ended and its last stderr."""
+    message = result.message.strip()
+    process = result.process
+    if not message and process is not None:
+        message = f"the process {process.describe()}"
+        tail = process.stderr_tail[-_TAIL_LINES:]
+        if tail:
+            message += "; last lines of stderr:\n" + "\n".join(tail)
+    for problem in result.problems:
+        if getattr(problem, "message", str(problem)) not in message:
+            message += f"\n{problem.format() if hasattr(problem, 'format') else problem}"
+    return mask_text(message or f"job `{job.op_name}` failed", job.secrets)
+
+
+def _cache_hit(job: PreparedJob) -> CacheHit | None:
+    """The succeeded run this job may reuse, when its cache is on (`RunCache`)."""
+    if job.cache_key is None:
+        return None
+    return RunCache.under(job.context.artifacts_root).lookup(job.cache_key, job.cache_ttl)
+
+
+def _cache_store(job: PreparedJob, result: RunResult, on_line: LineCallback) -> None:
+    """Remember a *succeeded* run for its cache key (nothing else is ever stored)."""
+    if job.cache_key is None:
+        return
+    try:
+        RunCache.under(job.context.artifacts_root).store(
+            job.cache_key,
+            uuid=result.uuid or job.context.uuid,
+            outputs=result.outputs,  # data for the ops downstream of a hit: not masked
+            metrics=mask_value(result.metrics, job.secrets),
+            artifacts_path=result.artifacts_path or str(job.context.run_artifacts_path),
+        )
+    except OSError as exc:  # a cache is an optimisation: never fail the op for it
+        on_line("stderr", f"could not record the run in the cache: {exc}")
+
+
+def _from_job_result(job: PreparedJob, result: JobResult) -> RunResult:
+    """How the process ended, as the op's result."""
+    context = job.context
+    base = RunResult(
+        Status.SUCCEEDED,
+        uuid=context.uuid,
+        name=job.op_name,
+        metrics=dict(result.metrics),
+        artifacts_path=str(context.run_artifacts_path),
+    )
+    if result.status == Status.SUCCEEDED:
+        return base.with_(outputs=dict(result.outputs), message=str(Status.SUCCEEDED))
+    if result.status == Status.SKIPPED:
+        return base.with_(status=Status.SKIPPED, message=result.message or "skipped")
+    process = result.process
+    message = failure_message(job, result)
+    if process is not None and process.timed_out:
+        return base.with_(status=Status.FAILED, message=message, timed_out=True)
+    if result.status == Status.STOPPED or (process is not None and process.cancelled):
+        return base.with_(status=Status.STOPPED, message=message)
+    return base.with_(status=Status.FAILED, message=message)
+
+
+def cached_result(job: PreparedJob) -> RunResult | None:
+    """The result of the succeeded run this job reuses (its outputs, uuid and artifacts), or
+    None when its cache is off or has no valid entry."""
+    hit = _cache_hit(job)
+    if hit is None:
+        return None
+    message = (
+        f"cache hit: reused the outputs of run {hit.uuid} (same op and params, succeeded); "
+        "no process was started"
+    )
+    return RunResult(
+        Status.SUCCEEDED,
+        uuid=hit.uuid,
+        name=job.op_name,
+        outputs=dict(hit.outputs),
+        metrics=dict(hit.metrics),
+        artifacts_path=hit.artifacts_path,
+        message=message,
+        cached=True,
+    )
+
+
+def execute_job_op(
+    job: PreparedJob,
+    *,
+    on_line: LineCallback,
+    cancel_event: threading.Event | None = None,
+    attempts: int = 1,
+    on_retry: Callable[[int, int], Any] | None = None,
+) -> RunResult:
+    """Run ``job`` as an op: reuse a cached success, else run its process (up to ``attempts``
+    times while it fails, never after a stop), remember a success for its cache key.
+
+    ``cancel_event`` stops the process when set (early stopping, pruning, Ctrl-C): the op ends
+    ``stopped``. ``on_retry(attempt, attempts)`` is told before each new attempt.
+    """
+    cached = cached_result(job)
+    if cached is not None:
+        return cached
+    result: RunResult | None = None
+    for attempt in range(1, max(attempts, 1) + 1):
+        try:
+            raw = execute_job(job, on_line=on_line, cancel_event=cancel_event)
+        except PolyaxonPrefectError as exc:  # command not found, bad outputs file, ...
+            return RunResult(
+                Status.FAILED,
+                uuid=job.context.uuid,
+                name=job.op_name,
+                artifacts_path=str(job.context.run_artifacts_path),
+                message=mask_text(str(exc), job.secrets),
+            )
+        result = _from_job_result(job, raw)
+        if result.status != Status.FAILED or (cancel_event is not None and cancel_event.is_set()):
+            break
+        if attempt < attempts and on_retry is not None:
+            on_retry(attempt, attempts)
+    assert result is not None
+    if result.succeeded:
+        _cache_store(job, result, on_line)
+    return result
+
+
+def _cell(value: Any, secrets: tuple[str, ...]) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
+    return mask_text(text, secrets)
+
+
+def job_report_rows(job: PreparedJob, result: RunResult) -> list[dict[str, str]]:
+    """Params, outputs and metrics of a job op's run as table rows (secrets masked)."""
+    output_names = {getattr(io, "name", None) for io in job.outputs}
+    rows: list[dict[str, str]] = [
+        {"kind": "run", "name": "status", "value": str(result.status)},
+        {"kind": "run", "name": "uuid", "value": result.uuid or job.context.uuid},
+    ]
+    if job.image:
+        rows.append({"kind": "run", "name": "image", "value": job.image})
+    for name, value in sorted(job.params.items()):
+        if name in output_names and value is None:
+            continue  # an output's placeholder, not an input value
+        rows.append({"kind": "param", "name": name, "value": _cell(value, job.secrets)})
+    for name, value in sorted(result.outputs.items()):
+        rows.append({"kind": "output", "name": name, "value": _cell(value, job.secrets)})
+    for name, value in sorted(result.metrics.items()):
+        if name not in result.outputs:
+            rows.append({"kind": "metric", "name": name, "value": _cell(value, job.secrets)})
+    return rows

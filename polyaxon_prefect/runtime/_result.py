@@ -1,0 +1,71 @@
+"""How a run ended: one type for a job, a DAG op, a sweep trial, a DAG and a sweep.
+
+`RunResult` is what `polyaxon_prefect.run` returns and what every runner hands to its caller
+(a DAG's scheduler, a sweep, the CLI), so a status, its message and the outputs are carried the
+same way at every depth. Polyaxon's status words are `polyaxon_prefect.specs.Status`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from polyaxon_prefect.runtime._masking import mask_value
+from polyaxon_prefect.specs import Status
+
+__all__ = ["RunResult"]
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """How a run ended, with Polyaxon's status words.
+
+    ``status``: ``succeeded``, ``failed``, ``stopped`` or ``skipped`` (``upstream_failed`` for a
+    DAG op that never ran). ``uuid`` and ``artifacts_path`` are the run's (the earlier run's on a
+    cache hit, since its outputs are the ones returned); ``flow_run_id`` finds it in Prefect.
+    """
+
+    status: str
+    uuid: str | None = None
+    name: str = ""
+    outputs: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    artifacts_path: str | None = None
+    message: str = ""
+    flow_run_id: str | None = None
+    cached: bool = False
+    ops: dict[str, Any] | None = None
+    """A DAG's ops: ``{name: {"status", "outputs", "uuid", ...}}``."""
+    trials: list[dict[str, Any]] | None = None
+    """A sweep's trials: ``[{"index", "params", "status", "outputs", "uuid", ...}]``."""
+    best: dict[str, Any] | None = None
+    """A sweep's best trial by its metric."""
+    reason: str = ""
+    """Why a DAG or a sweep ended early, empty otherwise."""
+    timed_out: bool = field(default=False, compare=False)
+    """The job was killed at its deadline (its Prefect state is named ``TimedOut``); not part of
+    `to_dict`, the message says it."""
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status == Status.SUCCEEDED
+
+    def with_(self, **changes: Any) -> RunResult:
+        """A copy with ``changes`` applied."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (``--json`` prints exactly this): ``ops`` only for a DAG, ``trials`` and
+        ``best`` only for a sweep, ``reason`` only when the run was stopped early."""
+        data = asdict(self)
+        del data["timed_out"]
+        for key in ("ops", "trials", "best"):
+            if data[key] is None:
+                del data[key]
+        if not data["reason"]:
+            del data["reason"]
+        # For people and files: secrets and URL credentials masked. The attributes keep the
+        # values the ops produced (data, as passed between ops).
+        masked: dict[str, Any] = mask_value(data)
+        return masked

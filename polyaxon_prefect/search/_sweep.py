@@ -1,0 +1,228 @@
+"""A sweep's bookkeeping and reports, without Prefect: names, what ended, when to stop, results.
+
+The Prefect layer (`polyaxon_prefect.prefect._sweep`) owns the thread pool, the trials' flow
+runs and the artifacts; what those show and decide is computed here: a trial's name, the study
+prefix that ``--resume`` finds, the status a finished trial is told as, early stopping over the
+trials so far, the sweep's final status and message, the leaderboard rows and the best trial's
+Markdown.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from polyaxon_prefect.search._stopping import RunSummary, StopDecision, check_early_stopping
+from polyaxon_prefect.specs import DONE_STATUSES, Param, Status
+
+__all__ = [
+    "LEADERBOARD_ROWS",
+    "SweepRun",
+    "best_markdown",
+    "finite",
+    "jsonable",
+    "leaderboard_rows",
+    "study_prefix",
+    "trial_dict",
+    "trial_loaded",
+    "trial_name",
+]
+
+LEADERBOARD_ROWS = 50
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-") or "op"
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as plain JSON data (what a flow run parameter or ``--json`` can hold)."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def finite(value: Any) -> float | None:
+    """A finite number as a float, else None (a bool, a string, NaN or inf)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def study_prefix(
+    operation: Any, op_name: str, params: Mapping[str, Any], overrides: Mapping[str, Any]
+) -> str:
+    """``<op>-<hash>``: the same op with the same params always gets the same prefix, so
+    ``--resume`` finds the sweep it continues (the newest study with that prefix)."""
+    blob = json.dumps(
+        {
+            "op": operation.model_dump(mode="json", by_alias=True, exclude_none=True),
+            "params": jsonable(dict(params)),
+            "overrides": jsonable(dict(overrides)),
+        },
+        sort_keys=True,
+        default=str,
+    )
+    digest = hashlib.sha256(blob.encode("utf-8")).hexdigest()[:10]
+    return f"{_slug(op_name)}-{digest}"
+
+
+def _format_value(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def trial_name(index: int, params: Mapping[str, Any]) -> str:
+    """``trial-7 lr=0.01 dropout=0.25`` (values shortened, the whole name kept readable)."""
+    shown = " ".join(f"{k}={_format_value(v)}" for k, v in params.items())
+    name = f"trial-{index} {shown}".strip()
+    return name if len(name) <= 120 else name[:117] + "..."
+
+
+def trial_loaded(loaded: Any, params: Mapping[str, Any]) -> Any:
+    """The op one trial runs: the matrix removed, and the suggestion's keys that are not
+    inputs of the component declared as ``contextOnly`` params (as Polyaxon does), so they
+    reach templates without being matched against the component's inputs."""
+    operation = loaded.operation
+    component = operation.component
+    op_params = dict(operation.params or {})
+    for name in params:
+        if component.get_io(name) is None and name not in op_params:
+            op_params[name] = Param(value=None, context_only=True)
+    update: dict[str, Any] = {"matrix": None}
+    if op_params:
+        update["params"] = op_params
+    return dataclasses.replace(loaded, operation=operation.model_copy(update=update))
+
+
+def trial_dict(record: Any) -> dict[str, Any]:
+    """A study's trial record as ``--json`` and the DAG's ops table show it."""
+    return {
+        "index": record.index,
+        "number": record.number,
+        "params": jsonable(record.params),
+        "status": record.status,
+        "outputs": jsonable(record.outputs),
+        "metrics": jsonable(record.metrics),
+        "uuid": record.uuid,
+        "value": record.value,
+        "message": record.message,
+    }
+
+
+def _cell(value: Any) -> Any:
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return json.dumps(value, default=str)
+
+
+def leaderboard_rows(
+    history: Sequence[Any], metric: str | None, maximize: bool
+) -> list[dict[str, Any]]:
+    """The trials best first by ``metric`` (those without a value last, by index)."""
+    sign = -1.0 if maximize else 1.0
+
+    def rank(record: Any) -> tuple[int, float, int]:
+        value = finite(record.value)
+        if value is None:
+            return (1, 0.0, record.index)
+        return (0, sign * value, record.index)
+
+    rows = []
+    for position, record in enumerate(sorted(history, key=rank)[:LEADERBOARD_ROWS], 1):
+        row: dict[str, Any] = {"rank": position, "trial": record.index}
+        row["status"] = record.status
+        if metric:
+            row[metric] = record.value
+        for key, value in record.params.items():
+            row[key] = _cell(value)
+        row["uuid"] = record.uuid
+        rows.append(row)
+    return rows
+
+
+def best_markdown(op_name: str, best: Mapping[str, Any] | None, metric: str | None) -> str:
+    """The best trial and its params, as Markdown."""
+    lines = [f"# Sweep `{op_name}`", ""]
+    if best is not None:
+        lines += [
+            f"Best trial: **{best['index']}** ({best['status']})"
+            + (f", {metric} = {best['value']}" if metric else ""),
+            "",
+            "| param | value |",
+            "|---|---|",
+            *(f"| {k} | {_cell(v)} |" for k, v in best["params"].items()),
+        ]
+    else:
+        lines.append("No best trial (no succeeded trial with a metric value).")
+    return "\n".join(lines)
+
+
+class SweepRun:
+    """What a sweep knows beyond its study: the trials finished in this run (for early
+    stopping), and the decision that stops it."""
+
+    def __init__(self, policies: Sequence[Any]) -> None:
+        self.policies = list(policies)
+        self.finished: list[RunSummary] = []
+        self.decision: StopDecision | None = None
+
+    def resumed(self, done: Sequence[Any]) -> None:
+        """Count the trials an earlier run of the sweep finished."""
+        self.finished = [RunSummary(r.status, {**r.metrics, **r.outputs}) for r in done]
+
+    @staticmethod
+    def trial_status(status: str, cancelled: bool) -> str:
+        """The status a finished trial is told as: a cancelled trial (pruned, early stopping,
+        a stop) that failed on its way out is ``stopped``; anything not final is ``failed``."""
+        if cancelled and status in (Status.FAILED, Status.STOPPED):
+            return Status.STOPPED
+        if status not in DONE_STATUSES:
+            return Status.FAILED
+        return status
+
+    def trial_finished(
+        self, status: str, metrics: Mapping[str, Any], total: int | None
+    ) -> StopDecision | None:
+        """Record a finished trial; returns a new early-stopping decision, if one is made."""
+        self.finished.append(RunSummary(status, dict(metrics)))
+        if self.decision is not None:
+            return None
+        decision = check_early_stopping(self.policies, self.finished, total)
+        if decision is not None:
+            self.decision = decision
+        return decision
+
+    def stop(self, reason: str, status: str) -> StopDecision | None:
+        """Stop the sweep (once): returns the decision when this call made it."""
+        if self.decision is not None:
+            return None
+        self.decision = StopDecision(reason=reason, status=status)
+        return self.decision
+
+    def outcome(
+        self, history: Sequence[Any], study_stop_reason: str | None, best_index: int | None
+    ) -> tuple[str, str, str]:
+        """``(status, reason, message)`` of the finished sweep (module docstring of the Prefect
+        layer's sweep: a decision's status, else ``failed`` when a trial failed)."""
+        counts: dict[str, int] = {}
+        for record in history:
+            counts[record.status] = counts.get(record.status, 0) + 1
+        summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no trials"
+        reason = ""
+        if self.decision is not None:
+            status, reason = self.decision.status, self.decision.reason
+        elif study_stop_reason:
+            status, reason = Status.SUCCEEDED, str(study_stop_reason)
+        elif counts.get(Status.FAILED):
+            status = Status.FAILED
+        else:
+            status = Status.SUCCEEDED
+        message = f"{len(history)} trials: {summary}" + (f"; {reason}" if reason else "")
+        if best_index is not None:
+            message += f"; best trial {best_index}"
+        return status, reason, message
