@@ -83,13 +83,29 @@ def jsonable(value: Any) -> Any:
 class StudyHandle(Protocol):
     """What a kind may read and change in a running study (``SweepStudy`` implements it)."""
 
-    matrix: Any
-    seed: int
-    total: int | None
-    maximize: bool
-    input_types: Mapping[str, str]
-    cache: dict[str, Any]
-    """Values a kind derives from the matrix and seed once per opened study."""
+    @property
+    def matrix(self) -> Any:
+        """The rendered matrix model."""
+        ...
+
+    @property
+    def seed(self) -> int: ...
+
+    @property
+    def total(self) -> int | None: ...
+
+    @property
+    def maximize(self) -> bool: ...
+
+    @property
+    def input_types(self) -> Mapping[str, str]:
+        """The component's input types by name."""
+        ...
+
+    @property
+    def cache(self) -> dict[str, Any]:
+        """Values a kind derives from the matrix and seed, once per opened study."""
+        ...
 
     def study_attrs(self) -> dict[str, Any]:
         """The sweep's own study attrs (shared by every process of the sweep)."""

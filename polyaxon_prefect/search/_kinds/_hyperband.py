@@ -125,7 +125,7 @@ class HyperbandKind(BaseKind[Hyperband]):
             }
             for bracket, rungs in zip(_schedule(matrix), counts, strict=True)
         ]
-        budget = sum(r["configs"] * r["resource"] for b in brackets for r in b["rungs"])
+        budget = sum(configs * cast(resource) for rungs in counts for configs, resource in rungs)
         return {
             "kind": self.name,
             "total": self.total(matrix),

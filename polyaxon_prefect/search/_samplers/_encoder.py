@@ -35,6 +35,11 @@ def _numeric(name: str, dist: BaseDistribution) -> FloatDistribution | IntDistri
     raise TypeError(f"`{name}`: the unit cube has no encoding for {type(dist).__name__}")
 
 
+def _nearest(choices: tuple[Any, ...], target: float) -> Any:
+    """The first of the numeric ``choices`` closest to ``target``."""
+    return min(choices, key=lambda c: abs(c - target))
+
+
 class Encoder:
     """Maps params to ``[0, 1]^D`` and back: floats (log-aware), numeric categories as one
     ordinal axis snapped to the nearest value, other categories one-hot (decoded by argmax)."""
@@ -111,7 +116,7 @@ class Encoder:
                 choices = self._choices[name]
                 lo, hi = min(choices), max(choices)
                 target = lo + float(x[start]) * (hi - lo)
-                params[name] = min(choices, key=lambda c, t=target: abs(c - t))
+                params[name] = _nearest(choices, target)
             else:
                 params[name] = self._choices[name][int(np.argmax(x[start:stop]))]
         return params
@@ -133,7 +138,7 @@ class Encoder:
             choices = self._choices[name]
             lo, hi = min(choices), max(choices)
             target = lo + u * (hi - lo)
-            return min(choices, key=lambda c: abs(c - target))
+            return _nearest(choices, target)
         dist = self._ranges[name]
         low, high, log = self._float_bounds(name)
         v = low + u * (high - low)
