@@ -11,6 +11,8 @@ from typing import Any
 
 from optuna.storages import BaseStorage, InMemoryStorage, RDBStorage
 
+from polyaxon_prefect.search._records import SweepStudyError
+
 __all__ = ["DEFAULT_FILE", "MEMORY_URL", "open_storage"]
 
 MEMORY_URL = ":memory:"
@@ -72,13 +74,15 @@ def open_storage(
         artifacts_root: Where the default journal file goes; required when ``storage`` is None.
 
     Raises:
-        ValueError: ``storage`` is None and so is ``artifacts_root``.
+        SweepStudyError: ``storage`` is None and so is ``artifacts_root``.
     """
     if storage in (MEMORY_URL, "memory"):
         return _MEMORY.setdefault(MEMORY_URL, InMemoryStorage()), MEMORY_URL
     if storage is None:
         if artifacts_root is None:
-            raise ValueError("a sweep study needs a storage, or an artifacts root for the default")
+            raise SweepStudyError(
+                "a sweep study needs a storage, or an artifacts root for the default one"
+            )
         storage = str(Path(artifacts_root) / DEFAULT_FILE)
     if "://" not in storage:
         path = Path(storage).expanduser().absolute()
