@@ -6,7 +6,7 @@
 - ``mapped``: a hand-written Prefect flow mapping a task that runs the process over the 100
   configs (``ThreadPoolTaskRunner(max_workers=4)``);
 - ``sweep``: ``polyaxon_prefect.run`` on a ``mapping`` matrix of the 100 configs: an Optuna
-  study in a local SQLite file, a child flow run per trial, progress/leaderboard artifacts.
+  study in a local journal file, a child flow run per trial, progress/leaderboard artifacts.
 
 Prints the wall times, the sweep's overhead per trial over ``raw`` (target <= 60 ms) and its
 ratio to ``mapped`` (target <= 2x). Runs against a fresh test server (``prefect_test_harness``)

@@ -1,6 +1,6 @@
 """A matrix operation as a sweep: the current flow run asks, launches, watches and tells.
 
-The parent flow run is the sweep. Its state is one Optuna study (`SweepStudy`: a local SQLite
+The parent flow run is the sweep. Its state is one Optuna study (`SweepStudy`: a local journal
 file by default, any Optuna storage URL with ``--storage``), so everything a sweep knows
 survives its process: ``run --resume`` reopens the latest study of the same op, fails and
 re-queues the trials a killed parent left running, and never re-runs a completed one.
@@ -69,7 +69,7 @@ from polyaxon_prefect.prefect._trials import (
     trial_flow_id,
     trials_task_run,
 )
-from polyaxon_prefect.runtime._context import create_run_context
+from polyaxon_prefect.runtime._context import create_run_context, resolve_artifacts_root
 from polyaxon_prefect.runtime._masking import mask_value
 from polyaxon_prefect.runtime._outputs import tail_metric
 from polyaxon_prefect.runtime._result import RunResult
@@ -162,10 +162,11 @@ class _Sweep:
             io.name: str(io.type) for io in (self.component.inputs or []) if io.type is not None
         }
         prefix = study_prefix(self.request)
+        artifacts_root = resolve_artifacts_root()
         resume = options.resume
         name = options.study_name
         if resume and name is None:
-            name = SweepStudy.latest(options.storage, prefix)
+            name = SweepStudy.latest(options.storage, prefix, artifacts_root=artifacts_root)
             if name is None:
                 self.logger.warning(
                     "--resume: no earlier sweep of this op in the storage; starting a new one"
@@ -180,6 +181,7 @@ class _Sweep:
             storage=options.storage,
             resume=resume,
             input_types=input_types,
+            artifacts_root=artifacts_root,
         )
         for warning in study.warnings:
             self.logger.warning(warning)

@@ -5,6 +5,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from polyaxon_prefect._lazy import lazy_attributes
+from polyaxon_prefect.search._kinds import (
+    KINDS,
+    MatrixKind,
+    StudyHandle,
+    UnknownMatrixKindError,
+    get_kind,
+)
 from polyaxon_prefect.search._plan import (
     Bracket,
     grid_suggestions,
@@ -13,26 +20,27 @@ from polyaxon_prefect.search._plan import (
     matrix_plan,
 )
 from polyaxon_prefect.search._random import random_suggestions
+from polyaxon_prefect.search._records import Suggestion, SweepStudyError, TrialRecord
 from polyaxon_prefect.search._space import hp_values, reachable_values, sample_hp, space_size
 from polyaxon_prefect.search._stopping import RunSummary, StopDecision, check_early_stopping
 
 if TYPE_CHECKING:
-    from polyaxon_prefect.search._study import (
-        Suggestion,
-        SweepStudy,
-        SweepStudyError,
-        TrialRecord,
-    )
+    from polyaxon_prefect.search._study import SweepStudy
 
 __all__ = [
+    "KINDS",
     "Bracket",
+    "MatrixKind",
     "RunSummary",
     "StopDecision",
+    "StudyHandle",
     "Suggestion",
     "SweepStudy",
     "SweepStudyError",
     "TrialRecord",
+    "UnknownMatrixKindError",
     "check_early_stopping",
+    "get_kind",
     "grid_suggestions",
     "hp_values",
     "hyperband_schedule",
@@ -44,8 +52,5 @@ __all__ = [
     "space_size",
 ]
 
-_STUDY_NAMES = ("Suggestion", "SweepStudy", "SweepStudyError", "TrialRecord")
-
-
-# The Optuna-backed names load on first use: planning and ``compile`` never import Optuna.
-__getattr__ = lazy_attributes(__name__, dict.fromkeys(_STUDY_NAMES, "_study"))
+# The Optuna-backed study loads on first use: planning and ``compile`` never import Optuna.
+__getattr__ = lazy_attributes(__name__, {"SweepStudy": "_study"})

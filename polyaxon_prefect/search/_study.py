@@ -1,20 +1,17 @@
 """One Optuna study per sweep: what to launch next, what came back, and how to resume.
 
 ``SweepStudy`` is the only state of a matrix sweep. Everything lives in an Optuna storage (an
-SQLite file by default, any Optuna storage URL for many workers), so a killed parent can resume
-and two processes can share the work.
+append-only journal file under the artifacts root by default, any Optuna storage URL for many
+workers; ``_storage``), so a killed parent can resume and two processes can share the work.
 
-How each kind asks:
+What differs per matrix kind is its registry entry (``_kinds``); the study itself is generic:
 
-- ``grid``, ``mapping``, ``random``: every suggestion is computed when the study is created and
-  ENQUEUED as a waiting trial carrying its index and params in user attrs. Claiming a waiting
-  trial is one atomic state change in the storage, so two processes never run the same point.
-- ``hyperband``: synchronous brackets run one after the other, rung by rung. A rung's configs
-  are enqueued when the previous rung has finished (``ask`` returns None while one is in flight);
-  the best ``floor(n / eta)`` by the metric are promoted with the resource multiplied by ``eta``.
-- ``bayes`` and ``hyperopt``: Optuna's ask/tell with the sampler of ``_samplers``.
-- ``iterative``: a user tuner runs when ``tuner_request`` says so and hands its suggestions to
-  ``add_suggestions`` (an empty list ends the sweep), which enqueues them like a grid.
+- a queued kind (grid, mapping, random, hyperband, iterative) puts trials in the study as
+  WAITING trials carrying their index and params in user attrs (``initial_queue`` at creation,
+  ``advance`` before each ask). Claiming a waiting trial is one atomic state change in the
+  storage, so two processes never run the same point;
+- a searched kind (bayes, hyperopt) asks Optuna, whose sampler is the kind's ``sampler``;
+- a tuned kind (iterative) also answers ``tuner_request`` and takes ``add_suggestions``.
 
 The Polyaxon status of a trial is kept in its user attrs; the Optuna state is COMPLETE only when
 the trial has a metric value (Optuna requires one), FAIL otherwise, PRUNED when it was stopped.
@@ -27,167 +24,29 @@ import math
 import secrets
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from datetime import date, datetime
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import optuna
+from optuna.distributions import CategoricalDistribution, FloatDistribution
 from optuna.exceptions import DuplicatedStudyError, UpdateFinishedTrialError
-from optuna.samplers import RandomSampler
-from optuna.storages import BaseStorage, InMemoryStorage, RDBStorage
+from optuna.samplers import BaseSampler
+from optuna.storages import BaseStorage
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
-from polyaxon_prefect.exceptions import PolyaxonPrefectError
-from polyaxon_prefect.search._plan import grid_suggestions, hyperband_schedule, mapping_suggestions
+from polyaxon_prefect.search._attrs import decode, encode
+from polyaxon_prefect.search._kinds import MatrixKind, TunedKind, get_kind
 from polyaxon_prefect.search._pruning import build_pruner
-from polyaxon_prefect.search._random import random_suggestions
-from polyaxon_prefect.search._samplers import Dimension, build_sampler, optuna_space
+from polyaxon_prefect.search._records import Suggestion, SweepStudyError, TrialRecord
+from polyaxon_prefect.search._samplers import Dimension, optuna_space
+from polyaxon_prefect.search._storage import open_storage
 
 __all__ = ["Suggestion", "SweepStudy", "SweepStudyError", "TrialRecord"]
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
-_QUEUED_KINDS = frozenset({"grid", "mapping", "random", "hyperband", "iterative"})
-_SAMPLED_KINDS = frozenset({"bayes", "hyperopt"})
 _PREFIX = "polyaxon:"
-_MEMORY_URL = ":memory:"
-_MEMORY: dict[str, InMemoryStorage] = {}
-
-
-class SweepStudyError(PolyaxonPrefectError):
-    """The sweep's study cannot be created or opened as asked (exists, missing, other kind)."""
-
-
-@dataclass(frozen=True)
-class Suggestion:
-    """One trial to launch now."""
-
-    number: int
-    index: int
-    params: dict[str, Any]
-    attrs: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class TrialRecord:
-    """One trial as the sweep sees it (the latest attempt of its index)."""
-
-    number: int
-    index: int
-    params: dict[str, Any]
-    status: str
-    value: float | None
-    outputs: dict[str, Any]
-    metrics: dict[str, Any]
-    uuid: str | None
-    attrs: dict[str, Any]
-    message: str = ""
-
-
-# ---------------------------------------------------------------------------------------------
-# JSON-safe values in user attrs (dates and numpy scalars survive the round trip)
-
-
-def _encode(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return {"__datetime__": value.isoformat()}
-    if isinstance(value, date):
-        return {"__date__": value.isoformat()}
-    if isinstance(value, Mapping):
-        return {str(k): _encode(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_encode(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return {"__float__": repr(value)}
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    item = getattr(value, "item", None)  # numpy scalars
-    if callable(item):
-        return _encode(item())
-    return repr(value)
-
-
-def _decode(value: Any) -> Any:
-    if isinstance(value, dict):
-        if len(value) == 1:
-            ((key, raw),) = value.items()
-            if key == "__datetime__":
-                return datetime.fromisoformat(raw)
-            if key == "__date__":
-                return date.fromisoformat(raw)
-            if key == "__float__":
-                return float(raw)
-        return {k: _decode(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_decode(v) for v in value]
-    return value
-
-
-# ---------------------------------------------------------------------------------------------
-# Storage
-
-
-def _sqlite_storage(url: str) -> RDBStorage:
-    """An SQLite storage whose transactions take the write lock up front (BEGIN IMMEDIATE).
-
-    pysqlite only opens a transaction at the first write, so Optuna's read-then-update claim
-    of a waiting trial could be won by two processes at once; with BEGIN IMMEDIATE the whole
-    claim is serialised and the loser sees the trial already running.
-    """
-    from sqlalchemy import event
-
-    storage = RDBStorage(
-        url, engine_kwargs={"connect_args": {"timeout": 120, "isolation_level": None}}
-    )
-
-    @event.listens_for(storage.engine, "begin")
-    def _begin(connection: Any) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
-
-    return storage
-
-
-def _journal_storage(path: Path) -> BaseStorage:
-    """An append-only journal file: Optuna's storage for one machine without a server.
-
-    Every change is one appended line under a file lock, so an ask plus a tell costs about
-    2 ms where the same work in an SQLite file costs about 40 ms (each transaction syncs the
-    file); several processes can share it (the lock serialises their appends, and a waiting
-    trial claimed by one is seen as running by the others).
-    """
-    from optuna.storages import JournalStorage
-    from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lock = JournalFileOpenLock(str(path))
-    return JournalStorage(JournalFileBackend(str(path), lock_obj=lock))
-
-
-_SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
-
-
-def _open_storage(storage: str | None) -> tuple[BaseStorage, str]:
-    """The storage for ``storage``: ``None`` (the default journal file under the artifacts
-    root), a file path (a journal file, or an SQLite database for ``.db``/``.sqlite``
-    names), or any Optuna storage URL (``sqlite:///...``, ``postgresql+psycopg2://...``)."""
-    if storage in (_MEMORY_URL, "memory"):
-        return _MEMORY.setdefault(_MEMORY_URL, InMemoryStorage()), _MEMORY_URL
-    if storage is None:
-        from polyaxon_prefect.runtime._context import resolve_artifacts_root
-
-        storage = str(resolve_artifacts_root() / "sweeps.journal")
-    if "://" not in storage:
-        path = Path(storage).expanduser().absolute()
-        if path.suffix.lower() not in _SQLITE_SUFFIXES:
-            return _journal_storage(path), str(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        storage = f"sqlite:///{path}"
-    if storage.startswith("sqlite:"):
-        return _sqlite_storage(storage), storage
-    return RDBStorage(storage), storage
 
 
 def _metric(matrix: Any) -> tuple[str | None, bool]:
@@ -205,19 +64,78 @@ def _metric(matrix: Any) -> tuple[str | None, bool]:
     return None, False
 
 
-def _rendered_int(matrix: Any, label: str, value: Any) -> int | None:
+def _seed(matrix: Any) -> int:
+    """The matrix's seed, or a fresh one (kept in the study, so a resume draws the same)."""
+    value = getattr(matrix, "seed", None)
     if isinstance(value, str):
         raise SweepStudyError(
-            f"`{label}` of the {matrix.kind} matrix is a template ({value!r}): render it first"
+            f"`seed` of the {matrix.kind} matrix is a template ({value!r}): render it first"
         )
-    return None if value is None else int(value)
+    return secrets.randbelow(2**31) if value is None else int(value)
 
 
-# ---------------------------------------------------------------------------------------------
+def _sampler(
+    kind: MatrixKind[Any], matrix: Any, seed: int
+) -> tuple[BaseSampler, dict[str, Dimension], list[str]]:
+    """The kind's sampler, the search space it samples (empty for a queued kind), and what
+    the search only approximates of the matrix."""
+    space: dict[str, Dimension] = {}
+    warnings: list[str] = []
+    if kind.searched:
+        space, warnings = optuna_space(matrix.hp_params())
+    sampler, more = kind.sampler(matrix, space, seed=seed, deterministic=True)
+    return sampler, space, warnings + more
+
+
+def _status(trial: FrozenTrial) -> str:
+    """The Polyaxon status of a trial (the one ``tell`` recorded, once it has finished)."""
+    if trial.state == TrialState.WAITING:
+        return "pending"
+    if trial.state == TrialState.RUNNING:
+        return "running"
+    status = trial.user_attrs.get("status")
+    if status:
+        return str(status)
+    return {TrialState.COMPLETE: "succeeded", TrialState.PRUNED: "stopped"}.get(
+        trial.state, "failed"
+    )
+
+
+def _record(trial: FrozenTrial) -> TrialRecord:
+    user = trial.user_attrs
+    value = decode(user.get("value"))
+    if value is None and trial.state == TrialState.COMPLETE:
+        value = trial.value
+    return TrialRecord(
+        number=trial.number,
+        index=int(user["index"]),
+        params=decode(user.get("params", {})),
+        status=_status(trial),
+        value=value,
+        outputs=decode(user.get("outputs", {})),
+        metrics=decode(user.get("metrics", {})),
+        uuid=user.get("uuid"),
+        attrs=decode(user.get("attrs", {})),
+        message=user.get("message", "") or "",
+    )
+
+
+def _number(value: Any) -> float | None:
+    """A metric value as a float, or None when it is none (or not a number)."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
 
 
 class SweepStudy:
-    """The search state of one sweep (see the module docstring)."""
+    """The search state of one sweep (see the module docstring).
+
+    It is also the ``StudyHandle`` the matrix kinds drive: ``study_attrs``, ``set_study_attr``,
+    ``enqueue``, ``history``, ``busy`` and ``originals``.
+    """
 
     def __init__(
         self,
@@ -227,24 +145,24 @@ class SweepStudy:
         url: str,
         input_types: Mapping[str, str] | None,
         warnings: Iterable[str],
+        space: Mapping[str, Dimension],
     ) -> None:
         self.matrix = matrix
         self.kind: str = matrix.kind
+        self._kind = get_kind(self.kind)
         self.name = study.study_name
         self.storage_url = url
         self._study = study
         self._storage = storage
         self._study_id = storage.get_study_id_from_name(study.study_name)
-        self._input_types = dict(input_types or {})
+        self.input_types: dict[str, str] = dict(input_types or {})
         self.metric_name, self.maximize = _metric(matrix)
-        attrs = self._attrs()
+        attrs = self.study_attrs()
         self.seed: int = attrs.get("seed", 0)
         self.total: int | None = attrs.get("total")
         self.warnings: tuple[str, ...] = tuple(warnings)
-        self._space: dict[str, Dimension] = {}
-        self._hb_cache: list[list[tuple[int, float]]] | None = None
-        if self.kind in _SAMPLED_KINDS:
-            self._space, _ = optuna_space(matrix.hp_params())
+        self.cache: dict[str, Any] = {}
+        self._space = dict(space)
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -257,40 +175,35 @@ class SweepStudy:
         storage: str | None = None,
         resume: bool = False,
         input_types: Mapping[str, str] | None = None,
+        artifacts_root: Path | None = None,
     ) -> SweepStudy:
-        """Create the sweep's study (``resume=False``) or load it (``resume=True``)."""
-        backend, url = _open_storage(storage)
+        """Create the sweep's study (``resume=False``) or load it (``resume=True``).
+
+        Args:
+            matrix: The rendered matrix model.
+            study_name: The study's name in the storage.
+            storage: A storage URL or file (see ``open_storage``); None: the default journal
+                file under ``artifacts_root``.
+            resume: Load an existing study instead of creating one.
+            input_types: The component's input types by name (a Hyperband resource follows its
+                input's type).
+            artifacts_root: Where the default storage lives; the caller resolves it.
+
+        Raises:
+            SweepStudyError: the study exists (create), is missing or of another kind (resume).
+        """
+        kind = get_kind(matrix.kind)
+        backend, url = open_storage(storage, artifacts_root=artifacts_root)
         _name, maximize = _metric(matrix)
-        direction = StudyDirection.MAXIMIZE if maximize else StudyDirection.MINIMIZE
         pruner = build_pruner(getattr(matrix, "early_stopping", None))
-        if resume:
-            try:
-                study_id = backend.get_study_id_from_name(study_name)
-            except KeyError:
-                raise SweepStudyError(
-                    f"there is no sweep study named {study_name!r} in {url} to resume"
-                ) from None
-            attrs = {
-                k[len(_PREFIX) :]: v
-                for k, v in backend.get_study_user_attrs(study_id).items()
-                if k.startswith(_PREFIX)
-            }
-            if attrs.get("kind") not in (None, matrix.kind):
-                raise SweepStudyError(
-                    f"the sweep study {study_name!r} is a {attrs['kind']} search, "
-                    f"not {matrix.kind}: resume it with the same matrix"
-                )
-            seed = int(attrs.get("seed", 0))
-        else:
-            seed = _rendered_int(matrix, "seed", getattr(matrix, "seed", None))
-            if seed is None:
-                seed = secrets.randbelow(2**31)
-        sampler, warnings = cls._sampler(matrix, seed)
+        seed = cls._resumed_seed(backend, url, study_name, matrix) if resume else _seed(matrix)
+        sampler, space, warnings = _sampler(kind, matrix, seed)
         if resume:
             study = optuna.load_study(
                 study_name=study_name, storage=backend, sampler=sampler, pruner=pruner
             )
-            return cls(matrix, study, backend, url, input_types, warnings)
+            return cls(matrix, study, backend, url, input_types, warnings, space)
+        direction = StudyDirection.MAXIMIZE if maximize else StudyDirection.MINIMIZE
         try:
             study = optuna.create_study(
                 study_name=study_name,
@@ -304,60 +217,52 @@ class SweepStudy:
                 f"a sweep study named {study_name!r} already exists in {url}: resume it, "
                 "or choose another name"
             ) from None
-        self = cls(matrix, study, backend, url, input_types, warnings)
+        self = cls(matrix, study, backend, url, input_types, warnings, space)
         self._create(seed)
         return self
 
     @staticmethod
-    def _sampler(matrix: Any, seed: int) -> tuple[optuna.samplers.BaseSampler, list[str]]:
-        if matrix.kind not in _SAMPLED_KINDS:
-            return RandomSampler(seed=seed), []
-        space, warnings = optuna_space(matrix.hp_params())
-        sampler, more = build_sampler(matrix, space, seed=seed)
-        return sampler, warnings + more
+    def _resumed_seed(backend: BaseStorage, url: str, study_name: str, matrix: Any) -> int:
+        """The seed an existing study was created with, after checking it is the same kind."""
+        try:
+            study_id = backend.get_study_id_from_name(study_name)
+        except KeyError:
+            raise SweepStudyError(
+                f"there is no sweep study named {study_name!r} in {url} to resume"
+            ) from None
+        attrs = {
+            k[len(_PREFIX) :]: v
+            for k, v in backend.get_study_user_attrs(study_id).items()
+            if k.startswith(_PREFIX)
+        }
+        if attrs.get("kind") not in (None, matrix.kind):
+            raise SweepStudyError(
+                f"the sweep study {study_name!r} is a {attrs['kind']} search, "
+                f"not {matrix.kind}: resume it with the same matrix"
+            )
+        return int(attrs.get("seed", 0))
 
     def _create(self, seed: int) -> None:
         """Record the plan and enqueue what is known up front; ``ready`` is set last, so a
         second process that opens the study meanwhile waits instead of finding nothing."""
-        self._set("kind", self.kind)
-        self._set("seed", seed)
-        self._set("created", time.time())
+        self.set_study_attr("kind", self.kind)
+        self.set_study_attr("seed", seed)
+        self.set_study_attr("created", time.time())
         self.seed = seed
-        matrix = self.matrix
-        if self.kind == "grid":
-            queued = grid_suggestions(matrix)
-        elif self.kind == "mapping":
-            queued = mapping_suggestions(matrix)
-        elif self.kind == "random":
-            queued = random_suggestions(matrix, seed=seed)
-        else:
-            queued = []
-        if self.kind in ("grid", "mapping", "random"):
-            self.total = len(queued)
-        elif self.kind == "hyperband":
-            self.total = sum(count for rungs in self._hb_plan() for count, _ in rungs)
-        elif self.kind == "bayes":
-            initial = _rendered_int(matrix, "numInitialRuns", matrix.num_initial_runs) or 0
-            self.total = initial + (
-                _rendered_int(matrix, "maxIterations", matrix.max_iterations) or 0
-            )
-        elif self.kind == "hyperopt":
-            runs = _rendered_int(matrix, "numRuns", matrix.num_runs) or 0
-            iterations = _rendered_int(matrix, "maxIterations", matrix.max_iterations) or 1
-            self.total = runs * iterations
-        else:
-            self.total = None
-        self._set("total", self.total)
+        queued = self._kind.initial_queue(self.matrix, seed)
+        self.total = self._kind.total(self.matrix)
+        self.set_study_attr("total", self.total)
         for index, params in enumerate(queued):
-            self._enqueue(index, params, {})
-        if self.kind == "hyperband":
-            self._hb_enqueue(0, 0, [])
-        self._set("ready", True)
+            self.enqueue(index, params, {})
+        self._kind.advance(self)
+        self.set_study_attr("ready", True)
 
     @staticmethod
-    def latest(storage: str | None, prefix: str) -> str | None:
+    def latest(
+        storage: str | None, prefix: str, *, artifacts_root: Path | None = None
+    ) -> str | None:
         """The newest study whose name starts with ``prefix`` (for ``run --resume``)."""
-        backend, _ = _open_storage(storage)
+        backend, _ = open_storage(storage, artifacts_root=artifacts_root)
         found: list[tuple[float, str]] = []
         for study in backend.get_all_studies():
             if study.study_name.startswith(prefix):
@@ -365,13 +270,14 @@ class SweepStudy:
                 found.append((float(created), study.study_name))
         return max(found)[1] if found else None
 
-    # -- attrs -------------------------------------------------------------------------------
+    # -- the handle the kinds drive --------------------------------------------------------
 
-    def _attrs(self) -> dict[str, Any]:
+    def study_attrs(self) -> dict[str, Any]:
+        """The sweep's own study attrs, without their prefix."""
         raw = self._storage.get_study_user_attrs(self._study_id)
         return {k[len(_PREFIX) :]: v for k, v in raw.items() if k.startswith(_PREFIX)}
 
-    def _set(self, key: str, value: Any) -> None:
+    def set_study_attr(self, key: str, value: Any) -> None:
         self._storage.set_study_user_attr(self._study_id, _PREFIX + key, value)
 
     def _trials(self, states: tuple[TrialState, ...] | None = None) -> list[FrozenTrial]:
@@ -381,7 +287,7 @@ class SweepStudy:
     def _trial_id(self, number: int) -> int:
         return self._storage.get_trial_id_from_study_id_trial_number(self._study_id, number)
 
-    def _enqueue(
+    def enqueue(
         self,
         index: int,
         params: Mapping[str, Any],
@@ -390,29 +296,37 @@ class SweepStudy:
         fixed: Mapping[str, Any] | None = None,
         retry_of: int | None = None,
     ) -> None:
+        """Queue a trial for ``index`` (``fixed``: the Optuna params a retry must reuse)."""
         user_attrs: dict[str, Any] = {
             "index": index,
-            "params": _encode(dict(params)),
-            "attrs": _encode(dict(attrs)),
+            "params": encode(dict(params)),
+            "attrs": encode(dict(attrs)),
         }
         if retry_of is not None:
             user_attrs["retry_of"] = retry_of
         self._study.enqueue_trial(dict(fixed or {}), user_attrs=user_attrs)
 
+    def busy(self) -> bool:
+        return bool(self._trials((TrialState.WAITING, TrialState.RUNNING)))
+
+    def originals(self) -> int:
+        return sum(1 for t in self._trials() if "retry_of" not in t.user_attrs)
+
     # -- asking ------------------------------------------------------------------------------
 
     def ask(self) -> Suggestion | None:
         """The next trial to launch, or None (nothing now: wait for running trials, or done)."""
-        attrs = self._attrs()
+        attrs = self.study_attrs()
         if not attrs.get("ready") or attrs.get("stop_reason") is not None:
             return None
-        if self.kind == "hyperband":
-            self._hb_advance()
-        if self.kind in _QUEUED_KINDS:
-            return self._pop()
-        return self._sample()
+        self._kind.advance(self)
+        return self._sample() if self._kind.searched else self._pop()
 
     def _pop(self) -> Suggestion | None:
+        """Claim the first waiting trial (one atomic state change; a lost race moves on).
+
+        The same steps as Optuna's private ``Study._pop_waiting_trial_id``.
+        """
         for trial in self._trials((TrialState.WAITING,)):
             trial_id = self._trial_id(trial.number)
             try:
@@ -420,26 +334,19 @@ class SweepStudy:
                     continue
             except UpdateFinishedTrialError:
                 continue
-            return self._suggestion(trial)
+            user = trial.user_attrs
+            return Suggestion(
+                number=trial.number,
+                index=int(user["index"]),
+                params=decode(user.get("params", {})),
+                attrs=decode(user.get("attrs", {})),
+            )
         return None
 
-    def _suggestion(
-        self, trial: FrozenTrial, params: Mapping[str, Any] | None = None
-    ) -> Suggestion:
-        user = trial.user_attrs
-        return Suggestion(
-            number=trial.number,
-            index=int(user["index"]),
-            params=dict(params) if params is not None else _decode(user.get("params", {})),
-            attrs=_decode(user.get("attrs", {})),
-        )
-
-    def _originals(self) -> int:
-        return sum(1 for t in self._trials() if "retry_of" not in t.user_attrs)
-
     def _sample(self) -> Suggestion | None:
+        """Ask Optuna for a trial (a queued retry first), up to ``total`` original trials."""
         waiting = self._trials((TrialState.WAITING,))
-        if not waiting and self.total is not None and self._originals() >= self.total:
+        if not waiting and self.total is not None and self.originals() >= self.total:
             return None
         trial = self._study.ask()
         user = trial.user_attrs
@@ -460,13 +367,13 @@ class SweepStudy:
         raw: dict[str, Any] = {}
         for name, dim in self._space.items():
             dist = dim.distribution
-            if isinstance(dist, optuna.distributions.CategoricalDistribution):
+            if isinstance(dist, CategoricalDistribution):
                 raw[name] = trial.suggest_categorical(name, dist.choices)
-            else:
+            elif isinstance(dist, FloatDistribution):
                 raw[name] = trial.suggest_float(name, dist.low, dist.high, log=dist.log)
         params = {name: self._space[name].decode(value) for name, value in raw.items()}
         trial.set_user_attr("index", index)
-        trial.set_user_attr("params", _encode(params))
+        trial.set_user_attr("params", encode(params))
         trial.set_user_attr("attrs", {})
         return Suggestion(number=trial.number, index=index, params=params, attrs={})
 
@@ -499,34 +406,30 @@ class SweepStudy:
         outputs, metrics = dict(outputs or {}), dict(metrics or {})
         if value is None and self.metric_name is not None:
             value = outputs.get(self.metric_name, metrics.get(self.metric_name))
-        number_value: float | None = None
-        if value is not None and not isinstance(value, bool):
-            try:
-                number_value = float(value)
-            except (TypeError, ValueError):
-                number_value = None
+        number_value = _number(value)
         trial_id = self._trial_id(number)
         for key, item in (
             ("status", status),
-            ("outputs", _encode(outputs)),
-            ("metrics", _encode(metrics)),
+            ("outputs", encode(outputs)),
+            ("metrics", encode(metrics)),
             ("uuid", uuid),
             ("message", message),
-            ("value", _encode(number_value)),
+            ("value", encode(number_value)),
         ):
             self._storage.set_trial_user_attr(trial_id, key, item)
+        values: list[float] | None = None
         if status == "succeeded" and number_value is not None and math.isfinite(number_value):
             state, values = TrialState.COMPLETE, [number_value]
         elif status == "stopped":
-            state, values = TrialState.PRUNED, None
+            state = TrialState.PRUNED
         else:
-            state, values = TrialState.FAIL, None
+            state = TrialState.FAIL
         with contextlib.suppress(UpdateFinishedTrialError):
             self._storage.set_trial_state_values(trial_id, state=state, values=values)
 
     def stop(self, reason: str) -> None:
         """Early stopping: ask nothing more and drop the queued trials."""
-        self._set("stop_reason", reason)
+        self.set_study_attr("stop_reason", reason)
         for trial in self._trials((TrialState.WAITING,)):
             trial_id = self._trial_id(trial.number)
             self._storage.set_trial_user_attr(trial_id, "dropped", True)
@@ -535,7 +438,7 @@ class SweepStudy:
 
     @property
     def stop_reason(self) -> str | None:
-        return self._attrs().get("stop_reason")
+        return self.study_attrs().get("stop_reason")
 
     def recover(self) -> list[int]:
         """Fail the trials a dead parent left running and queue them again (same index and
@@ -554,18 +457,18 @@ class SweepStudy:
             if "index" not in trial.user_attrs:
                 continue
             user = trial.user_attrs
-            fixed = dict(trial.params) if self.kind in _SAMPLED_KINDS else None
+            fixed = dict(trial.params) if self._kind.searched else None
             if self.stop_reason is None:
-                self._enqueue(
+                self.enqueue(
                     int(user["index"]),
-                    _decode(user.get("params", {})),
-                    _decode(user.get("attrs", {})),
+                    decode(user.get("params", {})),
+                    decode(user.get("attrs", {})),
                     fixed=fixed,
                     retry_of=trial.number,
                 )
             indexes.append(int(user["index"]))
-        if self.kind == "iterative":
-            self._set("tuner_pending", None)
+        if isinstance(self._kind, TunedKind):
+            self._kind.recover(self)
         return sorted(indexes)
 
     # -- views -------------------------------------------------------------------------------
@@ -581,40 +484,9 @@ class SweepStudy:
                 latest[index] = trial
         return latest
 
-    @staticmethod
-    def _status(trial: FrozenTrial) -> str:
-        if trial.state == TrialState.WAITING:
-            return "pending"
-        if trial.state == TrialState.RUNNING:
-            return "running"
-        status = trial.user_attrs.get("status")
-        if status:
-            return str(status)
-        return {TrialState.COMPLETE: "succeeded", TrialState.PRUNED: "stopped"}.get(
-            trial.state, "failed"
-        )
-
-    def _record(self, trial: FrozenTrial) -> TrialRecord:
-        user = trial.user_attrs
-        value = _decode(user.get("value"))
-        if value is None and trial.state == TrialState.COMPLETE:
-            value = trial.value
-        return TrialRecord(
-            number=trial.number,
-            index=int(user["index"]),
-            params=_decode(user.get("params", {})),
-            status=self._status(trial),
-            value=value,
-            outputs=_decode(user.get("outputs", {})),
-            metrics=_decode(user.get("metrics", {})),
-            uuid=user.get("uuid"),
-            attrs=_decode(user.get("attrs", {})),
-            message=user.get("message", "") or "",
-        )
-
     def history(self) -> list[TrialRecord]:
         """Every trial launched or queued (latest attempt per index), ordered by index."""
-        return [self._record(t) for _, t in sorted(self._latest().items())]
+        return [_record(t) for _, t in sorted(self._latest().items())]
 
     def best(self) -> TrialRecord | None:
         """The succeeded trial with the best metric value (None without a metric)."""
@@ -626,158 +498,31 @@ class SweepStudy:
 
     def is_finished(self) -> bool:
         """Nothing more will ever be asked and nothing is running."""
-        attrs = self._attrs()
+        attrs = self.study_attrs()
         if not attrs.get("ready"):
             return False
         running = self._trials((TrialState.RUNNING,))
         if attrs.get("stop_reason") is not None:
             return not running
-        if self.kind == "hyperband":
-            self._hb_advance()
-            attrs = self._attrs()
+        self._kind.advance(self)
         if running or self._trials((TrialState.WAITING,)):
             return False
-        if self.kind in ("grid", "mapping", "random"):
-            return True
-        if self.kind == "hyperband":
-            return bool(attrs.get("hb_done"))
-        if self.kind == "iterative":
-            return self._iterative_done(attrs) and attrs.get("tuner_pending") is None
-        return self.total is not None and self._originals() >= self.total
+        return self._kind.is_finished(self)
 
-    # -- hyperband ---------------------------------------------------------------------------
-
-    def _hb_plan(self) -> list[list[tuple[int, float]]]:
-        """Per (bracket, rung) in run order: the (configs, resource) planned, with rung 0
-        capped by what random search can draw (a small discrete space)."""
-        if self._hb_cache is not None:
-            return self._hb_cache
-        plan = []
-        for bracket, entry in enumerate(self._hb_schedule()):
-            first = len(self._hb_configs(bracket, entry.n))
-            eta = Fraction(self._eta())
-            rungs = [
-                (math.floor(first / eta**k) if k else first, resource)
-                for k, (_count, resource) in enumerate(entry.rungs)
-            ]
-            plan.append(rungs)
-        self._hb_cache = plan
-        return plan
-
-    def _eta(self) -> float:
-        eta = self.matrix.eta
-        if isinstance(eta, str):
-            raise SweepStudyError(f"hyperband `eta` is a template ({eta!r}): render it first")
-        return float(eta)
-
-    def _hb_schedule(self) -> list[Any]:
-        max_iterations = _rendered_int(self.matrix, "maxIterations", self.matrix.max_iterations)
-        return hyperband_schedule(int(max_iterations or 1), self._eta())
-
-    def _hb_configs(self, bracket: int, count: int) -> list[dict[str, Any]]:
-        return random_suggestions(self.matrix, seed=self.seed + 7919 * bracket, num_runs=count)
-
-    def _resource(self, value: float) -> int | float:
-        resource = self.matrix.resource
-        declared = self._input_types.get(resource.name)
-        kind = declared if declared in ("int", "float") else resource.type
-        return int(value) if kind == "int" else float(value)
-
-    def _hb_enqueue(
-        self, bracket: int, rung: int, configs: list[tuple[int, dict[str, Any]]]
-    ) -> None:
-        plan = self._hb_plan()
-        offset = sum(count for rungs in plan[:bracket] for count, _ in rungs)
-        offset += sum(count for count, _ in plan[bracket][:rung])
-        resource = self._resource(plan[bracket][rung][1])
-        if rung == 0:
-            first = self._hb_configs(bracket, self._hb_schedule()[bracket].n)
-            start = sum(rungs[0][0] for rungs in plan[:bracket])
-            configs = [(start + i, params) for i, params in enumerate(first)]
-        name = self.matrix.resource.name
-        for position, (config, params) in enumerate(configs):
-            attrs = {"bracket": bracket, "rung": rung, "config": config, "resource": resource}
-            self._enqueue(offset + position, {**params, name: resource}, attrs)
-        self._set("hb_current", [bracket, rung])
-
-    def _hb_advance(self) -> None:
-        """Enqueue the next rung (or bracket) once the current one has finished."""
-        attrs = self._attrs()
-        if attrs.get("hb_done") or attrs.get("stop_reason") is not None:
-            return
-        current = attrs.get("hb_current")
-        if current is None:
-            return
-        bracket, rung = current
-        mine = [
-            t
-            for t in self._latest().values()
-            if t.user_attrs.get("attrs", {}).get("bracket") == bracket
-            and t.user_attrs.get("attrs", {}).get("rung") == rung
-        ]
-        if any(t.state in (TrialState.WAITING, TrialState.RUNNING) for t in mine):
-            return
-        plan = self._hb_plan()
-        keep = plan[bracket][rung + 1][0] if rung + 1 < len(plan[bracket]) else 0
-        scored = []
-        for trial in mine:
-            record = self._record(trial)
-            if record.status == "succeeded" and record.value is not None:
-                scored.append(record)
-        scored.sort(key=lambda r: (-r.value if self.maximize else r.value, r.index))
-        promoted = scored[:keep]
-        if promoted:
-            name = self.matrix.resource.name
-            configs = [
-                (int(r.attrs["config"]), {k: v for k, v in r.params.items() if k != name})
-                for r in sorted(promoted, key=lambda r: r.attrs["config"])
-            ]
-            # the promoted order is by config id, so indexes stay deterministic
-            self._hb_enqueue(bracket, rung + 1, configs)
-            return
-        if bracket + 1 < len(plan):
-            self._hb_enqueue(bracket + 1, 0, [])
-        else:
-            self._set("hb_done", True)
-
-    # -- iterative ---------------------------------------------------------------------------
-
-    def _iterative_done(self, attrs: Mapping[str, Any]) -> bool:
-        limit = _rendered_int(self.matrix, "maxIterations", self.matrix.max_iterations)
-        iteration = int(attrs.get("iteration", 0))
-        return bool(attrs.get("tuner_done")) or (limit is not None and iteration >= limit)
+    # -- tuned kinds (iterative) -------------------------------------------------------------
 
     def tuner_request(self) -> dict[str, Any] | None:
-        """The tuner's params when it must run now: the previous suggestions have all finished
-        and neither ``maxIterations`` nor an empty list has ended the sweep."""
-        if self.kind != "iterative":
+        """The tuner's params when it must run now (None for a kind without a tuner)."""
+        if not isinstance(self._kind, TunedKind):
             return None
-        attrs = self._attrs()
-        if attrs.get("stop_reason") is not None or self._iterative_done(attrs):
-            return None
-        if attrs.get("tuner_pending") is not None:
-            return None
-        if self._trials((TrialState.WAITING, TrialState.RUNNING)):
-            return None
-        iteration = int(attrs.get("iteration", 0))
-        self._set("tuner_pending", iteration)
-        history = self.history()
-        return {
-            "matrix": self.matrix.model_dump(mode="json", by_alias=True, exclude_none=True),
-            "iteration": iteration,
-            "configs": [record.params for record in history],
-            "metrics": [{**record.outputs, **record.metrics} for record in history],
-        }
+        return self._kind.tuner_request(self)
 
     def add_suggestions(self, suggestions: list[dict[str, Any]]) -> None:
-        """The tuner's answer: enqueue the suggestions; an empty list ends the sweep."""
-        attrs = self._attrs()
-        iteration = int(attrs.get("iteration", 0))
-        self._set("tuner_pending", None)
-        if not suggestions:
-            self._set("tuner_done", True)
-            return
-        start = max(self._latest(), default=-1) + 1
-        for position, params in enumerate(suggestions):
-            self._enqueue(start + position, dict(params), {"iteration": iteration})
-        self._set("iteration", iteration + 1)
+        """The tuner's answer: enqueue the suggestions; an empty list ends the sweep.
+
+        Raises:
+            SweepStudyError: the matrix kind takes no tuner suggestions.
+        """
+        if not isinstance(self._kind, TunedKind):
+            raise SweepStudyError(f"a {self.kind} sweep takes no tuner suggestions")
+        self._kind.add_suggestions(self, suggestions)

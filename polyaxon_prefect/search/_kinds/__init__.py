@@ -1,0 +1,71 @@
+"""The registry of matrix kinds: ``KINDS[matrix.kind]`` plans, counts and drives a sweep.
+
+One module per kind implements the ``MatrixKind`` protocol (``_base``); ``get_kind`` is the
+only lookup, so a kind missing here fails with one error that names it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from polyaxon_prefect.exceptions import PolyaxonPrefectError
+from polyaxon_prefect.search._kinds._base import (
+    BaseKind,
+    MatrixKind,
+    SearchedKind,
+    StudyHandle,
+    TemplateError,
+    TunedKind,
+)
+from polyaxon_prefect.search._kinds._bayes import BayesKind
+from polyaxon_prefect.search._kinds._grid import Grid
+from polyaxon_prefect.search._kinds._hyperband import HyperbandKind
+from polyaxon_prefect.search._kinds._hyperopt import HyperoptKind
+from polyaxon_prefect.search._kinds._iterative import IterativeKind
+from polyaxon_prefect.search._kinds._mapping import MappingKind
+from polyaxon_prefect.search._kinds._random import Random
+
+__all__ = [
+    "KINDS",
+    "BaseKind",
+    "MatrixKind",
+    "SearchedKind",
+    "StudyHandle",
+    "TemplateError",
+    "TunedKind",
+    "UnknownMatrixKindError",
+    "get_kind",
+]
+
+
+class UnknownMatrixKindError(PolyaxonPrefectError, LookupError):
+    """A matrix kind with no entry in ``KINDS``: the search does not know how to run it."""
+
+
+_ALL: tuple[MatrixKind[Any], ...] = (
+    Grid(),
+    MappingKind(),
+    Random(),
+    HyperbandKind(),
+    BayesKind(),
+    HyperoptKind(),
+    IterativeKind(),
+)
+
+KINDS: dict[str, MatrixKind[Any]] = {kind.name: kind for kind in _ALL}
+"""Every matrix kind the search runs, by its ``kind`` string."""
+
+
+def get_kind(name: str) -> MatrixKind[Any]:
+    """The registry entry of matrix kind ``name``.
+
+    Raises:
+        UnknownMatrixKindError: ``name`` has no entry.
+    """
+    try:
+        return KINDS[name]
+    except KeyError:
+        known = ", ".join(sorted(KINDS))
+        raise UnknownMatrixKindError(
+            f"the search has no matrix kind `{name}` (known: {known})"
+        ) from None
