@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from polyaxon_prefect._source import suggest
 from polyaxon_prefect.dag._graph import find_cycle, op_upstreams
 from polyaxon_prefect.exceptions import Problem
-from polyaxon_prefect.loading._errors import suggest
 
 __all__ = ["GLOBALS_CONTEXTS", "dag_context", "validate_dag"]
 

@@ -30,10 +30,11 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
+from polyaxon_prefect._source import Positions, problems_from_validation_error
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem, format_path
 from polyaxon_prefect.legacy._checks import check_rules
 from polyaxon_prefect.legacy._detect import is_legacy
@@ -53,9 +54,6 @@ from polyaxon_prefect.legacy._schema import (
     Run,
     space_items,
 )
-
-if TYPE_CHECKING:
-    from polyaxon_prefect.loading._yaml import Positions
 
 __all__ = ["LegacyConversion", "Note", "convert", "is_legacy"]
 
@@ -126,9 +124,6 @@ def _locate(problem: Problem, positions: Positions | None) -> Problem:
 
 
 def _validate(data: dict[str, Any], positions: Positions | None) -> list[Problem]:
-    from polyaxon_prefect.loading._errors import problems_from_validation_error
-    from polyaxon_prefect.loading._yaml import Positions
-
     where = positions if positions is not None else Positions()
     problems: list[Problem] = []
     try:

@@ -17,12 +17,19 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from polyaxon_prefect._source import (
+    MAX_REFERENCES,
+    Document,
+    Positions,
+    SourceError,
+    parse_yaml,
+    problems_from_validation_error,
+    read_source,
+    suggest,
+)
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
 from polyaxon_prefect.legacy._detect import LEGACY_KINDS, looks_legacy
 from polyaxon_prefect.loading._compat import normalize_image_params
-from polyaxon_prefect.loading._errors import problems_from_validation_error, suggest
-from polyaxon_prefect.loading._limits import MAX_REFERENCES, SourceError, read_source
-from polyaxon_prefect.loading._yaml import Document, Positions, parse_yaml
 
 __all__ = ["LoadedPolyaxonfile", "load_polyaxonfile", "parse_cli_params"]
 
