@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from polyaxon_prefect.loading._load import LoadedPolyaxonfile
+from polyaxon_prefect.specs import LoadedPolyaxonfile
 
 __all__ = ["compile_document", "compile_plan"]
 

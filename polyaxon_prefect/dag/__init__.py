@@ -1,8 +1,9 @@
 """Pure DAG logic: upstream inference, ordering, validation, trigger rules, refs, conditions and
 joins (no Prefect).
 
-The graph and validation helpers are imported eagerly (``check`` needs them); the scheduling
-helpers are loaded on first use, so loading a file does not pay for them.
+The graph and validation helpers are pure spec checks that loading runs too, so they live in
+`polyaxon_prefect.specs` and are re-exported here; the scheduling helpers are loaded on first
+use, so loading a file does not pay for them.
 """
 
 from __future__ import annotations
@@ -10,8 +11,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from polyaxon_prefect._lazy import lazy_attributes
-from polyaxon_prefect.dag._graph import find_cycle, op_upstreams, ref_op_name, topological_stages
-from polyaxon_prefect.dag._validate import dag_context, validate_dag
+from polyaxon_prefect.specs import (
+    dag_context,
+    find_cycle,
+    op_upstreams,
+    ref_op_name,
+    topological_stages,
+    validate_dag,
+)
 
 if TYPE_CHECKING:
     from polyaxon_prefect.dag._conditions import ConditionError, evaluate_conditions

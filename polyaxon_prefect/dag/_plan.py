@@ -13,11 +13,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from polyaxon_prefect.dag._graph import op_upstreams, topological_stages
-from polyaxon_prefect.dag._validate import validate_dag
 from polyaxon_prefect.exceptions import DagError, PolyaxonfileError, Problem
-from polyaxon_prefect.loading._load import LoadedPolyaxonfile
 from polyaxon_prefect.loading._patch import DISTRIBUTED_REPLICAS, patch
+from polyaxon_prefect.specs import (
+    LoadedPolyaxonfile,
+    op_upstreams,
+    topological_stages,
+    validate_dag,
+)
 from polyaxon_prefect.specs._base import is_template
 
 __all__ = ["DagPlan", "child_loaded", "inline_component", "plan_dag", "push_down"]

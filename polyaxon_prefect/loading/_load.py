@@ -30,6 +30,7 @@ from polyaxon_prefect._source import (
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
 from polyaxon_prefect.legacy._detect import LEGACY_KINDS, looks_legacy
 from polyaxon_prefect.loading._compat import normalize_image_params
+from polyaxon_prefect.specs import LoadedPolyaxonfile
 
 __all__ = ["LoadedPolyaxonfile", "load_polyaxonfile", "parse_cli_params"]
 
@@ -100,24 +101,6 @@ class _LegacyPositions(Positions):
                 if names[-size:] == suffix:
                     return position
         return self.by_path.get((), (1, 1))
-
-
-@dataclass(frozen=True)
-class LoadedPolyaxonfile:
-    """A validated operation with its component resolved, and where it came from."""
-
-    operation: Any  # specs.Operation with `component` inlined
-    params: dict[str, Any]  # typed literal param values (refs excluded)
-    files: tuple[str, ...]
-    legacy_notes: tuple[str, ...] = ()
-    warnings: tuple[Problem, ...] = ()
-    given_params: frozenset[str] = frozenset()
-    """Params whose values the caller gave (``-P``, ``params=``): data, never rendered as
-    templates, unlike a ``{{ }}`` value written in the file."""
-
-    @property
-    def component(self) -> Any:
-        return self.operation.component
 
 
 def parse_cli_params(items: Iterable[str]) -> dict[str, str]:
@@ -492,9 +475,7 @@ class _Loader:
         return True
 
     def validate(self, op: dict[str, Any]) -> Any:
-        from polyaxon_prefect.dag import validate_dag
-        from polyaxon_prefect.specs import Operation
-        from polyaxon_prefect.specs._validate_params import validate_params
+        from polyaxon_prefect.specs import Operation, validate_dag, validate_params
 
         try:
             operation = Operation.model_validate(op)

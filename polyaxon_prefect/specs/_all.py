@@ -27,6 +27,12 @@ from ._component import (
 from ._dag import (
     Dag,
 )
+from ._dag_graph import (
+    find_cycle,
+    op_upstreams,
+    ref_op_name,
+    topological_stages,
+)
 from ._early_stopping import (
     DiffStoppingPolicy,
     EarlyStopping,
@@ -91,6 +97,9 @@ from ._io import (
 from ._joins import (
     Join,
     JoinParam,
+)
+from ._loaded import (
+    LoadedPolyaxonfile,
 )
 from ._matrix import (
     Bayes,
@@ -199,6 +208,12 @@ from ._types_objects import (
     PathItem,
     TensorboardType,
 )
+from ._validate_dag import (
+    GLOBALS_CONTEXTS,
+    ParamValidator,
+    dag_context,
+    validate_dag,
+)
 from ._validate_params import (
     typed_params,
     validate_params,
@@ -217,6 +232,7 @@ __all__ = [
     "DONE_STATUSES",
     "FAILED_STATUSES",
     "FULL_FORM_KEYS",
+    "GLOBALS_CONTEXTS",
     "INIT_SOURCES",
     "IO",
     "IO_NAME_BLACK_LIST",
@@ -290,6 +306,7 @@ __all__ = [
     "Join",
     "JoinParam",
     "KFReplica",
+    "LoadedPolyaxonfile",
     "MPIJob",
     "MXJob",
     "Mapping",
@@ -309,6 +326,7 @@ __all__ = [
     "PaddleElasticPolicy",
     "PaddleJob",
     "Param",
+    "ParamValidator",
     "PatchStrategy",
     "PathItem",
     "Plugins",
@@ -344,14 +362,20 @@ __all__ = [
     "are_compatible",
     "check_validation",
     "contains_template",
+    "dag_context",
+    "find_cycle",
     "is_list_type",
     "list_item_type",
     "normalize_params",
+    "op_upstreams",
     "parse_ref_value",
     "parse_type",
     "parse_value",
+    "ref_op_name",
     "replica_fields",
+    "topological_stages",
     "typed_params",
+    "validate_dag",
     "validate_params",
     "validate_ref",
     "validate_ref_value",
