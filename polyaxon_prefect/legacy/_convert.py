@@ -54,6 +54,7 @@ from polyaxon_prefect.legacy._schema import (
     Run,
     space_items,
 )
+from polyaxon_prefect.specs import MAIN_REPLICAS
 
 __all__ = ["LegacyConversion", "Note", "convert", "is_legacy"]
 
@@ -61,12 +62,6 @@ __all__ = ["LegacyConversion", "Note", "convert", "is_legacy"]
 Path = tuple[str | int, ...]
 
 _NAME = re.compile(r"^[-a-zA-Z0-9_]+$")
-_MAIN_REPLICA = {
-    "tfjob": "chief",
-    "pytorchjob": "master",
-    "mxjob": "scheduler",
-    "mpijob": "launcher",
-}
 _RUN_KIND = {
     "tensorflow": "tfjob",
     "pytorch": "pytorchjob",
@@ -460,7 +455,7 @@ class _Converter:
         if main_env:
             main["environment"] = main_env
         main["container"] = container
-        run[_MAIN_REPLICA[kind]] = main
+        run[MAIN_REPLICAS[kind]] = main
         base = {k: v for k, v in container.items() if k not in ("resources",)}
         if kind == "mpijob":
             base.pop("command", None)
