@@ -23,7 +23,14 @@ from polyaxon_prefect.specs import (
 if TYPE_CHECKING:
     from polyaxon_prefect.dag._conditions import ConditionError, evaluate_conditions
     from polyaxon_prefect.dag._joins import resolve_joins
-    from polyaxon_prefect.dag._plan import DagPlan, child_loaded, plan_dag
+    from polyaxon_prefect.dag._plan import (
+        MAX_DAG_DEPTH,
+        DagPlan,
+        child_loaded,
+        inline_component,
+        plan_dag,
+        push_down,
+    )
     from polyaxon_prefect.dag._records import OpRecord
     from polyaxon_prefect.dag._resolve import DagScope, resolve_params
     from polyaxon_prefect.dag._triggers import (
@@ -39,9 +46,12 @@ _LAZY = {
     "ConditionError": "_conditions",
     "evaluate_conditions": "_conditions",
     "resolve_joins": "_joins",
+    "MAX_DAG_DEPTH": "_plan",
     "DagPlan": "_plan",
     "child_loaded": "_plan",
+    "inline_component": "_plan",
     "plan_dag": "_plan",
+    "push_down": "_plan",
     "OpRecord": "_records",
     "DagScope": "_resolve",
     "resolve_params": "_resolve",
@@ -56,6 +66,7 @@ _LAZY = {
 __all__ = [
     "DONE_STATUSES",
     "FAILED_STATUSES",
+    "MAX_DAG_DEPTH",
     "TRIGGERS",
     "ConditionError",
     "DagPlan",
@@ -67,8 +78,10 @@ __all__ = [
     "decide",
     "evaluate_conditions",
     "find_cycle",
+    "inline_component",
     "op_upstreams",
     "plan_dag",
+    "push_down",
     "ref_op_name",
     "resolve_joins",
     "resolve_params",

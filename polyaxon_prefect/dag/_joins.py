@@ -265,14 +265,14 @@ def sort_records(
 
 
 def _join_context(params: Mapping[str, Any] | None, scope: Any) -> dict[str, Any]:
-    from polyaxon_prefect.loading._render import ParamValue, build_context
+    from polyaxon_prefect.loading import ParamValue, build_context
 
     values = {k: ParamValue(value=v) for k, v in (params or {}).items()}
     return build_context(values, globals=scope.globals, dag_inputs=scope.inputs)
 
 
 def _render(value: Any, context: Mapping[str, Any], path: tuple[str | int, ...]) -> Any:
-    from polyaxon_prefect.loading._render import TemplateError, render_value
+    from polyaxon_prefect.loading import TemplateError, render_value
 
     try:
         return render_value(value, context)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from polyaxon_prefect.exceptions import DagError, PolyaxonfileError, Problem
-from polyaxon_prefect.loading._patch import patch
+from polyaxon_prefect.loading import patch
 from polyaxon_prefect.specs import (
     DISTRIBUTED_RUNTIMES,
     BaseSpec,
@@ -166,7 +166,7 @@ def _split(source: Operation | Component) -> tuple[Operation | None, Component]:
 
 def _render_setting(value: Any, name: str, params: Mapping[str, Any] | None) -> Any:
     """A DAG setting written as ``{{ }}``, rendered with the DAG's params."""
-    from polyaxon_prefect.loading._render import (
+    from polyaxon_prefect.loading import (
         ParamValue,
         TemplateError,
         build_context,
