@@ -199,8 +199,9 @@ def _holds(term: QueryTerm, value: Any) -> bool:
         result = any(check(str(item).lower()) for item in items)
     else:
         number = _number(value, time=time)
-        bounds = [_number(v, time=time) for v in term.values]
-        if number is None or any(b is None for b in bounds) or math.isnan(number):
+        given = [_number(v, time=time) for v in term.values]
+        bounds = [b for b in given if b is not None]
+        if number is None or len(bounds) != len(given) or math.isnan(number):
             return False
         compare = {
             "gt": lambda: number > bounds[0],

@@ -28,6 +28,7 @@ from polyaxon_prefect.specs import (
     Termination,
     op_upstreams,
     topological_stages,
+    typed_params,
     validate_dag,
 )
 from polyaxon_prefect.specs._base import is_template
@@ -324,12 +325,11 @@ def child_loaded(parent: LoadedPolyaxonfile, op: Operation) -> LoadedPolyaxonfil
         DagError: the op has no component and its ``dagRef`` names none of the parent's.
         PolyaxonfileError: a literal param does not fit its input.
     """
-    from polyaxon_prefect.specs._validate_params import typed_params
-
-    if op.component is None:
+    component = op.component
+    if component is None:
         dag = parent.component.run if parent.component is not None else None
         inlined = inline_component(op, dag) if isinstance(dag, Dag) else None
-        if inlined is None:
+        if inlined is None or inlined.component is None:
             raise DagError(
                 [
                     Problem(
@@ -341,9 +341,9 @@ def child_loaded(parent: LoadedPolyaxonfile, op: Operation) -> LoadedPolyaxonfil
                     )
                 ]
             )
-        op = inlined
+        op, component = inlined, inlined.component
     try:
-        params = typed_params(op.component, op.params)
+        params = typed_params(component, op.params)
     except ValueError as exc:
         raise PolyaxonfileError(
             [Problem(f"operation `{op.name}`: {exc}", rule="param_type", path=("params",))]

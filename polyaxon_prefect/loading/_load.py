@@ -308,7 +308,8 @@ class _Loader:
             for ref_key in ("pathRef", "urlRef", "hubRef"):
                 op.pop(ref_key, None)
             op["component"] = source.data
-            self.sources.add((*prefix, "component"), source.positions)
+            if source.positions is not None:  # None only for a dagRef, never resolved here
+                self.sources.add((*prefix, "component"), source.positions)
             if source.file:
                 self.files.append(str(source.file))
                 base = str(source.file) if "://" in str(source.file) else Path(source.file).parent

@@ -7,7 +7,7 @@ the ones a run sets, so executors never hard-code replica names per kind.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, TypeAlias, get_args
 
 from annotated_types import Ge
 from pydantic import (
@@ -44,6 +44,7 @@ __all__ = [
     "KFReplica",
     "MPIJob",
     "MXJob",
+    "NonDagRuntime",
     "NotifierJob",
     "PaddleElasticPolicy",
     "PaddleJob",
@@ -376,22 +377,25 @@ class DaskCluster(_Distributed):
 
 # --- registries ------------------------------------------------------------------------------
 
-NON_DAG_RUNTIMES: tuple[type[BaseSpec], ...] = (
-    Job,
-    Service,
-    NotifierJob,
-    CleanerJob,
-    TunerJob,
-    TFJob,
-    PytorchJob,
-    MPIJob,
-    MXJob,
-    XGBoostJob,
-    PaddleJob,
-    RayCluster,
-    DaskCluster,
+NonDagRuntime: TypeAlias = (
+    Job
+    | Service
+    | NotifierJob
+    | CleanerJob
+    | TunerJob
+    | TFJob
+    | PytorchJob
+    | MPIJob
+    | MXJob
+    | XGBoostJob
+    | PaddleJob
+    | RayCluster
+    | DaskCluster
 )
 """Every run model except ``Dag``; the ``Runtime`` union is these plus ``Dag``."""
+
+NON_DAG_RUNTIMES: tuple[type[BaseSpec], ...] = get_args(NonDagRuntime)
+"""The members of `NonDagRuntime`, in order."""
 
 KUBEFLOW_KINDS = frozenset({"tfjob", "pytorchjob", "mpijob", "mxjob", "xgbjob", "paddlejob"})
 DISTRIBUTED_KINDS = KUBEFLOW_KINDS | {"raycluster", "daskcluster"}

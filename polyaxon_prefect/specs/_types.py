@@ -749,7 +749,7 @@ def _convert(spec: TypeSpec, value: Any) -> Any:
     if name in _STRICT:
         expected = _STRICT[name]
         if type(value) is expected or (expected is float and type(value) is int):
-            return float(value) if expected is float else value
+            return float(value) if expected is float and isinstance(value, int) else value
         raise _Mismatch(f"expected exactly a {expected.__name__}, got {_short(value)}")
     if name in OBJECT_TYPES:
         return _to_object(name, value)
