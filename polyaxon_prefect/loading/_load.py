@@ -30,7 +30,14 @@ from polyaxon_prefect._source import (
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
 from polyaxon_prefect.legacy._detect import LEGACY_KINDS, looks_legacy
 from polyaxon_prefect.loading._compat import normalize_image_params
-from polyaxon_prefect.specs import LoadedPolyaxonfile
+from polyaxon_prefect.specs import (
+    Dag,
+    LoadedPolyaxonfile,
+    Operation,
+    typed_params,
+    validate_dag,
+    validate_params,
+)
 
 __all__ = ["LoadedPolyaxonfile", "load_polyaxonfile", "parse_cli_params"]
 
@@ -461,8 +468,6 @@ class _Loader:
         walk(patch, ())
 
     def _check_preset(self, doc: Document) -> bool:
-        from polyaxon_prefect.specs import Operation
-
         data = dict(doc.data)
         data["isPreset"] = True
         data.setdefault("kind", "operation")
@@ -475,9 +480,7 @@ class _Loader:
             return False
         return True
 
-    def validate(self, op: dict[str, Any]) -> Any:
-        from polyaxon_prefect.specs import Operation, validate_dag, validate_params
-
+    def validate(self, op: dict[str, Any]) -> Operation | None:
         try:
             operation = Operation.model_validate(op)
         except ValidationError as exc:
@@ -498,10 +501,10 @@ class _Loader:
             operation.params,
             matrix=operation.matrix,
             joins=operation.joins,
-            is_template=bool(getattr(component.template, "enabled", False)),
+            is_template=component.template is not None and bool(component.template.enabled),
         ):
             self.problems.append(self.sources.locate(problem))
-        if getattr(component.run, "kind", None) == "dag":
+        if isinstance(component.run, Dag):
             for problem in validate_dag(component, validate_params=validate_params):
                 self.problems.append(self.sources.locate(problem.prefixed(("component",))))
         return operation
@@ -556,8 +559,6 @@ def load_polyaxonfile(
             _sorted(loader.problems) or [Problem("invalid Polyaxonfile")],
             warnings=_sorted(loader.warnings),
         )
-    from polyaxon_prefect.specs._validate_params import typed_params
-
     typed = typed_params(operation.component, operation.params) if operation.component else {}
     return LoadedPolyaxonfile(
         operation=operation,
