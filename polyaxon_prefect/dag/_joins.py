@@ -299,7 +299,7 @@ def _count(value: Any, name: str, context: Mapping[str, Any], path: tuple[str | 
 
 def _gather(selected: Sequence[OpRecord], value: Any) -> Any:
     """The values of one join param over the selected runs (ArtifactsType dicts are merged)."""
-    from polyaxon_prefect.specs._params import parse_ref_value
+    from polyaxon_prefect.specs import parse_ref_value
 
     if isinstance(value, Mapping):
         merged: dict[str, list[Any]] = {}

@@ -26,12 +26,12 @@ from polyaxon_prefect.specs import (
     LoadedPolyaxonfile,
     Operation,
     Termination,
+    is_template,
     op_upstreams,
     topological_stages,
     typed_params,
     validate_dag,
 )
-from polyaxon_prefect.specs._base import is_template
 
 __all__ = ["MAX_DAG_DEPTH", "DagPlan", "child_loaded", "inline_component", "plan_dag", "push_down"]
 
@@ -217,8 +217,6 @@ def _early_stopping(value: Any, params: Mapping[str, Any] | None) -> tuple[Any, 
         return ()
     if isinstance(value, str):
         from pydantic import TypeAdapter, ValidationError
-
-        from polyaxon_prefect.specs._early_stopping import EarlyStopping
 
         rendered = _render_setting(value, "earlyStopping", params)
         try:

@@ -139,7 +139,7 @@ def resolve_params(op: Any, scope: DagScope) -> dict[str, Any]:
             typed (``ref_type``), at once.
     """
     from polyaxon_prefect.dag._joins import resolve_joins
-    from polyaxon_prefect.specs._validate_params import typed_params
+    from polyaxon_prefect.specs import typed_params
 
     component = op.component
     ios = {io.name: io for io in component.ios} if component is not None else {}

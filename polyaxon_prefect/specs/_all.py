@@ -9,6 +9,8 @@ from __future__ import annotations
 from ._base import (
     BaseSpec,
     Ref,
+    is_template,
+    split_csv,
 )
 from ._build import (
     Build,
@@ -377,6 +379,7 @@ __all__ = [
     "dag_context",
     "find_cycle",
     "is_list_type",
+    "is_template",
     "list_item_type",
     "main_replica",
     "normalize_params",
@@ -389,6 +392,7 @@ __all__ = [
     "replica_names",
     "run_keys",
     "spec_keys",
+    "split_csv",
     "topological_stages",
     "typed_params",
     "validate_dag",
