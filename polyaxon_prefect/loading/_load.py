@@ -207,7 +207,11 @@ class _Loader:
                 )
             )
             return False
-        ok = True
+        version_ok = self._check_version(doc, data)
+        kind_ok = self._check_kind(doc, data)
+        return version_ok and kind_ok
+
+    def _check_version(self, doc: Document, data: dict[str, Any]) -> bool:
         version = data.get("version")
         if version is None:
             legacy = looks_legacy(data)
@@ -222,49 +226,51 @@ class _Loader:
                     Problem("`version` is missing", rule="missing", path=("version",), hint=hint)
                 )
             )
-            ok = False
-        else:
-            try:
-                number = float(version)
-            except (TypeError, ValueError):
-                number = None
-            if number not in _SUPPORTED_VERSIONS:
-                self.problems.append(
-                    doc.positions.problem(
-                        Problem(
-                            f"unsupported Polyaxonfile version `{version}`",
-                            rule="version",
-                            path=("version",),
-                            value=version,
-                            hint="use `version: 1.1` (files with `version: 1` and `kind: "
-                            "experiment`/`group` are the legacy format and are read as such)",
-                        )
-                    )
-                )
-                ok = False
-        kind = data.get("kind")
-        if kind in LEGACY_KINDS and version is None:
-            pass  # the `version` hint above already says how to read a legacy kind
-        elif kind not in _TOP_KINDS:
-            close = suggest(str(kind), _TOP_KINDS) if kind else None
-            self.problems.append(
-                doc.positions.problem(
-                    Problem(
-                        "`kind` is missing"
-                        if kind is None
-                        else f"unknown top-level kind `{kind}`; expected component or operation",
-                        rule="kind",
-                        path=("kind",),
-                        value=kind,
-                        hint=f"did you mean `{close}`?"
-                        if close
-                        else "use `kind: component` "
-                        "for a reusable definition or `kind: operation` to run one",
-                    )
+            return False
+        try:
+            number = float(version)
+        except (TypeError, ValueError):
+            number = None
+        if number in _SUPPORTED_VERSIONS:
+            return True
+        self.problems.append(
+            doc.positions.problem(
+                Problem(
+                    f"unsupported Polyaxonfile version `{version}`",
+                    rule="version",
+                    path=("version",),
+                    value=version,
+                    hint="use `version: 1.1` (files with `version: 1` and `kind: "
+                    "experiment`/`group` are the legacy format and are read as such)",
                 )
             )
-            ok = False
-        return ok
+        )
+        return False
+
+    def _check_kind(self, doc: Document, data: dict[str, Any]) -> bool:
+        kind = data.get("kind")
+        if kind in LEGACY_KINDS and data.get("version") is None:
+            return True  # the `version` hint already says how to read a legacy kind
+        if kind in _TOP_KINDS:
+            return True
+        close = suggest(str(kind), _TOP_KINDS) if kind else None
+        self.problems.append(
+            doc.positions.problem(
+                Problem(
+                    "`kind` is missing"
+                    if kind is None
+                    else f"unknown top-level kind `{kind}`; expected component or operation",
+                    rule="kind",
+                    path=("kind",),
+                    value=kind,
+                    hint=f"did you mean `{close}`?"
+                    if close
+                    else "use `kind: component` "
+                    "for a reusable definition or `kind: operation` to run one",
+                )
+            )
+        )
+        return False
 
     # -- references --------------------------------------------------------------------------
     def resolve_refs(
