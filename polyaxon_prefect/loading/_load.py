@@ -28,7 +28,7 @@ from polyaxon_prefect._source import (
     suggest,
 )
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
-from polyaxon_prefect.legacy._detect import LEGACY_KINDS, looks_legacy
+from polyaxon_prefect.legacy import LEGACY_KINDS, is_legacy, looks_legacy
 from polyaxon_prefect.loading._compat import normalize_image_params
 from polyaxon_prefect.specs import (
     Dag,
@@ -169,8 +169,6 @@ class _Loader:
 
     def legacy(self, doc: Document) -> Document:
         """Legacy (v0.x) files are converted to v1.1 data before anything else sees them."""
-        from polyaxon_prefect.legacy import is_legacy
-
         if not isinstance(doc.data, dict) or not is_legacy(doc.data):
             return doc
         from polyaxon_prefect.legacy import convert
