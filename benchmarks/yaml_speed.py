@@ -17,7 +17,7 @@ import statistics
 import time
 from pathlib import Path
 
-from polyaxon_prefect.loading import _yaml
+from polyaxon_prefect._source import _yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 

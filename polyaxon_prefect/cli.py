@@ -11,11 +11,14 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from polyaxon_prefect._cli_args import add_file_args
 from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError, Problem
 from polyaxon_prefect.prefect._cli import add_run_parser, cmd_run
+
+if TYPE_CHECKING:
+    from polyaxon_prefect.specs import LoadedPolyaxonfile, Operation
 
 __all__ = ["main"]
 
@@ -48,8 +51,8 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _load(args: argparse.Namespace) -> Any:
-    from polyaxon_prefect.loading._load import load_polyaxonfile, parse_cli_params
+def _load(args: argparse.Namespace) -> LoadedPolyaxonfile:
+    from polyaxon_prefect.loading import load_polyaxonfile, parse_cli_params
 
     params = parse_cli_params(getattr(args, "params", []) or [])
     return load_polyaxonfile(args.files[0], args.files[1:], params, hub_dirs=args.hub_dirs)
@@ -84,18 +87,18 @@ def _cmd_check(args: argparse.Namespace) -> int:
         for warning in loaded.warnings:
             print(warning.format(), file=sys.stderr)
         component = loaded.component
-        kind = getattr(getattr(component, "run", None), "kind", "?")
-        name = loaded.operation.name or getattr(component, "name", None) or "-"
+        kind = component.run.kind if component is not None else "?"
+        name = loaded.operation.name or (component.name if component is not None else None) or "-"
         print(f"{args.files[0]}: valid ({_what_runs(loaded.operation, kind, name)})")
         for note in loaded.legacy_notes:
             print(f"note: {note}")
     return 0
 
 
-def _what_runs(operation: Any, kind: str, name: str) -> str:
+def _what_runs(operation: Operation, kind: str, name: str) -> str:
     """``job `x```, or for an operation with a matrix ``a random sweep of 20 trials of job `x```
     (``sampled until stopped`` when the matrix sets no count)."""
-    matrix = getattr(operation, "matrix", None)
+    matrix = operation.matrix
     if matrix is None:
         return f"{kind} `{name}`"
     from polyaxon_prefect.search._plan import matrix_plan
@@ -136,8 +139,8 @@ def _cmd_compile(args: argparse.Namespace) -> int:
 def _cmd_upgrade(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from polyaxon_prefect._source import SourceError, read_source
     from polyaxon_prefect.legacy import upgrade_text
-    from polyaxon_prefect.loading._limits import SourceError, read_source
 
     path = Path(args.file)
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from polyaxon_prefect.loading._load import LoadedPolyaxonfile
+from polyaxon_prefect.specs import Component, Dag, LoadedPolyaxonfile, Operation
 
 __all__ = ["compile_document", "compile_plan"]
 
@@ -27,34 +27,22 @@ def compile_document(loaded: LoadedPolyaxonfile) -> dict[str, Any]:
     return document
 
 
-_MAX_DAG_DEPTH = 32
-
-
-def _dag_component(op: Any, parent_components: Any) -> Any:
-    """The op's component: inlined, or found by ``dagRef`` among the parent DAG's components."""
-    if op.component is not None:
-        return op.component
-    if op.dag_ref and isinstance(parent_components, list):
-        for component in parent_components:
-            if component.name == op.dag_ref:
-                return component
-    return None
-
-
-def _plan(operation: Any, component: Any, depth: int) -> dict[str, Any]:
+def _plan(operation: Operation, component: Component | None, depth: int) -> dict[str, Any]:
+    from polyaxon_prefect.dag import MAX_DAG_DEPTH, inline_component
     from polyaxon_prefect.search._plan import matrix_plan
 
     plan: dict[str, Any] = {}
     if operation.matrix is not None:
         plan = matrix_plan(operation.matrix)
-    run = getattr(component, "run", None)
-    if getattr(run, "kind", None) != "dag" or not isinstance(run.operations, list):
+    run = component.run if component is not None else None
+    if not isinstance(run, Dag) or not isinstance(run.operations, list):
         return plan
-    if depth >= _MAX_DAG_DEPTH:
+    if depth >= MAX_DAG_DEPTH:
         return plan
     ops: dict[str, Any] = {}
     for op in run.operations:
-        child = _plan(op, _dag_component(op, run.components), depth + 1)
+        inlined = inline_component(op, run)
+        child = _plan(op, inlined.component if inlined is not None else None, depth + 1)
         if child:
             ops[op.name] = child
     if ops:

@@ -1,8 +1,9 @@
 """Pure DAG logic: upstream inference, ordering, validation, trigger rules, refs, conditions and
 joins (no Prefect).
 
-The graph and validation helpers are imported eagerly (``check`` needs them); the scheduling
-helpers are loaded on first use, so loading a file does not pay for them.
+The graph and validation helpers are pure spec checks that loading runs too, so they live in
+`polyaxon_prefect.specs` and are re-exported here; the scheduling helpers are loaded on first
+use, so loading a file does not pay for them.
 """
 
 from __future__ import annotations
@@ -10,13 +11,26 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from polyaxon_prefect._lazy import lazy_attributes
-from polyaxon_prefect.dag._graph import find_cycle, op_upstreams, ref_op_name, topological_stages
-from polyaxon_prefect.dag._validate import dag_context, validate_dag
+from polyaxon_prefect.specs import (
+    dag_context,
+    find_cycle,
+    op_upstreams,
+    ref_op_name,
+    topological_stages,
+    validate_dag,
+)
 
 if TYPE_CHECKING:
     from polyaxon_prefect.dag._conditions import ConditionError, evaluate_conditions
     from polyaxon_prefect.dag._joins import resolve_joins
-    from polyaxon_prefect.dag._plan import DagPlan, child_loaded, plan_dag
+    from polyaxon_prefect.dag._plan import (
+        MAX_DAG_DEPTH,
+        DagPlan,
+        child_loaded,
+        inline_component,
+        plan_dag,
+        push_down,
+    )
     from polyaxon_prefect.dag._records import OpRecord
     from polyaxon_prefect.dag._resolve import DagScope, resolve_params
     from polyaxon_prefect.dag._triggers import (
@@ -32,9 +46,12 @@ _LAZY = {
     "ConditionError": "_conditions",
     "evaluate_conditions": "_conditions",
     "resolve_joins": "_joins",
+    "MAX_DAG_DEPTH": "_plan",
     "DagPlan": "_plan",
     "child_loaded": "_plan",
+    "inline_component": "_plan",
     "plan_dag": "_plan",
+    "push_down": "_plan",
     "OpRecord": "_records",
     "DagScope": "_resolve",
     "resolve_params": "_resolve",
@@ -49,6 +66,7 @@ _LAZY = {
 __all__ = [
     "DONE_STATUSES",
     "FAILED_STATUSES",
+    "MAX_DAG_DEPTH",
     "TRIGGERS",
     "ConditionError",
     "DagPlan",
@@ -60,8 +78,10 @@ __all__ = [
     "decide",
     "evaluate_conditions",
     "find_cycle",
+    "inline_component",
     "op_upstreams",
     "plan_dag",
+    "push_down",
     "ref_op_name",
     "resolve_joins",
     "resolve_params",

@@ -39,7 +39,7 @@ def condition_context(op: Any, params: Mapping[str, Any], scope: Any) -> dict[st
     """The Jinja context of ``op``'s conditions: its params as in its own templates, plus
     ``dag.inputs``, ``ops.<name>.{outputs,inputs,globals,artifacts,status}`` and ``globals``
     (the DAG run's: the op has no run yet)."""
-    from polyaxon_prefect.loading._render import ParamValue, build_context
+    from polyaxon_prefect.loading import ParamValue, build_context
 
     component = op.component
     ios = {io.name: io for io in component.ios} if component is not None else {}
@@ -76,7 +76,7 @@ def evaluate_conditions(op: Any, params: Mapping[str, Any], scope: Any) -> bool:
         ConditionError: the expression uses an undefined name, is not valid Jinja, or renders
             to something that is not a boolean (an untemplated ``x > 3`` is such a string).
     """
-    from polyaxon_prefect.loading._render import TemplateError, render_bool
+    from polyaxon_prefect.loading import TemplateError, render_bool
 
     expression = op.conditions
     if expression is None:

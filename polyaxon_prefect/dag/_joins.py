@@ -27,10 +27,14 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect.dag._records import MISSING, OpRecord, op_sources, read_path
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
+from polyaxon_prefect.specs import IO, Join, JoinParam, Operation
+
+if TYPE_CHECKING:
+    from polyaxon_prefect.dag._resolve import DagScope
 
 __all__ = ["QueryTerm", "filter_records", "parse_query", "resolve_joins", "sort_records"]
 
@@ -199,8 +203,9 @@ def _holds(term: QueryTerm, value: Any) -> bool:
         result = any(check(str(item).lower()) for item in items)
     else:
         number = _number(value, time=time)
-        bounds = [_number(v, time=time) for v in term.values]
-        if number is None or any(b is None for b in bounds) or math.isnan(number):
+        given = [_number(v, time=time) for v in term.values]
+        bounds = [b for b in given if b is not None]
+        if number is None or len(bounds) != len(given) or math.isnan(number):
             return False
         compare = {
             "gt": lambda: number > bounds[0],
@@ -264,15 +269,15 @@ def sort_records(
 # Joins of an op
 
 
-def _join_context(params: Mapping[str, Any] | None, scope: Any) -> dict[str, Any]:
-    from polyaxon_prefect.loading._render import ParamValue, build_context
+def _join_context(params: Mapping[str, Any] | None, scope: DagScope) -> dict[str, Any]:
+    from polyaxon_prefect.loading import ParamValue, build_context
 
     values = {k: ParamValue(value=v) for k, v in (params or {}).items()}
     return build_context(values, globals=scope.globals, dag_inputs=scope.inputs)
 
 
 def _render(value: Any, context: Mapping[str, Any], path: tuple[str | int, ...]) -> Any:
-    from polyaxon_prefect.loading._render import TemplateError, render_value
+    from polyaxon_prefect.loading import TemplateError, render_value
 
     try:
         return render_value(value, context)
@@ -298,7 +303,7 @@ def _count(value: Any, name: str, context: Mapping[str, Any], path: tuple[str | 
 
 def _gather(selected: Sequence[OpRecord], value: Any) -> Any:
     """The values of one join param over the selected runs (ArtifactsType dicts are merged)."""
-    from polyaxon_prefect.specs._params import parse_ref_value
+    from polyaxon_prefect.specs import parse_ref_value
 
     if isinstance(value, Mapping):
         merged: dict[str, list[Any]] = {}
@@ -315,8 +320,49 @@ def _gather(selected: Sequence[OpRecord], value: Any) -> Any:
     return values
 
 
+def _select(
+    join: Join,
+    base: tuple[str | int, ...],
+    records: list[OpRecord],
+    context: Mapping[str, Any],
+    scope: DagScope,
+) -> list[OpRecord]:
+    """The runs one join selects: ``query``, then ``sort``, ``offset`` and ``limit``."""
+    query = str(_render(join.query, context, (*base, "query")))
+    selected = filter_records(records, query, globals=scope.globals, path=(*base, "query"))
+    if join.sort is not None:
+        sort = str(_render(join.sort, context, (*base, "sort")))
+        selected = sort_records(selected, sort, globals=scope.globals, path=(*base, "sort"))
+    offset = 0 if join.offset is None else _count(join.offset, "offset", context, base)
+    selected = selected[offset:]
+    if join.limit is not None:
+        selected = selected[: _count(join.limit, "limit", context, (*base, "limit"))]
+    return selected
+
+
+def _typed(
+    name: str, values: Any, io: IO, join_param: JoinParam, path: tuple[str | int, ...]
+) -> Any:
+    """The gathered ``values`` typed by the receiving input."""
+    try:
+        return io.validate_value(values)
+    except ValueError as exc:
+        raise PolyaxonfileError(
+            [
+                Problem(
+                    f"join param `{name}` gathered {values!r}, which does not fit "
+                    f"the input of type `{io.full_type}`: {exc}",
+                    rule="join_type",
+                    path=path,
+                    hint="runs without the value give null; exclude them in the "
+                    f"query, e.g. `{join_param.value}: ~nil`",
+                )
+            ]
+        ) from None
+
+
 def resolve_joins(
-    op: Any, scope: Any, params: Mapping[str, Any] | None = None
+    op: Operation, scope: DagScope, params: Mapping[str, Any] | None = None
 ) -> dict[str, list[Any]]:
     """The values ``op.joins`` feed into the op's inputs, one list per join param.
 
@@ -354,15 +400,7 @@ def resolve_joins(
     result: dict[str, Any] = {}
     for index, join in enumerate(joins):
         base: tuple[str | int, ...] = ("joins", index)
-        query = str(_render(join.query, context, (*base, "query")))
-        selected = filter_records(records, query, globals=scope.globals, path=(*base, "query"))
-        if join.sort is not None:
-            sort = str(_render(join.sort, context, (*base, "sort")))
-            selected = sort_records(selected, sort, globals=scope.globals, path=(*base, "sort"))
-        offset = 0 if join.offset is None else _count(join.offset, "offset", context, base)
-        selected = selected[offset:]
-        if join.limit is not None:
-            selected = selected[: _count(join.limit, "limit", context, (*base, "limit"))]
+        selected = _select(join, base, records, context, scope)
         join_params = join.params or {}
         if isinstance(join_params, str):
             raise PolyaxonfileError(
@@ -380,20 +418,6 @@ def resolve_joins(
             values = _gather(selected, join_param.value)
             io = ios.get(name)
             if io is not None and join_param.context_only is not True:
-                try:
-                    values = io.validate_value(values)
-                except ValueError as exc:
-                    raise PolyaxonfileError(
-                        [
-                            Problem(
-                                f"join param `{name}` gathered {values!r}, which does not fit "
-                                f"the input of type `{io.full_type}`: {exc}",
-                                rule="join_type",
-                                path=(*base, "params", name),
-                                hint="runs without the value give null; exclude them in the "
-                                f"query, e.g. `{join_param.value}: ~nil`",
-                            )
-                        ]
-                    ) from None
+                values = _typed(name, values, io, join_param, (*base, "params", name))
             result[name] = values
     return result

@@ -13,14 +13,31 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from polyaxon_prefect.dag._graph import op_upstreams, topological_stages
-from polyaxon_prefect.dag._validate import validate_dag
 from polyaxon_prefect.exceptions import DagError, PolyaxonfileError, Problem
-from polyaxon_prefect.loading._load import LoadedPolyaxonfile
-from polyaxon_prefect.loading._patch import DISTRIBUTED_REPLICAS, patch
-from polyaxon_prefect.specs._base import is_template
+from polyaxon_prefect.loading import patch
+from polyaxon_prefect.specs import (
+    DISTRIBUTED_RUNTIMES,
+    BaseSpec,
+    Cache,
+    Component,
+    Dag,
+    EarlyStopping,
+    Environment,
+    LoadedPolyaxonfile,
+    Operation,
+    Termination,
+    is_template,
+    op_upstreams,
+    topological_stages,
+    typed_params,
+    validate_dag,
+)
 
-__all__ = ["DagPlan", "child_loaded", "inline_component", "plan_dag", "push_down"]
+__all__ = ["MAX_DAG_DEPTH", "DagPlan", "child_loaded", "inline_component", "plan_dag", "push_down"]
+
+MAX_DAG_DEPTH = 32
+"""How deep DAGs nested in DAGs are followed when a whole tree is walked at once (``compile``'s
+matrix plans); a DAG that is run is planned one level at a time and needs no limit."""
 
 
 @dataclass(frozen=True)
@@ -33,12 +50,12 @@ class DagPlan:
     every run (declaration order within a stage).
     """
 
-    ops: dict[str, Any]
+    ops: dict[str, Operation]
     upstreams: dict[str, tuple[str, ...]]
     downstreams: dict[str, tuple[str, ...]]
     order: tuple[str, ...]
     concurrency: int | None
-    early_stopping: tuple[Any, ...]
+    early_stopping: tuple[EarlyStopping, ...]
 
 
 def _no_param_checks(*_args: Any, **_kwargs: Any) -> list[Problem]:
@@ -66,29 +83,31 @@ def _merge_spec(parent: Any, child: Any) -> Any:
     return type(child).model_validate(merged)
 
 
-def _run_with_environment(run: Any, environment: Any) -> Any:
+def _run_with_environment(run: BaseSpec, environment: Environment) -> BaseSpec:
     """``run`` with ``environment`` merged under its own (every replica for distributed kinds)."""
-    fields = type(run).model_fields
-    if "environment" in fields:
+    if "environment" in type(run).model_fields:
         return run.model_copy(
             update={"environment": _merge_spec(environment, getattr(run, "environment", None))}
         )
-    replica_names = set(DISTRIBUTED_REPLICAS.get(getattr(run, "kind", ""), ()))
+    if not isinstance(run, DISTRIBUTED_RUNTIMES):
+        return run
     update: dict[str, Any] = {}
-    for name, info in fields.items():
-        if (info.alias or name) not in replica_names and name not in replica_names:
-            continue
+    for name in run.REPLICAS:
         value = getattr(run, name)
         if isinstance(value, Mapping):  # raycluster ``workers``: group name -> replica
             update[name] = {k: _run_with_environment(v, environment) for k, v in value.items()}
-        elif value is not None and hasattr(value, "model_copy"):
+        elif isinstance(value, BaseSpec):
             update[name] = _run_with_environment(value, environment)
     return run.model_copy(update=update) if update else run
 
 
 def push_down(
-    op: Any, *, environment: Any = None, termination: Any = None, cache: Any = None
-) -> Any:
+    op: Operation,
+    *,
+    environment: Environment | None = None,
+    termination: Termination | str | None = None,
+    cache: Cache | str | None = None,
+) -> Operation:
     """``op`` with DAG-level defaults applied where the op and its component set nothing.
 
     ``termination`` and ``cache`` are merged field by field under the op's effective value (the
@@ -100,11 +119,15 @@ def push_down(
     component = op.component
     update: dict[str, Any] = {}
     if termination is not None:
-        own = op.termination if op.termination is not None else component.termination
-        update["termination"] = _merge_spec(termination, own)
+        own_termination = op.termination
+        if own_termination is None and component is not None:
+            own_termination = component.termination
+        update["termination"] = _merge_spec(termination, own_termination)
     if cache is not None:
-        own = op.cache if op.cache is not None else component.cache
-        update["cache"] = _merge_spec(cache, own)
+        own_cache = op.cache
+        if own_cache is None and component is not None:
+            own_cache = component.cache
+        update["cache"] = _merge_spec(cache, own_cache)
     if environment is not None and component is not None and not isinstance(environment, str):
         run = _run_with_environment(component.run, environment)
         if run is not component.run:
@@ -112,7 +135,7 @@ def push_down(
     return op.model_copy(update=update) if update else op
 
 
-def inline_component(op: Any, dag: Any) -> Any:
+def inline_component(op: Operation, dag: Dag) -> Operation | None:
     """``op`` with its ``dagRef`` component (from ``dag.components``) inlined; None if missing."""
     if op.component is not None:
         return op
@@ -124,16 +147,27 @@ def inline_component(op: Any, dag: Any) -> Any:
     return op.model_copy(update={"component": component})
 
 
-def _split(source: Any) -> tuple[Any, Any]:
+def _split(source: Operation | Component) -> tuple[Operation | None, Component]:
     """(operation or None, component) for a DAG given as an Operation or a Component."""
-    if getattr(source, "kind", None) == "operation":
-        return source, source.component
-    return None, source
+    if not isinstance(source, Operation):
+        return None, source
+    if source.component is None:
+        raise DagError(
+            [
+                Problem(
+                    "this operation has no component (its reference was not resolved)",
+                    rule="dag_no_component",
+                    path=("component",),
+                    hint="load the file with load_polyaxonfile, which resolves references",
+                )
+            ]
+        )
+    return source, source.component
 
 
 def _render_setting(value: Any, name: str, params: Mapping[str, Any] | None) -> Any:
     """A DAG setting written as ``{{ }}``, rendered with the DAG's params."""
-    from polyaxon_prefect.loading._render import (
+    from polyaxon_prefect.loading import (
         ParamValue,
         TemplateError,
         build_context,
@@ -184,8 +218,6 @@ def _early_stopping(value: Any, params: Mapping[str, Any] | None) -> tuple[Any, 
     if isinstance(value, str):
         from pydantic import TypeAdapter, ValidationError
 
-        from polyaxon_prefect.specs._early_stopping import EarlyStopping
-
         rendered = _render_setting(value, "earlyStopping", params)
         try:
             value = TypeAdapter(list[EarlyStopping]).validate_python(rendered)
@@ -202,7 +234,7 @@ def _early_stopping(value: Any, params: Mapping[str, Any] | None) -> tuple[Any, 
     return tuple(value)
 
 
-def plan_dag(source: Any, *, params: Mapping[str, Any] | None = None) -> DagPlan:
+def plan_dag(source: Operation | Component, *, params: Mapping[str, Any] | None = None) -> DagPlan:
     """Plan the DAG of ``source``: a `Component` whose run is a `Dag`, or an `Operation` with
     such a component inlined (the operation's ``termination``/``cache`` then override the
     component's as the DAG-level defaults pushed to every op).
@@ -217,7 +249,7 @@ def plan_dag(source: Any, *, params: Mapping[str, Any] | None = None) -> DagPlan
     """
     operation, component = _split(source)
     dag = component.run
-    if getattr(dag, "kind", None) != "dag":
+    if not isinstance(dag, Dag):
         raise DagError(
             [Problem("this component does not run a dag", rule="dag_kind", path=("run", "kind"))]
         )
@@ -232,7 +264,7 @@ def plan_dag(source: Any, *, params: Mapping[str, Any] | None = None) -> DagPlan
             ]
         )
     problems = list(validate_dag(component, validate_params=_no_param_checks))
-    ops: dict[str, Any] = {}
+    ops: dict[str, Operation] = {}
     for index, op in enumerate(dag.operation_list):
         if op.name in ops or not op.name:
             continue  # duplicates and nameless ops were reported by validate_dag
@@ -279,7 +311,7 @@ def plan_dag(source: Any, *, params: Mapping[str, Any] | None = None) -> DagPlan
     )
 
 
-def child_loaded(parent: LoadedPolyaxonfile, op: Any) -> LoadedPolyaxonfile:
+def child_loaded(parent: LoadedPolyaxonfile, op: Operation) -> LoadedPolyaxonfile:
     """A standalone `LoadedPolyaxonfile` for the DAG op ``op``, as if it had been loaded alone.
 
     ``operation`` is the op with its component inlined (a ``dagRef`` is looked up in the
@@ -291,12 +323,11 @@ def child_loaded(parent: LoadedPolyaxonfile, op: Any) -> LoadedPolyaxonfile:
         DagError: the op has no component and its ``dagRef`` names none of the parent's.
         PolyaxonfileError: a literal param does not fit its input.
     """
-    from polyaxon_prefect.specs._validate_params import typed_params
-
-    if op.component is None:
+    component = op.component
+    if component is None:
         dag = parent.component.run if parent.component is not None else None
-        inlined = inline_component(op, dag) if getattr(dag, "kind", None) == "dag" else None
-        if inlined is None:
+        inlined = inline_component(op, dag) if isinstance(dag, Dag) else None
+        if inlined is None or inlined.component is None:
             raise DagError(
                 [
                     Problem(
@@ -308,9 +339,9 @@ def child_loaded(parent: LoadedPolyaxonfile, op: Any) -> LoadedPolyaxonfile:
                     )
                 ]
             )
-        op = inlined
+        op, component = inlined, inlined.component
     try:
-        params = typed_params(op.component, op.params)
+        params = typed_params(component, op.params)
     except ValueError as exc:
         raise PolyaxonfileError(
             [Problem(f"operation `{op.name}`: {exc}", rule="param_type", path=("params",))]

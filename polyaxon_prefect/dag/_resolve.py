@@ -13,6 +13,7 @@ from typing import Any
 
 from polyaxon_prefect.dag._records import MISSING, OpRecord, op_sources, read_path
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
+from polyaxon_prefect.specs import Status
 
 __all__ = ["DagScope", "dag_sources", "resolve_params", "resolve_ref"]
 
@@ -95,7 +96,7 @@ def resolve_ref(name: str, param: Any, scope: DagScope) -> Any:
             hint = (
                 "the upstream did not produce it; guard this op with a trigger such as "
                 "`all_succeeded`, or make the input optional"
-                if record.status != "succeeded"
+                if record.status != Status.SUCCEEDED
                 else f"`{record.name}` has: "
                 + ", ".join(f"{k}.{n}" for k in ("inputs", "outputs") for n in sources[k])
             )
@@ -138,7 +139,7 @@ def resolve_params(op: Any, scope: DagScope) -> dict[str, Any]:
             typed (``ref_type``), at once.
     """
     from polyaxon_prefect.dag._joins import resolve_joins
-    from polyaxon_prefect.specs._validate_params import typed_params
+    from polyaxon_prefect.specs import typed_params
 
     component = op.component
     ios = {io.name: io for io in component.ios} if component is not None else {}

@@ -171,7 +171,7 @@ class DagRun:
         except PolyaxonPrefectError as error:
             message = f"cannot resolve the params of `{name}`: " + _problem_text(error)
             return self.mark(name, Status.FAILED, message)
-        outputs = {io.name for io in op.component.outputs or []}
+        outputs = {io.name for io in (op.component.outputs if op.component else None) or []}
         params = {k: v for k, v in params.items() if not (v is None and k in outputs)}
         if op.conditions:
             try:
@@ -196,7 +196,7 @@ class DagRun:
                 started_at=now,
                 finished_at=now,
                 kind=op_kind(op),
-                component=op.component.name,
+                component=op.component.name if op.component else None,
                 **record,
             ),
         )

@@ -24,7 +24,7 @@ import itertools
 from collections.abc import Sequence
 from typing import Literal
 
-from polyaxon_prefect.specs._status import DONE_STATUSES, FAILED_STATUSES
+from polyaxon_prefect.specs import DONE_STATUSES, FAILED_STATUSES, Status, TriggerPolicy
 
 __all__ = [
     "DONE_STATUSES",
@@ -37,22 +37,21 @@ __all__ = [
 
 Decision = Literal["wait", "run", "skip", "upstream_failed"]
 
-TRIGGERS: tuple[str, ...] = (
-    "all_succeeded",
-    "all_failed",
-    "all_done",
-    "one_succeeded",
-    "one_failed",
-    "one_done",
+TRIGGERS: tuple[TriggerPolicy, ...] = tuple(TriggerPolicy)
+"""Every trigger policy, in Polyaxon's order (`TriggerPolicy` is the one list)."""
+
+_ON_SUCCESS = frozenset({TriggerPolicy.ALL_SUCCEEDED, TriggerPolicy.ONE_SUCCEEDED})
+_ON_FAILURE = frozenset({TriggerPolicy.ALL_FAILED, TriggerPolicy.ONE_FAILED})
+_ANY_ONE = frozenset(
+    {TriggerPolicy.ONE_SUCCEEDED, TriggerPolicy.ONE_FAILED, TriggerPolicy.ONE_DONE}
 )
 
 
-def _matches(trigger: str, status: str) -> bool:
+def _matches(trigger: TriggerPolicy, status: str) -> bool:
     """Whether one done upstream ``status`` satisfies the trigger's per-upstream condition."""
-    kind = trigger.partition("_")[2]
-    if kind == "succeeded":
-        return status == "succeeded"
-    if kind == "failed":
+    if trigger in _ON_SUCCESS:
+        return status == Status.SUCCEEDED
+    if trigger in _ON_FAILURE:
         return status in FAILED_STATUSES
     return status in DONE_STATUSES
 
@@ -78,42 +77,42 @@ def decide(
     Raises:
         ValueError: an unknown trigger.
     """
-    trigger = trigger or "all_succeeded"
-    if trigger not in TRIGGERS:
+    if trigger and trigger not in TRIGGERS:
         raise ValueError(f"unknown trigger `{trigger}`; expected one of {', '.join(TRIGGERS)}")
+    policy = TriggerPolicy(trigger) if trigger else TriggerPolicy.ALL_SUCCEEDED
     if not upstream_statuses:
         return "run"
-    if skip_on_upstream_skip and "skipped" in upstream_statuses:
+    if skip_on_upstream_skip and Status.SKIPPED in upstream_statuses:
         return "skip"
     # A skipped upstream counts as a success (Polyaxon's documented behaviour).
-    statuses = ["succeeded" if s == "skipped" else s for s in upstream_statuses]
+    statuses = [Status.SUCCEEDED if s == Status.SKIPPED else s for s in upstream_statuses]
     done = [s for s in statuses if s in DONE_STATUSES]
     all_done = len(done) == len(statuses)
-    if trigger.startswith("one_"):
-        if any(_matches(trigger, s) for s in done):
+    if policy in _ANY_ONE:
+        if any(_matches(policy, s) for s in done):
             return "run"
         # A not-done upstream can still end in any status, so only "all done" is final.
         return "upstream_failed" if all_done else "wait"
     if not all_done:
         return "wait"
-    return "run" if all(_matches(trigger, s) for s in done) else "upstream_failed"
+    return "run" if all(_matches(policy, s) for s in done) else "upstream_failed"
 
 
 # --------------------------------------------------------------------------------------------------
 # The truth table (docs/dag-triggers.md is this text; a test keeps them equal)
 
-_OUTCOMES: tuple[str | None, ...] = (
-    "succeeded",
-    "failed",
-    "skipped",
-    "upstream_failed",
-    "stopped",
+_OUTCOMES: tuple[Status | None, ...] = (
+    Status.SUCCEEDED,
+    Status.FAILED,
+    Status.SKIPPED,
+    Status.UPSTREAM_FAILED,
+    Status.STOPPED,
     None,
 )
 
 
-def _label(status: str | None) -> str:
-    return "running" if status is None else status
+def _label(status: Status | None) -> str:
+    return Status.RUNNING if status is None else status
 
 
 _INTRO = """\

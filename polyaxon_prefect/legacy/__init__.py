@@ -1,19 +1,22 @@
 """The legacy (v0.x, ``version: 1``) Polyaxonfile: detection, validation and upgrade to v1.1.
 
-Only `is_legacy` is imported eagerly; the legacy models load on first use of the rest.
+Only the detection (`is_legacy`, `looks_legacy`, `LEGACY_KINDS`) is imported eagerly; the
+legacy models load on first use of the rest.
 """
 
 from __future__ import annotations
 
 from polyaxon_prefect._lazy import lazy_attributes
-from polyaxon_prefect.legacy._detect import is_legacy
+from polyaxon_prefect.legacy._detect import LEGACY_KINDS, is_legacy, looks_legacy
 
 __all__ = [
+    "LEGACY_KINDS",
     "LegacyConversion",
     "Note",
     "convert",
     "dump_yaml",
     "is_legacy",
+    "looks_legacy",
     "render_upgrade",
     "upgrade_text",
 ]

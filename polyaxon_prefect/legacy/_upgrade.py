@@ -64,7 +64,7 @@ def upgrade_text(text: str, *, file: str | None = None) -> str:
     Raises `PolyaxonfileError` (with file:line:col) when the text is not valid YAML, is not a
     legacy file, or breaks a legacy rule.
     """
-    from polyaxon_prefect.loading._yaml import parse_yaml
+    from polyaxon_prefect._source import parse_yaml
 
     document = parse_yaml(text, file=file)
     if not is_legacy(document.data):

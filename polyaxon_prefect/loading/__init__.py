@@ -1,1 +1,62 @@
-"""From files to validated specs: YAML with positions, presets, references, templates, errors."""
+"""From files to validated specs: YAML with positions, presets, references, templates, errors.
+
+Every name loads on first use, so importing a submodule (or the package) stays light.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from polyaxon_prefect._lazy import lazy_attributes
+
+if TYPE_CHECKING:
+    from polyaxon_prefect.loading._load import load_polyaxonfile, parse_cli_params
+    from polyaxon_prefect.loading._patch import (
+        PATCH_STRATEGIES,
+        apply_preset,
+        apply_run_patch,
+        patch,
+    )
+    from polyaxon_prefect.loading._refs import hub_dirs_from_env
+    from polyaxon_prefect.loading._render import (
+        ParamValue,
+        TemplateError,
+        build_context,
+        render_bool,
+        render_value,
+    )
+    from polyaxon_prefect.specs import LoadedPolyaxonfile
+
+_LAZY = {
+    "LoadedPolyaxonfile": "polyaxon_prefect.specs",
+    "load_polyaxonfile": "_load",
+    "parse_cli_params": "_load",
+    "PATCH_STRATEGIES": "_patch",
+    "apply_preset": "_patch",
+    "apply_run_patch": "_patch",
+    "patch": "_patch",
+    "hub_dirs_from_env": "_refs",
+    "ParamValue": "_render",
+    "TemplateError": "_render",
+    "build_context": "_render",
+    "render_bool": "_render",
+    "render_value": "_render",
+}
+
+__all__ = [
+    "PATCH_STRATEGIES",
+    "LoadedPolyaxonfile",
+    "ParamValue",
+    "TemplateError",
+    "apply_preset",
+    "apply_run_patch",
+    "build_context",
+    "hub_dirs_from_env",
+    "load_polyaxonfile",
+    "parse_cli_params",
+    "patch",
+    "render_bool",
+    "render_value",
+]
+
+__getattr__ = lazy_attributes(__name__, _LAZY)

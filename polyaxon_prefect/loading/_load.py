@@ -17,12 +17,27 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from polyaxon_prefect._source import (
+    MAX_REFERENCES,
+    Document,
+    Positions,
+    SourceError,
+    parse_yaml,
+    problems_from_validation_error,
+    read_source,
+    suggest,
+)
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
-from polyaxon_prefect.legacy._detect import LEGACY_KINDS, looks_legacy
+from polyaxon_prefect.legacy import LEGACY_KINDS, is_legacy, looks_legacy
 from polyaxon_prefect.loading._compat import normalize_image_params
-from polyaxon_prefect.loading._errors import problems_from_validation_error, suggest
-from polyaxon_prefect.loading._limits import MAX_REFERENCES, SourceError, read_source
-from polyaxon_prefect.loading._yaml import Document, Positions, parse_yaml
+from polyaxon_prefect.specs import (
+    Dag,
+    LoadedPolyaxonfile,
+    Operation,
+    typed_params,
+    validate_dag,
+    validate_params,
+)
 
 __all__ = ["LoadedPolyaxonfile", "load_polyaxonfile", "parse_cli_params"]
 
@@ -95,24 +110,6 @@ class _LegacyPositions(Positions):
         return self.by_path.get((), (1, 1))
 
 
-@dataclass(frozen=True)
-class LoadedPolyaxonfile:
-    """A validated operation with its component resolved, and where it came from."""
-
-    operation: Any  # specs.Operation with `component` inlined
-    params: dict[str, Any]  # typed literal param values (refs excluded)
-    files: tuple[str, ...]
-    legacy_notes: tuple[str, ...] = ()
-    warnings: tuple[Problem, ...] = ()
-    given_params: frozenset[str] = frozenset()
-    """Params whose values the caller gave (``-P``, ``params=``): data, never rendered as
-    templates, unlike a ``{{ }}`` value written in the file."""
-
-    @property
-    def component(self) -> Any:
-        return self.operation.component
-
-
 def parse_cli_params(items: Iterable[str]) -> dict[str, str]:
     """``["lr=0.1", "layers=[1,2]"]`` -> ``{"lr": "0.1", ...}``.
 
@@ -172,8 +169,6 @@ class _Loader:
 
     def legacy(self, doc: Document) -> Document:
         """Legacy (v0.x) files are converted to v1.1 data before anything else sees them."""
-        from polyaxon_prefect.legacy import is_legacy
-
         if not isinstance(doc.data, dict) or not is_legacy(doc.data):
             return doc
         from polyaxon_prefect.legacy import convert
@@ -210,7 +205,11 @@ class _Loader:
                 )
             )
             return False
-        ok = True
+        version_ok = self._check_version(doc, data)
+        kind_ok = self._check_kind(doc, data)
+        return version_ok and kind_ok
+
+    def _check_version(self, doc: Document, data: dict[str, Any]) -> bool:
         version = data.get("version")
         if version is None:
             legacy = looks_legacy(data)
@@ -225,49 +224,51 @@ class _Loader:
                     Problem("`version` is missing", rule="missing", path=("version",), hint=hint)
                 )
             )
-            ok = False
-        else:
-            try:
-                number = float(version)
-            except (TypeError, ValueError):
-                number = None
-            if number not in _SUPPORTED_VERSIONS:
-                self.problems.append(
-                    doc.positions.problem(
-                        Problem(
-                            f"unsupported Polyaxonfile version `{version}`",
-                            rule="version",
-                            path=("version",),
-                            value=version,
-                            hint="use `version: 1.1` (files with `version: 1` and `kind: "
-                            "experiment`/`group` are the legacy format and are read as such)",
-                        )
-                    )
-                )
-                ok = False
-        kind = data.get("kind")
-        if kind in LEGACY_KINDS and version is None:
-            pass  # the `version` hint above already says how to read a legacy kind
-        elif kind not in _TOP_KINDS:
-            close = suggest(str(kind), _TOP_KINDS) if kind else None
-            self.problems.append(
-                doc.positions.problem(
-                    Problem(
-                        "`kind` is missing"
-                        if kind is None
-                        else f"unknown top-level kind `{kind}`; expected component or operation",
-                        rule="kind",
-                        path=("kind",),
-                        value=kind,
-                        hint=f"did you mean `{close}`?"
-                        if close
-                        else "use `kind: component` "
-                        "for a reusable definition or `kind: operation` to run one",
-                    )
+            return False
+        try:
+            number = float(version)
+        except (TypeError, ValueError):
+            number = None
+        if number in _SUPPORTED_VERSIONS:
+            return True
+        self.problems.append(
+            doc.positions.problem(
+                Problem(
+                    f"unsupported Polyaxonfile version `{version}`",
+                    rule="version",
+                    path=("version",),
+                    value=version,
+                    hint="use `version: 1.1` (files with `version: 1` and `kind: "
+                    "experiment`/`group` are the legacy format and are read as such)",
                 )
             )
-            ok = False
-        return ok
+        )
+        return False
+
+    def _check_kind(self, doc: Document, data: dict[str, Any]) -> bool:
+        kind = data.get("kind")
+        if kind in LEGACY_KINDS and data.get("version") is None:
+            return True  # the `version` hint already says how to read a legacy kind
+        if kind in _TOP_KINDS:
+            return True
+        close = suggest(str(kind), _TOP_KINDS) if kind else None
+        self.problems.append(
+            doc.positions.problem(
+                Problem(
+                    "`kind` is missing"
+                    if kind is None
+                    else f"unknown top-level kind `{kind}`; expected component or operation",
+                    rule="kind",
+                    path=("kind",),
+                    value=kind,
+                    hint=f"did you mean `{close}`?"
+                    if close
+                    else "use `kind: component` "
+                    "for a reusable definition or `kind: operation` to run one",
+                )
+            )
+        )
+        return False
 
     # -- references --------------------------------------------------------------------------
     def resolve_refs(
@@ -318,7 +319,8 @@ class _Loader:
             for ref_key in ("pathRef", "urlRef", "hubRef"):
                 op.pop(ref_key, None)
             op["component"] = source.data
-            self.sources.add((*prefix, "component"), source.positions)
+            if source.positions is not None:  # None only for a dagRef, never resolved here
+                self.sources.add((*prefix, "component"), source.positions)
             if source.file:
                 self.files.append(str(source.file))
                 base = str(source.file) if "://" in str(source.file) else Path(source.file).parent
@@ -470,8 +472,6 @@ class _Loader:
         walk(patch, ())
 
     def _check_preset(self, doc: Document) -> bool:
-        from polyaxon_prefect.specs import Operation
-
         data = dict(doc.data)
         data["isPreset"] = True
         data.setdefault("kind", "operation")
@@ -484,11 +484,7 @@ class _Loader:
             return False
         return True
 
-    def validate(self, op: dict[str, Any]) -> Any:
-        from polyaxon_prefect.dag import validate_dag
-        from polyaxon_prefect.specs import Operation
-        from polyaxon_prefect.specs._validate_params import validate_params
-
+    def validate(self, op: dict[str, Any]) -> Operation | None:
         try:
             operation = Operation.model_validate(op)
         except ValidationError as exc:
@@ -509,10 +505,10 @@ class _Loader:
             operation.params,
             matrix=operation.matrix,
             joins=operation.joins,
-            is_template=bool(getattr(component.template, "enabled", False)),
+            is_template=component.template is not None and bool(component.template.enabled),
         ):
             self.problems.append(self.sources.locate(problem))
-        if getattr(component.run, "kind", None) == "dag":
+        if isinstance(component.run, Dag):
             for problem in validate_dag(component, validate_params=validate_params):
                 self.problems.append(self.sources.locate(problem.prefixed(("component",))))
         return operation
@@ -567,8 +563,6 @@ def load_polyaxonfile(
             _sorted(loader.problems) or [Problem("invalid Polyaxonfile")],
             warnings=_sorted(loader.warnings),
         )
-    from polyaxon_prefect.specs._validate_params import typed_params
-
     typed = typed_params(operation.component, operation.params) if operation.component else {}
     return LoadedPolyaxonfile(
         operation=operation,

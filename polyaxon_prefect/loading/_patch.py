@@ -32,9 +32,16 @@ from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
+from polyaxon_prefect.specs import (
+    DISTRIBUTED_KINDS,
+    Job,
+    RayReplica,
+    replica_names,
+    run_keys,
+    spec_keys,
+)
 
 __all__ = [
-    "DISTRIBUTED_REPLICAS",
     "PATCH_STRATEGIES",
     "PatchStrategy",
     "apply_preset",
@@ -64,68 +71,10 @@ FREE_FORM_KEYS = frozenset(
     }
 )
 
-_JOB_KEYS = frozenset(
-    {"kind", "environment", "connections", "volumes", "init", "sidecars", "container"}
-)
-_REPLICA_KEYS = (_JOB_KEYS - {"kind"}) | {"replicas"}
-_RAY_REPLICA_KEYS = _REPLICA_KEYS | {"minReplicas", "maxReplicas", "rayStartParams"}
-_KF_KEYS = frozenset({"kind", "cleanPodPolicy", "schedulingPolicy"})
-
-DISTRIBUTED_REPLICAS: dict[str, tuple[str, ...]] = {
-    "tfjob": ("chief", "ps", "worker", "evaluator"),
-    "pytorchjob": ("master", "worker"),
-    "mpijob": ("launcher", "worker"),
-    "mxjob": ("scheduler", "server", "worker", "tuner", "tunerTracker", "tunerServer"),
-    "xgbjob": ("master", "worker"),
-    "paddlejob": ("master", "worker"),
-    "daskcluster": ("scheduler", "worker"),
-    "raycluster": ("head", "workers"),  # ``workers`` maps group names to replicas
-}
-"""Replica fields of each distributed run kind."""
-
-_RUN_KEYS: dict[str, frozenset[str]] = {
-    "job": _JOB_KEYS,
-    "notifier": _JOB_KEYS,
-    "cleaner": _JOB_KEYS,
-    "tuner": _JOB_KEYS,
-    "service": _JOB_KEYS | {"ports", "rewritePath", "isExternal", "replicas"},
-    "dag": frozenset(
-        {
-            "kind",
-            "operations",
-            "components",
-            "environment",
-            "connections",
-            "volumes",
-            "concurrency",
-            "earlyStopping",
-        }
-    ),
-    "tfjob": _KF_KEYS
-    | set(DISTRIBUTED_REPLICAS["tfjob"])
-    | {"enableDynamicWorker", "successPolicy"},
-    "pytorchjob": _KF_KEYS
-    | set(DISTRIBUTED_REPLICAS["pytorchjob"])
-    | {"nProcPerNode", "elasticPolicy"},
-    "mpijob": _KF_KEYS | set(DISTRIBUTED_REPLICAS["mpijob"]) | {"slotsPerWorker"},
-    "mxjob": _KF_KEYS | set(DISTRIBUTED_REPLICAS["mxjob"]) | {"mode"},
-    "xgbjob": _KF_KEYS | set(DISTRIBUTED_REPLICAS["xgbjob"]),
-    "paddlejob": _KF_KEYS | set(DISTRIBUTED_REPLICAS["paddlejob"]) | {"elasticPolicy"},
-    "daskcluster": frozenset({"kind", "scheduler", "worker", "minReplicas", "maxReplicas"}),
-    "raycluster": frozenset(
-        {
-            "kind",
-            "entrypoint",
-            "runtimeEnv",
-            "metadata",
-            "rayVersion",
-            "head",
-            "workers",
-            "enableInTreeAutoscaling",
-            "autoscalerOptions",
-        }
-    ),
-}
+# What a replica patch may set: the pod fields plus ``replicas`` (a group's ``indexOverrides``
+# tune single pods and are not patched across groups); Ray groups add their scaling fields.
+_REPLICA_KEYS = spec_keys(Job) - {"kind"} | {"replicas"}
+_RAY_REPLICA_KEYS = spec_keys(RayReplica)
 
 
 def _check_strategy(strategy: Any, path: tuple[str | int, ...] = ("patchStrategy",)) -> str:
@@ -241,7 +190,7 @@ def _replica_paths(kind: str, run: Mapping[str, Any]) -> list[tuple[str, ...]]:
         if isinstance(workers, Mapping):
             paths += [("workers", group) for group, spec in workers.items() if spec is not None]
         return paths
-    return [(name,) for name in DISTRIBUTED_REPLICAS[kind] if run.get(name) is not None]
+    return [(name,) for name in replica_names(kind) if run.get(name) is not None]
 
 
 def apply_run_patch(
@@ -282,11 +231,11 @@ def apply_run_patch(
             ]
         )
     body = {key: value for key, value in run_patch.items() if key != "kind"}
-    run_keys = _RUN_KEYS.get(kind) if isinstance(kind, str) else None
-    if run_keys is None or set(body) <= run_keys:
+    keys = run_keys(kind) if isinstance(kind, str) else None
+    if keys is None or set(body) <= keys:
         return _patch(run, body, strategy, None)
 
-    if kind in DISTRIBUTED_REPLICAS:
+    if kind in DISTRIBUTED_KINDS:
         replica_keys = _RAY_REPLICA_KEYS if kind == "raycluster" else _REPLICA_KEYS
         if set(body) <= replica_keys:
             out = copy.deepcopy(dict(run))
@@ -296,18 +245,18 @@ def apply_run_patch(
                     parent = parent[part]
                 parent[path[-1]] = _patch(parent[path[-1]], body, strategy, None)
             return out
-        unknown = sorted(set(body) - run_keys - replica_keys) or sorted(set(body) - run_keys)
+        unknown = sorted(set(body) - keys - replica_keys) or sorted(set(body) - keys)
         message = (
             f"runPatch keys {', '.join(f'`{k}`' for k in sorted(body))} are neither all "
-            f"{kind} fields ({', '.join(sorted(run_keys - {'kind'}))}) nor all replica fields "
+            f"{kind} fields ({', '.join(sorted(keys - {'kind'}))}) nor all replica fields "
             f"({', '.join(sorted(replica_keys))})"
         )
         hint = "patch the whole run or one set of replica fields, not a mix of both"
     else:
-        unknown = sorted(set(body) - run_keys)
+        unknown = sorted(set(body) - keys)
         message = (
             f"runPatch key {', '.join(f'`{k}`' for k in unknown)} is not a field of a {kind} "
-            f"run; expected some of: {', '.join(sorted(run_keys - {'kind'}))}"
+            f"run; expected some of: {', '.join(sorted(keys - {'kind'}))}"
         )
         hint = None
     raise PolyaxonfileError(

@@ -24,9 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from polyaxon_prefect._source import (
+    URL_MAX_BYTES,
+    URL_TIMEOUT,
+    Positions,
+    SourceError,
+    parse_yaml,
+    read_source,
+)
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
-from polyaxon_prefect.loading._limits import URL_MAX_BYTES, URL_TIMEOUT, SourceError, read_source
-from polyaxon_prefect.loading._yaml import Positions, parse_yaml
 
 __all__ = [
     "BUILTIN_HUB",

@@ -18,7 +18,7 @@ from typing import Any
 from jinja2 import nodes as jinja_nodes
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
-from polyaxon_prefect.loading._limits import Limit
+from polyaxon_prefect._source import Limit
 
 __all__ = [
     "MAX_TEMPLATE_ITERATIONS",

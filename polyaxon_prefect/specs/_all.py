@@ -9,6 +9,8 @@ from __future__ import annotations
 from ._base import (
     BaseSpec,
     Ref,
+    is_template,
+    split_csv,
 )
 from ._build import (
     Build,
@@ -26,6 +28,12 @@ from ._component import (
 )
 from ._dag import (
     Dag,
+)
+from ._dag_graph import (
+    find_cycle,
+    op_upstreams,
+    ref_op_name,
+    topological_stages,
 )
 from ._early_stopping import (
     DiffStoppingPolicy,
@@ -97,6 +105,9 @@ from ._kinds import (
     op_kind,
     run_kind,
 )
+from ._loaded import (
+    LoadedPolyaxonfile,
+)
 from ._matrix import (
     Bayes,
     GaussianProcess,
@@ -135,9 +146,18 @@ from ._plugins import (
     Plugins,
     SidecarContainer,
 )
+from ._run_kinds import (
+    RUN_MODELS,
+    main_replica,
+    replica_names,
+    run_keys,
+    spec_keys,
+)
 from ._runs import (
     DISTRIBUTED_KINDS,
+    DISTRIBUTED_RUNTIMES,
     KUBEFLOW_KINDS,
+    MAIN_REPLICAS,
     NON_DAG_RUNTIMES,
     REPLICA_NAMES,
     AutoscalerOptions,
@@ -204,6 +224,12 @@ from ._types_objects import (
     PathItem,
     TensorboardType,
 )
+from ._validate_dag import (
+    GLOBALS_CONTEXTS,
+    ParamValidator,
+    dag_context,
+    validate_dag,
+)
 from ._validate_params import (
     typed_params,
     validate_params,
@@ -219,14 +245,17 @@ __all__ = [
     "CONTEXTS_WITH_NESTING",
     "CRON_MACROS",
     "DISTRIBUTED_KINDS",
+    "DISTRIBUTED_RUNTIMES",
     "DONE_STATUSES",
     "FAILED_STATUSES",
     "FULL_FORM_KEYS",
+    "GLOBALS_CONTEXTS",
     "INIT_SOURCES",
     "IO",
     "IO_NAME_BLACK_LIST",
     "KUBEFLOW_KINDS",
     "LINEAGE_TYPES",
+    "MAIN_REPLICAS",
     "NAMED_TYPES",
     "NAME_REGEX",
     "NON_DAG_RUNTIMES",
@@ -234,6 +263,7 @@ __all__ = [
     "PLUGIN_DEFAULTS",
     "REFERENCE_FIELDS",
     "REPLICA_NAMES",
+    "RUN_MODELS",
     "SCHEMA_VERSION",
     "WIRED_EVENT_KINDS",
     "ActivityProbe",
@@ -295,6 +325,7 @@ __all__ = [
     "Join",
     "JoinParam",
     "KFReplica",
+    "LoadedPolyaxonfile",
     "MPIJob",
     "MXJob",
     "Mapping",
@@ -315,6 +346,7 @@ __all__ = [
     "PaddleElasticPolicy",
     "PaddleJob",
     "Param",
+    "ParamValidator",
     "PatchStrategy",
     "PathItem",
     "Plugins",
@@ -350,16 +382,28 @@ __all__ = [
     "are_compatible",
     "check_validation",
     "contains_template",
+    "dag_context",
+    "find_cycle",
     "is_list_type",
+    "is_template",
     "list_item_type",
+    "main_replica",
     "normalize_params",
     "op_kind",
+    "op_upstreams",
     "parse_ref_value",
     "parse_type",
     "parse_value",
+    "ref_op_name",
     "replica_fields",
+    "replica_names",
+    "run_keys",
     "run_kind",
+    "spec_keys",
+    "split_csv",
+    "topological_stages",
     "typed_params",
+    "validate_dag",
     "validate_params",
     "validate_ref",
     "validate_ref_value",

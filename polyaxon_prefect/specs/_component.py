@@ -7,7 +7,7 @@ union over every runtime.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, ClassVar, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, StrictStr, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
@@ -21,7 +21,7 @@ from ._io import IO
 from ._mount import Mount, Template
 from ._or_ref import BoolOrRef, FloatOrRef
 from ._plugins import Plugins
-from ._runs import NON_DAG_RUNTIMES
+from ._runs import NonDagRuntime
 from ._templated import Templated
 from ._termination import Termination
 
@@ -33,10 +33,7 @@ SCHEMA_VERSION = 1.1
 NAME_REGEX = re.compile(r"^[-a-zA-Z0-9_]+$")
 _HUB_NAME_REGEX = re.compile(r"^(?:[-a-zA-Z0-9_]+/)?[-a-zA-Z0-9_]+(?::[-a-zA-Z0-9_.]+)?$")
 
-Runtime = Annotated[
-    Union[(*NON_DAG_RUNTIMES, Dag)],
-    Field(discriminator="kind"),
-]
+Runtime = Annotated[NonDagRuntime | Dag, Field(discriminator="kind")]
 """``run:``: one runtime, chosen by its ``kind`` (job, service, tfjob, ..., dag)."""
 
 

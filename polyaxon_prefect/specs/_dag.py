@@ -1,7 +1,7 @@
 """The ``dag`` runtime (spec 5.1): operations, the components they share, pipeline settings.
 
 Only structural checks live here. The graph (upstreams, cycles, unknown ops, refs) is built
-and validated by the DAG package from these immutable specs.
+from these immutable specs by `_dag_graph` and checked by `_validate_dag`.
 """
 
 from __future__ import annotations

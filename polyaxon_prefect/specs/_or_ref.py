@@ -44,7 +44,7 @@ def _as_int(value: Any) -> int | None:
     if isinstance(value, Integral):
         return int(value)
     if isinstance(value, Real) and float(value).is_integer():
-        return int(value)
+        return int(math.trunc(value))  # noqa: RUF046 -- typeshed: Real.__trunc__ -> Integral
     if isinstance(value, str):
         try:
             return int(value.strip())

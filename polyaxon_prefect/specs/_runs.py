@@ -7,7 +7,7 @@ the ones a run sets, so executors never hard-code replica names per kind.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, TypeAlias, get_args
 
 from annotated_types import Ge
 from pydantic import (
@@ -30,7 +30,9 @@ from ._templated import NonNegativeIntOrRef, Templated
 
 __all__ = [
     "DISTRIBUTED_KINDS",
+    "DISTRIBUTED_RUNTIMES",
     "KUBEFLOW_KINDS",
+    "MAIN_REPLICAS",
     "NON_DAG_RUNTIMES",
     "REPLICA_NAMES",
     "AutoscalerOptions",
@@ -42,6 +44,7 @@ __all__ = [
     "KFReplica",
     "MPIJob",
     "MXJob",
+    "NonDagRuntime",
     "NotifierJob",
     "PaddleElasticPolicy",
     "PaddleJob",
@@ -176,6 +179,11 @@ class _Distributed(BaseSpec):
     """Shared checks of the kinds made of named replica groups."""
 
     REPLICAS: ClassVar[tuple[str, ...]] = ()
+    """The replica sections (Python field names), in declaration order."""
+    MAIN_REPLICA: ClassVar[str] = ""
+    """The YAML name of the replica that leads the job: it runs the entrypoint a single-pod
+    run would (TF ``chief``, PyTorch ``master``, MPI ``launcher``, MXNet ``scheduler``, Ray
+    ``head``, Dask ``scheduler``)."""
 
     @model_validator(mode="after")
     def _has_replicas(self) -> _Distributed:
@@ -203,6 +211,7 @@ class TFJob(_Kubeflow):
     """A TensorFlow ``TFJob``: ``chief``, ``ps``, ``worker`` and ``evaluator`` groups."""
 
     REPLICAS: ClassVar[tuple[str, ...]] = ("chief", "ps", "worker", "evaluator")
+    MAIN_REPLICA: ClassVar[str] = "chief"
 
     kind: Literal["tfjob"] = "tfjob"
     enable_dynamic_worker: StrictBool | None = None
@@ -234,6 +243,7 @@ class PytorchJob(_Kubeflow):
     """A ``PyTorchJob``: ``master`` and ``worker`` groups."""
 
     REPLICAS: ClassVar[tuple[str, ...]] = ("master", "worker")
+    MAIN_REPLICA: ClassVar[str] = "master"
 
     kind: Literal["pytorchjob"] = "pytorchjob"
     elastic_policy: PytorchElasticPolicy | None = None
@@ -246,6 +256,7 @@ class MPIJob(_Kubeflow):
     """An ``MPIJob``: a ``launcher`` running ``mpirun`` over the ``worker`` pods."""
 
     REPLICAS: ClassVar[tuple[str, ...]] = ("launcher", "worker")
+    MAIN_REPLICA: ClassVar[str] = "launcher"
 
     kind: Literal["mpijob"] = "mpijob"
     slots_per_worker: IntOrRef | None = None
@@ -264,6 +275,7 @@ class MXJob(_Kubeflow):
         "tuner_tracker",
         "tuner_server",
     )
+    MAIN_REPLICA: ClassVar[str] = "scheduler"
 
     kind: Literal["mxjob"] = "mxjob"
     mode: Literal["MXTrain", "MXTune"] | None = None
@@ -279,6 +291,7 @@ class XGBoostJob(_Kubeflow):
     """An ``XGBoostJob`` (``kind: xgbjob``; removed from Polyaxon in 2025)."""
 
     REPLICAS: ClassVar[tuple[str, ...]] = ("master", "worker")
+    MAIN_REPLICA: ClassVar[str] = "master"
 
     kind: Literal["xgbjob"] = "xgbjob"
     master: Templated[KFReplica] | None = None
@@ -298,6 +311,7 @@ class PaddleJob(_Kubeflow):
     """A ``PaddleJob`` (removed from Polyaxon in 2025)."""
 
     REPLICAS: ClassVar[tuple[str, ...]] = ("master", "worker")
+    MAIN_REPLICA: ClassVar[str] = "master"
 
     kind: Literal["paddlejob"] = "paddlejob"
     elastic_policy: PaddleElasticPolicy | None = None
@@ -329,6 +343,7 @@ class RayCluster(_Distributed):
     """A KubeRay cluster (``kind: raycluster``): one ``head`` plus named ``workers`` groups."""
 
     REPLICAS: ClassVar[tuple[str, ...]] = ("head", "workers")
+    MAIN_REPLICA: ClassVar[str] = "head"
 
     kind: Literal["raycluster"] = "raycluster"
     entrypoint: StrictStr | None = None
@@ -351,6 +366,7 @@ class DaskCluster(_Distributed):
     """A Dask cluster (``kind: daskcluster``): ``scheduler`` and ``worker`` groups."""
 
     REPLICAS: ClassVar[tuple[str, ...]] = ("scheduler", "worker")
+    MAIN_REPLICA: ClassVar[str] = "scheduler"
 
     kind: Literal["daskcluster"] = "daskcluster"
     scheduler: DaskReplica | None = None
@@ -361,12 +377,30 @@ class DaskCluster(_Distributed):
 
 # --- registries ------------------------------------------------------------------------------
 
-NON_DAG_RUNTIMES: tuple[type[BaseSpec], ...] = (
-    Job,
-    Service,
-    NotifierJob,
-    CleanerJob,
-    TunerJob,
+NonDagRuntime: TypeAlias = (
+    Job
+    | Service
+    | NotifierJob
+    | CleanerJob
+    | TunerJob
+    | TFJob
+    | PytorchJob
+    | MPIJob
+    | MXJob
+    | XGBoostJob
+    | PaddleJob
+    | RayCluster
+    | DaskCluster
+)
+"""Every run model except ``Dag``; the ``Runtime`` union is these plus ``Dag``."""
+
+NON_DAG_RUNTIMES: tuple[type[BaseSpec], ...] = get_args(NonDagRuntime)
+"""The members of `NonDagRuntime`, in order."""
+
+KUBEFLOW_KINDS = frozenset({"tfjob", "pytorchjob", "mpijob", "mxjob", "xgbjob", "paddlejob"})
+DISTRIBUTED_KINDS = KUBEFLOW_KINDS | {"raycluster", "daskcluster"}
+
+DISTRIBUTED_RUNTIMES: tuple[type[_Distributed], ...] = (
     TFJob,
     PytorchJob,
     MPIJob,
@@ -376,16 +410,18 @@ NON_DAG_RUNTIMES: tuple[type[BaseSpec], ...] = (
     RayCluster,
     DaskCluster,
 )
-"""Every run model except ``Dag``; the ``Runtime`` union is these plus ``Dag``."""
-
-KUBEFLOW_KINDS = frozenset({"tfjob", "pytorchjob", "mpijob", "mxjob", "xgbjob", "paddlejob"})
-DISTRIBUTED_KINDS = KUBEFLOW_KINDS | {"raycluster", "daskcluster"}
+"""The run models made of named replica groups."""
 
 REPLICA_NAMES: dict[str, tuple[str, ...]] = {
     model.model_fields["kind"].default: tuple(_yaml_name(model, n) for n in model.REPLICAS)
-    for model in (TFJob, PytorchJob, MPIJob, MXJob, XGBoostJob, PaddleJob, RayCluster, DaskCluster)
+    for model in DISTRIBUTED_RUNTIMES
 }
 """The YAML names of the replica sections of each distributed kind."""
+
+MAIN_REPLICAS: dict[str, str] = {
+    model.model_fields["kind"].default: model.MAIN_REPLICA for model in DISTRIBUTED_RUNTIMES
+}
+"""The YAML name of the leading replica of each distributed kind (``MAIN_REPLICA``)."""
 
 AnyReplica = KFReplica | RayReplica | DaskReplica
 

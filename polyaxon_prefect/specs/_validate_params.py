@@ -7,12 +7,16 @@ relative to the operation (``("params", "lr", "value")``), so the caller can poi
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from polyaxon_prefect.exceptions import Problem
 
 from ._component import Component
 from ._io import IO, check_validation, contains_template
+from ._joins import Join, JoinParam
+from ._matrix import Hyperband, Matrix
+from ._matrix import Mapping as MappingMatrix
 from ._params import Param
 from ._types import are_compatible, is_list_type, list_item_type, parse_value
 
@@ -50,11 +54,11 @@ def _missing_hint(name: str) -> str:
     )
 
 
-def _join_params(joins: Any) -> dict[str, tuple[int, Any]]:
+def _join_params(joins: list[Join] | str | None) -> dict[str, tuple[int, JoinParam]]:
     """Join params by name, with the index of the join that declares them."""
-    found: dict[str, tuple[int, Any]] = {}
+    found: dict[str, tuple[int, JoinParam]] = {}
     for index, join in enumerate(joins if isinstance(joins, list) else []):
-        params = getattr(join, "params", None)
+        params = join.params
         if not isinstance(params, Mapping):
             continue
         for name, param in params.items():
@@ -62,31 +66,25 @@ def _join_params(joins: Any) -> dict[str, tuple[int, Any]]:
     return found
 
 
-def _matrix_provides(matrix: Any, io: IO, problems: list[Problem]) -> bool:
+def _matrix_provides(matrix: Matrix | None, io: IO, problems: list[Problem]) -> bool:
     """Whether the matrix sets ``io`` in every trial; records a problem for a bad hp kind."""
-    if matrix is None:
-        return False
-    if getattr(matrix, "kind", None) == "mapping":
-        values = getattr(matrix, "values", None)
-        if isinstance(values, str):  # a `{{ }}` list: unknown until rendered
+    match matrix:
+        case None:
+            return False
+        case MappingMatrix(values=list() as values):
+            if not values or not isinstance(values[0], Mapping) or io.name not in values[0]:
+                return False
+            _check_mapping_values(io, values, problems)
             return True
-        if not isinstance(values, list) or not values or not isinstance(values[0], Mapping):
-            return False
-        if io.name not in values[0]:
-            return False
-        _check_mapping_values(io, values, problems)
-        return True
-    params = getattr(matrix, "params", None)
-    if isinstance(params, str):
-        return True
-    if isinstance(params, Mapping) and io.name in params:
-        validate_io = getattr(params[io.name], "validate_io", None)
-        error = validate_io(io.type) if callable(validate_io) else None
+        case MappingMatrix():  # `values` is a `{{ }}` list: unknown until rendered
+            return True
+    params = matrix.hp_params()
+    if io.name in params:
+        error = params[io.name].validate_io(io.type)
         if error:
             problems.append(_problem(error, "matrix_param_type", ("matrix", "params", io.name)))
         return True
-    resource = getattr(matrix, "resource", None)
-    return resource is not None and getattr(resource, "name", None) == io.name
+    return isinstance(matrix, Hyperband) and matrix.resource.name == io.name
 
 
 def _check_mapping_values(io: IO, values: list[Any], problems: list[Problem]) -> None:
@@ -237,8 +235,10 @@ def _check_param(
     _check_literal(name, io, param, path, problems)
 
 
-def _check_join_param(name: str, io: IO, index: int, param: Any, problems: list[Problem]) -> None:
-    if getattr(param, "context_only", None) is True:
+def _check_join_param(
+    name: str, io: IO, index: int, param: JoinParam, problems: list[Problem]
+) -> None:
+    if param.context_only is True:
         return
     if io.is_list_value or io.type == "artifacts":
         return
@@ -258,8 +258,8 @@ def validate_params(
     component: Component,
     params: Mapping[str, Param] | None,
     *,
-    matrix: Any = None,
-    joins: Any = None,
+    matrix: Matrix | None = None,
+    joins: list[Join] | str | None = None,
     is_template: bool = False,
     dag_context: Mapping[str, str | None] | None = None,
 ) -> list[Problem]:
@@ -277,64 +277,93 @@ def validate_params(
     Returns:
         Every problem found; empty when the params fit.
     """
-    params = dict(params or {})
+    given = _Given(
+        params=dict(params or {}),
+        join_params={},
+        matrix=matrix,
+        is_template=is_template,
+        dag_context=dag_context,
+    )
+    given.join_params = {k: v for k, v in _join_params(joins).items() if k not in given.params}
     problems: list[Problem] = []
-    join_params = {k: v for k, v in _join_params(joins).items() if k not in params}
-    ios = component.ios
-    by_name = {io.name: io for io in ios}
     outputs = {io.name for io in component.outputs or []}
+    for io in component.ios:
+        _check_io(io, io.name in outputs, given, problems)
+    names = dict.fromkeys(io.name for io in component.ios)
+    declared = ", ".join(f"`{name}`" for name in names) or "none"
+    _check_unmatched(set(names), declared, given, problems)
+    return problems
 
-    for io in ios:
-        is_output = io.name in outputs
-        if io.name in params:
-            _check_param(
-                io.name,
-                io,
-                params[io.name],
-                ("params", io.name),
-                is_template=is_template,
-                dag_context=dag_context,
-                problems=problems,
-            )
-        elif io.name in join_params:
-            index, join_param = join_params[io.name]
-            _check_join_param(io.name, io, index, join_param, problems)
-        elif _matrix_provides(matrix, io, problems):
-            pass
-        elif io.is_optional is True or is_template or io.is_delayed(default=is_output):
-            continue
-        elif is_output:
-            problems.append(
-                _problem(
-                    f"Output `{io.name}` is required (its validation is not delayed), "
-                    "no param was passed",
-                    "param_missing",
-                    ("params",),
-                    hint=_missing_hint(io.name),
-                )
-            )
-        else:
-            problems.append(
-                _problem(
-                    f"Input `{io.name}` is required, no param was passed",
-                    "param_missing",
-                    ("params",),
-                    hint=_missing_hint(io.name),
-                )
-            )
 
-    declared = ", ".join(f"`{n}`" for n in by_name) or "none"
-    for name, param in params.items():
-        if name in by_name:
+@dataclass
+class _Given:
+    """What an operation gives its component: params, join params, a matrix; and how to check
+    them (a template operation, the refs a DAG op may read)."""
+
+    params: dict[str, Param]
+    join_params: dict[str, tuple[int, JoinParam]]
+    matrix: Matrix | None
+    is_template: bool
+    dag_context: Mapping[str, str | None] | None
+
+
+def _check_io(io: IO, is_output: bool, given: _Given, problems: list[Problem]) -> None:
+    """The param, join param or matrix param that sets ``io``, or a problem if none does."""
+    if io.name in given.params:
+        _check_param(
+            io.name,
+            io,
+            given.params[io.name],
+            ("params", io.name),
+            is_template=given.is_template,
+            dag_context=given.dag_context,
+            problems=problems,
+        )
+    elif io.name in given.join_params:
+        index, join_param = given.join_params[io.name]
+        _check_join_param(io.name, io, index, join_param, problems)
+    elif _matrix_provides(given.matrix, io, problems):
+        pass
+    elif io.is_optional is True or given.is_template or io.is_delayed(default=is_output):
+        return
+    elif is_output:
+        problems.append(
+            _problem(
+                f"Output `{io.name}` is required (its validation is not delayed), "
+                "no param was passed",
+                "param_missing",
+                ("params",),
+                hint=_missing_hint(io.name),
+            )
+        )
+    else:
+        problems.append(
+            _problem(
+                f"Input `{io.name}` is required, no param was passed",
+                "param_missing",
+                ("params",),
+                hint=_missing_hint(io.name),
+            )
+        )
+
+
+def _check_unmatched(
+    names: set[str], declared: str, given: _Given, problems: list[Problem]
+) -> None:
+    """Params and join params that match no input or output (context-only ones excepted)."""
+    for name, param in given.params.items():
+        if name in names:
             continue
         if getattr(param, "context_only", None) is True:
-            if isinstance(param, Param) and param.is_ref and not is_template:
+            if isinstance(param, Param) and param.is_ref and not given.is_template:
                 # Not matched to an IO, so no type to compare; the target must still exist.
-                _check_ref(name, IO(name=name), param, ("params", name), dag_context, problems)
+                _check_ref(
+                    name, IO(name=name), param, ("params", name), given.dag_context, problems
+                )
             continue
         problems.append(unexpected_param(name, declared))
-    for name, (index, param) in join_params.items():
-        if name in by_name or getattr(param, "context_only", None) is True:
+    for name, (index, join_param) in given.join_params.items():
+        if name in names or join_param.context_only is True:
             continue
         problems.append(
             _problem(
@@ -346,7 +375,6 @@ def validate_params(
                 "use `contextOnly: true` for a value only meant for templates",
             )
         )
-    return problems
 
 
 def typed_params(component: Component, params: Mapping[str, Param] | None) -> dict[str, Any]:
