@@ -23,6 +23,8 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	$(BIN)/python -m mypy
+	$(BIN)/python scripts/architecture_report.py --strict
 
 test: lint
 	$(BIN)/pytest -q
