@@ -33,15 +33,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem, UnsupportedFeatureError
-from polyaxon_prefect.loading._render import (
+from polyaxon_prefect.loading import (
     ParamValue,
     TemplateError,
-    _read_literal,
-    _render_text,
     as_str,
     build_context,
     evaluate_expression,
+    read_literal,
     render_bool,
+    render_text,
     render_value,
 )
 from polyaxon_prefect.runtime._connections import (
@@ -376,7 +376,7 @@ def _render_text_value(value: Any, context: Mapping[str, Any]) -> str:
         return as_str(value)
     if not _has_template(value):
         return value
-    return _render_text(value, context)
+    return render_text(value, context)
 
 
 _SINGLE_EXPRESSION = re.compile(
@@ -421,11 +421,11 @@ def _render_argv(
         return []
     if isinstance(items, str):  # a template for the whole list: `args: "{{ params.as_args }}"`
         try:
-            text = _render_text(items, context)
+            text = render_text(items, context)
         except TemplateError as exc:
             problems.template(exc, path)
             return []
-        value = _read_literal(text)
+        value = read_literal(text)
         if isinstance(value, list):
             native = _expression_value(items, context)
             if native is _TEXT or isinstance(native, list | tuple):
@@ -437,11 +437,11 @@ def _render_argv(
             argv.append(item if isinstance(item, str) else as_str(item))
             continue
         try:
-            text = _render_text(item, context)
+            text = render_text(item, context)
         except TemplateError as exc:
             problems.template(exc, (*path, index))
             continue
-        native = _expression_value(item, context) if isinstance(_read_literal(text), list) else None
+        native = _expression_value(item, context) if isinstance(read_literal(text), list) else None
         if isinstance(native, list | tuple):
             argv.extend(_as_args(list(native)))
         else:
