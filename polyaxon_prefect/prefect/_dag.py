@@ -28,7 +28,6 @@ import queue
 import re
 import threading
 import time
-import uuid as _uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,8 +51,8 @@ from polyaxon_prefect.prefect._job import (
     polyaxon_status,
     state_for_status,
 )
-from polyaxon_prefect.runtime._context import RunContext, resolve_artifacts_root
-from polyaxon_prefect.runtime._job import PreparedJob, _merge_params, _project_name, prepare_job
+from polyaxon_prefect.runtime import RunContext, new_run_context
+from polyaxon_prefect.runtime._job import PreparedJob, _merge_params, prepare_job
 from polyaxon_prefect.runtime._kind import op_kind
 from polyaxon_prefect.runtime._masking import mask_text
 from polyaxon_prefect.runtime._session import stop_reason, stop_requested
@@ -189,12 +188,7 @@ def _dag_inputs(request: OpRequest) -> dict[str, Any]:
 
 
 def _new_context(name: str) -> RunContext:
-    return RunContext(
-        uuid=_uuid.uuid4().hex,
-        name=name,
-        project_name=_project_name(),
-        artifacts_root=resolve_artifacts_root(),
-    ).make_dirs()
+    return new_run_context(name).make_dirs()
 
 
 def _render_flag(value: Any, inputs: Mapping[str, Any]) -> bool:
@@ -372,10 +366,9 @@ class _Scheduler:
     # -- launching ------------------------------------------------------------------------
     def child_context(self, name: str) -> RunContext:
         parent = self.context
-        return RunContext(
-            uuid=_uuid.uuid4().hex,
-            name=name,
-            project_name=parent.project_name,
+        return new_run_context(
+            name,
+            parent.project_name,
             artifacts_root=parent.artifacts_root,
             owner_name=parent.owner_name,
             username=parent.username,

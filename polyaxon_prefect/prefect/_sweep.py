@@ -673,9 +673,9 @@ def _end_trials_task_run(client: Any, task_run_id: UUID | None, state: Any) -> N
 
 
 def _project() -> str:
-    from polyaxon_prefect.runtime._job import _project_name
+    from polyaxon_prefect.runtime import project_name
 
-    return _project_name()
+    return project_name()
 
 
 def _env_hubs() -> list[Path]:

@@ -414,14 +414,13 @@ def trial_flow(
     from polyaxon_prefect.loading._load import load_polyaxonfile
     from polyaxon_prefect.prefect._dispatch import OpRequest, run_request_in_flow
     from polyaxon_prefect.prefect._sweep import trial_loaded
-    from polyaxon_prefect.runtime._context import create_run_context
-    from polyaxon_prefect.runtime._job import _project_name
+    from polyaxon_prefect.runtime import create_run_context, project_name
 
     values = dict(params or {})
     loaded = load_polyaxonfile(Path(polyaxonfile), list(presets or []))
     loaded = trial_loaded(loaded, values)
     name = f"{loaded.operation.name or loaded.component.name or 'op'}-trial"
-    context = create_run_context(name, _project_name(), run_uuid=run_uuid, iteration=index)
+    context = create_run_context(name, project_name(), run_uuid=run_uuid, iteration=index)
     outcomes: list[OpOutcome] = []
     request = OpRequest(loaded=loaded, params=values, run_context=context, in_pipeline=True)
     returned = run_request_in_flow(request, outcomes.append)

@@ -16,6 +16,8 @@ from polyaxon_prefect.runtime._connections import (
 from polyaxon_prefect.runtime._context import (
     RunContext,
     create_run_context,
+    new_run_context,
+    project_name,
     resolve_artifacts_root,
 )
 from polyaxon_prefect.runtime._errors import (
@@ -48,6 +50,8 @@ __all__ = [
     "get_connection",
     "load_connections",
     "mask_secrets",
+    "new_run_context",
+    "project_name",
     "read_metrics",
     "read_outputs",
     "resolve_artifacts_root",

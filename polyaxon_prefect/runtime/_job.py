@@ -25,7 +25,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -51,7 +50,12 @@ from polyaxon_prefect.runtime._connections import (
     get_connection,
     load_connections,
 )
-from polyaxon_prefect.runtime._context import RunContext, project_uuid, resolve_artifacts_root
+from polyaxon_prefect.runtime._context import (
+    DEFAULT_PROJECT,
+    RunContext,
+    new_run_context,
+    project_uuid,
+)
 from polyaxon_prefect.runtime._errors import OutputsError, ProcessStartError
 from polyaxon_prefect.runtime._masking import (
     mask_text,
@@ -81,9 +85,6 @@ __all__ = [
     "prepare_job",
     "render_dockerfile",
 ]
-
-DEFAULT_PROJECT = "default"
-"""The project of a run when no run context is given and ``POLYAXON_PREFECT_PROJECT`` is unset."""
 
 _PYTHON_NAMES = frozenset({"python", "python3"})
 _CONTEXT_ROOT = "/plx-context"  # Polyaxon's in-container context path, mapped to the run's
@@ -196,11 +197,6 @@ class _Problems:
 
 def _first(*values: Any) -> Any:
     return next((value for value in values if value is not None), None)
-
-
-def _project_name() -> str:
-    raw = os.environ.get("POLYAXON_PREFECT_PROJECT") or DEFAULT_PROJECT
-    return re.sub(r"[^A-Za-z0-9_.-]", "-", raw).strip("-.") or DEFAULT_PROJECT
 
 
 def _base_dir(loaded: Any, base_dir: Path | None) -> Path:
@@ -841,12 +837,7 @@ def prepare_job(
     op_name = operation.name or component.name or "job"
     values = _merge_params(component, operation, getattr(loaded, "params", {}) or {}, params or {})
     if run_context is None:  # directories are made by execute_job, not for a failed prepare
-        run_context = RunContext(
-            uuid=uuid.uuid4().hex,
-            name=op_name,
-            project_name=_project_name(),
-            artifacts_root=resolve_artifacts_root(),
-        )
+        run_context = new_run_context(op_name)
     globals_ = run_context.globals_dict()
     param_values = _param_values(component, operation, values)
     written = _written_templates(component, operation, getattr(loaded, "given_params", frozenset()))
