@@ -51,8 +51,8 @@ from polyaxon_prefect.prefect._job import (
     polyaxon_status,
     state_for_status,
 )
-from polyaxon_prefect.runtime import RunContext, new_run_context
-from polyaxon_prefect.runtime._job import PreparedJob, _merge_params, prepare_job
+from polyaxon_prefect.runtime import RunContext, merge_params, new_run_context
+from polyaxon_prefect.runtime._job import PreparedJob, prepare_job
 from polyaxon_prefect.runtime._kind import op_kind
 from polyaxon_prefect.runtime._masking import mask_text
 from polyaxon_prefect.runtime._session import stop_reason, stop_requested
@@ -182,7 +182,7 @@ class _Running:
 
 def _dag_inputs(request: OpRequest) -> dict[str, Any]:
     operation = request.operation
-    return _merge_params(
+    return merge_params(
         operation.component, operation, request.loaded.params or {}, request.params or {}
     )
 
