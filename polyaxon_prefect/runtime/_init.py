@@ -29,6 +29,7 @@ from polyaxon_prefect.runtime._paths import as_path, is_explicit, pairs, writabl
 from polyaxon_prefect.runtime._problems import PathT, Problems, first
 from polyaxon_prefect.runtime._process import run_process
 from polyaxon_prefect.runtime._render import python_argv, render_argv, render_model
+from polyaxon_prefect.specs._validate_params import to_init_problem
 
 if TYPE_CHECKING:
     from polyaxon_prefect.runtime._job import PreparedJob
@@ -106,13 +107,8 @@ def to_init_entries(component: Any, operation: Any, values: Mapping[str, Any]) -
         elif connection:
             entry = {}
         else:
-            problems.add(
-                f"param `{io.name}` of type `{io.type}` cannot be turned into an init step",
-                "to_init",
-                ("params", io.name, "toInit"),
-                hint="only git, dockerfile, artifacts and path params, or params with a "
-                "`connection`, can use `toInit`",
-            )
+            problem = to_init_problem(io.name, io, connection, ("params", io.name))
+            problems.items.extend([problem] if problem is not None else [])
             continue
         if connection:
             entry["connection"] = connection

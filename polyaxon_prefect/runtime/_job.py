@@ -163,7 +163,7 @@ def prepare_job(
     values = merge_params(component, operation, getattr(loaded, "params", {}) or {}, params or {})
     if run_context is None:  # directories are made by execute_job, not for a failed prepare
         run_context = new_run_context(op_name)
-    given = getattr(loaded, "given_params", frozenset())
+    given: frozenset[str] = getattr(loaded, "given_params", frozenset())
     typed = template_params(component, operation, values, run_context.globals_dict(), given)
     job = _render_job(loaded, values, typed, run_context, connections, in_pipeline, base)
     is_build, notes = check_build(operation, component, job.steps, op_name, skip_builds)

@@ -20,7 +20,12 @@ from polyaxon_prefect.loading import (
 )
 from polyaxon_prefect.runtime._problems import Problems, first
 from polyaxon_prefect.runtime._render import has_template
-from polyaxon_prefect.specs._validate_params import unexpected_param
+from polyaxon_prefect.specs._validate_params import (
+    missing_param,
+    null_param,
+    run_value,
+    unexpected_param,
+)
 
 __all__ = [
     "check_data_values",
@@ -33,6 +38,11 @@ __all__ = [
     "template_params",
     "written_templates",
 ]
+
+_DATA_HINT = (
+    "a value given with -P, read by a ref or produced by an op is data: `{{ }}` in it is not "
+    "rendered"
+)
 
 
 def merge_params(
@@ -51,18 +61,17 @@ def merge_params(
             declared = ", ".join(f"`{io.name}`" for io in component.ios) or "none"
             problems.items.append(unexpected_param(name, declared))
             continue
-        try:
-            values[name] = io.validate_value(value)
-        except ValueError as exc:
-            problems.add(f"param `{name}`: {exc}", "param_type", ("params", name, "value"))
+        typed, found = run_value(name, io, value, ("params", name))
+        if found:
+            problems.items.extend(found)
+        else:
+            values[name] = typed
     for io in component.inputs or []:
         if values.get(io.name) is None and io.is_optional is not True:
-            problems.add(
-                f"input `{io.name}` is required but has no value",
-                "param_required",
-                ("params", io.name),
-                hint=f"pass it with `-P {io.name}=...`, or give the input a default `value`",
+            problem = (
+                null_param(io.name, ("params", io.name)) if io.name in values else missing_param(io)
             )
+            problems.items.append(problem)
     if problems.items:
         raise PolyaxonfileError(problems.items)
     return values
@@ -156,27 +165,13 @@ def render_params(
 def check_data_values(component: Any, params: Mapping[str, ParamValue], rendered: set[str]) -> None:
     """Type the values that hold ``{{`` but are data (not rendered): typing skipped them as
     "rendered later", and a ``{{ 7*7 }}`` given for an ``int`` input is no integer."""
-    from polyaxon_prefect.specs._io import check_validation
-    from polyaxon_prefect.specs._types import parse_value
-
     problems = Problems()
     for name, param in params.items():
         io = component.get_io(name)
         if name in rendered or io is None or not io.type or not has_template(param.value):
             continue
-        try:
-            parsed = parse_value(io.type, param.value, is_list=io.is_list is True)
-            errors = check_validation(io.effective_validation, parsed)
-        except ValueError as exc:
-            errors = [str(exc)]
-        if errors:
-            problems.add(
-                f"param `{name}`: " + "; ".join(errors),
-                "param_type",
-                ("params", name, "value"),
-                hint="a value given with -P, read by a ref or produced by an op is data: "
-                "`{{ }}` in it is not rendered",
-            )
+        _, found = run_value(name, io, param.value, ("params", name), data=True, hint=_DATA_HINT)
+        problems.items.extend(found)
     if problems.items:
         raise PolyaxonfileError(problems.items)
 
