@@ -27,7 +27,7 @@ def locate_problems(problems: list[Problem], loaded: Any) -> list[Problem]:
     if not files:
         return problems
     try:
-        from polyaxon_prefect.loading._yaml import parse_yaml
+        from polyaxon_prefect.loading import parse_yaml
 
         doc = parse_yaml(Path(files[0]).read_text(encoding="utf-8"), file=str(files[0]))
     except (OSError, PolyaxonfileError, UnicodeDecodeError):

@@ -30,4 +30,5 @@ class Problems:
 
 
 def first(*values: Any) -> Any:
+    """The first value that is set: the operation's setting over the component's, say."""
     return next((value for value in values if value is not None), None)
