@@ -96,6 +96,7 @@ class DagRun:
         self.ops: dict[str, OpState] = {name: OpState() for name in plan.order}
         self.decision: StopDecision | None = None
         self._records: dict[str, OpRecord] = {}  # in the order the ops finished
+        self._in_flight = 0
 
     # -- reading ------------------------------------------------------------------------
     @property
@@ -128,13 +129,15 @@ class DagRun:
                 continue
             action = self._decide(name)
             if isinstance(action, Launch):
-                limit = self.plan.concurrency
-                if limit is not None and len(self.running) >= limit:
-                    continue
                 state.running = True
+                self._in_flight += 1
             if action is not None:
                 actions.append(action)
         return actions
+
+    def _at_limit(self) -> bool:
+        limit = self.plan.concurrency
+        return limit is not None and self._in_flight >= limit
 
     def _decide(self, name: str) -> Launch | Mark | None:
         if self.decision is not None:
@@ -160,6 +163,8 @@ class DagRun:
             return self.mark(
                 name, Status.UPSTREAM_FAILED, f"trigger `{trigger}` cannot be met ({ups})"
             )
+        if self._at_limit():  # before resolving anything: a waiting op is decided later
+            return None
         return self._launch(name)
 
     def _launch(self, name: str) -> Launch | Mark:
@@ -209,6 +214,8 @@ class DagRun:
         state = self.ops[name]
         if state.stop_requested and record.status == Status.STOPPED and not record.message:
             record = dataclasses.replace(record, message="stopped")
+        if state.running:
+            self._in_flight -= 1
         state.status, state.running, state.record = record.status, False, record
         state.detail = dict(detail or {})
         self._records[name] = record

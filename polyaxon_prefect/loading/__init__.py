@@ -21,10 +21,15 @@ if TYPE_CHECKING:
     from polyaxon_prefect.loading._render import (
         ParamValue,
         TemplateError,
+        as_str,
         build_context,
+        evaluate_expression,
+        read_literal,
         render_bool,
+        render_text,
         render_value,
     )
+    from polyaxon_prefect.loading._yaml import parse_yaml
     from polyaxon_prefect.specs import LoadedPolyaxonfile
 
 _LAZY = {
@@ -41,6 +46,11 @@ _LAZY = {
     "build_context": "_render",
     "render_bool": "_render",
     "render_value": "_render",
+    "as_str": "_render",
+    "evaluate_expression": "_render",
+    "read_literal": "_render",
+    "render_text": "_render",
+    "parse_yaml": "_yaml",
 }
 
 __all__ = [
@@ -50,12 +60,17 @@ __all__ = [
     "TemplateError",
     "apply_preset",
     "apply_run_patch",
+    "as_str",
     "build_context",
+    "evaluate_expression",
     "hub_dirs_from_env",
     "load_polyaxonfile",
     "parse_cli_params",
+    "parse_yaml",
     "patch",
+    "read_literal",
     "render_bool",
+    "render_text",
     "render_value",
 ]
 

@@ -46,7 +46,9 @@ __all__ = [
     "build_context",
     "evaluate_expression",
     "map_format",
+    "read_literal",
     "render_bool",
+    "render_text",
     "render_value",
 ]
 
@@ -222,7 +224,7 @@ def _compile(source: str) -> Any:
     return _ENV.from_string(source)
 
 
-def _render_text(template: str, context: Mapping[str, Any]) -> str:
+def render_text(template: str, context: Mapping[str, Any]) -> str:
     """Render one template string to text, turning every failure into a `TemplateError`."""
     shown = template if len(template) <= 200 else template[:197] + "..."
     start_budget()
@@ -275,7 +277,7 @@ def evaluate_expression(source: str, context: Mapping[str, Any]) -> Any:
     return _ENV.compile_expression(source, undefined_to_none=False)(**context)
 
 
-def _read_literal(text: str) -> Any:
+def read_literal(text: str) -> Any:
     """Polyaxon's ``ast.literal_eval`` read-back, limited to YAML-shaped results."""
     if not text.strip() or len(text) > _MAX_LITERAL_CHARS:
         return text
@@ -306,7 +308,7 @@ def render_value(value: Any, context: Mapping[str, Any]) -> Any:
     if isinstance(value, str):
         if not _is_template(value):
             return value
-        return _read_literal(_render_text(value, context))
+        return read_literal(render_text(value, context))
     if isinstance(value, Mapping):
         out = {}
         for key, item in value.items():
@@ -339,7 +341,7 @@ def render_bool(expr: Any, context: Mapping[str, Any]) -> bool:
         raise TemplateError(
             f"conditions must be a string expression, got {type(expr).__name__} {expr!r}"
         )
-    text = _render_text(expr, context) if _is_template(expr) else expr
+    text = render_text(expr, context) if _is_template(expr) else expr
     word = text.strip().lower()
     if word in TRUE_WORDS:
         return True
@@ -400,7 +402,7 @@ class ParamValue:
             if self.value is None:
                 return ""
             try:
-                return _render_text(self.arg_format, {name: self.value})
+                return render_text(self.arg_format, {name: self.value})
             except TemplateError as exc:
                 raise TemplateError(
                     f"argFormat of param `{name}`: {exc.message}",

@@ -39,9 +39,7 @@ from polyaxon_prefect.prefect._artifacts import artifact_key, markdown_artifact
 from polyaxon_prefect.prefect._job import OutcomeCallback, flow_name
 from polyaxon_prefect.prefect._request import Children, OpRequest, OpTask
 from polyaxon_prefect.prefect._states import state_for_status
-from polyaxon_prefect.runtime._context import RunContext, resolve_artifacts_root
-from polyaxon_prefect.runtime._job import _merge_params as merge_params
-from polyaxon_prefect.runtime._job import _project_name
+from polyaxon_prefect.runtime import RunContext, merge_params, new_run_context
 from polyaxon_prefect.runtime._masking import mask_text
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.runtime._session import stop_reason, stop_requested
@@ -162,7 +160,7 @@ class _DagFlow:
 
     def launch(self, launch: Launch) -> None:
         name, params = launch.name, launch.params
-        context = new_run_context(name, parent=self.context)
+        context = _child_context(name, self.context)
         cancel = threading.Event()
         child = self.request.with_(
             loaded=child_loaded(self.request.loaded, self.plan.ops[name]),
@@ -274,20 +272,11 @@ class _DagFlow:
                         self.collect(name)
 
 
-def new_run_context(name: str, parent: RunContext | None = None) -> RunContext:
-    import uuid as _uuid
-
-    if parent is None:
-        return RunContext(
-            uuid=_uuid.uuid4().hex,
-            name=name,
-            project_name=_project_name(),
-            artifacts_root=resolve_artifacts_root(),
-        )
-    return RunContext(
-        uuid=_uuid.uuid4().hex,
-        name=name,
-        project_name=parent.project_name,
+def _child_context(name: str, parent: RunContext) -> RunContext:
+    """An op's run: in the DAG's project, owner and artifacts root, not independent."""
+    return new_run_context(
+        name,
+        parent.project_name,
         artifacts_root=parent.artifacts_root,
         owner_name=parent.owner_name,
         username=parent.username,

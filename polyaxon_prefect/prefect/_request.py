@@ -18,8 +18,10 @@ from typing import Any, Protocol
 from polyaxon_prefect.loading._load import LoadedPolyaxonfile
 from polyaxon_prefect.runtime._connections import Connection
 from polyaxon_prefect.runtime._context import RunContext
-from polyaxon_prefect.runtime._job import PreparedJob, prepare_job
+from polyaxon_prefect.runtime._executors import executor_for
+from polyaxon_prefect.runtime._job import PreparedJob
 from polyaxon_prefect.runtime._result import RunResult
+from polyaxon_prefect.specs import run_kind
 
 __all__ = ["Children", "OpRequest", "OpTask", "SweepOptions"]
 
@@ -89,8 +91,10 @@ class OpRequest:
         return dataclasses.replace(self, **changes)
 
     def prepare_job(self) -> PreparedJob:
-        """The job this request runs, prepared now (its problems raise here, before it runs)."""
-        return prepare_job(
+        """The job this request runs, prepared now by the executor of its run kind and backend
+        (its problems raise here, before it runs; a kind with no executor is refused)."""
+        executor = executor_for(run_kind(self.operation), self.backend)
+        return executor.prepare(
             self.loaded,
             run_context=self.run_context,
             params=self.params,

@@ -69,7 +69,7 @@ from polyaxon_prefect.prefect._trials import (
     trial_flow_id,
     trials_task_run,
 )
-from polyaxon_prefect.runtime._context import create_run_context, resolve_artifacts_root
+from polyaxon_prefect.runtime import create_run_context, project_name, resolve_artifacts_root
 from polyaxon_prefect.runtime._masking import mask_value
 from polyaxon_prefect.runtime._outputs import tail_metric
 from polyaxon_prefect.runtime._result import RunResult
@@ -149,7 +149,7 @@ class _Sweep:
         self.trials_task_run_id: UUID | None = None
         self.client: Any = None
         self.context = request.run_context or create_run_context(
-            request.op_name, _project(), run_uuid=None
+            request.op_name, project_name(), run_uuid=None
         )
 
     # -- study ----------------------------------------------------------------------------
@@ -217,7 +217,7 @@ class _Sweep:
         run_uuid = uuid.uuid4().hex
         context = create_run_context(
             f"{self.request.op_name}-trial-{index}",
-            _project(),
+            project_name(),
             run_uuid=run_uuid,
             iteration=index,
         )
@@ -380,7 +380,7 @@ class _Sweep:
         request = self.request.with_(
             loaded=loaded,
             params={},
-            run_context=create_run_context(f"{self.request.op_name}-tuner", _project()),
+            run_context=create_run_context(f"{self.request.op_name}-tuner", project_name()),
             name=f"tuner-{iteration}",
             cancel_event=None,
             sweep=SweepOptions(),
@@ -528,12 +528,6 @@ class _Sweep:
 
 
 # ----------------------------------------------------------------------------- helpers
-
-
-def _project() -> str:
-    from polyaxon_prefect.runtime._job import _project_name
-
-    return _project_name()
 
 
 def _env_hubs() -> list[Path]:

@@ -1,8 +1,13 @@
 """The local runtime's building blocks: processes, run context, outputs and connections.
 
-Nothing here imports Prefect: the flow layer is written on top of these functions.
+Nothing here imports Prefect: the flow layer is written on top of these functions. The job
+runner and its executors load on first use (they render templates), so importing the package
+stays light.
 """
 
+from typing import TYPE_CHECKING
+
+from polyaxon_prefect._lazy import lazy_attributes
 from polyaxon_prefect.runtime._connections import (
     Connection,
     ConnectionResource,
@@ -16,6 +21,8 @@ from polyaxon_prefect.runtime._connections import (
 from polyaxon_prefect.runtime._context import (
     RunContext,
     create_run_context,
+    new_run_context,
+    project_name,
     resolve_artifacts_root,
 )
 from polyaxon_prefect.runtime._errors import (
@@ -29,14 +36,23 @@ from polyaxon_prefect.runtime._errors import (
 from polyaxon_prefect.runtime._outputs import read_metrics, read_outputs, validate_outputs
 from polyaxon_prefect.runtime._process import ProcessResult, mask_secrets, run_process
 
+if TYPE_CHECKING:
+    from polyaxon_prefect.runtime._executors import EXECUTORS, Executor, executor_for
+    from polyaxon_prefect.runtime._job import JobResult, PreparedJob, execute_job, prepare_job
+    from polyaxon_prefect.runtime._params import merge_params
+
 __all__ = [
+    "EXECUTORS",
     "CommandNotFoundError",
     "Connection",
     "ConnectionResource",
     "ConnectionsError",
     "ConnectionsFile",
     "EnvVar",
+    "Executor",
+    "JobResult",
     "OutputsError",
+    "PreparedJob",
     "ProcessResult",
     "ProcessStartError",
     "RunContext",
@@ -45,12 +61,27 @@ __all__ = [
     "connection_env",
     "connections_env",
     "create_run_context",
+    "execute_job",
+    "executor_for",
     "get_connection",
     "load_connections",
     "mask_secrets",
+    "merge_params",
+    "new_run_context",
+    "prepare_job",
+    "project_name",
     "read_metrics",
     "read_outputs",
     "resolve_artifacts_root",
     "run_process",
     "validate_outputs",
 ]
+
+__getattr__ = lazy_attributes(
+    __name__,
+    {
+        **dict.fromkeys(("EXECUTORS", "Executor", "executor_for"), "_executors"),
+        **dict.fromkeys(("JobResult", "PreparedJob", "execute_job", "prepare_job"), "_job"),
+        "merge_params": "_params",
+    },
+)

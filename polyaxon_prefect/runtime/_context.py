@@ -32,9 +32,13 @@ from polyaxon_prefect import tracking
 __all__ = [
     "DEFAULT_ARTIFACTS_ROOT",
     "DEFAULT_OWNER",
+    "DEFAULT_PROJECT",
     "ENV_ARTIFACTS_ROOT",
+    "ENV_PROJECT",
     "RunContext",
     "create_run_context",
+    "new_run_context",
+    "project_name",
     "project_uuid",
     "resolve_artifacts_root",
 ]
@@ -43,6 +47,9 @@ ENV_ARTIFACTS_ROOT = "POLYAXON_PREFECT_ARTIFACTS_ROOT"
 ENV_ITERATION = "POLYAXON_PREFECT_ITERATION"
 DEFAULT_ARTIFACTS_ROOT = "~/.polyaxon_prefect/artifacts"
 DEFAULT_OWNER = "local"
+ENV_PROJECT = "POLYAXON_PREFECT_PROJECT"
+DEFAULT_PROJECT = "default"
+"""The project of a run when no run context is given and ``POLYAXON_PREFECT_PROJECT`` is unset."""
 
 # Polyaxon names are slugs; anything else must not become a directory name.
 _SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -55,6 +62,16 @@ def resolve_artifacts_root(value: str | os.PathLike[str] | None = None) -> Path:
     if raw is None or str(raw).strip() == "":
         raw = DEFAULT_ARTIFACTS_ROOT
     return Path(raw).expanduser().absolute()
+
+
+def project_name() -> str:
+    """The project of a run nobody named: ``POLYAXON_PREFECT_PROJECT`` made directory-safe, else
+    `DEFAULT_PROJECT`. One function, so a job, a DAG and a sweep started alike share a project."""
+    raw = os.environ.get(ENV_PROJECT) or DEFAULT_PROJECT
+    return re.sub(r"[^A-Za-z0-9_.-]", "-", raw).strip("-.") or DEFAULT_PROJECT
+
+
+_default_project_name = project_name  # `new_run_context` has an argument of the same name
 
 
 def project_uuid(owner_name: str, project_name: str) -> str:
@@ -210,6 +227,39 @@ def _default_username() -> str | None:
         return None
 
 
+def new_run_context(
+    name: str,
+    project_name: str | None = None,
+    *,
+    artifacts_root: str | os.PathLike[str] | None = None,
+    iteration: int | None = None,
+    run_uuid: str | None = None,
+    owner_name: str = DEFAULT_OWNER,
+    username: str | None = None,
+    is_independent: bool = True,
+    original_uuid: str | None = None,
+    cloning_kind: str | None = None,
+) -> RunContext:
+    """A new run (fresh uuid4 hex unless given), its directories *not* created yet.
+
+    The one constructor every runner uses, so ``globals.*`` (``username`` from the login name,
+    the project from `project_name`) read the same in a job, a DAG op and a sweep trial.
+    Nothing is written: a prepare that fails leaves no directory behind.
+    """
+    return RunContext(
+        uuid=run_uuid or _uuid.uuid4().hex,
+        name=name,
+        project_name=project_name if project_name is not None else _default_project_name(),
+        artifacts_root=resolve_artifacts_root(artifacts_root),
+        iteration=iteration,
+        owner_name=owner_name,
+        username=username if username is not None else _default_username(),
+        is_independent=is_independent,
+        original_uuid=original_uuid,
+        cloning_kind=cloning_kind,
+    )
+
+
 def create_run_context(
     name: str,
     project_name: str,
@@ -223,17 +273,16 @@ def create_run_context(
     original_uuid: str | None = None,
     cloning_kind: str | None = None,
 ) -> RunContext:
-    """A new run (fresh uuid4 hex unless given) with its directories created."""
-    context = RunContext(
-        uuid=run_uuid or _uuid.uuid4().hex,
-        name=name,
-        project_name=project_name,
-        artifacts_root=resolve_artifacts_root(artifacts_root),
+    """A new run (`new_run_context`) with its directories created."""
+    return new_run_context(
+        name,
+        project_name,
+        artifacts_root=artifacts_root,
         iteration=iteration,
+        run_uuid=run_uuid,
         owner_name=owner_name,
-        username=username if username is not None else _default_username(),
+        username=username,
         is_independent=is_independent,
         original_uuid=original_uuid,
         cloning_kind=cloning_kind,
-    )
-    return context.make_dirs()
+    ).make_dirs()

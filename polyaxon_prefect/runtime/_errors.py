@@ -7,6 +7,7 @@ from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError
 __all__ = [
     "CommandNotFoundError",
     "ConnectionsError",
+    "InitStepError",
     "OutputsError",
     "ProcessStartError",
     "RunRuntimeError",
@@ -50,3 +51,11 @@ class UnknownConnectionError(RunRuntimeError, KeyError):
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return str(self.args[0])
+
+
+class InitStepError(Exception):
+    """An init step failed; the message names the step and the cause.
+
+    Not a `RunRuntimeError`: it never leaves the runtime, `execute_job` turns it into a failed
+    `JobResult` whose message is this one.
+    """

@@ -32,6 +32,7 @@ __all__ = [
     "redact_url_credentials",
     "remember_secrets",
     "url_credentials",
+    "with_url_credentials",
 ]
 
 _MASK = "***"
@@ -108,3 +109,23 @@ def _mask(value: Any, secrets: Sequence[str]) -> Any:
     if isinstance(value, list | tuple | set | frozenset):
         return [_mask(item, secrets) for item in value]
     return value
+
+
+def with_url_credentials(secrets: tuple[str, ...], *values: Any) -> tuple[str, ...]:
+    """``secrets`` plus the credentials written into any URL inside ``values`` (a git init
+    step's, a connection's, a param's): secrets too, masked wherever they appear."""
+    found: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            if "://" in value and "@" in value:
+                found.extend(url_credentials(value))
+        elif isinstance(value, Mapping):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list | tuple):
+            for item in value:
+                walk(item)
+
+    walk(values)
+    return tuple(dict.fromkeys([*secrets, *found]))

@@ -33,12 +33,87 @@ def unexpected_param(name: str, declared: str) -> Problem:
     )
 
 
+def missing_param(io: IO, *, is_output: bool = False) -> Problem:
+    """A required input (or output whose validation is not delayed) that no param sets."""
+    what = "Output" if is_output else "Input"
+    return _problem(
+        f"{what} `{io.name}` is required"
+        + (" (its validation is not delayed)" if is_output else "")
+        + ", no param was passed",
+        "param_missing",
+        ("params",),
+        hint=_missing_hint(io.name),
+    )
+
+
+def null_param(name: str, path: Path) -> Problem:
+    """A param whose value is null for an input that is not optional; ``path`` is the param's."""
+    return _problem(
+        f"param `{name}` is null but the input `{name}` is not optional",
+        "param_required",
+        (*path, "value"),
+        hint="give a value, or make the input optional",
+    )
+
+
+def invalid_param(name: str, error: str, path: Path, hint: str | None = None) -> Problem:
+    """A typed value that breaks its input's ``validation``; ``path`` is the param's."""
+    return _problem(f"param `{name}`: {error}", "param_validation", (*path, "value"), hint=hint)
+
+
+def to_init_problem(name: str, io: IO, connection: str | None, path: Path) -> Problem | None:
+    """Why ``io`` cannot be turned into an init container (spec 3.2), or None when it can: it
+    needs a git, dockerfile, artifacts or path type, or a ``connection``."""
+    if not io.type:
+        message = f"param `{name}` cannot be turned into an init container without a type"
+        hint = f"give the input `{name}` a type (git, dockerfile, artifacts or path)"
+    elif io.type not in _INIT_TYPES and not connection:
+        message = (
+            f"param `{name}` of type `{io.type}` cannot be turned into an init container "
+            "automatically"
+        )
+        hint = "use a git, dockerfile, artifacts or path input, or set a `connection`"
+    else:
+        return None
+    return _problem(message, "param_to_init", (*path, "toInit"), hint=hint)
+
+
+def run_value(
+    name: str, io: IO, value: Any, path: Path, *, data: bool = False, hint: str | None = None
+) -> tuple[Any, list[Problem]]:
+    """A value given to ``io`` at run time (``-P``, a DAG ref, a sweep suggestion), typed, and
+    its problems, with the rules of the load-time check.
+
+    ``data``: a value holding ``{{`` is typed as it is (it will not be rendered), instead of
+    being left for rendering. ``hint`` is put on the type and validation problems.
+    """
+    if value is None:
+        return None, ([] if io.is_optional is True else [null_param(name, path)])
+    if contains_template(value) and not data:
+        return value, []
+    try:
+        parsed = parse_value(io.type, value, is_list=io.is_list is True) if io.type else value
+    except ValueError as exc:
+        return value, [_problem(f"param `{name}`: {exc}", "param_type", (*path, "value"), hint)]
+    errors = check_validation(io.effective_validation, parsed)
+    return parsed, [invalid_param(name, error, path, hint) for error in errors]
+
+
 def _shown(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-__all__ = ["typed_params", "validate_params"]
+__all__ = [
+    "invalid_param",
+    "missing_param",
+    "null_param",
+    "run_value",
+    "to_init_problem",
+    "typed_params",
+    "unexpected_param",
+    "validate_params",
+]
 
 Path = tuple[str | int, ...]
 
@@ -107,14 +182,7 @@ def _check_mapping_values(io: IO, values: list[Any], problems: list[Problem]) ->
 def _check_literal(name: str, io: IO, param: Any, path: Path, problems: list[Problem]) -> None:
     value = getattr(param, "value", None)
     if value is None and io.is_optional is not True:
-        problems.append(
-            _problem(
-                f"param `{name}` is null but the input `{name}` is not optional",
-                "param_required",
-                (*path, "value"),
-                hint="give a value, or make the input optional",
-            )
-        )
+        problems.append(null_param(name, path))
         return
     if value is None or contains_template(value) or not io.type:
         return
@@ -133,7 +201,7 @@ def _check_literal(name: str, io: IO, param: Any, path: Path, problems: list[Pro
     if io.is_delayed(default=False):
         return
     for error in check_validation(io.effective_validation, parsed):
-        problems.append(_problem(f"param `{name}`: {error}", "param_validation", (*path, "value")))
+        problems.append(invalid_param(name, error, path))
 
 
 def _check_ref(
@@ -202,18 +270,9 @@ def _check_to_init(name: str, io: IO, param: Param, path: Path, problems: list[P
     """``toInit`` needs a type that maps to an init container, or a connection (spec 3.2)."""
     if param.to_init is not True:
         return
-    if not io.type:
-        message = f"param `{name}` cannot be turned into an init container without a type"
-        hint = f"give the input `{name}` a type (git, dockerfile, artifacts or path)"
-    elif io.type not in _INIT_TYPES and not (param.connection or io.connection):
-        message = (
-            f"param `{name}` of type `{io.type}` cannot be turned into an init container "
-            "automatically"
-        )
-        hint = "use a git, dockerfile, artifacts or path input, or set a `connection`"
-    else:
-        return
-    problems.append(_problem(message, "param_to_init", (*path, "toInit"), hint=hint))
+    problem = to_init_problem(name, io, param.connection or io.connection, path)
+    if problem is not None:
+        problems.append(problem)
 
 
 def _check_param(
@@ -326,25 +385,8 @@ def _check_io(io: IO, is_output: bool, given: _Given, problems: list[Problem]) -
         pass
     elif io.is_optional is True or given.is_template or io.is_delayed(default=is_output):
         return
-    elif is_output:
-        problems.append(
-            _problem(
-                f"Output `{io.name}` is required (its validation is not delayed), "
-                "no param was passed",
-                "param_missing",
-                ("params",),
-                hint=_missing_hint(io.name),
-            )
-        )
     else:
-        problems.append(
-            _problem(
-                f"Input `{io.name}` is required, no param was passed",
-                "param_missing",
-                ("params",),
-                hint=_missing_hint(io.name),
-            )
-        )
+        problems.append(missing_param(io, is_output=is_output))
 
 
 def _check_unmatched(

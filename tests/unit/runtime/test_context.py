@@ -137,3 +137,33 @@ def test_env_vars_without_params_is_an_empty_object(tmp_path: Path) -> None:
     env = ctx.env_vars()
     assert env["POLYAXON_PREFECT_PARAMS"] == "{}"
     assert "POLYAXON_PREFECT_ITERATION" not in env
+
+
+def test_globals_username_is_the_same_for_a_job_a_dag_op_and_a_trial(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every runner builds its context with `new_run_context`: none leaves ``username`` unset."""
+    import getpass
+
+    from polyaxon_prefect.loading._load import load_polyaxonfile
+    from polyaxon_prefect.prefect import _dag
+    from polyaxon_prefect.runtime import new_run_context, project_name
+    from polyaxon_prefect.runtime._job import prepare_job
+
+    monkeypatch.setattr(getpass, "getuser", lambda: "alice")
+    monkeypatch.setenv(ENV_ARTIFACTS_ROOT, str(tmp_path / "artifacts"))
+    path = tmp_path / "polyaxonfile.yaml"
+    path.write_text(
+        "version: 1.1\nkind: component\nrun:\n  kind: job\n"
+        "  container: {command: [echo, '{{ globals.username }}']}\n",
+        encoding="utf-8",
+    )
+    job = prepare_job(load_polyaxonfile(path), connections={})
+    dag = new_run_context("dag")  # what a DAG run without a context gets (`_DagFlow`)
+    op = _dag._child_context("op", dag)
+    trial = create_run_context("trial", project_name(), iteration=0)
+
+    assert job.argv[-1] == "alice"
+    contexts = (job.context, dag, op, trial, new_run_context("x"))
+    assert {ctx.globals_dict()["username"] for ctx in contexts} == {"alice"}
+    assert not new_run_context("x").run_path.exists()  # nothing is written before a run starts

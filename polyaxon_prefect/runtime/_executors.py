@@ -1,0 +1,127 @@
+"""Which executor runs an op of a given run kind, on a given backend.
+
+The one place that maps a run kind to the code that runs it, so a new kind or backend (the
+replicas of a distributed run; Kubeflow or native Kubernetes manifests) registers an executor
+here instead of adding a branch to every runner; a kind with no executor is refused here, with a
+hint saying where it can run.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from polyaxon_prefect.exceptions import Problem, UnsupportedFeatureError
+
+if TYPE_CHECKING:
+    from polyaxon_prefect.loading import LoadedPolyaxonfile
+    from polyaxon_prefect.runtime._connections import Connection
+    from polyaxon_prefect.runtime._context import RunContext
+    from polyaxon_prefect.runtime._job import PreparedJob
+    from polyaxon_prefect.runtime._outcome import JobResult
+
+__all__ = ["EXECUTORS", "LOCAL", "Executor", "JobExecutor", "executor_for"]
+
+LOCAL = "local"
+"""The backend that runs processes on this machine (``kubeflow`` and ``native`` come later)."""
+
+_HINTS = {
+    "dag": "a dag runs as a pipeline: use the pipeline runner, not a single job",
+    "service": "a service is a long-running server; run its command yourself, or set "
+    "`kind: job` if it terminates",
+}
+_DEFAULT_HINT = "distributed kinds need a cluster; use `kind: job` to run locally"
+
+
+class Executor(Protocol):
+    """Runs ops of one run kind on one backend: everything that can fail before anything runs
+    in `prepare`, then the run itself in `execute`, which reports what happened (never raises
+    for what the op did)."""
+
+    def prepare(
+        self,
+        loaded: LoadedPolyaxonfile,
+        *,
+        run_context: RunContext | None = None,
+        params: Mapping[str, Any] | None = None,
+        connections: Mapping[str, Connection] | None = None,
+        in_pipeline: bool = False,
+        skip_builds: bool = False,
+        base_dir: Path | None = None,
+    ) -> PreparedJob: ...
+
+    def execute(
+        self,
+        prepared: PreparedJob,
+        *,
+        on_line: Callable[[str, str], None] | None = None,
+        cancel_event: threading.Event | None = None,
+    ) -> JobResult: ...
+
+
+class JobExecutor:
+    """A ``kind: job`` op as one local process: `prepare_job`, then `execute_job`."""
+
+    def prepare(
+        self,
+        loaded: LoadedPolyaxonfile,
+        *,
+        run_context: RunContext | None = None,
+        params: Mapping[str, Any] | None = None,
+        connections: Mapping[str, Connection] | None = None,
+        in_pipeline: bool = False,
+        skip_builds: bool = False,
+        base_dir: Path | None = None,
+    ) -> PreparedJob:
+        from polyaxon_prefect.runtime._job import prepare_job
+
+        return prepare_job(
+            loaded,
+            run_context=run_context,
+            params=params,
+            connections=connections,
+            in_pipeline=in_pipeline,
+            skip_builds=skip_builds,
+            base_dir=base_dir,
+        )
+
+    def execute(
+        self,
+        prepared: PreparedJob,
+        *,
+        on_line: Callable[[str, str], None] | None = None,
+        cancel_event: threading.Event | None = None,
+    ) -> JobResult:
+        from polyaxon_prefect.runtime._job import execute_job
+
+        return execute_job(prepared, on_line=on_line, cancel_event=cancel_event)
+
+
+EXECUTORS: dict[tuple[str, str], Executor] = {("job", LOCAL): JobExecutor()}
+"""The executor of each ``(run kind, backend)``."""
+
+
+def executor_for(kind: str | None, backend: str = LOCAL) -> Executor:
+    """The executor registered for ``kind`` on ``backend``.
+
+    Raises:
+        UnsupportedFeatureError: no executor for that kind there (rule ``unsupported_kind``,
+            located at ``component.run.kind``, with a hint saying where the kind can run).
+    """
+    executor = EXECUTORS.get((kind or "", backend))
+    if executor is not None:
+        return executor
+    runnable = " or ".join(f"`{k}`" for k, b in EXECUTORS if b == backend) or "no kind"
+    where = "the local runtime" if backend == LOCAL else f"the `{backend}` backend"
+    raise UnsupportedFeatureError(
+        [
+            Problem(
+                f"run kind `{kind}` cannot run on {where}, only {runnable} can",
+                rule="unsupported_kind",
+                path=("component", "run", "kind"),
+                hint=_HINTS.get(kind or "", _DEFAULT_HINT),
+            )
+        ]
+    )

@@ -1,0 +1,144 @@
+"""How a job ended: its `JobResult`, read back from the process and the files it wrote.
+
+Apart from `execute_job` so that every way of running processes (a job, an init container,
+later the replicas of a distributed run) words a failure, and reads outputs, the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from polyaxon_prefect.exceptions import Problem
+from polyaxon_prefect.runtime._errors import OutputsError
+from polyaxon_prefect.runtime._masking import mask_text
+from polyaxon_prefect.runtime._outputs import read_metrics, read_outputs, validate_outputs
+from polyaxon_prefect.runtime._process import ProcessResult
+from polyaxon_prefect.tracking import OUTPUTS_FILE
+
+if TYPE_CHECKING:
+    from polyaxon_prefect.runtime._job import PreparedJob
+
+__all__ = [
+    "LOG_FILE",
+    "JobResult",
+    "failed",
+    "finish_ttl",
+    "job_outcome",
+    "last_metrics",
+    "process_message",
+]
+
+LOG_FILE = "job.log"
+"""The whole output of a run's processes (masked), under ``<run>/logs/``."""
+
+_STDERR_LINES_IN_MESSAGE = 5
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """How a job ended, in Polyaxon's status words (succeeded, failed, stopped, skipped)."""
+
+    status: str
+    outputs: dict[str, Any]
+    metrics: dict[str, Any]
+    message: str
+    process: ProcessResult | None
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status == "succeeded"
+
+
+def failed(message: str, secrets: Sequence[str]) -> JobResult:
+    """A job that failed before its process ran (or could start); the message masked."""
+    return JobResult("failed", {}, {}, mask_text(message, secrets), None)
+
+
+def process_message(result: ProcessResult, timeout: float | None) -> str:
+    if result.timed_out:
+        limit = timeout if timeout is not None else result.duration
+        return f"timed out after {limit:g}s"
+    if result.cancelled:
+        return "was cancelled"
+    if result.signal is not None:
+        import signal as _signal
+
+        try:
+            name = _signal.Signals(result.signal).name
+        except ValueError:
+            name = str(result.signal)
+        return f"killed by signal {name}"
+    message = f"exited with code {result.returncode}"
+    tail = [line for line in result.stderr_tail if line.strip()][-_STDERR_LINES_IN_MESSAGE:]
+    if tail:
+        message += ": " + "\n".join(tail)
+    return message
+
+
+def last_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    last: dict[str, Any] = {}
+    for record in records:
+        for key, value in record.items():
+            if key not in ("step", "timestamp"):
+                last[key] = value
+    return last
+
+
+def finish_ttl(job: PreparedJob) -> None:
+    """TTL 0: the run directory goes now; otherwise its expiry is recorded next to it."""
+    if job.ttl is None:
+        return
+    run_path = job.context.run_path
+    if job.ttl == 0:
+        shutil.rmtree(run_path, ignore_errors=True)
+        return
+    expires = datetime.now(UTC) + timedelta(seconds=job.ttl)
+    with contextlib.suppress(OSError):
+        (run_path / "ttl.json").write_text(
+            json.dumps({"ttl": job.ttl, "expires_at": expires.isoformat()}), encoding="utf-8"
+        )
+
+
+def job_outcome(job: PreparedJob, result: ProcessResult) -> JobResult:
+    """The result of ``job`` whose process ended as ``result``: its outputs read back and
+    checked against the declared ones, its last metrics, its status and message (masked)."""
+    ctx = job.context
+    outputs_file = str(ctx.run_outputs_path / OUTPUTS_FILE)
+    problems: list[Problem] = []
+    outputs: dict[str, Any] = {}
+    try:
+        logged = read_outputs(ctx.run_outputs_path)
+    except OutputsError as exc:
+        logged = {}
+        problems.append(Problem(str(exc), rule="outputs_file", file=outputs_file))
+    metrics = last_metrics(read_metrics(ctx.run_outputs_path))
+
+    if result.succeeded:
+        if not problems:
+            outputs, problems = validate_outputs(job.outputs, logged, file=outputs_file)
+        if problems:
+            status = "failed"
+            message = "the process exited with code 0 but its outputs are invalid: " + "; ".join(
+                problem.message for problem in problems
+            )
+        else:
+            status, message = "succeeded", "succeeded"
+    else:
+        outputs = {k: v for k, v in logged.items() if k in {io.name for io in job.outputs}}
+        status = "stopped" if result.cancelled else "failed"
+        message = process_message(result, job.timeout)
+    return JobResult(
+        status=status,
+        outputs=outputs,
+        metrics=metrics,
+        message=mask_text(message, job.secrets),
+        process=result,
+        problems=problems,
+    )
