@@ -8,24 +8,19 @@ log). Contents are computed by the pure report modules (`polyaxon_prefect.dag` a
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from prefect import get_run_logger
 
+from polyaxon_prefect.specs import slug
+
 __all__ = [
     "artifact_key",
     "markdown_artifact",
     "progress_artifact",
-    "slug",
     "table_artifact",
 ]
-
-
-def slug(text: str, default: str = "op") -> str:
-    """``text`` as lowercase letters, digits and dashes (what artifact keys allow)."""
-    return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-") or default
 
 
 def artifact_key(name: str, suffix: str, default: str = "op") -> str:

@@ -13,12 +13,11 @@ import dataclasses
 import hashlib
 import json
 import math
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from polyaxon_prefect.search._stopping import RunSummary, StopDecision, check_early_stopping
-from polyaxon_prefect.specs import DONE_STATUSES, Param, Status
+from polyaxon_prefect.specs import DONE_STATUSES, Param, Status, slug
 
 __all__ = [
     "LEADERBOARD_ROWS",
@@ -34,10 +33,6 @@ __all__ = [
 ]
 
 LEADERBOARD_ROWS = 50
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-") or "op"
 
 
 def jsonable(value: Any) -> Any:
@@ -67,7 +62,7 @@ def study_prefix(
         default=str,
     )
     digest = hashlib.sha256(blob.encode("utf-8")).hexdigest()[:10]
-    return f"{_slug(op_name)}-{digest}"
+    return f"{slug(op_name)}-{digest}"
 
 
 def _format_value(value: Any) -> str:

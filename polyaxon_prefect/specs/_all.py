@@ -125,6 +125,9 @@ from ._mount import (
     Mount,
     Template,
 )
+from ._names import (
+    slug,
+)
 from ._operation import (
     REFERENCE_FIELDS,
     Operation,
@@ -399,6 +402,7 @@ __all__ = [
     "replica_names",
     "run_keys",
     "run_kind",
+    "slug",
     "spec_keys",
     "split_csv",
     "topological_stages",
