@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect._cli_args import add_file_args
 from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError
+from polyaxon_prefect.specs import Status
 
 if TYPE_CHECKING:
     from polyaxon_prefect.prefect._server import LocalServer as LocalServerT
@@ -118,7 +119,7 @@ def _summary(result: Any) -> None:
         print("outputs:")
         for name, value in result.outputs.items():
             print(f"  {name}: {json.dumps(value, default=str)}")
-    if result.status != "succeeded" and result.message:
+    if result.status != Status.SUCCEEDED and result.message:
         print(f"message: {result.message}")
     elif result.cached:
         print(f"note: {result.message}")

@@ -331,7 +331,11 @@ class _Sweep:
             uuid=result.uuid,
             message=message,
         )
-        log = self.logger.info if status in ("succeeded", "stopped") else self.logger.warning
+        log = (
+            self.logger.info
+            if status in (Status.SUCCEEDED, Status.STOPPED)
+            else self.logger.warning
+        )
         log("trial %d %s", flight.suggestion.index, status)
         metrics = {**result.metrics, **result.outputs}
         decision = self.book.trial_finished(status, metrics, study.total)
@@ -387,10 +391,10 @@ class _Sweep:
         )
         result = self.children.subflow(request)
         suggestions = result.outputs.get("suggestions")
-        if result.status != "succeeded" or not isinstance(suggestions, list):
+        if result.status != Status.SUCCEEDED or not isinstance(suggestions, list):
             reason = (
                 f"the tuner (iteration {iteration}) ended {result.status}"
-                if result.status != "succeeded"
+                if result.status != Status.SUCCEEDED
                 else "the tuner did not output a `suggestions` list"
             )
             self.stop(study, f"{reason}: {result.message}", Status.FAILED)

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from polyaxon_prefect.specs import Status
+
 __all__ = ["CACHE_DIR_NAME", "CacheHit", "RunCache"]
 
 CACHE_DIR_NAME = ".cache"
@@ -67,7 +69,7 @@ class RunCache:
             record = json.loads(self._path(key).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
-        if not isinstance(record, dict) or record.get("status") != "succeeded":
+        if not isinstance(record, dict) or record.get("status") != Status.SUCCEEDED:
             return None
         finished_at = float(record.get("finished_at") or 0.0)
         now = time.time() if now is None else now

@@ -77,6 +77,7 @@ from polyaxon_prefect.runtime._render import (
     render_run_connections,
     render_scalar,
 )
+from polyaxon_prefect.specs import Status
 from polyaxon_prefect.tracking import METRICS_FILE, OUTPUTS_FILE
 
 if TYPE_CHECKING:
@@ -379,7 +380,7 @@ def execute_job(
     """
     if job.is_build:
         return JobResult(
-            status="skipped",
+            status=Status.SKIPPED,
             outputs={},
             metrics={},
             message=f"build `{job.op_name}` skipped: the local runtime has no image builder",
@@ -425,5 +426,5 @@ def _before_process(
     except OSError as exc:
         return failed(f"cannot prepare the run directory: {exc}", job.secrets)
     if cancel_event is not None and cancel_event.is_set():
-        return JobResult("stopped", {}, {}, "cancelled before the process started", None)
+        return JobResult(Status.STOPPED, {}, {}, "cancelled before the process started", None)
     return None

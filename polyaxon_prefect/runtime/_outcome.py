@@ -19,6 +19,7 @@ from polyaxon_prefect.runtime._errors import OutputsError
 from polyaxon_prefect.runtime._masking import mask_text
 from polyaxon_prefect.runtime._outputs import read_metrics, read_outputs, validate_outputs
 from polyaxon_prefect.runtime._process import ProcessResult
+from polyaxon_prefect.specs import Status
 from polyaxon_prefect.tracking import OUTPUTS_FILE
 
 if TYPE_CHECKING:
@@ -53,12 +54,12 @@ class JobResult:
 
     @property
     def succeeded(self) -> bool:
-        return self.status == "succeeded"
+        return self.status == Status.SUCCEEDED
 
 
 def failed(message: str, secrets: Sequence[str]) -> JobResult:
     """A job that failed before its process ran (or could start); the message masked."""
-    return JobResult("failed", {}, {}, mask_text(message, secrets), None)
+    return JobResult(Status.FAILED, {}, {}, mask_text(message, secrets), None)
 
 
 def process_message(result: ProcessResult, timeout: float | None) -> str:
@@ -124,15 +125,15 @@ def job_outcome(job: PreparedJob, result: ProcessResult) -> JobResult:
         if not problems:
             outputs, problems = validate_outputs(job.outputs, logged, file=outputs_file)
         if problems:
-            status = "failed"
+            status = Status.FAILED
             message = "the process exited with code 0 but its outputs are invalid: " + "; ".join(
                 problem.message for problem in problems
             )
         else:
-            status, message = "succeeded", "succeeded"
+            status, message = Status.SUCCEEDED, str(Status.SUCCEEDED)
     else:
         outputs = {k: v for k, v in logged.items() if k in {io.name for io in job.outputs}}
-        status = "stopped" if result.cancelled else "failed"
+        status = Status.STOPPED if result.cancelled else Status.FAILED
         message = process_message(result, job.timeout)
     return JobResult(
         status=status,

@@ -24,10 +24,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from polyaxon_prefect.specs import FAILED_STATUSES, Status
+
 __all__ = ["FAILED", "RunSummary", "StopDecision", "check_early_stopping"]
 
-FAILED = frozenset({"failed", "upstream_failed"})
-"""Statuses that count as failures for ``failure_early_stopping``."""
+FAILED = FAILED_STATUSES
+"""Statuses that count as failures for ``failure_early_stopping`` (the triggers' failures)."""
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,7 @@ def _metric_hit(policy: Any, finished: Sequence[RunSummary]) -> StopDecision | N
                     f"metric early stopping: {_label(run, index)} reached "
                     f"{policy.metric}={value:g} ({sign} {threshold:g})"
                 ),
-                status="succeeded",
+                status=Status.SUCCEEDED,
             )
     return None
 
@@ -110,7 +112,7 @@ def _failure_hit(
             f"failure early stopping: {failed} of {count} runs failed "
             f"({share:.4g}% >= {percent:g}%)"
         ),
-        status="failed",
+        status=Status.FAILED,
     )
 
 

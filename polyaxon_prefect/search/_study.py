@@ -41,6 +41,7 @@ from polyaxon_prefect.search._pruning import build_pruner
 from polyaxon_prefect.search._records import Suggestion, SweepStudyError, TrialRecord
 from polyaxon_prefect.search._samplers import Dimension, optuna_space
 from polyaxon_prefect.search._storage import open_storage
+from polyaxon_prefect.specs import Status
 
 __all__ = ["Suggestion", "SweepStudy", "SweepStudyError", "TrialRecord"]
 
@@ -92,12 +93,12 @@ def _status(trial: FrozenTrial) -> str:
     if trial.state == TrialState.WAITING:
         return "pending"
     if trial.state == TrialState.RUNNING:
-        return "running"
+        return Status.RUNNING
     status = trial.user_attrs.get("status")
     if status:
         return str(status)
-    return {TrialState.COMPLETE: "succeeded", TrialState.PRUNED: "stopped"}.get(
-        trial.state, "failed"
+    return {TrialState.COMPLETE: Status.SUCCEEDED, TrialState.PRUNED: Status.STOPPED}.get(
+        trial.state, Status.FAILED
     )
 
 
@@ -418,9 +419,9 @@ class SweepStudy:
         ):
             self._storage.set_trial_user_attr(trial_id, key, item)
         values: list[float] | None = None
-        if status == "succeeded" and number_value is not None and math.isfinite(number_value):
+        if status == Status.SUCCEEDED and number_value is not None and math.isfinite(number_value):
             state, values = TrialState.COMPLETE, [number_value]
-        elif status == "stopped":
+        elif status == Status.STOPPED:
             state = TrialState.PRUNED
         else:
             state = TrialState.FAIL
@@ -446,7 +447,7 @@ class SweepStudy:
         indexes = []
         for trial in self._trials((TrialState.RUNNING,)):
             trial_id = self._trial_id(trial.number)
-            self._storage.set_trial_user_attr(trial_id, "status", "failed")
+            self._storage.set_trial_user_attr(trial_id, "status", str(Status.FAILED))
             self._storage.set_trial_user_attr(
                 trial_id, "message", "still running when the sweep's parent stopped; retried"
             )
@@ -490,7 +491,7 @@ class SweepStudy:
 
     def best(self) -> TrialRecord | None:
         """The succeeded trial with the best metric value (None without a metric)."""
-        scored = [r for r in self.history() if r.status == "succeeded" and r.value is not None]
+        scored = [r for r in self.history() if r.status == Status.SUCCEEDED and r.value is not None]
         if not scored:
             return None
         sign = -1.0 if self.maximize else 1.0

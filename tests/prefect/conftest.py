@@ -33,12 +33,24 @@ def prefect_server() -> Iterator[str]:
     )
     from prefect.testing.utilities import prefect_test_harness
 
+    from polyaxon_prefect.runtime._session import SESSION_ENV
+
     updates = {
         PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None,
         PREFECT_LOCAL_STORAGE_PATH: str(_ROOT / "storage"),
     }
-    with temporary_settings(updates=updates), prefect_test_harness(server_startup_timeout=60):
-        yield str(PREFECT_API_URL.value())
+    # The harness's server is the test session's, not a run's: when a test that ran earlier in
+    # this process opened a run session, the server must not inherit it (an in-process CLI run
+    # closing that session would stop the server with the rest of the session).
+    session = os.environ.pop(SESSION_ENV, None)
+    try:
+        with temporary_settings(updates=updates), prefect_test_harness(server_startup_timeout=60):
+            if session is not None:
+                os.environ[SESSION_ENV] = session
+            yield str(PREFECT_API_URL.value())
+    finally:
+        if session is not None:
+            os.environ[SESSION_ENV] = session
     shutil.rmtree(_ROOT, ignore_errors=True)
 
 

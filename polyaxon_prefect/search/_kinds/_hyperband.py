@@ -17,7 +17,7 @@ from polyaxon_prefect.search._kinds._base import BaseKind, StudyHandle, rendered
 from polyaxon_prefect.search._random import random_suggestions
 from polyaxon_prefect.search._records import TrialRecord
 from polyaxon_prefect.search._space import space_size
-from polyaxon_prefect.specs import Hyperband
+from polyaxon_prefect.specs import Hyperband, Status
 
 __all__ = ["Bracket", "HyperbandKind", "hyperband_schedule"]
 
@@ -174,7 +174,7 @@ class HyperbandKind(BaseKind[Hyperband]):
 
 def _best(records: list[TrialRecord], keep: int, *, maximize: bool) -> list[TrialRecord]:
     """The ``keep`` succeeded records with the best value (ties: lowest index first)."""
-    scored = [(r.value, r) for r in records if r.status == "succeeded" and r.value is not None]
+    scored = [(r.value, r) for r in records if r.status == Status.SUCCEEDED and r.value is not None]
     scored.sort(key=lambda item: (-item[0] if maximize else item[0], item[1].index))
     return [r for _, r in scored[:keep]]
 
