@@ -78,6 +78,25 @@ def import_contracts() -> tuple[bool, str]:
     return done.returncode == 0, summary[-1] if summary else done.stdout[-300:]
 
 
+def private_imports() -> list[str]:
+    """``from polyaxon_prefect.<other package>... import _name``: a private name used across a
+    package boundary (make it public in its package instead)."""
+    places = []
+    for path in modules():
+        parts = path.relative_to(PACKAGE).parts
+        own = parts[0] if len(parts) > 1 else path.stem
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom) or not node.module:
+                continue
+            names = node.module.split(".")
+            if names[0] != "polyaxon_prefect" or len(names) < 2 or names[1] == own:
+                continue
+            for alias in node.names:
+                if alias.name.startswith("_"):
+                    places.append(f"{path.relative_to(ROOT)}:{node.lineno} {alias.name}")
+    return places
+
+
 def package_cycles() -> list[str]:
     """Pairs of subpackages (and top-level modules) that import each other, function-level
     imports included (import-linter's layers contract checks the declared order; this finds
@@ -131,6 +150,12 @@ def main() -> int:
         print(f"  {place}")
     missed += bool(places)
 
+    places = private_imports()
+    print(f"private names imported across packages: {len(places)}")
+    for place in places:
+        print(f"  {place}")
+    missed += bool(places)
+
     ok, summary = import_contracts()
     print(f"import-linter: {summary}")
     missed += not ok
@@ -145,7 +170,7 @@ def main() -> int:
     print(f"mypy on specs, loading, dag, search: {summary}")
     missed += not ok
 
-    print(f"targets missed: {missed} of 6")
+    print(f"targets missed: {missed} of 7")
     return 1 if strict and missed else 0
 
 

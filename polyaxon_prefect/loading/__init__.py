@@ -10,7 +10,11 @@ from typing import TYPE_CHECKING
 from polyaxon_prefect._lazy import lazy_attributes
 
 if TYPE_CHECKING:
-    from polyaxon_prefect.loading._load import load_polyaxonfile, parse_cli_params
+    from polyaxon_prefect.loading._load import (
+        load_operation_for_signature,
+        load_polyaxonfile,
+        parse_cli_params,
+    )
     from polyaxon_prefect.loading._patch import (
         PATCH_STRATEGIES,
         apply_preset,
@@ -35,6 +39,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "LoadedPolyaxonfile": "polyaxon_prefect.specs",
     "load_polyaxonfile": "_load",
+    "load_operation_for_signature": "_load",
     "parse_cli_params": "_load",
     "PATCH_STRATEGIES": "_patch",
     "apply_preset": "_patch",
@@ -64,6 +69,7 @@ __all__ = [
     "build_context",
     "evaluate_expression",
     "hub_dirs_from_env",
+    "load_operation_for_signature",
     "load_polyaxonfile",
     "parse_cli_params",
     "parse_yaml",

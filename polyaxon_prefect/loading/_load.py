@@ -572,3 +572,18 @@ def load_polyaxonfile(
         warnings=tuple(_sorted(loader.warnings)),
         given_params=frozenset(cli_params),
     )
+
+
+def load_operation_for_signature(
+    path: str | Path,
+    presets: Sequence[str | Path] = (),
+    *,
+    hub_dirs: Sequence[str | Path] = (),
+    url_timeout: float | None = 10.0,
+) -> Operation:
+    """The operation of a file assembled (presets, refs) and validated as a model, without the
+    param check: what `to_flow` builds a flow's signature from, where the flow's parameters are
+    exactly the values a required input is still missing."""
+    loader = _Loader([Path(p) for p in hub_dirs], url_timeout)
+    assembled = loader.assemble(Path(path), [Path(p) for p in presets], {})
+    return Operation.model_validate(assembled)

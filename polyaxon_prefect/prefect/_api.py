@@ -116,12 +116,9 @@ def _load_for_signature(
     except PolyaxonfileError as error:
         if not error.problems or any(p.rule != "param_missing" for p in error.problems):
             raise
-    from polyaxon_prefect.loading._load import _Loader
-    from polyaxon_prefect.specs import Operation
+    from polyaxon_prefect.loading import load_operation_for_signature
 
-    loader = _Loader(list(hub_dirs), 10.0)
-    assembled = loader.assemble(path, list(presets), {})
-    operation = Operation.model_validate(assembled)
+    operation = load_operation_for_signature(path, presets, hub_dirs=hub_dirs)
     literal = {
         name: param.value
         for name, param in (operation.params or {}).items()
