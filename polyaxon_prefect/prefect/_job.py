@@ -46,7 +46,7 @@ from polyaxon_prefect.prefect._states import (
     state_for_status,
 )
 from polyaxon_prefect.runtime._job import PreparedJob, prepare_job
-from polyaxon_prefect.runtime._job_op import execute_job_op, job_report_rows
+from polyaxon_prefect.runtime._job_op import execute_job_op, job_report_rows, retries
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.runtime._session import current_session
 from polyaxon_prefect.specs import Status
@@ -143,7 +143,7 @@ def job_task_options(job: PreparedJob) -> dict[str, Any]:
     """
     return {
         "name": TASK_NAME,
-        "retries": max(int(job.max_retries or 0), 0),
+        "retries": retries(job),
         "tags": list(job.tags),
         "cache_policy": NO_CACHE,
         "persist_result": False,
@@ -319,7 +319,7 @@ def _shared_job_task(job: PreparedJob) -> Task[..., Any]:
     ``inspect.getsource`` (file stats and tokenizing) on the scheduler's thread: a few
     milliseconds per op, most of the scheduler's own overhead on a DAG of short jobs.
     """
-    key = (max(int(job.max_retries or 0), 0), tuple(job.tags))
+    key = (retries(job), tuple(job.tags))
     with _JOB_TASKS_LOCK:
         shared = _JOB_TASKS.get(key)
         if shared is None:

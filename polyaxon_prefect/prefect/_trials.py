@@ -39,7 +39,7 @@ from prefect.states import Completed, Failed
 from polyaxon_prefect.prefect._client import api_request
 from polyaxon_prefect.prefect._job import flow_name
 from polyaxon_prefect.prefect._states import polyaxon_status, state_for_result
-from polyaxon_prefect.runtime._job_op import execute_job_op
+from polyaxon_prefect.runtime._job_op import execute_job_op, retries
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.specs import Status
 
@@ -198,7 +198,7 @@ def run_job_trial(
             job,
             on_line=on_line,
             cancel_event=cancel_event,
-            attempts=max(int(job.max_retries or 0), 0) + 1,
+            attempts=retries(job) + 1,
             on_retry=on_retry,
         )
     except BaseException as exc:

@@ -27,12 +27,23 @@ __all__ = [
     "execute_job_op",
     "failure_message",
     "job_report_rows",
+    "retries",
 ]
 
 LineCallback = Callable[[str, str], None]
 """``on_line(stream, line)``: ``stream`` is ``stdout`` or ``stderr`` (lines arrive masked)."""
 
 _TAIL_LINES = 10
+
+
+def retries(job: PreparedJob) -> int:
+    """How many times a failed attempt of ``job`` is retried (``termination.maxRetries``).
+
+    The one retry policy: Prefect applies it where Prefect's engine runs the op (a job's task
+    run, so the UI counts the attempts); `execute_job_op` applies it where the run is recorded
+    without the engine (a sweep trial's flow run).
+    """
+    return max(int(job.max_retries or 0), 0)
 
 
 def failure_message(job: PreparedJob, result: JobResult) -> str:
