@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from polyaxon_prefect.exceptions import Problem, UnsupportedFeatureError
+from polyaxon_prefect.specs import KUBEFLOW_KINDS
 
 if TYPE_CHECKING:
     from polyaxon_prefect.loading import LoadedPolyaxonfile
@@ -22,7 +23,15 @@ if TYPE_CHECKING:
     from polyaxon_prefect.runtime._job import PreparedJob
     from polyaxon_prefect.runtime._outcome import JobResult
 
-__all__ = ["EXECUTORS", "LOCAL", "Executor", "JobExecutor", "executor_for"]
+__all__ = [
+    "EXECUTORS",
+    "LOCAL",
+    "Executor",
+    "JobExecutor",
+    "ReplicasExecutor",
+    "executor_for",
+    "refuse_unless_one_process",
+]
 
 LOCAL = "local"
 """The backend that runs processes on this machine (``kubeflow`` and ``native`` come later)."""
@@ -99,7 +108,49 @@ class JobExecutor:
         return execute_job(prepared, on_line=on_line, cancel_event=cancel_event)
 
 
-EXECUTORS: dict[tuple[str, str], Executor] = {("job", LOCAL): JobExecutor()}
+class ReplicasExecutor:
+    """A distributed op (``tfjob``, ``pytorchjob``...) as one local process per replica
+    (`polyaxon_prefect.runtime._replicas`); loaded on first use, like the job runner."""
+
+    def prepare(
+        self,
+        loaded: LoadedPolyaxonfile,
+        *,
+        run_context: RunContext | None = None,
+        params: Mapping[str, Any] | None = None,
+        connections: Mapping[str, Connection] | None = None,
+        in_pipeline: bool = False,
+        skip_builds: bool = False,
+        base_dir: Path | None = None,
+    ) -> PreparedJob:
+        from polyaxon_prefect.runtime._replicas import prepare_replicas
+
+        return prepare_replicas(
+            loaded,
+            run_context=run_context,
+            params=params,
+            connections=connections,
+            in_pipeline=in_pipeline,
+            skip_builds=skip_builds,
+            base_dir=base_dir,
+        )
+
+    def execute(
+        self,
+        prepared: PreparedJob,
+        *,
+        on_line: Callable[[str, str], None] | None = None,
+        cancel_event: threading.Event | None = None,
+    ) -> JobResult:
+        from polyaxon_prefect.runtime._replicas import execute_replicas
+
+        return execute_replicas(prepared, on_line=on_line, cancel_event=cancel_event)
+
+
+EXECUTORS: dict[tuple[str, str], Executor] = {
+    ("job", LOCAL): JobExecutor(),
+    **{(kind, LOCAL): ReplicasExecutor() for kind in sorted(KUBEFLOW_KINDS)},
+}
 """The executor of each ``(run kind, backend)``."""
 
 
@@ -122,6 +173,28 @@ def executor_for(kind: str | None, backend: str = LOCAL) -> Executor:
                 rule="unsupported_kind",
                 path=("component", "run", "kind"),
                 hint=_HINTS.get(kind or "", _DEFAULT_HINT),
+            )
+        ]
+    )
+
+
+def refuse_unless_one_process(kind: str | None) -> None:
+    """Refuse (as `executor_for` does) a kind that does not run as one process: `prepare_job`
+    prepares a single container, a distributed kind is prepared by its own executor.
+
+    Raises:
+        UnsupportedFeatureError: rule ``unsupported_kind``, located at ``component.run.kind``.
+    """
+    if isinstance(executor_for(kind), JobExecutor):
+        return
+    raise UnsupportedFeatureError(
+        [
+            Problem(
+                f"run kind `{kind}` cannot run as one process: it has replicas",
+                rule="unsupported_kind",
+                path=("component", "run", "kind"),
+                hint=f"run it through its executor: `executor_for({kind!r}).prepare(...)`, "
+                "as `polyaxon_prefect.run` does",
             )
         ]
     )

@@ -39,7 +39,7 @@ from polyaxon_prefect.runtime._connections import (
 from polyaxon_prefect.runtime._context import DEFAULT_PROJECT, RunContext, new_run_context
 from polyaxon_prefect.runtime._dockerfile import render_dockerfile
 from polyaxon_prefect.runtime._errors import InitStepError, ProcessStartError
-from polyaxon_prefect.runtime._executors import executor_for
+from polyaxon_prefect.runtime._executors import LOCAL, refuse_unless_one_process
 from polyaxon_prefect.runtime._init import (
     InitStep,
     init_steps,
@@ -121,6 +121,9 @@ class PreparedJob:
     base_dir: Path | None = None
     notes: tuple[str, ...] = ()
     """Things the user should know that are not errors (e.g. "the build was skipped")."""
+    run_kind: str = "job"
+    """The run kind whose executor prepared it, and so runs it (`execute_job_op`)."""
+    backend: str = LOCAL
 
 
 # --------------------------------------------------------------------------------------------------
@@ -158,7 +161,7 @@ def prepare_job(
     """
     operation = loaded.operation
     component = _component_of(operation)
-    executor_for(getattr(component.run, "kind", None))  # refuses what cannot run locally
+    refuse_unless_one_process(getattr(component.run, "kind", None))
     base = _base_dir(loaded, base_dir)
     op_name = operation.name or component.name or "job"
     values = merge_params(component, operation, getattr(loaded, "params", {}) or {}, params or {})

@@ -16,7 +16,8 @@ from typing import Any
 
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.runtime._cache import CacheHit, RunCache
-from polyaxon_prefect.runtime._job import JobResult, PreparedJob, execute_job
+from polyaxon_prefect.runtime._executors import executor_for
+from polyaxon_prefect.runtime._job import JobResult, PreparedJob
 from polyaxon_prefect.runtime._masking import mask_text, mask_value
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.specs import Status
@@ -140,6 +141,9 @@ def execute_job_op(
     """Run ``job`` as an op: reuse a cached success, else run its process (up to ``attempts``
     times while it fails, never after a stop), remember a success for its cache key.
 
+    The executor that prepared ``job`` runs it (`PreparedJob.run_kind`): one process for a
+    job, one per replica for a distributed job, so every caller runs both the same way.
+
     ``cancel_event`` stops the process when set (early stopping, pruning, Ctrl-C): the op ends
     ``stopped``. ``on_retry(attempt, attempts)`` is told before each new attempt.
     """
@@ -149,7 +153,8 @@ def execute_job_op(
     result: RunResult | None = None
     for attempt in range(1, max(attempts, 1) + 1):
         try:
-            raw = execute_job(job, on_line=on_line, cancel_event=cancel_event)
+            executor = executor_for(job.run_kind, job.backend)
+            raw = executor.execute(job, on_line=on_line, cancel_event=cancel_event)
         except PolyaxonPrefectError as exc:  # command not found, bad outputs file, ...
             return RunResult(
                 Status.FAILED,

@@ -26,12 +26,18 @@ def test_a_job_runs_through_its_executor(tmp_path: Path) -> None:
     assert result.status == "succeeded" and lines == ["hi"]
 
 
-@pytest.mark.parametrize("kind", ["tfjob", "service", "dag", None])
+LOCAL_KINDS = "`job` or `mpijob` or `mxjob` or `paddlejob` or `pytorchjob` or `tfjob` or `xgbjob`"
+
+
+@pytest.mark.parametrize("kind", ["raycluster", "service", "dag", None])
 def test_a_kind_with_no_local_executor_is_refused_with_a_hint(kind: str | None) -> None:
     with pytest.raises(UnsupportedFeatureError) as info:
         executor_for(kind)
     [problem] = info.value.problems
-    assert problem.message == f"run kind `{kind}` cannot run on the local runtime, only `job` can"
+    assert (
+        problem.message
+        == f"run kind `{kind}` cannot run on the local runtime, only {LOCAL_KINDS} can"
+    )
     assert problem.rule == "unsupported_kind" and problem.path == ("component", "run", "kind")
     assert problem.hint
 

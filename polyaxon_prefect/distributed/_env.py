@@ -1,0 +1,265 @@
+"""The environment each Kubeflow operator injects into a replica, computed without a cluster.
+
+Every backend must give a replica the same variables the operator would (a training script
+written for Kubeflow reads ``TF_CONFIG`` or ``RANK``, whoever started it), so the contract lives
+here once, one builder per kind in `ENV`, and only the *addresses* differ per backend: loopback
+``127.0.0.1:<free port>`` for local processes (`loopback_cluster`), headless-service DNS names
+for native Kubernetes (`service_cluster`). The sources are the training operator's
+``controller.v1/<framework>`` code (see the reference notes, part B1).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from polyaxon_prefect.distributed._topology import Replica, ReplicaPlan
+
+__all__ = [
+    "DEFAULT_PORTS",
+    "ENV",
+    "Cluster",
+    "EnvBuilder",
+    "loopback_cluster",
+    "mpi_hostfile",
+    "replica_env",
+    "service_cluster",
+]
+
+DEFAULT_PORTS: dict[str, int] = {
+    "tfjob": 2222,
+    "pytorchjob": 23456,
+    "mxjob": 9091,
+    "mpijob": 9999,
+    "xgbjob": 9999,
+    "paddlejob": 36543,
+}
+"""The port each operator opens on a replica (``*_types.go``), used for in-cluster addresses."""
+
+LOOPBACK = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """Where each replica listens (host and port by replica name), and the job's identity."""
+
+    hosts: Mapping[str, str]
+    ports: Mapping[str, int]
+    job_id: str
+    kubernetes: bool = False
+    """In a cluster: adds the variables that only make sense there (``DMLC_USE_KUBERNETES``)."""
+    hostfile: str | None = None
+    """Where the MPI hostfile (`mpi_hostfile`) is, for the launcher's environment."""
+
+    def host(self, replica: Replica) -> str:
+        return self.hosts[replica.name]
+
+    def port(self, replica: Replica) -> int:
+        return self.ports[replica.name]
+
+    def address(self, replica: Replica) -> str:
+        return f"{self.host(replica)}:{self.port(replica)}"
+
+
+def loopback_cluster(plan: ReplicaPlan, ports: Sequence[int], job_id: str) -> Cluster:
+    """Every replica on this machine, each on its own port (``ports`` by rank)."""
+    if len(ports) != plan.size:
+        raise ValueError(f"{plan.size} replicas need {plan.size} ports, got {len(ports)}")
+    names = [r.name for r in plan.replicas]
+    return Cluster(dict.fromkeys(names, LOOPBACK), dict(zip(names, ports, strict=True)), job_id)
+
+
+def service_cluster(
+    plan: ReplicaPlan, job: str, namespace: str, port: int | None = None
+) -> Cluster:
+    """Each replica behind its stable DNS name ``{job}-{type}-{index}.{namespace}.svc``, on the
+    operator's port (the Kubeflow endpoints)."""
+    port = port if port is not None else DEFAULT_PORTS.get(plan.kind, 2222)
+    hosts = {r.name: f"{job}-{r.type}-{r.index}.{namespace}.svc" for r in plan.replicas}
+    return Cluster(hosts, dict.fromkeys(hosts, port), job, kubernetes=True)
+
+
+EnvBuilder = Callable[[ReplicaPlan, Replica, Cluster], dict[str, str]]
+
+
+def replica_env(plan: ReplicaPlan, replica: Replica, cluster: Cluster) -> dict[str, str]:
+    """The variables ``replica`` gets from its kind's operator (`ENV`); none for other kinds."""
+    builder = ENV.get(plan.kind)
+    return builder(plan, replica, cluster) if builder is not None else {}
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _addresses(plan: ReplicaPlan, cluster: Cluster) -> dict[str, list[str]]:
+    """Each group's replica addresses by index, groups in the kind's order."""
+    return {g.type: [cluster.address(r) for r in plan.of_type(g.type)] for g in plan.groups}
+
+
+# --- TensorFlow ----------------------------------------------------------------------------------
+
+
+def tf_env(plan: ReplicaPlan, replica: Replica, cluster: Cluster) -> dict[str, str]:
+    """``TF_CONFIG`` (cluster of every replica type, this task's type and index), set only
+    when the job is distributed, like the operator's ``SetClusterSpec``."""
+    if plan.size < 2:
+        return {}
+    config = {
+        "cluster": _addresses(plan, cluster),
+        "task": {"type": replica.type, "index": replica.index},
+        "environment": "cloud",
+    }
+    return {"TF_CONFIG": json.dumps(config, separators=(",", ":"))}
+
+
+# --- PyTorch -------------------------------------------------------------------------------------
+
+
+def torch_env(plan: ReplicaPlan, replica: Replica, cluster: Cluster) -> dict[str, str]:
+    """``MASTER_ADDR``/``MASTER_PORT`` of the main replica, ``WORLD_SIZE``, ``RANK``, and the
+    ``PET_*`` defaults torchrun reads (``nprocPerNode``, elastic rendezvous)."""
+    run = plan.run
+    master = plan.main
+    nproc = _int(getattr(run, "n_proc_per_node", None))
+    env = {
+        "PYTHONUNBUFFERED": "1",
+        "MASTER_ADDR": cluster.host(master),
+        "MASTER_PORT": str(cluster.port(master)),
+        "WORLD_SIZE": str(plan.size * (nproc or 1)),
+        "RANK": str(replica.rank),
+        "PET_MASTER_ADDR": cluster.host(master),
+        "PET_MASTER_PORT": str(cluster.port(master)),
+        "PET_NODE_RANK": str(replica.rank),
+        "PET_NNODES": str(plan.size),
+    }
+    if nproc is not None:
+        env["PET_NPROC_PER_NODE"] = str(nproc)
+    elastic = getattr(run, "elastic_policy", None)
+    if elastic is not None:
+        env.update(_torch_elastic(plan, elastic, cluster))
+    return env
+
+
+def _torch_elastic(plan: ReplicaPlan, elastic: object, cluster: Cluster) -> dict[str, str]:
+    low = _int(getattr(elastic, "min_replicas", None))
+    high = _int(getattr(elastic, "max_replicas", None))
+    host = getattr(elastic, "rdvz_host", None) or cluster.host(plan.main)
+    port = _int(getattr(elastic, "rdvz_port", None)) or cluster.port(plan.main)
+    env = {
+        "PET_NNODES": f"{low or plan.size}:{high or plan.size}",
+        "PET_RDZV_BACKEND": str(getattr(elastic, "rdvz_backend", None) or "c10d"),
+        "PET_RDZV_ENDPOINT": f"{host}:{port}",
+        "PET_RDZV_ID": str(getattr(elastic, "rdvz_id", None) or cluster.job_id),
+    }
+    restarts = _int(getattr(elastic, "max_restarts", None))
+    if restarts is not None:
+        env["PET_MAX_RESTARTS"] = str(restarts)
+    nproc = _int(getattr(elastic, "n_proc_per_node", None))
+    if nproc is not None:
+        env["PET_NPROC_PER_NODE"] = str(nproc)
+    if getattr(elastic, "standalone", None) is True:
+        env["PET_STANDALONE"] = "true"
+    return env
+
+
+# --- MXNet ---------------------------------------------------------------------------------------
+
+
+def dmlc_env(plan: ReplicaPlan, replica: Replica, cluster: Cluster) -> dict[str, str]:
+    """ps-lite's ``DMLC_*`` (the scheduler is the root) and the operator's ``MX_CONFIG``."""
+    root = (plan.of_type("scheduler") or (plan.main,))[0]
+    mx_config = {
+        "cluster": {g.type: _mx_endpoints(plan, g.type, cluster) for g in plan.groups},
+        "labels": {g.type: "" for g in plan.groups},
+        "task": {"type": replica.type, "index": replica.index},
+    }
+    env = {
+        "MX_CONFIG": json.dumps(mx_config, separators=(",", ":")),
+        "DMLC_PS_ROOT_URI": cluster.host(root),
+        "DMLC_PS_ROOT_PORT": str(cluster.port(root)),
+        "DMLC_NUM_SERVER": str(plan.count("server")),
+        "DMLC_NUM_WORKER": str(plan.count("worker")),
+        "DMLC_ROLE": replica.type,
+    }
+    role_id = {"worker": "DMLC_WORKER_ID", "server": "DMLC_SERVER_ID"}.get(replica.type)
+    if role_id is not None:
+        env[role_id] = str(replica.index)
+    if cluster.kubernetes:
+        env["DMLC_USE_KUBERNETES"] = "1"
+    return env
+
+
+# --- MPI -----------------------------------------------------------------------------------------
+
+
+def _mx_endpoints(plan: ReplicaPlan, type_: str, cluster: Cluster) -> list[dict[str, object]]:
+    return [{"url": cluster.host(r), "port": cluster.port(r)} for r in plan.of_type(type_)]
+
+
+def mpi_hostfile(plan: ReplicaPlan, cluster: Cluster) -> str:
+    """The operator's ``/etc/mpi/hostfile``: one ``<host> slots=<slotsPerWorker>`` line per
+    worker; workers sharing a host (all of them, locally) make one line with their slots added."""
+    slots = _int(getattr(plan.run, "slots_per_worker", None)) or 1
+    workers = plan.of_type("worker") or (plan.main,)
+    per_host: dict[str, int] = {}
+    for worker in workers:
+        per_host[cluster.host(worker)] = per_host.get(cluster.host(worker), 0) + slots
+    return "".join(f"{host} slots={count}\n" for host, count in per_host.items())
+
+
+def mpi_env(plan: ReplicaPlan, replica: Replica, cluster: Cluster) -> dict[str, str]:
+    """Open MPI's default hostfile (the launcher's ``mpirun`` reads it)."""
+    if cluster.hostfile is None:
+        return {}
+    return {"OMPI_MCA_orte_default_hostfile": cluster.hostfile}
+
+
+# --- XGBoost and Paddle --------------------------------------------------------------------------
+
+
+def xgboost_env(plan: ReplicaPlan, replica: Replica, cluster: Cluster) -> dict[str, str]:
+    """The xgboost-operator's rabit tracker contract: the master's address, world size, rank,
+    this replica's port and the workers' hosts."""
+    master = plan.main
+    return {
+        "PYTHONUNBUFFERED": "1",
+        "MASTER_ADDR": cluster.host(master),
+        "MASTER_PORT": str(cluster.port(master)),
+        "WORLD_SIZE": str(plan.size),
+        "RANK": str(replica.rank),
+        "WORKER_PORT": str(cluster.port(replica)),
+        "WORKER_ADDRS": ",".join(cluster.host(r) for r in plan.of_type("worker")),
+    }
+
+
+def paddle_env(plan: ReplicaPlan, replica: Replica, cluster: Cluster) -> dict[str, str]:
+    """The paddle operator's contract: with a ``master`` group the job is parameter-server
+    mode (server and trainer counts), else collective (``PADDLE_MASTER`` is worker 0)."""
+    env = {
+        "POD_IP": cluster.host(replica),
+        "PADDLE_JOB_ID": cluster.job_id,
+        "PADDLE_MASTER": cluster.address(plan.main),
+        "PADDLE_NNODES": str(plan.size),
+    }
+    if plan.group("master") is not None:
+        env["PADDLE_SERVER_NUM"] = str(plan.count("master"))
+        env["PADDLE_TRAINER_NUM"] = str(plan.count("worker"))
+    elastic = getattr(plan.run, "elastic_policy", None)
+    if elastic is not None:
+        low = _int(getattr(elastic, "min_replicas", None)) or plan.size
+        high = _int(getattr(elastic, "max_replicas", None)) or plan.size
+        env["PADDLE_NNODES"] = f"{low}:{high}"
+    return env
+
+
+ENV: dict[str, EnvBuilder] = {
+    "tfjob": tf_env,
+    "pytorchjob": torch_env,
+    "mxjob": dmlc_env,
+    "mpijob": mpi_env,
+    "xgbjob": xgboost_env,
+    "paddlejob": paddle_env,
+}
+"""The operator's environment contract of each distributed kind."""

@@ -1,0 +1,135 @@
+"""The replicas executor without Prefect: what is refused before anything starts, and stops."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from polyaxon_prefect.distributed import NotEnoughGpusError
+from polyaxon_prefect.exceptions import PolyaxonfileError, UnsupportedFeatureError
+from polyaxon_prefect.loading import load_polyaxonfile
+from polyaxon_prefect.runtime import create_run_context, executor_for
+from polyaxon_prefect.runtime._mpi import mpirun_argv
+
+
+def _load(tmp_path: Path, run: str):
+    path = tmp_path / "polyaxonfile.yaml"
+    path.write_text(
+        "version: 1.1\nkind: component\nname: dist\nrun:\n" + textwrap.indent(run, "  "),
+        encoding="utf-8",
+    )
+    return load_polyaxonfile(path)
+
+
+def _prepare(tmp_path: Path, run: str, **kwargs):
+    loaded = _load(tmp_path, textwrap.dedent(run))
+    kind = loaded.operation.component.run.kind
+    context = create_run_context("t", "proj", artifacts_root=tmp_path / "artifacts")
+    return executor_for(kind).prepare(loaded, run_context=context, connections={}, **kwargs)
+
+
+def test_more_gpus_than_the_machine_has_is_refused_at_prepare(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    with pytest.raises(NotEnoughGpusError, match="ask for 2 GPU"):
+        _prepare(
+            tmp_path,
+            """\
+            kind: pytorchjob
+            master: {container: {command: [echo], resources: {limits: {nvidia.com/gpu: 1}}}}
+            worker: {container: {command: [echo], resources: {limits: {nvidia.com/gpu: 1}}}}
+            """,
+        )
+
+
+def test_gpus_are_sliced_per_replica(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    prepared = _prepare(
+        tmp_path,
+        """\
+        kind: pytorchjob
+        master: {container: {command: [echo], resources: {limits: {nvidia.com/gpu: 1}}}}
+        worker: {replicas: 2, container: {command: [echo]}}
+        """,
+    )
+    assert [(r.name, r.gpus) for r in prepared.replicas] == [
+        ("master-0", "3"),
+        ("worker-0", ""),
+        ("worker-1", ""),
+    ]
+
+
+def test_a_template_error_is_located_at_its_replica(tmp_path: Path):
+    with pytest.raises(PolyaxonfileError) as info:
+        _prepare(
+            tmp_path,
+            """\
+            kind: tfjob
+            worker: {replicas: 2, container: {command: [echo, "{{ nope }}"]}}
+            """,
+        )
+    [problem] = info.value.problems
+    assert problem.path[:4] == ("component", "run", "worker", "container")
+    assert problem.line == 6
+
+
+def test_prepare_job_refuses_a_kind_with_replicas(tmp_path: Path):
+    from polyaxon_prefect.runtime import prepare_job
+
+    loaded = _load(tmp_path, "kind: tfjob\nworker: {container: {command: [echo]}}\n")
+    with pytest.raises(UnsupportedFeatureError, match="cannot run as one process"):
+        prepare_job(loaded, connections={})
+
+
+def test_mpi_without_mpirun_names_the_debian_package(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(UnsupportedFeatureError) as info:
+        _prepare(
+            tmp_path,
+            f"""\
+            kind: mpijob
+            launcher: {{container: {{command: [mpirun, -np, "2", {sys.executable}, x.py]}}}}
+            worker: {{replicas: 2, container: {{image: a}}}}
+            """,
+        )
+    [problem] = info.value.problems
+    assert problem.rule == "mpirun_missing" and "openmpi-bin" in (problem.hint or "")
+
+
+def test_mpirun_gets_the_hostfile(tmp_path: Path):
+    hostfile = tmp_path / "hostfile"
+    assert mpirun_argv(["mpirun", "-np", "2", "a"], hostfile, 4) == [
+        "mpirun", "--hostfile", str(hostfile), "-np", "2", "a",
+    ]  # fmt: skip
+    assert mpirun_argv(["python", "a.py"], hostfile, 4) == [
+        "mpirun", "--hostfile", str(hostfile), "-np", "4", "python", "a.py",
+    ]  # fmt: skip
+
+
+def test_cancelling_stops_every_replica(tmp_path: Path):
+    sleep = f"[{sys.executable}, -c, 'import time; print(1, flush=True); time.sleep(60)']"
+    prepared = _prepare(
+        tmp_path,
+        f"""\
+        kind: pytorchjob
+        master: {{container: {{command: {sleep}}}}}
+        worker: {{replicas: 2, container: {{command: {sleep}}}}}
+        """,
+    )
+    cancel = threading.Event()
+    lines: list[str] = []
+
+    def on_line(_stream: str, line: str) -> None:
+        lines.append(line)
+        if len(lines) == 3:
+            cancel.set()
+
+    started = time.monotonic()
+    result = executor_for("pytorchjob").execute(prepared, on_line=on_line, cancel_event=cancel)
+    assert result.status == "stopped"
+    assert time.monotonic() - started < 10
+    assert sorted(lines) == ["[master-0] 1", "[worker-0] 1", "[worker-1] 1"]
