@@ -37,3 +37,20 @@ def test_quick_start_sweep_runs(file: str, trials: int, has_best: bool) -> None:
     if has_best:  # the matrix names a metric (loss, minimised): the best is the lowest loss
         losses = [t["outputs"]["loss"] for t in result.trials]
         assert result.best is not None and result.best["value"] == pytest.approx(min(losses))
+
+
+def test_distributed_example_all_reduces_across_three_local_replicas() -> None:
+    """`examples/distributed/pytorchjob.yaml`: a master and two workers, one process each."""
+    pytest.importorskip("torch")
+    example = EXAMPLES.parent / "distributed" / "pytorchjob.yaml"
+
+    result = polyaxon_prefect.run(example)
+
+    assert result.status == "succeeded", result.message
+    assert result.outputs == {"total": 6.0, "world_size": 3}  # 1 + 2 + 3, the master's
+    logs = Path(result.artifacts_path or "", "logs")
+    assert sorted(p.name for p in logs.glob("*.log")) == [
+        "master-0.log",
+        "worker-0.log",
+        "worker-1.log",
+    ]
