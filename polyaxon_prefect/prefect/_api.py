@@ -42,6 +42,7 @@ def run(
     resume: bool = False,
     storage: str | None = None,
     deployment: str | None = None,
+    backend: str = "local",
 ) -> RunResult:
     """Run a Polyaxonfile (a job, a DAG, or an op with a matrix) as a Prefect flow run
     (ephemeral server unless ``PREFECT_API_URL`` is set) and return how it ended; never raises
@@ -52,6 +53,8 @@ def run(
     ``$POLYAXON_PREFECT_CONNECTIONS``. For a matrix: ``resume`` continues the latest sweep of
     this op, ``storage`` is the Optuna storage (URL or file; default: a local file) and
     ``deployment`` (``flow/deployment``) runs each trial as a run of that deployment.
+    ``backend`` is where jobs and replicas run (``local`` processes; a backend with no executor
+    for a kind is refused before anything runs).
 
     Raises:
         PolyaxonfileError: the file, a preset or a param is invalid (before anything runs);
@@ -64,6 +67,7 @@ def run(
         connections=connections,
         skip_builds=skip_builds,
         sweep=_sweep_options(resume, storage, deployment),
+        backend=backend,
     )
 
 
@@ -79,6 +83,7 @@ def run_loaded(
     connections: ConnectionsArg = None,
     skip_builds: bool = False,
     sweep: Any = None,
+    backend: str = "local",
 ) -> RunResult:
     """Run an already loaded Polyaxonfile of any kind (see `run`).
 
@@ -94,6 +99,7 @@ def run_loaded(
         connections=_connections(connections),
         skip_builds=skip_builds,
         sweep=sweep or SweepOptions(),
+        backend=backend,
     )
     return run_request(request, flow_name=loaded.component.name)
 

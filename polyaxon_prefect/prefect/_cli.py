@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect._cli_args import add_file_args
 from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError
-from polyaxon_prefect.specs import Status
+from polyaxon_prefect.specs import BACKENDS, Status
 
 if TYPE_CHECKING:
     from polyaxon_prefect.prefect._server import LocalServer as LocalServerT
@@ -52,6 +52,13 @@ def add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--skip-builds",
         action="store_true",
         help="report build operations as skipped instead of failing (no local image builder)",
+    )
+    parser.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="local",
+        help="where jobs and distributed replicas run: local processes (default); the "
+        "Kubernetes backends (kubeflow, native) are refused until their executors exist",
     )
     sweep = parser.add_argument_group("matrix sweeps")
     sweep.add_argument(
@@ -307,6 +314,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             loaded=loaded,
             connections=load_connections(args.connections),
             skip_builds=args.skip_builds,
+            backend=args.backend,
             sweep=SweepOptions(
                 resume=args.resume, storage=args.storage, deployment=args.deployment
             ),

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from polyaxon_prefect.exceptions import Problem, UnsupportedFeatureError
-from polyaxon_prefect.specs import KUBEFLOW_KINDS
+from polyaxon_prefect.specs import BACKENDS, KUBEFLOW_KINDS
 
 if TYPE_CHECKING:
     from polyaxon_prefect.loading import LoadedPolyaxonfile
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from polyaxon_prefect.runtime._outcome import JobResult
 
 __all__ = [
+    "BACKENDS",
     "EXECUTORS",
     "LOCAL",
     "Executor",
@@ -33,7 +34,7 @@ __all__ = [
     "refuse_unless_one_process",
 ]
 
-LOCAL = "local"
+LOCAL = BACKENDS[0]
 """The backend that runs processes on this machine (``kubeflow`` and ``native`` come later)."""
 
 _HINTS = {

@@ -101,6 +101,7 @@ from ._joins import (
     JoinParam,
 )
 from ._kinds import (
+    BACKENDS,
     OpKind,
     op_kind,
     run_kind,
@@ -244,6 +245,7 @@ Component.model_rebuild(_types_namespace=_NAMESPACE)
 Operation.model_rebuild(_types_namespace=_NAMESPACE)
 
 __all__ = [
+    "BACKENDS",
     "CONTEXTS",
     "CONTEXTS_WITH_NESTING",
     "CRON_MACROS",

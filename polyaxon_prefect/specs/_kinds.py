@@ -10,9 +10,13 @@ from typing import Any, Literal
 
 from polyaxon_prefect.specs._dag import Dag
 
-__all__ = ["OpKind", "op_kind", "run_kind"]
+__all__ = ["BACKENDS", "OpKind", "op_kind", "run_kind"]
 
 OpKind = Literal["job", "dag", "matrix"]
+
+BACKENDS = ("local", "kubeflow", "native")
+"""Where an op's processes can run: this machine, Kubeflow operator resources, or native
+Kubernetes Indexed Jobs (a backend runs a kind once an executor is registered for the pair)."""
 
 
 def run_kind(operation: Any) -> str | None:
