@@ -38,6 +38,20 @@ def _parser() -> argparse.ArgumentParser:
     add_file_args(compile_)
     compile_.add_argument("--format", choices=("yaml", "json"), default="yaml")
     compile_.add_argument(
+        "--target",
+        choices=("polyaxon", "kubernetes"),
+        default="polyaxon",
+        help="polyaxon: the resolved operation (default); kubernetes: the manifests that run a "
+        "distributed op on a cluster, as multi-document YAML for `kubectl apply`",
+    )
+    compile_.add_argument(
+        "--backend",
+        choices=("kubeflow",),
+        default="kubeflow",
+        help="with --target kubernetes: Kubeflow Training Operator resources",
+    )
+    compile_.add_argument("--namespace", default=None, help="with --target kubernetes")
+    compile_.add_argument(
         "--no-plan",
         dest="plan",
         action="store_false",
@@ -116,6 +130,8 @@ def _what_runs(operation: Operation, kind: str, name: str) -> str:
 def _cmd_compile(args: argparse.Namespace) -> int:
     from polyaxon_prefect.compiler import compile_document, compile_plan
 
+    if args.target == "kubernetes":
+        return _compile_manifests(args)
     try:
         loaded = _load(args)
         document = compile_document(loaded)
@@ -134,6 +150,42 @@ def _cmd_compile(args: argparse.Namespace) -> int:
 
         print(yaml.safe_dump(document, sort_keys=False, default_flow_style=False), end="")
     return 0
+
+
+def _compile_manifests(args: argparse.Namespace) -> int:
+    """``compile --target kubernetes``: the op's manifests, or its problems located."""
+    import yaml
+
+    from polyaxon_prefect.kubernetes import build_manifests, templates_left
+
+    try:
+        loaded = _load(args)
+        manifests = build_manifests(
+            loaded.operation, backend=args.backend, namespace=args.namespace
+        )
+    except PolyaxonfileError as error:
+        _report(_located(error, args), as_json=False)
+        return 1
+    for path in templates_left(manifests):
+        print(
+            f"note: {path} is a template left as written (globals are known when a run starts)",
+            file=sys.stderr,
+        )
+    print(yaml.safe_dump_all(manifests, sort_keys=False, default_flow_style=False), end="")
+    return 0
+
+
+def _located(error: PolyaxonfileError, args: argparse.Namespace) -> PolyaxonfileError:
+    """``error`` with the main file's lines on its problems (they are found after loading)."""
+    from polyaxon_prefect.runtime._locate import locate_problems
+
+    try:
+        loaded = _load(args)
+    except PolyaxonfileError:
+        return error
+    main_file = str(loaded.files[0]) if loaded.files else None
+    located = locate_problems(list(error.problems), loaded)
+    return PolyaxonfileError([problem.located(file=main_file) for problem in located])
 
 
 def _cmd_upgrade(args: argparse.Namespace) -> int:

@@ -168,3 +168,43 @@ def test_check_does_not_import_prefect_or_optuna() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+TFJOB = ROOT / "tests" / "corpus" / "polyaxon-examples__in_cluster__kubeflow__tfjob__component.yaml"
+
+
+def test_compile_target_kubernetes_prints_manifests_without_heavy_imports() -> None:
+    """Multi-document YAML for `kubectl apply`, and no Prefect, Optuna or Kubernetes client."""
+    code = (
+        "import sys; from polyaxon_prefect.cli import main; "
+        f"rc = main(['compile', '-f', {str(TFJOB)!r}, '--target', 'kubernetes', "
+        "'--namespace', 'ml']); "
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('prefect', 'optuna', 'numpy', 'kubernetes', 'kubernetes_asyncio')); "
+        "print('# heavy', heavy); sys.exit(rc)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "# heavy []"
+    [manifest] = [d for d in yaml.safe_load_all(result.stdout) if d]
+    assert (manifest["kind"], manifest["metadata"]["namespace"]) == ("TFJob", "ml")
+    assert "workingDir is a template left as written" in result.stderr
+
+
+def test_compile_target_kubernetes_locates_what_kubeflow_cannot_express(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    legacy = (
+        ROOT
+        / "tests"
+        / "corpus"
+        / "polyaxon-schemas@v0.5__tests__fixtures__distributed_tensorflow_file.yml"
+    )
+
+    assert main(["compile", "-f", str(legacy), "--target", "kubernetes"]) == 1
+    err = capsys.readouterr().err
+    assert f"{legacy}: component.run.worker.indexOverrides" in err
+    assert "2 problems found." in err
