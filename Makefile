@@ -37,3 +37,4 @@ bench: setup
 	$(BIN)/python benchmarks/hpo_quality.py
 	$(BIN)/python benchmarks/lifecycle.py
 	$(BIN)/python benchmarks/yaml_speed.py
+	$(BIN)/python benchmarks/replicas_startup.py
