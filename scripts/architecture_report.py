@@ -167,7 +167,7 @@ def main() -> int:
     missed += bool(cycles)
 
     ok, summary = mypy_pure()
-    print(f"mypy on specs, loading, dag, search: {summary}")
+    print(f"mypy on the pure packages (pyproject.toml [tool.mypy] files): {summary}")
     missed += not ok
 
     print(f"targets missed: {missed} of 7")
