@@ -1,0 +1,122 @@
+"""Kubernetes manifests of a distributed run, as plain dicts (no Prefect, no Kubernetes client).
+
+``build_manifests`` is what ``polyaxon-prefect compile --target kubernetes`` prints and what a
+submitting executor will create; being pure, it is tested against the CRD and API schemas
+without a cluster. Two backends:
+
+- ``kubeflow``: one ``kubeflow.org/v1`` resource (TFJob, PyTorchJob, MPIJob, MXJob, XGBoostJob,
+  PaddleJob) for the Training Operator, which starts the pods and injects the env;
+- ``native``: Indexed Jobs and a headless Service, the env contract computed here (as old
+  Polyaxon did without an operator); the only backend that honours per-index settings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
+from polyaxon_prefect.specs import (
+    KUBEFLOW_KINDS,
+    Dag,
+    LoadedPolyaxonfile,
+    Operation,
+    Termination,
+)
+
+from ._env import ENV
+from ._groups import RUN_PATH, Target
+from ._kubeflow import KUBEFLOW, build_kubeflow_job
+from ._names import base_name
+from ._native import build_native_jobs
+
+__all__ = ["BACKENDS", "KUBEFLOW", "Backend", "build_manifests", "default_backend"]
+
+Backend = Literal["kubeflow", "native"]
+BACKENDS: tuple[Backend, ...] = ("kubeflow", "native")
+
+
+def default_backend(loaded: LoadedPolyaxonfile | Operation) -> Backend:
+    """``native`` for a legacy file (old Polyaxon's default, and the only backend for its
+    per-index settings) when its kind can run natively; ``kubeflow`` otherwise."""
+    from_legacy = isinstance(loaded, LoadedPolyaxonfile) and loaded.from_legacy
+    operation = loaded.operation if isinstance(loaded, LoadedPolyaxonfile) else loaded
+    run = operation.component.run if operation.component is not None else None
+    if from_legacy and run is not None and run.kind in ENV:
+        return "native"
+    return "kubeflow"
+
+
+def _name(loaded: LoadedPolyaxonfile | Operation) -> str:
+    operation = loaded.operation if isinstance(loaded, LoadedPolyaxonfile) else loaded
+    component = operation.component
+    name = operation.name or (component.name if component is not None else None)
+    if not name and isinstance(loaded, LoadedPolyaxonfile) and loaded.files:
+        name = Path(loaded.files[0]).stem
+    return base_name(name or "run")
+
+
+def _termination(operation: Operation) -> Termination | None:
+    """The operation's ``termination`` over the component's, field by field."""
+    component = operation.component
+    merged: dict[str, Any] = {}
+    for source in (component.termination if component else None, operation.termination):
+        if isinstance(source, Termination):
+            merged.update({k: getattr(source, k) for k in source.model_fields_set})
+    return Termination(**merged) if merged else None
+
+
+def build_manifests(
+    loaded_or_operation: LoadedPolyaxonfile | Operation,
+    *,
+    backend: Backend | None = None,
+    namespace: str | None = None,
+    connections: Mapping[str, Mapping[str, Any]] | None = None,
+    artifacts_store: Mapping[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """The manifests that run the operation's distributed run, in the order to apply them.
+
+    ``backend`` defaults to `default_backend`. ``connections`` is the agent's catalog by name
+    (Polyaxon's shape: ``{kind, schema, secret, configMap, env}``) and ``artifacts_store`` its
+    ``artifactsStore``, for the pods' connections and ``artifacts`` init steps. Raises
+    `PolyaxonfileError` with every problem found (located by path in the operation).
+    """
+    operation = (
+        loaded_or_operation.operation
+        if isinstance(loaded_or_operation, LoadedPolyaxonfile)
+        else loaded_or_operation
+    )
+    chosen = backend or default_backend(loaded_or_operation)
+    files = getattr(loaded_or_operation, "files", ()) or ()
+    run = operation.component.run if operation.component is not None else None
+    if run is None or isinstance(run, Dag) or run.kind not in KUBEFLOW_KINDS:
+        kind = run.kind if run is not None else "none"
+        raise PolyaxonfileError(
+            [
+                Problem(
+                    f"only distributed runs ({', '.join(sorted(KUBEFLOW_KINDS))}) have "
+                    f"Kubernetes manifests here, this one is a {kind}",
+                    rule="k8s_kind",
+                    path=(*RUN_PATH, "kind"),
+                    hint="run other kinds with `polyaxon-prefect run`",
+                )
+            ],
+            file=files[0] if files else None,
+        )
+    target = Target(
+        name=_name(loaded_or_operation),
+        namespace=namespace or operation.namespace,
+        termination=_termination(operation),
+        connections=dict(connections or {}),
+        artifacts_store=artifacts_store,
+    )
+    manifests: list[dict[str, Any]]
+    if chosen == "native":
+        manifests, problems = build_native_jobs(run, target)
+    else:
+        manifest, problems = build_kubeflow_job(run, target)
+        manifests = [manifest]
+    if problems:
+        raise PolyaxonfileError(problems, file=files[0] if files else None)
+    return manifests
