@@ -202,7 +202,14 @@ def _compile_kubernetes(args: argparse.Namespace) -> int:
         located = PolyaxonfileError(locate_problems(error.problems, loaded))
         _report(located, as_json=False)
         return 1
-    print(yaml.safe_dump_all(manifests, sort_keys=False, default_flow_style=False), end="")
+    text = yaml.safe_dump_all(manifests, sort_keys=False, default_flow_style=False)
+    if "{{" in text or "{%" in text:
+        print(
+            "warning: some fields still hold `{{ templates }}` (globals, params): they are "
+            "rendered when the run is submitted, not by `compile`",
+            file=sys.stderr,
+        )
+    print(text, end="")
     return 0
 
 

@@ -122,3 +122,17 @@ def test_compile_kubernetes_does_not_import_prefect() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_templates_left_in_manifests_are_warned(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "tf.yaml"
+    plain = OVERRIDES.split("    indexOverrides:")[0]
+    path.write_text(
+        plain.replace("image: img", 'image: img, workingDir: "{{ globals.run_outputs_path }}"')
+    )
+    assert main(["compile", "-f", str(path), "--target", "kubernetes"]) == 0
+    captured = capsys.readouterr()
+    assert "still hold `{{ templates }}`" in captured.err
+    assert "{{ globals.run_outputs_path }}" in captured.out
