@@ -57,6 +57,26 @@ def _parser() -> argparse.ArgumentParser:
         action="store_false",
         help="leave out `x-plan`, the runs each matrix will launch",
     )
+    compile_.add_argument(
+        "--target",
+        choices=("polyaxonfile", "kubernetes"),
+        default="polyaxonfile",
+        help="`kubernetes`: print the manifests of a distributed run, for `kubectl apply -f -`",
+    )
+    compile_.add_argument(
+        "--backend",
+        choices=("kubeflow", "native"),
+        default=None,
+        help="with --target kubernetes: Kubeflow Training Operator resources, or Indexed Jobs "
+        "and a headless Service (default: native for legacy files, else kubeflow)",
+    )
+    compile_.add_argument("--namespace", default=None, help="with --target kubernetes")
+    compile_.add_argument(
+        "--connections",
+        default=None,
+        metavar="FILE",
+        help="with --target kubernetes: the agent's connections file (what to mount)",
+    )
 
     upgrade = sub.add_parser("upgrade", help="print a legacy (v0.x) file as v1.1 YAML")
     upgrade.add_argument("-f", "--file", dest="file", required=True, metavar="FILE")
@@ -131,7 +151,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     from polyaxon_prefect.compiler import compile_document, compile_plan
 
     if args.target == "kubernetes":
-        return _compile_manifests(args)
+        return _compile_kubernetes(args)
     try:
         loaded = _load(args)
         document = compile_document(loaded)
@@ -152,40 +172,59 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     return 0
 
 
-def _compile_manifests(args: argparse.Namespace) -> int:
-    """``compile --target kubernetes``: the op's manifests, or its problems located."""
+def _read_connections(path: str | None) -> tuple[dict, dict | None]:
+    """The agent's connections file (a list, or ``connections:`` plus ``artifactsStore:``) as
+    a catalog by name and the artifacts store."""
+    if path is None:
+        return {}, None
     import yaml
 
-    from polyaxon_prefect.kubernetes import build_manifests, templates_left
-
-    try:
-        loaded = _load(args)
-        manifests = build_manifests(
-            loaded.operation, backend=args.backend, namespace=args.namespace
-        )
-    except PolyaxonfileError as error:
-        _report(_located(error, args), as_json=False)
-        return 1
-    for path in templates_left(manifests):
-        print(
-            f"note: {path} is a template left as written (globals are known when a run starts)",
-            file=sys.stderr,
-        )
-    print(yaml.safe_dump_all(manifests, sort_keys=False, default_flow_style=False), end="")
-    return 0
+    with open(path, encoding="utf-8") as handle:
+        data = yaml.safe_load(handle) or {}
+    items = data if isinstance(data, list) else data.get("connections") or []
+    store = data.get("artifactsStore") if isinstance(data, dict) else None
+    catalog = {item["name"]: item for item in items if isinstance(item, dict) and "name" in item}
+    if isinstance(store, dict) and store.get("name"):
+        catalog.setdefault(store["name"], store)
+    return catalog, store
 
 
-def _located(error: PolyaxonfileError, args: argparse.Namespace) -> PolyaxonfileError:
-    """``error`` with the main file's lines on its problems (they are found after loading)."""
+def _compile_kubernetes(args: argparse.Namespace) -> int:
+    """``compile --target kubernetes``: the manifests as multi-document YAML."""
+    import yaml
+
+    from polyaxon_prefect.kubernetes import build_manifests
     from polyaxon_prefect.runtime._locate import locate_problems
 
     try:
         loaded = _load(args)
-    except PolyaxonfileError:
-        return error
-    main_file = str(loaded.files[0]) if loaded.files else None
-    located = locate_problems(list(error.problems), loaded)
-    return PolyaxonfileError([problem.located(file=main_file) for problem in located])
+    except PolyaxonfileError as error:
+        _report(error, as_json=False)
+        return 1
+    for warning in loaded.warnings:
+        print(warning.format(), file=sys.stderr)
+    connections, store = _read_connections(args.connections)
+    try:
+        manifests = build_manifests(
+            loaded,
+            backend=args.backend,
+            namespace=args.namespace,
+            connections=connections,
+            artifacts_store=store,
+        )
+    except PolyaxonfileError as error:
+        located = PolyaxonfileError(locate_problems(error.problems, loaded))
+        _report(located, as_json=False)
+        return 1
+    text = yaml.safe_dump_all(manifests, sort_keys=False, default_flow_style=False)
+    if "{{" in text or "{%" in text:
+        print(
+            "warning: some fields still hold `{{ templates }}` (globals, params): they are "
+            "rendered when the run is submitted, not by `compile`",
+            file=sys.stderr,
+        )
+    print(text, end="")
+    return 0
 
 
 def _cmd_upgrade(args: argparse.Namespace) -> int:

@@ -1,60 +1,122 @@
-"""Kubernetes manifests for Polyaxon runs: pure builders, dict in, dict out.
+"""Kubernetes manifests of a distributed run, as plain dicts (no Prefect, no Kubernetes client).
 
-`build_manifests` renders a distributed operation as what a cluster runs: a Kubeflow Training
-Operator custom resource (``backend="kubeflow"``). Nothing here talks to a cluster or imports
-Prefect, so ``polyaxon-prefect compile --target kubernetes`` stays as light as ``check``, and
-the manifests are tested against the operators' schemas without one.
+``build_manifests`` is what ``polyaxon-prefect compile --target kubernetes`` prints and what a
+submitting executor will create; being pure, it is tested against the CRD and API schemas
+without a cluster. Two backends:
+
+- ``kubeflow``: one ``kubeflow.org/v1`` resource (TFJob, PyTorchJob, MPIJob, MXJob, XGBoostJob,
+  PaddleJob) for the Training Operator, which starts the pods and injects the env;
+- ``native``: Indexed Jobs and a headless Service, the env contract computed here (as old
+  Polyaxon did without an operator); the only backend that honours per-index settings.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
 
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
-from polyaxon_prefect.kubernetes._kubeflow import KUBEFLOW, build_kubeflow_manifest
-from polyaxon_prefect.kubernetes._names import resource_name
-from polyaxon_prefect.specs import Operation, run_kind
+from polyaxon_prefect.specs import (
+    KUBEFLOW_KINDS,
+    Dag,
+    LoadedPolyaxonfile,
+    Operation,
+    Termination,
+)
 
-__all__ = ["KUBEFLOW", "build_manifests", "resource_name", "templates_left"]
+from ._env import ENV
+from ._groups import RUN_PATH, Target
+from ._kubeflow import KUBEFLOW, build_kubeflow_job
+from ._names import base_name
+from ._native import build_native_jobs
+
+__all__ = ["BACKENDS", "KUBEFLOW", "Backend", "build_manifests", "default_backend"]
+
+Backend = Literal["kubeflow", "native"]
+BACKENDS: tuple[Backend, ...] = ("kubeflow", "native")
+
+
+def default_backend(loaded: LoadedPolyaxonfile | Operation) -> Backend:
+    """``native`` for a legacy file (old Polyaxon's default, and the only backend for its
+    per-index settings) when its kind can run natively; ``kubeflow`` otherwise."""
+    from_legacy = isinstance(loaded, LoadedPolyaxonfile) and loaded.from_legacy
+    operation = loaded.operation if isinstance(loaded, LoadedPolyaxonfile) else loaded
+    run = operation.component.run if operation.component is not None else None
+    if from_legacy and run is not None and run.kind in ENV:
+        return "native"
+    return "kubeflow"
+
+
+def _name(loaded: LoadedPolyaxonfile | Operation) -> str:
+    operation = loaded.operation if isinstance(loaded, LoadedPolyaxonfile) else loaded
+    component = operation.component
+    name = operation.name or (component.name if component is not None else None)
+    if not name and isinstance(loaded, LoadedPolyaxonfile) and loaded.files:
+        name = Path(loaded.files[0]).stem
+    return base_name(name or "run")
+
+
+def _termination(operation: Operation) -> Termination | None:
+    """The operation's ``termination`` over the component's, field by field."""
+    component = operation.component
+    merged: dict[str, Any] = {}
+    for source in (component.termination if component else None, operation.termination):
+        if isinstance(source, Termination):
+            merged.update({k: getattr(source, k) for k in source.model_fields_set})
+    return Termination(**merged) if merged else None
 
 
 def build_manifests(
-    operation: Operation, *, backend: str = "kubeflow", namespace: str | None = None
+    loaded_or_operation: LoadedPolyaxonfile | Operation,
+    *,
+    backend: Backend | None = None,
+    namespace: str | None = None,
+    connections: Mapping[str, Mapping[str, Any]] | None = None,
+    artifacts_store: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """The manifests that run ``operation`` on Kubernetes with ``backend``.
+    """The manifests that run the operation's distributed run, in the order to apply them.
 
-    Raises:
-        PolyaxonfileError: every problem at once (a kind with no manifest on that backend,
-            per-index overrides on Kubeflow, a replica without an image, an unrendered value).
+    ``backend`` defaults to `default_backend`. ``connections`` is the agent's catalog by name
+    (Polyaxon's shape: ``{kind, schema, secret, configMap, env}``) and ``artifacts_store`` its
+    ``artifactsStore``, for the pods' connections and ``artifacts`` init steps. Raises
+    `PolyaxonfileError` with every problem found (located by path in the operation).
     """
-    kind = run_kind(operation)
-    if backend != "kubeflow" or kind not in KUBEFLOW:
-        kinds = ", ".join(f"`{k}`" for k in KUBEFLOW)
+    operation = (
+        loaded_or_operation.operation
+        if isinstance(loaded_or_operation, LoadedPolyaxonfile)
+        else loaded_or_operation
+    )
+    chosen = backend or default_backend(loaded_or_operation)
+    files = getattr(loaded_or_operation, "files", ()) or ()
+    run = operation.component.run if operation.component is not None else None
+    if run is None or isinstance(run, Dag) or run.kind not in KUBEFLOW_KINDS:
+        kind = run.kind if run is not None else "none"
         raise PolyaxonfileError(
             [
                 Problem(
-                    f"no `{backend}` manifest for run kind `{kind}`",
-                    rule="k8s_unsupported",
-                    path=("component", "run", "kind"),
-                    hint=f"the `kubeflow` backend renders {kinds}; "
-                    "the `native` backend (Indexed Jobs) is not built yet",
+                    f"only distributed runs ({', '.join(sorted(KUBEFLOW_KINDS))}) have "
+                    f"Kubernetes manifests here, this one is a {kind}",
+                    rule="k8s_kind",
+                    path=(*RUN_PATH, "kind"),
+                    hint="run other kinds with `polyaxon-prefect run`",
                 )
-            ]
+            ],
+            file=files[0] if files else None,
         )
-    name = str(operation.name or (operation.component and operation.component.name) or kind)
-    manifest, problems = build_kubeflow_manifest(operation, name=name, namespace=namespace)
+    target = Target(
+        name=_name(loaded_or_operation),
+        namespace=namespace or operation.namespace,
+        termination=_termination(operation),
+        connections=dict(connections or {}),
+        artifacts_store=artifacts_store,
+    )
+    manifests: list[dict[str, Any]]
+    if chosen == "native":
+        manifests, problems = build_native_jobs(run, target)
+    else:
+        manifest, problems = build_kubeflow_job(run, target)
+        manifests = [manifest]
     if problems:
-        raise PolyaxonfileError(problems)
-    return [manifest]
-
-
-def templates_left(value: Any, path: str = "") -> list[str]:
-    """Where a manifest still holds a ``{{ }}`` template (``spec.tfReplicaSpecs.Worker...``):
-    values such as ``globals.artifacts_path`` are only known when a run starts."""
-    if isinstance(value, dict):
-        return [p for k, v in value.items() for p in templates_left(v, f"{path}.{k}".lstrip("."))]
-    if isinstance(value, list):
-        return [p for i, v in enumerate(value) for p in templates_left(v, f"{path}[{i}]")]
-    if isinstance(value, str) and "{{" in value:
-        return [path]
-    return []
+        raise PolyaxonfileError(problems, file=files[0] if files else None)
+    return manifests

@@ -1,210 +1,266 @@
-"""A distributed run as one Kubeflow Training Operator custom resource (``kubeflow.org/v1``).
+"""Kubeflow Training Operator (``kubeflow.org/v1``) custom resources, one per run.
 
-One table says, per run kind, the resource kind, where its replica specs go, the replica-type
-spelling and the container name the operator looks for; everything else (the run policy, each
-replica's pod template) is shared. Kubeflow's replicas are uniform, so a legacy file's
-per-index overrides (worker 2 with its own resources) cannot be expressed here: they are
-refused with a located problem (Indexed Jobs, the native backend, will honour them).
+The operator starts the pods, injects the framework's env (``TF_CONFIG``, ``MASTER_ADDR``...)
+and decides success, so a manifest is only the replica templates plus ``runPolicy``. Everything
+kind-specific is a row of `KUBEFLOW` or of `_SPEC_FIELDS`, not a branch.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
 
 from polyaxon_prefect.exceptions import Problem
-from polyaxon_prefect.kubernetes._names import resource_name
-from polyaxon_prefect.kubernetes._pod import pod_template
-from polyaxon_prefect.specs import Environment, KFReplica, Operation, is_template
+from polyaxon_prefect.specs import (
+    MAIN_REPLICAS,
+    MPIJob,
+    MXJob,
+    PaddleJob,
+    PytorchJob,
+    Termination,
+    TFJob,
+)
+from polyaxon_prefect.specs._runs import NonDagRuntime
 
-__all__ = ["KUBEFLOW", "KubeflowKind", "build_kubeflow_manifest"]
+from ._groups import Group, Target, replica_groups
+from ._pod import PodInput, build_pod_template, quantities
 
-API_VERSION = "kubeflow.org/v1"
-RUN_LABEL = "polyaxon-prefect/run"
-OP_LABEL = "polyaxon-prefect/op"
+__all__ = ["KUBEFLOW", "KubeflowKind", "build_kubeflow_job"]
 
 
-@dataclass(frozen=True)
-class KubeflowKind:
-    """How the operator names one run kind's parts (``*_types.go`` of training-operator)."""
+class KubeflowKind(NamedTuple):
+    """How one Polyaxon kind is written as a Kubeflow resource (``*_types.go`` defaults)."""
 
+    api_version: str
     kind: str
     replica_specs: str
+    replica_types: Mapping[str, str]
+    """Polyaxon's YAML replica name -> the operator's replica type (its casing is the API's)."""
     container: str
+    """The container name the operator looks for (its webhook requires one)."""
+    port_name: str
+    port: int
     restart_policy: str
-    replica_types: dict[str, str]
-    """Our replica field -> the operator's replica type."""
 
 
+_V1 = "kubeflow.org/v1"
 KUBEFLOW: dict[str, KubeflowKind] = {
     "tfjob": KubeflowKind(
+        _V1,
         "TFJob",
         "tfReplicaSpecs",
-        "tensorflow",
-        "Never",
         {"chief": "Chief", "ps": "PS", "worker": "Worker", "evaluator": "Evaluator"},
+        "tensorflow",
+        "tfjob-port",
+        2222,
+        "Never",
     ),
     "pytorchjob": KubeflowKind(
+        _V1,
         "PyTorchJob",
         "pytorchReplicaSpecs",
-        "pytorch",
-        "OnFailure",
         {"master": "Master", "worker": "Worker"},
+        "pytorch",
+        "pytorchjob-port",
+        23456,
+        "OnFailure",
     ),
     "mpijob": KubeflowKind(
-        "MPIJob", "mpiReplicaSpecs", "mpi", "Never", {"launcher": "Launcher", "worker": "Worker"}
+        _V1,
+        "MPIJob",
+        "mpiReplicaSpecs",
+        {"launcher": "Launcher", "worker": "Worker"},
+        "mpi",
+        "mpi-port",
+        9999,
+        "Never",
     ),
     "mxjob": KubeflowKind(
+        _V1,
         "MXJob",
         "mxReplicaSpecs",
-        "mxnet",
-        "Never",
         {
             "scheduler": "Scheduler",
             "server": "Server",
             "worker": "Worker",
             "tuner": "Tuner",
-            "tuner_tracker": "TunerTracker",
-            "tuner_server": "TunerServer",
+            "tunerTracker": "TunerTracker",
+            "tunerServer": "TunerServer",
         },
+        "mxnet",
+        "mxjob-port",
+        9091,
+        "Never",
     ),
     "xgbjob": KubeflowKind(
+        _V1,
         "XGBoostJob",
         "xgbReplicaSpecs",
-        "xgboost",
-        "Never",
         {"master": "Master", "worker": "Worker"},
+        "xgboost",
+        "xgboostjob-port",
+        9999,
+        "Never",
     ),
     "paddlejob": KubeflowKind(
+        _V1,
         "PaddleJob",
         "paddleReplicaSpecs",
-        "paddle",
-        "OnFailure",
         {"master": "Master", "worker": "Worker"},
+        "paddle",
+        "master",
+        36543,
+        "OnFailure",
     ),
 }
+"""``{kind: (apiVersion, Kind, replicaSpecs key, replica types, container, port, restart)}``."""
 
-_ELASTIC = {
-    # Polyaxon's field (its own `rdvz` spelling) -> the operator's key
-    "min_replicas": "minReplicas",
-    "max_replicas": "maxReplicas",
-    "max_restarts": "maxRestarts",
-    "rdvz_backend": "rdzvBackend",
-    "rdvz_port": "rdzvPort",
-    "rdvz_host": "rdzvHost",
-    "rdvz_id": "rdzvId",
-    "standalone": "standalone",
-    "n_proc_per_node": "nProcPerNode",
-    "metrics": "metrics",
+_ELASTIC_NAMES = {
+    "rdvzBackend": "rdzvBackend",
+    "rdvzPort": "rdzvPort",
+    "rdvzHost": "rdzvHost",
+    "rdvzId": "rdzvId",
+    "rdvzConf": "rdzvConf",
+    "Metrics": "metrics",
 }
+"""Polyaxon spells the rendezvous fields ``rdvz``; the operator's CRD spells them ``rdzv``."""
 
 
-def _unrendered(value: Any, path: tuple[str | int, ...]) -> Problem | None:
-    if isinstance(value, str) and is_template(value):
-        return Problem(
-            f"`{value}` is still a template: a manifest needs its value",
-            rule="k8s_unrendered",
-            path=path,
-            hint="give the params it reads (-P) or write the value",
-        )
-    return None
+def _elastic(policy: Any) -> dict[str, Any]:
+    return {_ELASTIC_NAMES.get(k, k): v for k, v in policy.to_dict().items()}
 
 
-def _run_policy(operation: Operation, run: Any) -> dict[str, Any]:
-    """``runPolicy`` from the op's termination and the run's clean-up and scheduling."""
+def _tf_fields(run: Any) -> dict[str, Any]:
+    assert isinstance(run, TFJob)
+    return {"successPolicy": run.success_policy, "enableDynamicWorker": run.enable_dynamic_worker}
+
+
+def _pytorch_fields(run: Any) -> dict[str, Any]:
+    assert isinstance(run, PytorchJob)
+    nproc = run.n_proc_per_node
+    return {
+        "elasticPolicy": _elastic(run.elastic_policy) if run.elastic_policy else None,
+        # a string in the v1.9 CRD: `auto`, `cpu`, `gpu` or a number
+        "nprocPerNode": str(nproc) if nproc is not None else None,
+    }
+
+
+def _mpi_fields(run: Any) -> dict[str, Any]:
+    assert isinstance(run, MPIJob)
+    return {"slotsPerWorker": run.slots_per_worker}
+
+
+def _mx_fields(run: Any) -> dict[str, Any]:
+    assert isinstance(run, MXJob)
+    return {"jobMode": run.mode or "MXTrain"}  # required by the CRD
+
+
+def _paddle_fields(run: Any) -> dict[str, Any]:
+    assert isinstance(run, PaddleJob)
+    return {"elasticPolicy": _elastic(run.elastic_policy) if run.elastic_policy else None}
+
+
+_SPEC_FIELDS: dict[str, Callable[[Any], dict[str, Any]]] = {
+    "tfjob": _tf_fields,
+    "pytorchjob": _pytorch_fields,
+    "mpijob": _mpi_fields,
+    "mxjob": _mx_fields,
+    "paddlejob": _paddle_fields,
+}
+"""The kind's own ``spec`` fields (None values are left out)."""
+
+_SINGLE_MAIN = frozenset({"tfjob", "pytorchjob", "mpijob", "mxjob"})
+"""Kinds whose leading replica the operator's webhook allows only once."""
+
+
+def run_policy(run: Any, termination: Termination | None) -> dict[str, Any]:
+    """``runPolicy`` from the run's ``cleanPodPolicy``/``schedulingPolicy`` and ``termination``
+    (``maxRetries`` -> ``backoffLimit``, ``timeout`` -> ``activeDeadlineSeconds``, ``ttl`` ->
+    ``ttlSecondsAfterFinished``)."""
     policy: dict[str, Any] = {}
-    termination = operation.termination or getattr(operation.component, "termination", None)
-    if termination is not None:
-        for field, key in (
-            ("max_retries", "backoffLimit"),
-            ("timeout", "activeDeadlineSeconds"),
-            ("ttl", "ttlSecondsAfterFinished"),
-        ):
-            value = getattr(termination, field)
-            if isinstance(value, int):
-                policy[key] = value
-    if run.clean_pod_policy is not None:
+    if getattr(run, "clean_pod_policy", None):
         policy["cleanPodPolicy"] = run.clean_pod_policy
-    scheduling = run.scheduling_policy
+    if isinstance(termination, Termination):
+        for key, value in (
+            ("backoffLimit", termination.max_retries),
+            ("activeDeadlineSeconds", termination.timeout),
+            ("ttlSecondsAfterFinished", termination.ttl),
+        ):
+            if value is not None:
+                policy[key] = value
+    scheduling = getattr(run, "scheduling_policy", None)
     if scheduling is not None:
-        policy["schedulingPolicy"] = scheduling.model_dump(
-            mode="json", by_alias=True, exclude_none=True
-        )
+        data = scheduling.to_dict()
+        if isinstance(data.get("minResources"), Mapping):
+            data["minResources"] = quantities({"limits": data["minResources"]})["limits"]
+        else:
+            data.pop("minResources", None)
+        policy["schedulingPolicy"] = data
     return policy
 
 
-def _kind_fields(run: Any) -> dict[str, Any]:
-    """The spec fields one kind has beyond its replicas and run policy."""
-    fields: dict[str, Any] = {}
-    if getattr(run, "success_policy", None) is not None:
-        fields["successPolicy"] = run.success_policy
-    if getattr(run, "enable_dynamic_worker", None) is not None:
-        fields["enableDynamicWorker"] = run.enable_dynamic_worker
-    if getattr(run, "n_proc_per_node", None) is not None:
-        fields["nprocPerNode"] = str(run.n_proc_per_node)
-    if getattr(run, "slots_per_worker", None) is not None:
-        fields["slotsPerWorker"] = run.slots_per_worker
-    if getattr(run, "mode", None) is not None:
-        fields["jobMode"] = run.mode
-    elastic = getattr(run, "elastic_policy", None)
-    if elastic is not None:
-        fields["elasticPolicy"] = {
-            key: getattr(elastic, field)
-            for field, key in _ELASTIC.items()
-            if getattr(elastic, field, None) is not None
-        }
-    return fields
-
-
-def _replica_spec(
-    replica: KFReplica, table: KubeflowKind, labels: dict[str, str], where: tuple[str, ...]
-) -> tuple[dict[str, Any], list[Problem]]:
+def _refusals(kind: str, groups: list[Group]) -> list[Problem]:
+    """Per-index settings and a repeated leading replica: what the operator cannot run."""
     problems: list[Problem] = []
-    if replica.index_overrides:
-        problems.append(
-            Problem(
-                "Kubeflow replicas are uniform: per-index overrides cannot be expressed",
-                rule="k8s_index_overrides",
-                path=(*where, "indexOverrides"),
-                hint="give every replica of the group the same settings; the native backend "
-                "(Indexed Jobs), which honours per-index settings, is not available yet",
+    for group in groups:
+        for index in sorted(group.replica.index_overrides or {}):
+            problems.append(
+                Problem(
+                    f"Kubeflow starts the {group.count} `{group.name}` pods from one template, "
+                    f"so the settings of `{group.name}` index {index} cannot be applied",
+                    rule="kubeflow_index_overrides",
+                    path=(*group.path, "indexOverrides", index),
+                    hint="use `backend: native` (`--backend native`): it runs an overridden "
+                    "index as its own Job; or drop the override",
+                )
             )
-        )
-    count = replica.replicas if replica.replicas is not None else 1
-    unrendered = _unrendered(count, (*where, "replicas"))
-    if unrendered is not None:
-        problems.append(unrendered)
-    template, found = pod_template(
-        replica, container_name=table.container, labels=labels, where=where
-    )
-    problems += found
-    environment = replica.environment if isinstance(replica.environment, Environment) else None
-    restart = (environment and environment.restart_policy) or table.restart_policy
-    return {"replicas": count, "restartPolicy": restart, "template": template}, problems
+        if kind in _SINGLE_MAIN and group.name == MAIN_REPLICAS[kind] and group.count != 1:
+            problems.append(
+                Problem(
+                    f"a {kind} runs exactly one `{group.name}`, got {group.count}",
+                    rule="kubeflow_single_main",
+                    path=(*group.path, "replicas"),
+                    value=group.count,
+                    hint=f"set `{group.name}.replicas: 1` and move the others to `worker`",
+                )
+            )
+    return problems
 
 
-def build_kubeflow_manifest(
-    operation: Operation, *, name: str, namespace: str | None
-) -> tuple[dict[str, Any], list[Problem]]:
-    """The custom resource of ``operation``'s distributed run, and what keeps it from being
-    valid (located problems; the manifest is only usable when there are none)."""
-    run = operation.component.run if operation.component is not None else None
-    table = KUBEFLOW[getattr(run, "kind", "")]
-    job_name = resource_name(name)
-    labels = {RUN_LABEL: job_name, OP_LABEL: resource_name(name, reserve=0)}
-    problems: list[Problem] = []
+def build_kubeflow_job(run: NonDagRuntime, target: Target) -> tuple[dict[str, Any], list[Problem]]:
+    """The ``kubeflow.org/v1`` resource of ``run`` and the problems found."""
+    table = KUBEFLOW[run.kind]
+    groups, problems = replica_groups(run)
+    problems += _refusals(run.kind, groups)
     replica_specs: dict[str, Any] = {}
-    for field, replica_type in table.replica_types.items():
-        replica = getattr(run, field, None)
-        if replica is None:
-            continue
-        where = ("component", "run", field)
-        replica_specs[replica_type], found = _replica_spec(replica, table, labels, where)
+    for group in groups:
+        pod = PodInput(
+            container_name=table.container,
+            labels=target.labels(group.name),
+            path=group.path,
+            ports=({"name": table.port_name, "containerPort": table.port},),
+            connections=target.connections,
+            artifacts_store=target.artifacts_store,
+        )
+        template, restart, found = build_pod_template(group.replica, pod)
         problems += found
-    spec: dict[str, Any] = {**_kind_fields(run), "runPolicy": _run_policy(operation, run)}
+        replica_specs[table.replica_types[group.name]] = {
+            "replicas": group.count,
+            "restartPolicy": restart or table.restart_policy,
+            "template": template,
+        }
+    spec: dict[str, Any] = {}
+    policy = run_policy(run, target.termination)
+    if policy:
+        spec["runPolicy"] = policy
+    extra = _SPEC_FIELDS.get(run.kind)
+    if extra is not None:
+        spec.update({k: v for k, v in extra(run).items() if v is not None})
     spec[table.replica_specs] = replica_specs
-    metadata: dict[str, Any] = {"name": job_name, "labels": labels}
-    if namespace:
-        metadata["namespace"] = namespace
-    manifest = {"apiVersion": API_VERSION, "kind": table.kind, "metadata": metadata, "spec": spec}
+    manifest = {
+        "apiVersion": table.api_version,
+        "kind": table.kind,
+        "metadata": target.metadata(target.name),
+        "spec": spec,
+    }
     return manifest, problems

@@ -1,104 +1,167 @@
-"""One replica group of a distributed run as a Kubernetes pod template.
+"""One replica (a ``_PodSpec`` plus, for one index, its ``ReplicaOverride``) as a pod template.
 
-The run spec already holds real Kubernetes objects (the container, volumes, tolerations and
-affinity are the generated strict models of `polyaxon_prefect.specs`), so a pod template is
-their JSON form put where the pod spec wants them, plus the container name the operator looks
-for (the webhook refuses a replica without it).
+Shared by both backends: Kubeflow puts the template under ``{kind}ReplicaSpecs.<Type>``, the
+native backend under a ``batch/v1`` Job. The run section is taken as loaded, so the operation's
+``runPatch`` (applied to every replica by the loader) and presets are already in it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from polyaxon_prefect.exceptions import Problem
-from polyaxon_prefect.specs import Environment, KFReplica
+from polyaxon_prefect.specs import Environment, KFReplica, ReplicaOverride
 
-__all__ = ["pod_template"]
+from ._mounts import PodParts, add_connection, add_init
 
-_ENVIRONMENT_FIELDS = {
-    # Environment field -> pod spec key (what is not listed here is not a pod spec field).
-    "node_selector": "nodeSelector",
-    "affinity": "affinity",
-    "tolerations": "tolerations",
-    "node_name": "nodeName",
-    "service_account_name": "serviceAccountName",
-    "host_aliases": "hostAliases",
-    "security_context": "securityContext",
-    "host_network": "hostNetwork",
-    "host_pid": "hostPID",
-    "dns_policy": "dnsPolicy",
-    "dns_config": "dnsConfig",
-    "scheduler_name": "schedulerName",
-    "priority_class_name": "priorityClassName",
-    "priority": "priority",
-}
+__all__ = ["PodInput", "build_pod_template", "quantities"]
 
+_RESOURCE_NAMES = {"gpu": "nvidia.com/gpu", "tpu": "cloud-tpus.google.com/v2"}
+"""Legacy and shorthand resource names -> the Kubernetes extended resources."""
+_GPU = "nvidia.com/gpu"
 
-def _json(value: Any) -> Any:
-    dump = getattr(value, "model_dump", None)
-    if dump is not None:
-        return dump(mode="json", by_alias=True, exclude_none=True)
-    if isinstance(value, list):
-        return [_json(v) for v in value]
-    return value
+_POD_FIELDS = (
+    "nodeSelector",
+    "affinity",
+    "tolerations",
+    "nodeName",
+    "serviceAccountName",
+    "hostAliases",
+    "securityContext",
+    "hostNetwork",
+    "hostPID",
+    "dnsPolicy",
+    "dnsConfig",
+    "schedulerName",
+    "priorityClassName",
+    "priority",
+)
+"""``environment`` fields copied onto the pod spec as they are (same names in both)."""
 
 
-def _pod_environment(environment: Environment | None) -> dict[str, Any]:
-    if environment is None:
-        return {}
-    spec: dict[str, Any] = {}
-    for field, key in _ENVIRONMENT_FIELDS.items():
-        value = getattr(environment, field)
-        if value is not None:
-            spec[key] = _json(value)
-    if environment.image_pull_secrets:
-        spec["imagePullSecrets"] = [{"name": name} for name in environment.image_pull_secrets]
-    return spec
+@dataclass(frozen=True)
+class PodInput:
+    """What a pod template is built from, besides the replica itself."""
+
+    container_name: str
+    labels: Mapping[str, str]
+    path: tuple[str | int, ...]
+    """Where the replica sits in the operation (problems are reported there)."""
+    env: Sequence[Mapping[str, Any]] = ()
+    """Env vars the backend adds (the native env contract); the container's own win."""
+    ports: Sequence[Mapping[str, Any]] = ()
+    connections: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    artifacts_store: Mapping[str, Any] | None = None
 
 
-def pod_template(
-    replica: KFReplica,
-    *,
-    container_name: str,
-    labels: dict[str, str],
-    where: tuple[str | int, ...],
-) -> tuple[dict[str, Any], list[Problem]]:
-    """The pod template of ``replica`` and the problems that keep it from being one.
+def _quantity(value: Any) -> Any:
+    """Numbers as Kubernetes quantity strings (``2`` -> ``"2"``, ``0.5`` -> ``"0.5"``)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value)
 
-    ``where`` locates problems (``("component", "run", "worker")``).
+
+def quantities(resources: Mapping[str, Any]) -> dict[str, Any]:
+    """Resources with Kubernetes names and quantities; a GPU request is also its limit.
+
+    Kubernetes refuses an extended resource (``nvidia.com/gpu``) requested without a limit,
+    and Polyaxon files often write only ``requests: {nvidia.com/gpu: 1}``.
     """
-    problems: list[Problem] = []
-    container = _json(replica.container) if replica.container is not None else {}
-    if not isinstance(container, dict) or not container.get("image"):
-        problems.append(
-            Problem(
-                "a replica needs a container with an image to run on Kubernetes",
-                rule="k8s_image_missing",
-                path=(*where, "container", "image"),
-                hint="set `container.image` (the local backend runs without one)",
-            )
-        )
-        container = dict(container) if isinstance(container, dict) else {}
-    container["name"] = container_name
-    environment = replica.environment if isinstance(replica.environment, Environment) else None
-    if isinstance(replica.environment, str):
-        problems.append(
-            Problem(
-                f"`{replica.environment}` is still a template: a manifest needs its value",
-                rule="k8s_unrendered",
-                path=(*where, "environment"),
-                hint="give the params it reads (-P) or write the environment",
-            )
-        )
-    spec: dict[str, Any] = {"containers": [container]}
-    spec.update(_pod_environment(environment))
-    if replica.sidecars:
-        spec["containers"] += [_json(sidecar) for sidecar in replica.sidecars]
-    if replica.volumes:
-        spec["volumes"] = _json(replica.volumes)
-    metadata: dict[str, Any] = {
-        "labels": {**labels, **((environment and environment.labels) or {})}
-    }
-    if environment is not None and environment.annotations:
-        metadata["annotations"] = dict(environment.annotations)
-    return {"metadata": metadata, "spec": spec}, problems
+    result: dict[str, Any] = dict(resources)
+    for section in ("limits", "requests"):
+        values = resources.get(section)
+        if isinstance(values, Mapping):
+            result[section] = {_RESOURCE_NAMES.get(k, k): _quantity(v) for k, v in values.items()}
+    requests = result.get("requests") or {}
+    if _GPU in requests and _GPU not in (result.get("limits") or {}):
+        result["limits"] = {**(result.get("limits") or {}), _GPU: requests[_GPU]}
+    return result
+
+
+def _merged_environment(
+    environment: Environment | None, override: ReplicaOverride | None
+) -> dict[str, Any]:
+    """The group's environment with an index's own fields replacing it, field by field."""
+    base = environment.to_dict() if isinstance(environment, Environment) else {}
+    if override is not None and override.environment is not None:
+        base.update(override.environment.to_dict())
+    return base
+
+
+def _container(replica: KFReplica, override: ReplicaOverride | None, pod: PodInput) -> dict:
+    main = replica.container
+    given = main.to_dict() if main is not None and not isinstance(main, str) else {}
+    container: dict[str, Any] = {"name": pod.container_name}
+    container.update({k: v for k, v in given.items() if k != "name"})
+    if override is not None and override.resources is not None:
+        container["resources"] = override.resources.to_dict()
+    if isinstance(container.get("resources"), Mapping):
+        container["resources"] = quantities(container["resources"])
+    own = {item.get("name") for item in container.get("env") or []}
+    added = [dict(item) for item in pod.env if item.get("name") not in own]
+    if added or container.get("env"):
+        container["env"] = [*added, *(container.get("env") or [])]
+    if pod.ports and not container.get("ports"):
+        container["ports"] = [dict(port) for port in pod.ports]
+    return container
+
+
+def _parts(replica: KFReplica, pod: PodInput) -> PodParts:
+    parts = PodParts()
+    if isinstance(replica.connections, list):
+        for i, name in enumerate(replica.connections):
+            add_connection(parts, name, pod.connections, (*pod.path, "connections", i))
+    if isinstance(replica.init, list):
+        for i, init in enumerate(replica.init):
+            if init.connection and not init.source and init.container is None:
+                add_connection(parts, init.connection, pod.connections, (*pod.path, "init", i))
+                continue
+            add_init(parts, i, init, pod.artifacts_store, (*pod.path, "init", i))
+    return parts
+
+
+def build_pod_template(
+    replica: KFReplica,
+    pod: PodInput,
+    override: ReplicaOverride | None = None,
+) -> tuple[dict[str, Any], str | None, list[Problem]]:
+    """The pod template of ``replica`` (with ``override`` for one index), the environment's
+    ``restartPolicy`` (the backend decides where it goes), and the problems found."""
+    environment = _merged_environment(
+        replica.environment if isinstance(replica.environment, Environment) else None, override
+    )
+    parts = _parts(replica, pod)
+    container = _container(replica, override, pod)
+    if parts.env:
+        container["env"] = [*(container.get("env") or []), *parts.env]
+    if parts.env_from:
+        container["envFrom"] = [*(container.get("envFrom") or []), *parts.env_from]
+    if parts.mounts:
+        container["volumeMounts"] = [*(container.get("volumeMounts") or []), *parts.mounts]
+    spec: dict[str, Any] = {}
+    if parts.init_containers:
+        spec["initContainers"] = parts.init_containers
+    spec["containers"] = [container, *_sidecars(replica)]
+    volumes = [v.to_dict() for v in replica.volumes or [] if not isinstance(v, str)]
+    if volumes or parts.volumes:
+        spec["volumes"] = [*volumes, *parts.volumes]
+    spec.update({key: environment[key] for key in _POD_FIELDS if key in environment})
+    if environment.get("imagePullSecrets"):
+        spec["imagePullSecrets"] = [{"name": name} for name in environment["imagePullSecrets"]]
+    metadata: dict[str, Any] = {"labels": {**(environment.get("labels") or {}), **pod.labels}}
+    if environment.get("annotations"):
+        metadata["annotations"] = dict(environment["annotations"])
+    return {"metadata": metadata, "spec": spec}, environment.get("restartPolicy"), parts.problems
+
+
+def _sidecars(replica: KFReplica) -> list[dict[str, Any]]:
+    if not isinstance(replica.sidecars, list):
+        return []
+    return [
+        {"name": f"sidecar-{i}", **sidecar.to_dict()} if not sidecar.name else sidecar.to_dict()
+        for i, sidecar in enumerate(replica.sidecars)
+    ]

@@ -155,6 +155,7 @@ class _Loader:
         self.sources = _Sources()
         self.files: list[str] = []
         self.notes: list[str] = []
+        self.from_legacy = False
 
     # -- reading ---------------------------------------------------------------------------
     def read(self, path: Path) -> Document:
@@ -174,6 +175,7 @@ class _Loader:
         from polyaxon_prefect.legacy import convert
 
         conversion = convert(doc.data, positions=doc.positions)
+        self.from_legacy = True
         for note in conversion.notes:
             self.notes.append(note.format())
         return Document(data=conversion.data, positions=_LegacyPositions.of(doc.positions))
@@ -571,6 +573,7 @@ def load_polyaxonfile(
         legacy_notes=tuple(loader.notes),
         warnings=tuple(_sorted(loader.warnings)),
         given_params=frozenset(cli_params),
+        from_legacy=loader.from_legacy,
     )
 
 

@@ -29,6 +29,9 @@ class LoadedPolyaxonfile:
     given_params: frozenset[str] = frozenset()
     """Params whose values the caller gave (``-P``, ``params=``): data, never rendered as
     templates, unlike a ``{{ }}`` value written in the file."""
+    from_legacy: bool = False
+    """Whether the main file was written in the legacy (v0.x) format: some defaults follow it
+    (old Polyaxon ran distributed experiments without an operator)."""
 
     @property
     def component(self) -> Component | None:
