@@ -38,20 +38,6 @@ def _parser() -> argparse.ArgumentParser:
     add_file_args(compile_)
     compile_.add_argument("--format", choices=("yaml", "json"), default="yaml")
     compile_.add_argument(
-        "--target",
-        choices=("polyaxon", "kubernetes"),
-        default="polyaxon",
-        help="polyaxon: the resolved operation (default); kubernetes: the manifests that run a "
-        "distributed op on a cluster, as multi-document YAML for `kubectl apply`",
-    )
-    compile_.add_argument(
-        "--backend",
-        choices=("kubeflow",),
-        default="kubeflow",
-        help="with --target kubernetes: Kubeflow Training Operator resources",
-    )
-    compile_.add_argument("--namespace", default=None, help="with --target kubernetes")
-    compile_.add_argument(
         "--no-plan",
         dest="plan",
         action="store_false",
