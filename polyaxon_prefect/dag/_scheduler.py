@@ -29,7 +29,7 @@ from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.search._stopping import RunSummary, StopDecision, check_early_stopping
 from polyaxon_prefect.specs import DONE_STATUSES, Status, op_kind
 
-__all__ = ["DagRun", "Launch", "Mark", "OpState"]
+__all__ = ["DagRun", "Launch", "Mark", "OpState", "problem_text"]
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,8 @@ class OpState:
     """What a nested DAG or sweep reported (``ops``, ``trials``, ``best``)."""
 
 
-def _problem_text(error: Exception) -> str:
+def problem_text(error: Exception) -> str:
+    """The messages of an error's problems (one line), or the error itself."""
     problems = getattr(error, "problems", None)
     if problems:
         return "; ".join(getattr(p, "message", str(p)) for p in problems)
@@ -174,7 +175,7 @@ class DagRun:
         try:
             params = resolve_params(op, scope)
         except PolyaxonPrefectError as error:
-            message = f"cannot resolve the params of `{name}`: " + _problem_text(error)
+            message = f"cannot resolve the params of `{name}`: " + problem_text(error)
             return self.mark(name, Status.FAILED, message)
         outputs = {io.name for io in (op.component.outputs if op.component else None) or []}
         params = {k: v for k, v in params.items() if not (v is None and k in outputs)}

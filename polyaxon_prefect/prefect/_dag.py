@@ -32,7 +32,7 @@ from prefect.client.schemas.objects import State, StateType
 from polyaxon_prefect.dag._plan import DagPlan, child_loaded, plan_dag
 from polyaxon_prefect.dag._records import OpRecord
 from polyaxon_prefect.dag._report import dag_final_status, dag_markdown, dag_summary, ops_table
-from polyaxon_prefect.dag._scheduler import DagRun, Launch, Mark
+from polyaxon_prefect.dag._scheduler import DagRun, Launch, Mark, problem_text
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.prefect import _live
 from polyaxon_prefect.prefect._artifacts import artifact_key, markdown_artifact
@@ -174,7 +174,7 @@ class _DagFlow:
         try:
             op_task = self.children.dag_op(child)
         except PolyaxonPrefectError as error:
-            problem = _problem_text(error)
+            problem = problem_text(error)
         if problem:  # outside the `except`: Prefect would log it as the marker's traceback
             self.apply(self.dag.mark(name, Status.FAILED, problem, inputs=params))
             return
@@ -282,13 +282,6 @@ def _child_context(name: str, parent: RunContext) -> RunContext:
         username=parent.username,
         is_independent=False,
     )
-
-
-def _problem_text(error: Exception) -> str:
-    problems = getattr(error, "problems", None)
-    if problems:
-        return "; ".join(getattr(p, "message", str(p)) for p in problems)
-    return str(error)
 
 
 @contextlib.contextmanager

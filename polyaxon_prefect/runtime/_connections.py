@@ -237,8 +237,7 @@ def load_connections(path: str | os.PathLike[str] | None = None) -> dict[str, Co
         ConnectionsError: the file is missing, not valid YAML, or not valid connections; every
             problem is located by line.
     """
-    from polyaxon_prefect.loading._errors import problems_from_validation_error
-    from polyaxon_prefect.loading._yaml import parse_yaml
+    from polyaxon_prefect._source import parse_yaml, problems_from_validation_error
 
     resolved = _resolve_path(path)
     if resolved is None:

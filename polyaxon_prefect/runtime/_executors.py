@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -42,7 +44,10 @@ _HINTS = {
     "service": "a service is a long-running server; run its command yourself, or set "
     "`kind: job` if it terminates",
 }
-_DEFAULT_HINT = "distributed kinds need a cluster; use `kind: job` to run locally"
+_DEFAULT_HINT = (
+    "this kind has no executor on this backend (Ray and Dask clusters, notifiers and the "
+    "Kubernetes backends are not run yet); use `kind: job`, or a Kubeflow kind for replicas"
+)
 
 
 class Executor(Protocol):
@@ -71,86 +76,41 @@ class Executor(Protocol):
     ) -> JobResult: ...
 
 
-class JobExecutor:
-    """A ``kind: job`` op as one local process: `prepare_job`, then `execute_job`."""
+@dataclass(frozen=True)
+class LocalExecutor:
+    """An executor whose two steps are functions of one runtime module, imported on first use
+    (so looking an executor up stays as light as the registry): ``job`` runs one process
+    (`runtime._job`), a distributed kind one process per replica (`runtime._replicas`)."""
 
-    def prepare(
-        self,
-        loaded: LoadedPolyaxonfile,
-        *,
-        run_context: RunContext | None = None,
-        params: Mapping[str, Any] | None = None,
-        connections: Mapping[str, Connection] | None = None,
-        in_pipeline: bool = False,
-        skip_builds: bool = False,
-        base_dir: Path | None = None,
-    ) -> PreparedJob:
-        from polyaxon_prefect.runtime._job import prepare_job
+    module: str
+    prepare_name: str
+    execute_name: str
 
-        return prepare_job(
-            loaded,
-            run_context=run_context,
-            params=params,
-            connections=connections,
-            in_pipeline=in_pipeline,
-            skip_builds=skip_builds,
-            base_dir=base_dir,
-        )
+    def _function(self, name: str) -> Callable[..., Any]:
+        function: Callable[..., Any] = getattr(import_module(self.module), name)
+        return function
 
-    def execute(
-        self,
-        prepared: PreparedJob,
-        *,
-        on_line: Callable[[str, str], None] | None = None,
-        cancel_event: threading.Event | None = None,
-    ) -> JobResult:
-        from polyaxon_prefect.runtime._job import execute_job
+    def prepare(self, loaded: LoadedPolyaxonfile, **options: Any) -> PreparedJob:
+        prepared: PreparedJob = self._function(self.prepare_name)(loaded, **options)
+        return prepared
 
-        return execute_job(prepared, on_line=on_line, cancel_event=cancel_event)
+    def execute(self, prepared: PreparedJob, **options: Any) -> JobResult:
+        result: JobResult = self._function(self.execute_name)(prepared, **options)
+        return result
 
 
-class ReplicasExecutor:
-    """A distributed op (``tfjob``, ``pytorchjob``...) as one local process per replica
-    (`polyaxon_prefect.runtime._replicas`); loaded on first use, like the job runner."""
+JobExecutor = LocalExecutor("polyaxon_prefect.runtime._job", "prepare_job", "execute_job")
+"""A ``kind: job`` op as one local process: `prepare_job`, then `execute_job`."""
 
-    def prepare(
-        self,
-        loaded: LoadedPolyaxonfile,
-        *,
-        run_context: RunContext | None = None,
-        params: Mapping[str, Any] | None = None,
-        connections: Mapping[str, Connection] | None = None,
-        in_pipeline: bool = False,
-        skip_builds: bool = False,
-        base_dir: Path | None = None,
-    ) -> PreparedJob:
-        from polyaxon_prefect.runtime._replicas import prepare_replicas
-
-        return prepare_replicas(
-            loaded,
-            run_context=run_context,
-            params=params,
-            connections=connections,
-            in_pipeline=in_pipeline,
-            skip_builds=skip_builds,
-            base_dir=base_dir,
-        )
-
-    def execute(
-        self,
-        prepared: PreparedJob,
-        *,
-        on_line: Callable[[str, str], None] | None = None,
-        cancel_event: threading.Event | None = None,
-    ) -> JobResult:
-        from polyaxon_prefect.runtime._replicas import execute_replicas
-
-        return execute_replicas(prepared, on_line=on_line, cancel_event=cancel_event)
+ReplicasExecutor = LocalExecutor(
+    "polyaxon_prefect.runtime._replicas", "prepare_replicas", "execute_replicas"
+)
+"""A distributed op (``tfjob``, ``pytorchjob``...) as one local process per replica."""
 
 
 EXECUTORS: dict[tuple[str, str], Executor] = {
-    ("job", LOCAL): JobExecutor(),
-    **{(kind, LOCAL): ReplicasExecutor() for kind in sorted(KUBEFLOW_KINDS)},
+    ("job", LOCAL): JobExecutor,
+    **dict.fromkeys(((kind, LOCAL) for kind in sorted(KUBEFLOW_KINDS)), ReplicasExecutor),
 }
 """The executor of each ``(run kind, backend)``."""
 
@@ -186,7 +146,7 @@ def refuse_unless_one_process(kind: str | None) -> None:
     Raises:
         UnsupportedFeatureError: rule ``unsupported_kind``, located at ``component.run.kind``.
     """
-    if isinstance(executor_for(kind), JobExecutor):
+    if executor_for(kind) is JobExecutor:
         return
     raise UnsupportedFeatureError(
         [

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -20,7 +20,7 @@ from polyaxon_prefect.runtime._masking import mask_text
 from polyaxon_prefect.runtime._outputs import read_metrics, read_outputs, validate_outputs
 from polyaxon_prefect.runtime._process import ProcessResult
 from polyaxon_prefect.specs import Status
-from polyaxon_prefect.tracking import OUTPUTS_FILE
+from polyaxon_prefect.tracking import OUTPUTS_FILE, get_last_metrics
 
 if TYPE_CHECKING:
     from polyaxon_prefect.runtime._job import PreparedJob
@@ -31,7 +31,6 @@ __all__ = [
     "failed",
     "finish_ttl",
     "job_outcome",
-    "last_metrics",
     "process_message",
 ]
 
@@ -83,15 +82,6 @@ def process_message(result: ProcessResult, timeout: float | None) -> str:
     return message
 
 
-def last_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    last: dict[str, Any] = {}
-    for record in records:
-        for key, value in record.items():
-            if key not in ("step", "timestamp"):
-                last[key] = value
-    return last
-
-
 def finish_ttl(job: PreparedJob) -> None:
     """TTL 0: the run directory goes now; otherwise its expiry is recorded next to it."""
     if job.ttl is None:
@@ -119,7 +109,7 @@ def job_outcome(job: PreparedJob, result: ProcessResult) -> JobResult:
     except OutputsError as exc:
         logged = {}
         problems.append(Problem(str(exc), rule="outputs_file", file=outputs_file))
-    metrics = last_metrics(read_metrics(ctx.run_outputs_path))
+    metrics = get_last_metrics(read_metrics(ctx.run_outputs_path))
 
     if result.succeeded:
         if not problems:
