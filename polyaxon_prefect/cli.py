@@ -158,28 +158,12 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_connections(path: str | None) -> tuple[dict, dict | None]:
-    """The agent's connections file (a list, or ``connections:`` plus ``artifactsStore:``) as
-    a catalog by name and the artifacts store."""
-    if path is None:
-        return {}, None
-    import yaml
-
-    with open(path, encoding="utf-8") as handle:
-        data = yaml.safe_load(handle) or {}
-    items = data if isinstance(data, list) else data.get("connections") or []
-    store = data.get("artifactsStore") if isinstance(data, dict) else None
-    catalog = {item["name"]: item for item in items if isinstance(item, dict) and "name" in item}
-    if isinstance(store, dict) and store.get("name"):
-        catalog.setdefault(store["name"], store)
-    return catalog, store
-
-
 def _compile_kubernetes(args: argparse.Namespace) -> int:
     """``compile --target kubernetes``: the manifests as multi-document YAML."""
     import yaml
 
     from polyaxon_prefect.kubernetes import build_manifests
+    from polyaxon_prefect.runtime._cluster import read_connections_file
     from polyaxon_prefect.runtime._locate import locate_problems
 
     try:
@@ -189,7 +173,7 @@ def _compile_kubernetes(args: argparse.Namespace) -> int:
         return 1
     for warning in loaded.warnings:
         print(warning.format(), file=sys.stderr)
-    connections, store = _read_connections(args.connections)
+    connections, store = read_connections_file(args.connections)
     try:
         manifests = build_manifests(
             loaded,

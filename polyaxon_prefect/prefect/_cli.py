@@ -57,8 +57,10 @@ def add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--backend",
         choices=BACKENDS,
         default="local",
-        help="where jobs and distributed replicas run: local processes (default); the "
-        "Kubernetes backends (kubeflow, native) are refused until their executors exist",
+        help="where distributed replicas run: local processes (default); `kubeflow` (Training "
+        "Operator resources) or `native` (Indexed Jobs + a headless Service) submit them to "
+        "the Kubernetes cluster of KUBECONFIG, the in-cluster service account, or the "
+        "POLYAXON_PREFECT_K8S_CREDENTIALS block",
     )
     sweep = parser.add_argument_group("matrix sweeps")
     sweep.add_argument(

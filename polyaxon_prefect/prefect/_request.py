@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from polyaxon_prefect.loading._load import LoadedPolyaxonfile
+from polyaxon_prefect.prefect import _kubernetes  # noqa: F401  (registers kubeflow, native)
 from polyaxon_prefect.runtime._connections import Connection
 from polyaxon_prefect.runtime._context import RunContext
 from polyaxon_prefect.runtime._executors import executor_for

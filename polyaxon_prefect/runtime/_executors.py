@@ -34,6 +34,7 @@ __all__ = [
     "ReplicasExecutor",
     "executor_for",
     "refuse_unless_one_process",
+    "register_executor",
 ]
 
 LOCAL = BACKENDS[0]
@@ -113,6 +114,15 @@ EXECUTORS: dict[tuple[str, str], Executor] = {
     **dict.fromkeys(((kind, LOCAL) for kind in sorted(KUBEFLOW_KINDS)), ReplicasExecutor),
 }
 """The executor of each ``(run kind, backend)``."""
+
+
+def register_executor(kind: str, backend: str, executor: Executor) -> None:
+    """Register ``executor`` for ``(kind, backend)``: how a layer above the runtime (the
+    Prefect layer's Kubernetes executors, which need a cluster client) plugs a backend in
+    without the runtime importing it."""
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; one of {', '.join(BACKENDS)}")
+    EXECUTORS[(kind, backend)] = executor
 
 
 def executor_for(kind: str | None, backend: str = LOCAL) -> Executor:

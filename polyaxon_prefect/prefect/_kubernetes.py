@@ -1,0 +1,426 @@
+"""The ``kubeflow`` and ``native`` executors: a distributed op submitted to Kubernetes.
+
+The one module that talks to a cluster. Its API clients come from prefect-kubernetes'
+`KubernetesCredentials` (a named block, ``KUBECONFIG``, the in-cluster service account or
+``~/.kube/config``, in that order) and its pod diagnosis from prefect-kubernetes' own
+``diagnose_k8s_pod``; what it decides (which API, the pool's settings, when a run is over, what
+an error means) is pure, in `polyaxon_prefect.kubernetes._cluster`.
+
+A run: the manifests (`runtime._cluster.prepare_cluster`) get the work pool's settings where
+the Polyaxonfile sets none (namespace, service account, image pull secrets, node selector,
+tolerations: the pool's base job template, then the deployment's and the flow run's job
+variables), are created in order, then watched until the resource's conditions (Kubeflow) or
+the Jobs (native) say the run is over, while every replica pod's log streams into the run with
+a ``[worker-1]`` prefix and every pod failure is diagnosed. What was created is deleted when
+the op is cancelled, times out or fails here (an image that cannot be pulled never starts), and
+for the native backend when the run ends (its parameter servers never exit on their own).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from polyaxon_prefect.kubernetes._cluster import (
+    ApiTarget,
+    PoolSettings,
+    RunState,
+    api_error_message,
+    api_target,
+    apply_pool_settings,
+    kubeflow_state,
+    native_state,
+    pod_diagnosis_message,
+    replica_name,
+    run_selector,
+)
+from polyaxon_prefect.runtime._cluster import PreparedManifests, prepare_cluster
+from polyaxon_prefect.runtime._executors import register_executor
+from polyaxon_prefect.runtime._outcome import JobResult
+from polyaxon_prefect.specs import KUBEFLOW_KINDS, Status
+
+if TYPE_CHECKING:
+    from prefect_kubernetes.credentials import KubernetesCredentials
+
+__all__ = [
+    "CREDENTIALS_ENV",
+    "POLL_ENV",
+    "ClusterExecutor",
+    "load_credentials",
+    "pool_settings",
+    "run_on_cluster",
+]
+
+CREDENTIALS_ENV = "POLYAXON_PREFECT_K8S_CREDENTIALS"
+"""The name of a prefect-kubernetes ``KubernetesCredentials`` block to use."""
+
+POLL_ENV = "POLYAXON_PREFECT_K8S_POLL_INTERVAL"
+"""Seconds between two reads of the run's status and pods (default 2)."""
+
+_IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+_FATAL_DIAGNOSES = frozenset({"ImagePullError"})
+"""Pod diagnoses that end the run at once (it would wait forever); others are reported and
+waited on (a cluster autoscaler may still add the GPUs)."""
+_DRAIN_SECONDS = 5.0
+
+LineCallback = Callable[[str, str], None]
+
+
+@dataclass(frozen=True)
+class ClusterExecutor:
+    """Runs a distributed op's manifests on the ``backend`` (``kubeflow`` or ``native``)."""
+
+    backend: str
+
+    def prepare(self, loaded: Any, **options: Any) -> PreparedManifests:
+        return prepare_cluster(loaded, backend=self.backend, **options)
+
+    def execute(
+        self,
+        prepared: Any,
+        *,
+        on_line: LineCallback | None = None,
+        cancel_event: threading.Event | None = None,
+    ) -> JobResult:
+        return run_on_cluster(prepared, on_line=on_line, cancel_event=cancel_event)
+
+
+for _backend in ("kubeflow", "native"):
+    for _kind in sorted(KUBEFLOW_KINDS):
+        register_executor(_kind, _backend, ClusterExecutor(_backend))
+
+
+def load_credentials() -> KubernetesCredentials:
+    """The named block (``POLYAXON_PREFECT_K8S_CREDENTIALS``), else ``KUBECONFIG``'s current
+    context, else prefect-kubernetes' default (in-cluster, then ``~/.kube/config``)."""
+    from prefect_kubernetes.credentials import KubernetesClusterConfig, KubernetesCredentials
+
+    name = os.environ.get(CREDENTIALS_ENV)
+    if name:
+        loaded: KubernetesCredentials = KubernetesCredentials.load(name)  # type: ignore[assignment]
+        return loaded
+    path = (os.environ.get("KUBECONFIG") or "").split(os.pathsep)[0]
+    if path:
+        return KubernetesCredentials(cluster_config=KubernetesClusterConfig.from_file(Path(path)))
+    return KubernetesCredentials()
+
+
+def pool_settings() -> PoolSettings:
+    """The work pool's and deployment's settings for the flow run this runs in: the pool's
+    base job template defaults, overridden by the deployment's job variables, then the flow
+    run's. Outside a deployment's flow run: none (plus the pod's own namespace in a cluster)."""
+    from prefect.client.orchestration import get_client
+    from prefect.context import FlowRunContext
+
+    variables: dict[str, Any] = {}
+    context = FlowRunContext.get()
+    flow_run = context.flow_run if context is not None else None
+    if flow_run is not None and (flow_run.work_pool_name or flow_run.deployment_id):
+        with get_client(sync_client=True) as client:
+            if flow_run.work_pool_name:
+                pool = client.read_work_pool(flow_run.work_pool_name)
+                properties = (pool.base_job_template.get("variables") or {}).get("properties", {})
+                variables.update({k: v["default"] for k, v in properties.items() if "default" in v})
+            if flow_run.deployment_id:
+                deployment = client.read_deployment(flow_run.deployment_id)
+                variables.update(deployment.job_variables or {})
+    if flow_run is not None:
+        variables.update(flow_run.job_variables or {})
+    if not variables.get("namespace") and _IN_CLUSTER_NAMESPACE.is_file():
+        variables["namespace"] = _IN_CLUSTER_NAMESPACE.read_text().strip()
+    return PoolSettings.from_variables(variables)
+
+
+def run_on_cluster(
+    prepared: PreparedManifests,
+    *,
+    on_line: LineCallback | None = None,
+    cancel_event: threading.Event | None = None,
+    credentials: KubernetesCredentials | None = None,
+    settings: PoolSettings | None = None,
+    poll_interval: float | None = None,
+) -> JobResult:
+    """Submit ``prepared``'s manifests, watch them to the end, and say how the run ended.
+
+    Never raises for what the cluster did: API errors and pod failures become a failed
+    `JobResult` whose message says what to do. Runs its own event loop in a worker thread, so
+    it can be called from synchronous code inside or outside a running loop.
+    """
+    settings = settings if settings is not None else pool_settings()
+    manifests = apply_pool_settings(prepared.manifests, settings, namespace=prepared.namespace)
+    interval = poll_interval if poll_interval is not None else float(os.environ.get(POLL_ENV, 2))
+    submission = _Submission(
+        prepared=prepared,
+        manifests=manifests,
+        credentials=credentials or load_credentials(),
+        on_line=on_line or (lambda _stream, _line: None),
+        cancel_event=cancel_event or threading.Event(),
+        interval=max(interval, 0.01),
+    )
+    context = contextvars.copy_context()
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="k8s-submit") as pool:
+        return pool.submit(context.run, asyncio.run, submission.run()).result()
+
+
+@dataclass
+class _Submission:
+    prepared: PreparedManifests
+    manifests: list[dict[str, Any]]
+    credentials: Any
+    on_line: LineCallback
+    cancel_event: threading.Event
+    interval: float
+    created: list[ApiTarget] = field(default_factory=list)
+    streams: dict[str, asyncio.Task[bool]] = field(default_factory=dict)
+    diagnosed: set[str] = field(default_factory=set)
+    clients: dict[str, Any] = field(default_factory=dict)
+    ended_in_cluster: bool = False
+    """The cluster said the run is over (so the operator, not this run, cleans up)."""
+
+    @property
+    def namespace(self) -> str:
+        return str(self.manifests[0]["metadata"]["namespace"])
+
+    @property
+    def kubeflow(self) -> bool:
+        return api_target(self.manifests[0]).custom
+
+    def say(self, text: str) -> None:
+        self.on_line("stdout", text)
+
+    async def run(self) -> JobResult:
+        async with (
+            self.credentials.get_client("custom_objects") as custom,
+            self.credentials.get_client("batch") as batch,
+            self.credentials.get_client("core") as core,
+        ):
+            self.clients = {"custom": custom, "batch": batch, "core": core}
+            return await self._run()
+
+    async def _run(self) -> JobResult:
+        status, message, cleanup = Status.FAILED, "", True
+        try:
+            for manifest in self.manifests:
+                await self._call("create", api_target(manifest), manifest)
+            names = ", ".join(t.describe() for t in self.created)
+            self.say(f"created {names} in namespace `{self.namespace}`")
+            status, message = await self._watch()
+            cleanup = status != Status.SUCCEEDED or not self.kubeflow
+            if status == Status.FAILED and self.kubeflow and not message.startswith("timed out"):
+                cleanup = not self.ended_in_cluster
+        except _ApiError as exc:
+            message = str(exc)
+        finally:
+            await self._drain()
+            if cleanup and self.created:
+                await self._delete_all()
+        return JobResult(status, {}, {}, message, None)
+
+    async def _watch(self) -> tuple[Status, str]:
+        timeout = self.prepared.timeout
+        deadline = time.monotonic() + timeout if timeout else None
+        while True:
+            if self.cancel_event.is_set():
+                return Status.STOPPED, "was cancelled; deleted what it created"
+            if deadline is not None and time.monotonic() > deadline:
+                return Status.FAILED, f"timed out after {timeout:g}s"
+            fatal = await self._pods()
+            if fatal:
+                return Status.FAILED, fatal
+            state = await self._state()
+            if state.done:
+                self.ended_in_cluster = True
+                await self._pods()  # the last pods' logs and diagnoses
+                if state.phase == "succeeded":
+                    return Status.SUCCEEDED, state.message
+                return Status.FAILED, self._failure(state)
+            await asyncio.sleep(self.interval)
+
+    def _failure(self, state: RunState) -> str:
+        diagnoses = sorted(self.diagnosed)
+        text = state.message or "the run failed"
+        return "\n".join([text, *diagnoses]) if diagnoses else text
+
+    async def _state(self) -> RunState:
+        if self.kubeflow:
+            obj = await self._call("read", self.created[0])
+            return kubeflow_state(obj)
+        jobs = [await self._call("read", t) for t in self.created if t.kind == "Job"]
+        return native_state(self.prepared.run_kind, jobs)
+
+    async def _pods(self) -> str | None:
+        """Start streaming the logs of pods that have some, diagnose the ones in trouble;
+        the message of a failure that would never resolve, if any."""
+        from prefect_kubernetes.diagnostics import diagnose_k8s_pod
+
+        selector = run_selector(self.manifests)
+        key, _, value = selector.partition("=")
+        listing = await self._call("list_pods", None, selector=selector)
+        fatal = None
+        for pod in listing.get("items") or []:
+            if (pod.get("metadata", {}).get("labels") or {}).get(key) != value:
+                continue  # not this run's (a selector the server did not apply)
+            name = replica_name(pod)
+            status = pod.get("status") or {}
+            if status.get("phase") in ("Running", "Succeeded", "Failed"):
+                self._stream(pod, name)
+            diagnosis = diagnose_k8s_pod(status)
+            if diagnosis is None or diagnosis.level.value != "error":
+                continue
+            line = pod_diagnosis_message(
+                name,
+                diagnosis.category.value,
+                diagnosis.summary,
+                diagnosis.detail,
+                diagnosis.resolution,
+            )
+            if line not in self.diagnosed:
+                self.diagnosed.add(line)
+                self.on_line("stderr", line)
+            if diagnosis.category.value in _FATAL_DIAGNOSES:
+                fatal = line
+        return fatal
+
+    def _stream(self, pod: Mapping[str, Any], name: str) -> None:
+        pod_name = str(pod["metadata"]["name"])
+        task = self.streams.get(pod_name)
+        if task is not None and not (task.done() and task.result() is False):
+            return
+        containers = (pod.get("spec") or {}).get("containers") or [{}]
+        self.streams[pod_name] = asyncio.create_task(
+            self._follow(pod_name, containers[0].get("name"), name)
+        )
+
+    async def _follow(self, pod: str, container: str | None, name: str) -> bool:
+        from kubernetes_asyncio.client.rest import ApiException
+
+        kwargs: dict[str, Any] = {"follow": True, "_preload_content": False}
+        if container:
+            kwargs["container"] = container
+        try:
+            response = await self.clients["core"].read_namespaced_pod_log(
+                pod, self.namespace, **kwargs
+            )
+            async for raw in response.content:
+                self.on_line("stdout", f"[{name}] {raw.decode(errors='replace').rstrip()}")
+        except ApiException:
+            return False  # not ready yet (container creating): tried again next round
+        except (TimeoutError, OSError):
+            return False
+        return True
+
+    async def _drain(self) -> None:
+        pending = [t for t in self.streams.values() if not t.done()]
+        if pending:
+            _done, still = await asyncio.wait(pending, timeout=_DRAIN_SECONDS)
+            for task in still:
+                task.cancel()
+
+    async def _delete_all(self) -> None:
+        for target in reversed(self.created):
+            try:
+                await self._call("delete", target)
+                self.on_line("stderr", f"deleted {target.describe()}")
+            except _ApiError as exc:
+                if exc.status != 404:
+                    self.on_line("stderr", str(exc))
+
+    async def _call(
+        self, verb: str, target: ApiTarget | None, body: Any = None, **extra: Any
+    ) -> Any:
+        """One API call, its answer as plain JSON; an `_ApiError` saying what went wrong."""
+        from aiohttp import ClientError
+        from kubernetes_asyncio.client.rest import ApiException
+
+        ns = self.namespace
+        raw = {"_preload_content": False}  # plain JSON back, not the client's models
+        shown = target or _PODS
+        try:
+            if verb == "list_pods":
+                response = await self.clients["core"].list_namespaced_pod(
+                    ns, label_selector=extra["selector"], **raw
+                )
+            else:
+                assert target is not None
+                response = await self._dispatch(verb, target, body, ns, raw)
+            data = await response.read()
+        except ApiException as exc:  # raised by the client before a response (or with one)
+            text = api_error_message(
+                exc.status,
+                _api_message(exc.body, exc.reason),
+                shown,
+                verb=_verb(verb),
+                namespace=ns,
+            )
+            raise _ApiError(exc.status, text) from None
+        except (TimeoutError, ClientError, OSError) as exc:
+            text = api_error_message(None, str(exc), shown, verb=_verb(verb), namespace=ns)
+            raise _ApiError(None, text) from None
+        if not 200 <= response.status < 300:
+            message = _api_message(data, response.reason)
+            text = api_error_message(
+                response.status, message, shown, verb=_verb(verb), namespace=ns
+            )
+            raise _ApiError(response.status, text)
+        if verb == "create" and target is not None:
+            self.created.append(target)
+        return json.loads(data or b"{}")
+
+    async def _dispatch(
+        self, verb: str, target: ApiTarget, body: Any, ns: str, raw: dict[str, Any]
+    ) -> Any:
+        clients = self.clients
+        if target.custom:
+            api = clients["custom"]
+            where = (target.group, target.version, ns, target.plural)
+            if verb == "create":
+                return await api.create_namespaced_custom_object(*where, body, **raw)
+            if verb == "read":
+                return await api.get_namespaced_custom_object(*where, target.name, **raw)
+            return await api.delete_namespaced_custom_object(
+                *where, target.name, propagation_policy="Background", **raw
+            )
+        api, noun = (
+            (clients["batch"], "job") if target.kind == "Job" else (clients["core"], "service")
+        )
+        if verb == "create":
+            return await getattr(api, f"create_namespaced_{noun}")(ns, body, **raw)
+        if verb == "read":
+            return await getattr(api, f"read_namespaced_{noun}")(target.name, ns, **raw)
+        return await getattr(api, f"delete_namespaced_{noun}")(
+            target.name, ns, propagation_policy="Background", **raw
+        )
+
+
+_PODS = ApiTarget("Pod", "pods", plural="pods")
+
+
+def _verb(call: str) -> str:
+    return {"list_pods": "list", "read": "read"}.get(call, call)
+
+
+def _api_message(body: Any, reason: Any) -> str:
+    """The ``message`` of a Kubernetes ``Status`` body, else the body or HTTP reason."""
+    try:
+        status = json.loads(body or "{}")
+    except (TypeError, ValueError):
+        status = None
+    if isinstance(status, dict) and status.get("message"):
+        return str(status["message"])
+    text = body.decode(errors="replace") if isinstance(body, bytes) else str(body or "")
+    return text[:500] or str(reason or "")
+
+
+class _ApiError(Exception):
+    def __init__(self, status: int | None, text: str) -> None:
+        super().__init__(text)
+        self.status = status
