@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from polyaxon_prefect.specs import main_replica
 
-from ._names import LABEL_REPLICA, LABEL_RUN
+from ._names import ANNOTATION_OFFSET, LABEL_REPLICA, LABEL_RUN
 
 __all__ = [
     "CRD_PLURALS",
@@ -227,7 +227,12 @@ def replica_name(pod: Mapping[str, Any]) -> str:
     index = labels.get(_KUBEFLOW_INDEX) or labels.get(_JOB_INDEX) or annotations.get(_JOB_INDEX)
     if not group:
         return str(metadata.get("name", "pod"))
-    return f"{group}-{index}" if index is not None else str(group)
+    if index is None:
+        return str(group)
+    offset = annotations.get(ANNOTATION_OFFSET)
+    if offset is not None and str(offset).isdigit() and str(index).isdigit():
+        index = int(offset) + int(index)
+    return f"{group}-{index}"
 
 
 _CRD_HINT = "install the Kubeflow Training Operator or use backend: native"

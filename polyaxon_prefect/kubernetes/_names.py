@@ -29,6 +29,8 @@ _MAX_LABEL = 63
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 LABEL_RUN = "polyaxon-prefect/run"
 LABEL_REPLICA = "polyaxon-prefect/replica"
+ANNOTATION_OFFSET = "polyaxon-prefect/replica-offset"
+"""On a native Job's pods when the Job starts at a replica index other than 0."""
 
 
 def _shorten(name: str, limit: int) -> str:

@@ -20,7 +20,7 @@ from polyaxon_prefect.specs._runs import NonDagRuntime
 from ._env import ENV, Topology, wrap_command
 from ._groups import RUN_PATH, Group, Target, replica_groups
 from ._kubeflow import KUBEFLOW
-from ._names import LABEL_RUN, child_name
+from ._names import ANNOTATION_OFFSET, LABEL_RUN, child_name
 from ._pod import PodInput, build_pod_template
 
 __all__ = ["Segment", "build_native_jobs", "segments"]
@@ -131,6 +131,9 @@ def _job(cut: Segment, target: Target, topology: Topology) -> tuple[dict[str, An
             container["command"] = wrapped
             container.pop("args", None)
     template["spec"]["subdomain"] = target.name
+    if cut.offset:  # the pod's replica index is the offset plus its completion index
+        annotations = template.setdefault("metadata", {}).setdefault("annotations", {})
+        annotations[ANNOTATION_OFFSET] = str(cut.offset)
     template["spec"]["restartPolicy"] = "OnFailure" if restart == "OnFailure" else "Never"
     job_name = cut.job_name(target.name)
     manifest = {

@@ -22,7 +22,7 @@ from polyaxon_prefect.runtime._context import RunContext
 from polyaxon_prefect.runtime._executors import executor_for
 from polyaxon_prefect.runtime._job import PreparedJob
 from polyaxon_prefect.runtime._result import RunResult
-from polyaxon_prefect.specs import run_kind
+from polyaxon_prefect.specs import KUBEFLOW_KINDS, run_kind
 
 __all__ = ["Children", "OpRequest", "OpTask", "SweepOptions"]
 
@@ -63,7 +63,10 @@ class OpRequest:
     prepared: PreparedJob | None = None
     """A job op's prepared job, when it was prepared before its flow run (`prepare_request`)."""
     backend: str = "local"
-    """Where a job's processes run (``local``; the executors registry is keyed by it)."""
+    """Where distributed replicas run (``local``, ``kubeflow``, ``native``). A single-process
+    job inside a DAG runs as a local process whatever it says (in the flow run's pod on a
+    cluster); a job run alone on a Kubernetes backend is refused, as it would not run where
+    it was asked to."""
 
     @property
     def operation(self) -> Any:
@@ -94,7 +97,10 @@ class OpRequest:
     def prepare_job(self) -> PreparedJob:
         """The job this request runs, prepared now by the executor of its run kind and backend
         (its problems raise here, before it runs; a kind with no executor is refused)."""
-        executor = executor_for(run_kind(self.operation), self.backend)
+        kind = run_kind(self.operation)
+        local = kind not in KUBEFLOW_KINDS and self.in_pipeline
+        backend = "local" if local else self.backend
+        executor = executor_for(kind, backend)
         return executor.prepare(
             self.loaded,
             run_context=self.run_context,

@@ -137,6 +137,24 @@ def read_connections_file(path: str | Path | None) -> tuple[dict[str, Any], dict
     return catalog, store if isinstance(store, dict) else None
 
 
+def _rendered_run(loaded: Any, values: Mapping[str, Any], run_context: RunContext) -> Any:
+    """The run section with the op's params and the pods' ``globals`` rendered in."""
+    operation = loaded.operation
+    component = operation.component
+    given: frozenset[str] = getattr(loaded, "given_params", frozenset())
+    globals_ = run_context.globals_dict()
+    typed = template_params(component, operation, values, globals_, given)
+    problems = Problems()
+    try:
+        context = build_context(typed, globals=globals_)
+    except TemplateError as exc:
+        raise PolyaxonfileError([Problem(str(exc), rule="template")]) from None
+    run = render_run(component.run, context, problems)
+    if problems.items:
+        raise PolyaxonfileError(locate_problems(problems.items, loaded))
+    return run
+
+
 def prepare_cluster(
     loaded: Any,
     *,
@@ -170,17 +188,7 @@ def prepare_cluster(
     op_name = operation.name or component.name or "job"
     values = merge_params(component, operation, getattr(loaded, "params", {}) or {}, params or {})
     run_context = cluster_context(run_context or new_run_context(op_name))
-    given: frozenset[str] = getattr(loaded, "given_params", frozenset())
-    globals_ = run_context.globals_dict()
-    typed = template_params(component, operation, values, globals_, given)
-    problems = Problems()
-    try:
-        context = build_context(typed, globals=globals_)
-    except TemplateError as exc:
-        raise PolyaxonfileError([Problem(str(exc), rule="template")]) from None
-    run = render_run(component.run, context, problems)
-    if problems.items:
-        raise PolyaxonfileError(locate_problems(problems.items, loaded))
+    run = _rendered_run(loaded, values, run_context)
     named = operation.model_copy(
         update={
             "name": f"{base_name(op_name)[:31]}-{run_context.uuid[:8]}",
