@@ -46,6 +46,7 @@ from polyaxon_prefect.kubernetes._cluster import (
 from polyaxon_prefect.runtime._cluster import PreparedManifests, prepare_cluster
 from polyaxon_prefect.runtime._executors import register_executor
 from polyaxon_prefect.runtime._outcome import JobResult
+from polyaxon_prefect.runtime._session import stop_requested
 from polyaxon_prefect.specs import KUBEFLOW_KINDS, Status
 
 if TYPE_CHECKING:
@@ -206,9 +207,32 @@ class _Submission:
             self.clients = {"custom": custom, "batch": batch, "core": core}
             return await self._run()
 
+    async def _owner(self) -> dict[str, Any] | None:
+        """The flow run's own pod, when this runs in one: it owns what the run creates, so
+        Kubernetes deletes the run's objects when the pod goes (a flow run cancelled from the
+        UI, or a pod killed before this code could clean up)."""
+        pod_name = os.environ.get("HOSTNAME")
+        if not pod_name or not _IN_CLUSTER_NAMESPACE.is_file():
+            return None
+        if _IN_CLUSTER_NAMESPACE.read_text().strip() != self.namespace:
+            return None  # owner references only work within one namespace
+        try:
+            pod = await self._call("read", ApiTarget("Pod", pod_name, plural="pods"))
+        except _ApiError as exc:
+            self.on_line("stderr", f"the run's objects are not owned by its pod: {exc}")
+            return None
+        uid = (pod.get("metadata") or {}).get("uid")
+        if not uid:
+            return None
+        return {"apiVersion": "v1", "kind": "Pod", "name": pod_name, "uid": uid}
+
     async def _run(self) -> JobResult:
         status, message, cleanup = Status.FAILED, "", True
         try:
+            owner = await self._owner()
+            if owner is not None:
+                for manifest in self.manifests:
+                    manifest["metadata"].setdefault("ownerReferences", []).append(owner)
             for manifest in self.manifests:
                 await self._call("create", api_target(manifest), manifest)
             names = ", ".join(t.describe() for t in self.created)
@@ -229,7 +253,7 @@ class _Submission:
         timeout = self.prepared.timeout
         deadline = time.monotonic() + timeout if timeout else None
         while True:
-            if self.cancel_event.is_set():
+            if self.cancel_event.is_set() or stop_requested():
                 return Status.STOPPED, "was cancelled; deleted what it created"
             if deadline is not None and time.monotonic() > deadline:
                 return Status.FAILED, f"timed out after {timeout:g}s"
@@ -389,9 +413,10 @@ class _Submission:
             return await api.delete_namespaced_custom_object(
                 *where, target.name, propagation_policy="Background", **raw
             )
-        api, noun = (
-            (clients["batch"], "job") if target.kind == "Job" else (clients["core"], "service")
-        )
+        api, noun = {
+            "Job": (clients["batch"], "job"),
+            "Pod": (clients["core"], "pod"),
+        }.get(target.kind, (clients["core"], "service"))
         if verb == "create":
             return await getattr(api, f"create_namespaced_{noun}")(ns, body, **raw)
         if verb == "read":

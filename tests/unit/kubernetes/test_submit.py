@@ -278,3 +278,29 @@ async def test_native_legacy_tensorflow_runs_until_the_chief_completes_then_clea
     assert "[chief-0] hello from" in text
     assert "[worker-6] hello from" in text
     assert "[ps-2] hello from" in text
+
+
+async def test_in_a_flow_run_pod_the_pod_owns_what_the_run_creates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a cluster the flow-run pod owns the run's objects, so Kubernetes' garbage collector
+    deletes them when the pod goes, even when this code is killed before it can clean up."""
+    from polyaxon_prefect.prefect import _kubernetes
+
+    namespace_file = tmp_path / "namespace"
+    namespace_file.write_text(NAMESPACE)
+    monkeypatch.setattr(_kubernetes, "_IN_CLUSTER_NAMESPACE", namespace_file)
+    monkeypatch.setenv("HOSTNAME", "flow-run-pod-x1")
+    prepared = ClusterExecutor("kubeflow").prepare(load_polyaxonfile(PYTORCH))
+    async with fake_cluster("succeed") as k:
+        k.objects["v1/pods", NAMESPACE, "flow-run-pod-x1"] = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "flow-run-pod-x1", "namespace": NAMESPACE, "uid": "u-123"},
+        }
+        result, _ = await _submit(k, prepared)
+        job = _created(k, "pytorchjobs")
+    assert result.status == "succeeded", result.message
+    assert job["metadata"]["ownerReferences"] == [
+        {"apiVersion": "v1", "kind": "Pod", "name": "flow-run-pod-x1", "uid": "u-123"}
+    ]
