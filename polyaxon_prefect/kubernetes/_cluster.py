@@ -26,6 +26,7 @@ __all__ = [
     "api_error_message",
     "api_target",
     "apply_pool_settings",
+    "job_variables",
     "kubeflow_state",
     "native_state",
     "pod_diagnosis_message",
@@ -122,6 +123,18 @@ class PoolSettings:
             node_selector=dict(variables.get("node_selector") or {}),
             tolerations=tuple(variables.get("tolerations") or ()),
         )
+
+
+def job_variables(
+    base_job_template: Mapping[str, Any], *overrides: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """A flow run's job variables as its worker sees them: the work pool's base job template
+    defaults, then each of ``overrides`` (the deployment's, then the flow run's) on top."""
+    properties = (base_job_template.get("variables") or {}).get("properties") or {}
+    variables = {k: v["default"] for k, v in properties.items() if "default" in v}
+    for override in overrides:
+        variables.update(override or {})
+    return variables
 
 
 def apply_pool_settings(

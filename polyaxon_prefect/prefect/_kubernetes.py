@@ -37,6 +37,7 @@ from polyaxon_prefect.kubernetes._cluster import (
     api_error_message,
     api_target,
     apply_pool_settings,
+    job_variables,
     kubeflow_state,
     native_state,
     pod_diagnosis_message,
@@ -122,20 +123,19 @@ def pool_settings() -> PoolSettings:
     from prefect.client.orchestration import get_client
     from prefect.context import FlowRunContext
 
-    variables: dict[str, Any] = {}
     context = FlowRunContext.get()
     flow_run = context.flow_run if context is not None else None
+    template: dict[str, Any] = {}
+    deployment_variables: dict[str, Any] = {}
     if flow_run is not None and (flow_run.work_pool_name or flow_run.deployment_id):
         with get_client(sync_client=True) as client:
             if flow_run.work_pool_name:
-                pool = client.read_work_pool(flow_run.work_pool_name)
-                properties = (pool.base_job_template.get("variables") or {}).get("properties", {})
-                variables.update({k: v["default"] for k, v in properties.items() if "default" in v})
+                template = client.read_work_pool(flow_run.work_pool_name).base_job_template
             if flow_run.deployment_id:
                 deployment = client.read_deployment(flow_run.deployment_id)
-                variables.update(deployment.job_variables or {})
-    if flow_run is not None:
-        variables.update(flow_run.job_variables or {})
+                deployment_variables = dict(deployment.job_variables or {})
+    run_variables = flow_run.job_variables if flow_run is not None else None
+    variables = job_variables(template, deployment_variables, run_variables)
     if not variables.get("namespace") and _IN_CLUSTER_NAMESPACE.is_file():
         variables["namespace"] = _IN_CLUSTER_NAMESPACE.read_text().strip()
     return PoolSettings.from_variables(variables)

@@ -99,3 +99,89 @@ run:
     assert len(ever(fake_kubeconfig, "jobs")) == 2, "master and worker Indexed Jobs"
     assert live(fake_kubeconfig, "jobs") == [], "native runs clean up once the master is done"
     assert ever(fake_kubeconfig, "services")
+
+
+TEMPLATE = _ROOT / "deployments" / "kubernetes" / "base-job-template.json"
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {},
+        {
+            "gpu_count": 2,
+            "node_selector": {"pool": "gpu"},
+            "tolerations": [
+                {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+            ],
+            "image_pull_secrets": [{"name": "registry"}],
+            "active_deadline_seconds": 3600,
+        },
+    ],
+)
+def test_the_base_job_template_renders_a_valid_flow_run_job(values: dict[str, Any]) -> None:
+    """prefect-kubernetes' own worker configuration renders the pool's template into the
+    flow-run Job: strictly valid, with no GPU resource at all unless GPUs are asked for."""
+    import uuid
+
+    import kubernetes_validate
+    from prefect.client.schemas.objects import FlowRun
+    from prefect.utilities.asyncutils import run_coro_as_sync
+    from prefect_kubernetes.worker import KubernetesWorkerJobConfiguration
+
+    template = json.loads(TEMPLATE.read_text())
+    config = run_coro_as_sync(
+        KubernetesWorkerJobConfiguration.from_template_and_values(template, values)
+    )
+    config.prepare_for_flow_run(FlowRun(flow_id=uuid.uuid4(), name="brave-run"))
+    job = config.job_manifest
+    kubernetes_validate.validate(job, "1.30", strict=True)
+    limits = job["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+    if values:
+        assert limits["nvidia.com/gpu"] == 2
+        assert job["spec"]["activeDeadlineSeconds"] == 3600
+        assert job["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "gpu"}
+    else:
+        assert "nvidia.com/gpu" not in limits
+        assert "activeDeadlineSeconds" not in job["spec"]
+
+
+def test_a_flow_run_on_the_kubernetes_pool_sees_the_pool_deployment_and_run_settings() -> None:
+    """A real work pool made from the template, a deployment with job variables, a flow run
+    with its own: inside that flow run, `pool_settings` merges them in the worker's order."""
+    from prefect import flow
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.flow_engine import run_flow
+
+    from polyaxon_prefect.prefect._kubernetes import pool_settings
+
+    @flow(name="pool-settings-probe")
+    def probe() -> Any:
+        return pool_settings()
+
+    template = json.loads(TEMPLATE.read_text())
+    template["variables"]["properties"]["namespace"]["default"] = "ml"
+    template["variables"]["properties"]["tolerations"]["default"] = [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    ]
+    with get_client(sync_client=True) as client:
+        pool = client.create_work_pool(
+            WorkPoolCreate(name="k8s-probe", type="kubernetes", base_job_template=template),
+            overwrite=True,
+        )
+        flow_id = client.create_flow(probe)
+        deployment_id = client.create_deployment(
+            flow_id,
+            "probe",
+            work_pool_name=pool.name,
+            job_variables={"node_selector": {"pool": "gpu"}, "service_account_name": "team"},
+        )
+        flow_run = client.create_flow_run_from_deployment(
+            deployment_id, job_variables={"service_account_name": "runner"}
+        )
+    settings = run_flow(probe, flow_run=flow_run)
+    assert settings.namespace == "ml"
+    assert settings.node_selector == {"pool": "gpu"}
+    assert settings.service_account_name == "runner", "the flow run's own variables win"
+    assert settings.tolerations[0]["key"] == "nvidia.com/gpu"
