@@ -25,13 +25,50 @@ from polyaxon_prefect.specs import (
     Termination,
 )
 
-from ._env import ENV
+from ._cluster import (
+    CRD_PLURALS,
+    ApiTarget,
+    PoolSettings,
+    RunState,
+    api_error_message,
+    api_target,
+    apply_pool_settings,
+    job_variables,
+    kubeflow_state,
+    native_state,
+    pod_diagnosis_message,
+    replica_name,
+    run_selector,
+)
+from ._env import NATIVE_KINDS
 from ._groups import RUN_PATH, Target
 from ._kubeflow import KUBEFLOW, build_kubeflow_job
+from ._mounts import ARTIFACTS_PATH
 from ._names import base_name
 from ._native import build_native_jobs
 
-__all__ = ["BACKENDS", "KUBEFLOW", "Backend", "build_manifests", "default_backend"]
+__all__ = [
+    "ARTIFACTS_PATH",
+    "BACKENDS",
+    "CRD_PLURALS",
+    "KUBEFLOW",
+    "ApiTarget",
+    "Backend",
+    "PoolSettings",
+    "RunState",
+    "api_error_message",
+    "api_target",
+    "apply_pool_settings",
+    "base_name",
+    "build_manifests",
+    "default_backend",
+    "job_variables",
+    "kubeflow_state",
+    "native_state",
+    "pod_diagnosis_message",
+    "replica_name",
+    "run_selector",
+]
 
 Backend = Literal["kubeflow", "native"]
 BACKENDS: tuple[Backend, ...] = ("kubeflow", "native")
@@ -43,7 +80,7 @@ def default_backend(loaded: LoadedPolyaxonfile | Operation) -> Backend:
     from_legacy = isinstance(loaded, LoadedPolyaxonfile) and loaded.from_legacy
     operation = loaded.operation if isinstance(loaded, LoadedPolyaxonfile) else loaded
     run = operation.component.run if operation.component is not None else None
-    if from_legacy and run is not None and run.kind in ENV:
+    if from_legacy and run is not None and run.kind in NATIVE_KINDS:
         return "native"
     return "kubeflow"
 

@@ -1,54 +1,34 @@
 """The distributed env contract for pods started without an operator (the native backend).
 
 Kubeflow's operator injects ``TF_CONFIG``, ``MASTER_ADDR``/``RANK``/``WORLD_SIZE`` and
-``DMLC_*`` itself; an Indexed Job only gives each pod ``JOB_COMPLETION_INDEX``. Everything that
-is the same for a Job's pods is a plain env var computed here from the topology (the addresses
-are the pods' stable DNS names under the run's headless Service); what depends on the pod's
-index is a few ``sh`` lines run before the command, with ``$i`` the pod's index in its group.
-
-One small function per framework in `ENV`: the shared ``distributed`` package (the same tables
-for the local backend) can replace it without touching the manifest builders.
+``DMLC_*`` itself; an Indexed Job only gives each pod ``JOB_COMPLETION_INDEX``. The variables
+themselves come from the one contract the local backend uses too
+(`polyaxon_prefect.distributed.replica_env`), computed for every replica of a Job with the
+pods' stable DNS names under the run's headless Service; this module only *encodes* them for
+an Indexed Job: what is the same for all of a Job's pods is a plain env var, what depends on
+the pod's index is one ``sh`` line run before the command, written compactly when the values
+differ only by the index (``RANK``, the task index inside ``TF_CONFIG``), else as a ``case``
+on the index. ``$i`` is the pod's index in its replica group.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping, Sequence
+import shlex
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["ENV", "ENV_SCRIPT_NAME", "EnvContract", "Topology", "wrap_command"]
+from polyaxon_prefect.distributed import Cluster, Replica, ReplicaPlan, replica_env
+
+__all__ = ["ENV_SCRIPT_NAME", "NATIVE_KINDS", "EnvContract", "native_contract", "wrap_command"]
 
 ENV_SCRIPT_NAME = "polyaxon-prefect-env"
 """``$0`` of the wrapper shell (what ``ps`` shows)."""
 
+NATIVE_KINDS = frozenset({"tfjob", "pytorchjob", "xgbjob", "mxjob", "paddlejob"})
+"""The kinds the native backend runs (MPI needs the operator's launcher)."""
 
-@dataclass(frozen=True)
-class Topology:
-    """The replica groups of one run: how many pods and their ``host:port`` addresses."""
-
-    kind: str
-    port: int
-    addresses: Mapping[str, Sequence[str]]
-    """Group YAML name -> the DNS name of each index, in group order."""
-
-    def count(self, group: str) -> int:
-        return len(self.addresses.get(group, ()))
-
-    def first(self, *groups: str) -> str:
-        """The address of index 0 of the first group among ``groups`` that has pods."""
-        for group in groups:
-            if self.addresses.get(group):
-                return self.addresses[group][0]
-        return next(iter(next(iter(self.addresses.values()))))
-
-    def rank_base(self, group: str, order: Sequence[str]) -> int:
-        """The global rank of index 0 of ``group`` when ranks go through ``order``."""
-        base = 0
-        for name in order:
-            if name == group:
-                return base
-            base += self.count(name)
-        return base
+DOWNWARD_API = {"POD_IP": "status.podIP"}
+"""Variables the operator takes from the pod itself (the Kubernetes downward API)."""
 
 
 @dataclass(frozen=True)
@@ -59,72 +39,59 @@ class EnvContract:
     lines: tuple[str, ...] = ()
 
 
-def _tf(top: Topology, group: str) -> EnvContract:
-    cluster = {name: [f"{a}:{top.port}" for a in addrs] for name, addrs in top.addresses.items()}
-    task = f'{{\\"type\\":\\"{group}\\",\\"index\\":$i}}'
-    line = (
-        'export TF_CONFIG="{\\"cluster\\":$TF_CLUSTER_JSON,\\"task\\":'
-        f'{task},\\"environment\\":\\"cloud\\"}}"'
+def _common_prefix(texts: Sequence[str]) -> str:
+    """The longest text every one of ``texts`` starts with (character by character)."""
+    shortest = min(texts, key=len)
+    for end, char in enumerate(shortest):
+        if any(text[end] != char for text in texts):
+            return shortest[:end]
+    return shortest
+
+
+def _index_line(name: str, values: Sequence[str], first: int) -> str:
+    """``export NAME=...`` for ``values`` (index ``first + k`` has ``values[k]``): the text
+    around the one spot where they differ, with that spot computed from ``$i`` when it is the
+    index plus a constant; else a ``case`` over the indexes."""
+    if len(values) > 1:
+        prefix = _common_prefix(values)
+        suffix = _common_prefix([v[len(prefix) :][::-1] for v in values])[::-1]
+        middles = [v[len(prefix) : len(v) - len(suffix)] for v in values]
+        if all(m.isdigit() for m in middles):
+            shift = int(middles[0]) - first
+            if all(int(m) == first + k + shift for k, m in enumerate(middles)):
+                number = f'"$((i + {shift}))"' if shift else '"$i"'
+                head = shlex.quote(prefix) if prefix else ""
+                tail = shlex.quote(suffix) if suffix else ""
+                return f"export {name}={head}{number}{tail}"
+    cases = " ".join(f"{first + k}) {name}={shlex.quote(v)};;" for k, v in enumerate(values))
+    return f'case "$i" in {cases} esac; export {name}'
+
+
+def native_contract(
+    plan: ReplicaPlan, replicas: Sequence[Replica], cluster: Cluster
+) -> EnvContract:
+    """The env of one Indexed Job whose pods are ``replicas`` (consecutive indexes of one
+    group), from the shared contract; downward-API variables are left to the pod spec."""
+    envs = [replica_env(plan, replica, cluster) for replica in replicas]
+    names = [name for name in envs[0] if name not in DOWNWARD_API]
+    static = {n: envs[0][n] for n in names if all(env.get(n) == envs[0][n] for env in envs)}
+    first = replicas[0].index
+    lines = tuple(
+        _index_line(name, [env[name] for env in envs], first)
+        for name in names
+        if name not in static
     )
-    return EnvContract({"TF_CLUSTER_JSON": json.dumps(cluster, separators=(",", ":"))}, (line,))
+    return EnvContract(static, lines)
 
 
-def _torch(top: Topology, group: str) -> EnvContract:
-    total = sum(top.count(name) for name in top.addresses)
-    master = top.first("master", "worker")
-    base = top.rank_base(group, ("master", "worker"))
-    static = {
-        "MASTER_ADDR": master,
-        "MASTER_PORT": str(top.port),
-        "WORLD_SIZE": str(total),
-        "PET_MASTER_ADDR": master,
-        "PET_MASTER_PORT": str(top.port),
-        "PET_NNODES": str(total),
-        "PYTHONUNBUFFERED": "1",
-    }
-    return EnvContract(static, (f"export RANK=$(({base} + i)) PET_NODE_RANK=$(({base} + i))",))
-
-
-def _xgboost(top: Topology, group: str) -> EnvContract:
-    contract = _torch(top, group)
-    workers = ",".join(top.addresses.get("worker", ()))
-    static = {**contract.static, "WORKER_PORT": str(top.port), "WORKER_ADDRS": workers}
-    return EnvContract(static, contract.lines)
-
-
-def _mxnet(top: Topology, group: str) -> EnvContract:
-    role = {"scheduler": "scheduler", "server": "server"}.get(group, "worker")
-    static = {
-        "DMLC_PS_ROOT_URI": top.first("scheduler"),
-        "DMLC_PS_ROOT_PORT": str(top.port),
-        "DMLC_NUM_SERVER": str(top.count("server")),
-        "DMLC_NUM_WORKER": str(top.count("worker")),
-        "DMLC_ROLE": role,
-        "DMLC_USE_KUBERNETES": "1",
-    }
-    lines = {"worker": ("export DMLC_WORKER_ID=$i",), "server": ("export DMLC_SERVER_ID=$i",)}
-    return EnvContract(static, lines.get(role, ()))
-
-
-def _paddle(top: Topology, group: str) -> EnvContract:
-    total = sum(top.count(name) for name in top.addresses)
-    base = top.rank_base(group, ("master", "worker"))
-    static = {
-        "PADDLE_MASTER": f"{top.first('master', 'worker')}:{top.port}",
-        "PADDLE_NNODES": str(total),
-        "PADDLE_TRAINER_NUM": str(top.count("worker")),
-    }
-    return EnvContract(static, (f"export PADDLE_TRAINER_ID=$(({base} + i))",))
-
-
-ENV: dict[str, Callable[[Topology, str], EnvContract]] = {
-    "tfjob": _tf,
-    "pytorchjob": _torch,
-    "xgbjob": _xgboost,
-    "mxjob": _mxnet,
-    "paddlejob": _paddle,
-}
-"""The env contract of each kind the native backend runs (MPI needs the operator's launcher)."""
+def downward_env(plan: ReplicaPlan, replica: Replica, cluster: Cluster) -> list[dict[str, object]]:
+    """The contract's variables a pod reads about itself (``POD_IP``), as ``valueFrom``."""
+    env = replica_env(plan, replica, cluster)
+    return [
+        {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
+        for name, path in DOWNWARD_API.items()
+        if name in env
+    ]
 
 
 def wrap_command(
@@ -141,3 +108,12 @@ def wrap_command(
         'exec "$@"',
     ]
     return ["/bin/sh", "-c", "; ".join(prelude), ENV_SCRIPT_NAME, *command, *(args or [])]
+
+
+def service_hosts(addresses: Mapping[str, Sequence[str]]) -> dict[str, str]:
+    """Replica name (``worker-3``) -> its pod's DNS name, from each group's addresses."""
+    return {
+        f"{group}-{index}": host
+        for group, hosts in addresses.items()
+        for index, host in enumerate(hosts)
+    }

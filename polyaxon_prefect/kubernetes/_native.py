@@ -13,11 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from polyaxon_prefect.distributed import Cluster, ReplicaPlan, plan_replicas
 from polyaxon_prefect.exceptions import Problem
 from polyaxon_prefect.specs import ReplicaOverride, Termination
 from polyaxon_prefect.specs._runs import NonDagRuntime
 
-from ._env import ENV, Topology, wrap_command
+from ._env import NATIVE_KINDS, downward_env, native_contract, service_hosts, wrap_command
 from ._groups import RUN_PATH, Group, Target, replica_groups
 from ._kubeflow import KUBEFLOW
 from ._names import ANNOTATION_OFFSET, LABEL_RUN, child_name
@@ -103,9 +104,12 @@ def _job_spec(cut: Segment, template: dict[str, Any], termination: Termination |
     return spec
 
 
-def _job(cut: Segment, target: Target, topology: Topology) -> tuple[dict[str, Any], list]:
-    kind = KUBEFLOW[topology.kind]
-    contract = ENV[topology.kind](topology, cut.group.name)
+def _job(
+    cut: Segment, target: Target, plan: ReplicaPlan, cluster: Cluster
+) -> tuple[dict[str, Any], list]:
+    kind = KUBEFLOW[plan.kind]
+    replicas = plan.of_type(cut.group.name)[cut.offset : cut.offset + cut.length]
+    contract = native_contract(plan, replicas, cluster)
     env = {
         "POLYAXON_PREFECT_REPLICA_TYPE": cut.group.name,
         "POLYAXON_PREFECT_REPLICA_OFFSET": str(cut.offset),
@@ -116,7 +120,10 @@ def _job(cut: Segment, target: Target, topology: Topology) -> tuple[dict[str, An
         container_name=kind.container,
         labels=target.labels(cut.group.name),
         path=cut.group.path,
-        env=[{"name": k, "value": v} for k, v in env.items()],
+        env=[
+            *({"name": k, "value": v} for k, v in env.items()),
+            *downward_env(plan, replicas[0], cluster),
+        ],
         ports=({"name": kind.port_name, "containerPort": kind.port},),
         connections=target.connections,
         artifacts_store=target.artifacts_store,
@@ -149,7 +156,7 @@ def build_native_jobs(
     run: NonDagRuntime, target: Target
 ) -> tuple[list[dict[str, Any]], list[Problem]]:
     """The headless Service and the Indexed Jobs of ``run``, and the problems found."""
-    if run.kind not in ENV:
+    if run.kind not in NATIVE_KINDS:
         problem = Problem(
             f"the native backend cannot run a {run.kind}: it needs the operator's launcher",
             rule="native_unsupported_kind",
@@ -160,11 +167,15 @@ def build_native_jobs(
         return [], [problem]
     groups, problems = replica_groups(run)
     cuts = [cut for group in groups for cut in segments(group)]
+    if problems:
+        return [], problems
     kind = KUBEFLOW[run.kind]
-    topology = Topology(run.kind, kind.port, _addresses(cuts, target.name, target.name))
+    hosts = service_hosts(_addresses(cuts, target.name, target.name))
+    cluster = Cluster(hosts, dict.fromkeys(hosts, kind.port), target.name, kubernetes=True)
+    plan = plan_replicas(run)
     manifests = [_service(target, kind.port_name, kind.port)]
     for cut in cuts:
-        job, found = _job(cut, target, topology)
+        job, found = _job(cut, target, plan, cluster)
         manifests.append(job)
         problems += found
     return manifests, problems

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from polyaxon_prefect.kubernetes._cluster import (
+from polyaxon_prefect.kubernetes import (
     ApiTarget,
     PoolSettings,
     RunState,

@@ -17,9 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
-from polyaxon_prefect.kubernetes import build_manifests
-from polyaxon_prefect.kubernetes._mounts import ARTIFACTS_PATH
-from polyaxon_prefect.kubernetes._names import base_name
+from polyaxon_prefect.kubernetes import ARTIFACTS_PATH, base_name, build_manifests
 from polyaxon_prefect.loading import TemplateError, build_context, render_value
 from polyaxon_prefect.runtime._context import RunContext, new_run_context
 from polyaxon_prefect.runtime._job import PreparedJob

@@ -179,6 +179,57 @@ def test_native_mxnet_roles(tmp_path: Path) -> None:
     assert _pod_env(server, 1)["DMLC_SERVER_ID"] == "1"
 
 
+_CONTRACT_RUNS = {
+    "tf-chief-ps-workers": ("tfjob", {"chief": 1, "ps": 2, "worker": 3}, {}),
+    "torch-elastic": (
+        "pytorchjob",
+        {"master": 1, "worker": 3},
+        {"elasticPolicy": {"minReplicas": 2, "maxReplicas": 4, "maxRestarts": 3}},
+    ),
+    "mxnet": ("mxjob", {"scheduler": 1, "server": 2, "worker": 3}, {}),
+    "xgboost": ("xgbjob", {"master": 1, "worker": 2}, {}),
+    "paddle-collective": ("paddlejob", {"worker": 3}, {}),
+    "paddle-ps": ("paddlejob", {"master": 2, "worker": 2}, {}),
+}
+
+
+@pytest.mark.skipif(shutil.which("sh") is None, reason="needs a POSIX shell")
+@pytest.mark.parametrize("case", sorted(_CONTRACT_RUNS))
+def test_native_pods_get_the_shared_env_contract(tmp_path: Path, case: str) -> None:
+    """Every native pod's env, as its wrapper really exports it (run in ``sh``), is what the
+    shared contract (`distributed.replica_env`, the local backend's) gives that replica, with
+    the pods' DNS names as hosts: one contract, two encodings."""
+    from polyaxon_prefect.distributed import Cluster, plan_replicas, replica_env
+
+    kind, counts, fields = _CONTRACT_RUNS[case]
+    text = _run(kind, {group: _replica(n) for group, n in counts.items()} | fields)
+    loaded = _load(tmp_path, text)
+    service, *jobs = build_manifests(loaded, backend="native")
+    port = service["spec"]["ports"][0]["port"]
+    hosts: dict[str, str] = {}
+    seen: dict[str, dict[str, str]] = {}
+    for job in jobs:
+        group = job["metadata"]["labels"]["polyaxon-prefect/replica"]
+        for index in range(job["spec"]["completions"]):
+            env = _pod_env(job, index)
+            name = f"{group}-{env['POLYAXON_PREFECT_REPLICA_INDEX']}"
+            hosts[name] = f"{job['metadata']['name']}-{index}.{service['metadata']['name']}"
+            seen[name] = env
+    plan = plan_replicas(loaded.operation.component.run)
+    cluster = Cluster(hosts, dict.fromkeys(hosts, port), "run", kubernetes=True)
+    for replica in plan.replicas:
+        expected = replica_env(plan, replica, cluster)
+        expected.pop("POD_IP", None)  # the downward API's, checked below
+        got = {k: v for k, v in seen[replica.name].items() if k in expected}
+        assert got == expected, replica.name
+    if kind == "paddlejob":
+        container = jobs[0]["spec"]["template"]["spec"]["containers"][0]
+        pod_ip = [e for e in container["env"] if e["name"] == "POD_IP"]
+        assert pod_ip == [
+            {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}
+        ]
+
+
 # --- pod parts --------------------------------------------------------------------------------
 
 
