@@ -185,3 +185,39 @@ def test_a_flow_run_on_the_kubernetes_pool_sees_the_pool_deployment_and_run_sett
     assert settings.node_selector == {"pool": "gpu"}
     assert settings.service_account_name == "runner", "the flow run's own variables win"
     assert settings.tolerations[0]["key"] == "nvidia.com/gpu"
+
+
+def test_a_distributed_op_as_sweep_trials_on_the_kubeflow_backend(
+    fake_kubeconfig: Any, tmp_path: Path
+) -> None:
+    """Each trial of a grid over a pytorchjob is its own PyTorchJob, its param rendered in."""
+    (tmp_path / "ddp.yaml").write_text(
+        PYTORCH.read_text()
+        .replace("tags: [examples, distributed]", "inputs:\n  - {name: lr, type: float}")
+        .replace("command: [python, ddp.py]", 'command: [python, ddp.py, "--lr={{ lr }}"]')
+    )
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(
+        """\
+version: 1.1
+kind: operation
+pathRef: ddp.yaml
+matrix:
+  kind: grid
+  params:
+    lr: {kind: choice, value: [0.1, 0.2]}
+"""
+    )
+    result = polyaxon_prefect.run(sweep, backend="kubeflow")
+    assert result.status == "succeeded", result.message
+    jobs = [
+        json.loads(json.dumps(fake_kubeconfig.objects[key].history[0].raw))
+        for key in ever(fake_kubeconfig, "pytorchjobs")
+    ]
+    commands = sorted(
+        job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0][
+            "command"
+        ][-1]
+        for job in jobs
+    )
+    assert commands == ["--lr=0.1", "--lr=0.2"]
