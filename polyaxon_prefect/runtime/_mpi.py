@@ -9,13 +9,14 @@ runs, with the package to install.
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from polyaxon_prefect.exceptions import Problem, UnsupportedFeatureError
 
-__all__ = ["LAUNCHED", "MPIRUN", "check_mpirun", "mpirun_argv"]
+__all__ = ["LAUNCHED", "MPIRUN", "check_mpirun", "launcher_env", "mpirun_argv"]
 
 MPIRUN = ("mpirun", "mpiexec")
 LAUNCHED: dict[str, tuple[str, ...]] = {"mpijob": ("launcher",)}
@@ -49,3 +50,15 @@ def mpirun_argv(argv: Sequence[str], hostfile: Path, slots: int) -> list[str]:
             return list(argv)
         return [argv[0], "--hostfile", str(hostfile), *argv[1:]]
     return [MPIRUN[0], "--hostfile", str(hostfile), "-np", str(slots), *argv]
+
+
+_AS_ROOT = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+
+
+def launcher_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The launcher's environment: as root (a container's usual user), Open MPI refuses to
+    start unless told twice that it may, as the MPI operator's images tell it; the user's own
+    values win."""
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        return {**_AS_ROOT, **env}
+    return dict(env)

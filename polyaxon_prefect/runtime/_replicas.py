@@ -55,7 +55,7 @@ from polyaxon_prefect.runtime._executors import LOCAL
 from polyaxon_prefect.runtime._init import run_init
 from polyaxon_prefect.runtime._job import PreparedJob, _before_process, prepare_job
 from polyaxon_prefect.runtime._locate import locate_problems
-from polyaxon_prefect.runtime._mpi import LAUNCHED, check_mpirun, mpirun_argv
+from polyaxon_prefect.runtime._mpi import LAUNCHED, check_mpirun, launcher_env, mpirun_argv
 from polyaxon_prefect.runtime._outcome import (
     JobResult,
     failed,
@@ -321,7 +321,9 @@ def _launch(prepared: PreparedReplicas, plan: ReplicaPlan) -> Launch:
     ports, its GPUs. An MPI launcher gets ``mpirun`` over the hostfile (written here)."""
     cluster = loopback_cluster(plan, free_ports(plan.size), prepared.context.uuid)
     wrap: Callable[[list[str]], list[str]] = list
+    with_env: Callable[[dict[str, str]], dict[str, str]] = dict
     if plan.kind in LAUNCHED:
+        with_env = launcher_env
         hostfile = prepared.context.run_path / "replicas" / "hostfile"
         hostfile.parent.mkdir(parents=True, exist_ok=True)
         content = mpi_hostfile(plan, cluster)
@@ -335,11 +337,13 @@ def _launch(prepared: PreparedReplicas, plan: ReplicaPlan) -> Launch:
     return {
         one.name: (
             wrap(list(one.job.argv)),
-            {
-                **one.job.env,
-                **replica_env(plan, one.replica, cluster),
-                "CUDA_VISIBLE_DEVICES": one.gpus,
-            },
+            with_env(
+                {
+                    **one.job.env,
+                    **replica_env(plan, one.replica, cluster),
+                    "CUDA_VISIBLE_DEVICES": one.gpus,
+                }
+            ),
         )
         for one in prepared.replicas
     }

@@ -228,3 +228,44 @@ def test_a_distributed_op_as_a_sweep_trial(tmp_path: Path):
     assert result.status == "succeeded", result.message
     assert [t["outputs"]["loss"] for t in result.trials] == [0.5, 2.0]
     assert all(t["status"] == "succeeded" for t in result.trials)
+
+
+@pytest.mark.skipif(
+    __import__("shutil").which("mpirun") is None,
+    reason="needs Open MPI's mpirun (Debian: openmpi-bin; .ci/run installs it)",
+)
+def test_an_mpijob_launches_every_rank_through_a_real_mpirun(tmp_path: Path):
+    """Open MPI's own ``mpirun`` over the hostfile of the two workers' slots starts both ranks
+    (as root too: the launcher is told it may, as the MPI operator's images tell it)."""
+    script = tmp_path / "rank.py"
+    script.write_text(
+        "import os, pathlib\n"
+        "rank, size = os.environ['OMPI_COMM_WORLD_RANK'], os.environ['OMPI_COMM_WORLD_SIZE']\n"
+        "pathlib.Path(os.environ['OUT'], f'rank-{rank}').write_text(size)\n"
+        "print(f'rank {rank} of {size}', flush=True)\n"
+    )
+    out = tmp_path / "ranks"
+    out.mkdir()
+    command = json.dumps(["mpirun", "-np", "2", sys.executable, str(script)])
+    path = write(
+        tmp_path,
+        "mpi",
+        f"""\
+        kind: mpijob
+        slotsPerWorker: 1
+        launcher:
+          replicas: 1
+          container:
+            command: {command}
+            env: [{{name: OUT, value: "{out}"}}]
+        worker: {{replicas: 2, container: {{command: [sleep, "1"]}}}}
+        """,
+    )
+
+    result = run(path)
+
+    assert result.status == "succeeded", result.message
+    assert sorted(p.name for p in out.iterdir()) == ["rank-0", "rank-1"]
+    assert {p.read_text() for p in out.iterdir()} == {"2"}
+    hostfile = Path(result.artifacts_path, "replicas", "hostfile").read_text()
+    assert hostfile.split() == ["127.0.0.1", "slots=2"]
