@@ -235,22 +235,21 @@ def xgboost_env(plan: ReplicaPlan, replica: Replica, cluster: Cluster) -> dict[s
 
 
 def paddle_env(plan: ReplicaPlan, replica: Replica, cluster: Cluster) -> dict[str, str]:
-    """The paddle operator's contract: with a ``master`` group the job is parameter-server
-    mode (server and trainer counts), else collective (``PADDLE_MASTER`` is worker 0)."""
+    """The paddle operator's contract (``controller.v1/paddlepaddle/envvar.go``): the job's
+    name and node count; ``PADDLE_MASTER`` is master 0 (parameter-server mode) or worker 0
+    (collective mode, no ``master`` group), which the operator gives that pod as its own IP;
+    in parameter-server mode each pod is one server (``PADDLE_SERVER_NUM=1`` on masters) or
+    one trainer (``PADDLE_TRAINER_NUM=1`` on workers). No elastic variables: it sets none."""
+    ps_mode = plan.group("master") is not None
+    master = (plan.of_type("master") if ps_mode else plan.of_type("worker")) or (plan.main,)
     env = {
-        "POD_IP": cluster.host(replica),
+        "PYTHONUNBUFFERED": "1",
         "PADDLE_JOB_ID": cluster.job_id,
-        "PADDLE_MASTER": cluster.address(plan.main),
         "PADDLE_NNODES": str(plan.size),
+        "PADDLE_MASTER": cluster.address(master[0]),
     }
-    if plan.group("master") is not None:
-        env["PADDLE_SERVER_NUM"] = str(plan.count("master"))
-        env["PADDLE_TRAINER_NUM"] = str(plan.count("worker"))
-    elastic = getattr(plan.run, "elastic_policy", None)
-    if elastic is not None:
-        low = _int(getattr(elastic, "min_replicas", None)) or plan.size
-        high = _int(getattr(elastic, "max_replicas", None)) or plan.size
-        env["PADDLE_NNODES"] = f"{low}:{high}"
+    if ps_mode:
+        env["PADDLE_SERVER_NUM" if replica.type == "master" else "PADDLE_TRAINER_NUM"] = "1"
     return env
 
 

@@ -19,16 +19,20 @@ from dataclasses import dataclass
 
 from polyaxon_prefect.distributed import Cluster, Replica, ReplicaPlan, replica_env
 
-__all__ = ["ENV_SCRIPT_NAME", "NATIVE_KINDS", "EnvContract", "native_contract", "wrap_command"]
+__all__ = [
+    "ENV_SCRIPT_NAME",
+    "NATIVE_KINDS",
+    "EnvContract",
+    "native_contract",
+    "service_hosts",
+    "wrap_command",
+]
 
 ENV_SCRIPT_NAME = "polyaxon-prefect-env"
 """``$0`` of the wrapper shell (what ``ps`` shows)."""
 
 NATIVE_KINDS = frozenset({"tfjob", "pytorchjob", "xgbjob", "mxjob", "paddlejob"})
 """The kinds the native backend runs (MPI needs the operator's launcher)."""
-
-DOWNWARD_API = {"POD_IP": "status.podIP"}
-"""Variables the operator takes from the pod itself (the Kubernetes downward API)."""
 
 
 @dataclass(frozen=True)
@@ -71,9 +75,9 @@ def native_contract(
     plan: ReplicaPlan, replicas: Sequence[Replica], cluster: Cluster
 ) -> EnvContract:
     """The env of one Indexed Job whose pods are ``replicas`` (consecutive indexes of one
-    group), from the shared contract; downward-API variables are left to the pod spec."""
+    group), from the shared contract."""
     envs = [replica_env(plan, replica, cluster) for replica in replicas]
-    names = [name for name in envs[0] if name not in DOWNWARD_API]
+    names = list(envs[0])
     static = {n: envs[0][n] for n in names if all(env.get(n) == envs[0][n] for env in envs)}
     first = replicas[0].index
     lines = tuple(
@@ -82,16 +86,6 @@ def native_contract(
         if name not in static
     )
     return EnvContract(static, lines)
-
-
-def downward_env(plan: ReplicaPlan, replica: Replica, cluster: Cluster) -> list[dict[str, object]]:
-    """The contract's variables a pod reads about itself (``POD_IP``), as ``valueFrom``."""
-    env = replica_env(plan, replica, cluster)
-    return [
-        {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
-        for name, path in DOWNWARD_API.items()
-        if name in env
-    ]
 
 
 def wrap_command(

@@ -18,7 +18,7 @@ from polyaxon_prefect.exceptions import Problem
 from polyaxon_prefect.specs import ReplicaOverride, Termination
 from polyaxon_prefect.specs._runs import NonDagRuntime
 
-from ._env import NATIVE_KINDS, downward_env, native_contract, service_hosts, wrap_command
+from ._env import NATIVE_KINDS, native_contract, service_hosts, wrap_command
 from ._groups import RUN_PATH, Group, Target, replica_groups
 from ._kubeflow import KUBEFLOW
 from ._names import ANNOTATION_OFFSET, LABEL_RUN, child_name
@@ -120,10 +120,7 @@ def _job(
         container_name=kind.container,
         labels=target.labels(cut.group.name),
         path=cut.group.path,
-        env=[
-            *({"name": k, "value": v} for k, v in env.items()),
-            *downward_env(plan, replicas[0], cluster),
-        ],
+        env=[{"name": k, "value": v} for k, v in env.items()],
         ports=({"name": kind.port_name, "containerPort": kind.port},),
         connections=target.connections,
         artifacts_store=target.artifacts_store,

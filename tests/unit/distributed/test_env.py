@@ -138,17 +138,22 @@ def test_xgboost_variables() -> None:
     [
         (
             {"master": _group(1), "worker": _group(2)},
-            {"PADDLE_SERVER_NUM": "1", "PADDLE_TRAINER_NUM": "2", "PADDLE_NNODES": "3"},
+            {"PADDLE_TRAINER_NUM": "1", "PADDLE_NNODES": "3", "PADDLE_MASTER": "127.0.0.1:5000"},
         ),
         ({"worker": _group(2)}, {"PADDLE_NNODES": "2", "PADDLE_MASTER": "127.0.0.1:5000"}),
     ],
 )
 def test_paddle_variables(groups: dict, expected: dict) -> None:
-    env = _envs(PaddleJob.model_validate(groups))["worker-1"]
-    assert env["PADDLE_JOB_ID"] == "job1" and env["POD_IP"] == "127.0.0.1"
+    """As the operator's ``paddlepaddle/envvar.go`` (release-1.9) sets them: each pod is one
+    trainer or one server in parameter-server mode, and no ``POD_IP``."""
+    envs = _envs(PaddleJob.model_validate(groups))
+    env = envs["worker-1"]
+    assert env["PADDLE_JOB_ID"] == "job1" and "POD_IP" not in env
     assert expected.items() <= env.items()
-    if "master" not in groups:
-        assert "PADDLE_SERVER_NUM" not in env
+    assert "PADDLE_SERVER_NUM" not in env
+    if "master" in groups:
+        assert envs["master-0"]["PADDLE_SERVER_NUM"] == "1"
+        assert "PADDLE_TRAINER_NUM" not in envs["master-0"]
 
 
 def test_mpi_hostfile_on_one_machine_and_in_a_cluster() -> None:
