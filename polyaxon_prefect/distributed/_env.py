@@ -220,18 +220,22 @@ def mpi_env(plan: ReplicaPlan, replica: Replica, cluster: Cluster) -> dict[str, 
 
 
 def xgboost_env(plan: ReplicaPlan, replica: Replica, cluster: Cluster) -> dict[str, str]:
-    """The xgboost-operator's rabit tracker contract: the master's address, world size, rank,
-    this replica's port and the workers' hosts."""
+    """The operator's rabit tracker contract (``controller.v1/xgboost/xgboost.go``): the
+    master's address, world size, rank, and with more than one replica (LightGBM's) the worker
+    port and the workers' hosts; locally each replica has its own port, so ``WORKER_PORT`` is
+    this replica's."""
     master = plan.main
-    return {
+    env = {
         "PYTHONUNBUFFERED": "1",
         "MASTER_ADDR": cluster.host(master),
         "MASTER_PORT": str(cluster.port(master)),
         "WORLD_SIZE": str(plan.size),
         "RANK": str(replica.rank),
-        "WORKER_PORT": str(cluster.port(replica)),
-        "WORKER_ADDRS": ",".join(cluster.host(r) for r in plan.of_type("worker")),
     }
+    if plan.size > 1:
+        env["WORKER_PORT"] = str(cluster.port(replica))
+        env["WORKER_ADDRS"] = ",".join(cluster.host(r) for r in plan.of_type("worker"))
+    return env
 
 
 def paddle_env(plan: ReplicaPlan, replica: Replica, cluster: Cluster) -> dict[str, str]:
