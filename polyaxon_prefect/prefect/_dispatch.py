@@ -116,10 +116,18 @@ def request_flow(
     """
     from prefect import flow
 
+    from polyaxon_prefect.prefect._hooks import state_hooks
     from polyaxon_prefect.prefect._job import flow_name
 
+    seen: list[RunResult] = []
+
+    def record(outcome: RunResult) -> None:
+        seen.append(outcome)
+        if on_outcome is not None:
+            on_outcome(outcome)
+
     def run_operation() -> Any:
-        return run_request_in_flow(request, on_outcome)
+        return run_request_in_flow(request, record)
 
     return flow(
         run_operation,
@@ -127,6 +135,7 @@ def request_flow(
         flow_run_name=flow_name(request.name or request.op_name),
         description=f"Polyaxon op `{request.op_name}`",
         validate_parameters=False,
+        **state_hooks(request, seen),  # Polyaxon `hooks`, when the op has any
     )
 
 

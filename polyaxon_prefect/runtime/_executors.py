@@ -46,8 +46,9 @@ _HINTS = {
     "`kind: job` if it terminates",
 }
 _DEFAULT_HINT = (
-    "this kind has no executor on this backend (Ray and Dask clusters, notifiers and the "
-    "Kubernetes backends are not run yet); use `kind: job`, or a Kubeflow kind for replicas"
+    "this kind has no executor on this backend (Ray and Dask clusters are not run; the "
+    "Kubernetes backends run the six Kubeflow kinds); use `kind: job`, or a Kubeflow kind "
+    "for replicas"
 )
 
 
@@ -111,6 +112,7 @@ ReplicasExecutor = LocalExecutor(
 
 EXECUTORS: dict[tuple[str, str], Executor] = {
     ("job", LOCAL): JobExecutor,
+    ("notifier", LOCAL): JobExecutor,  # a job whose process posts a run's end (hub notifiers)
     **dict.fromkeys(((kind, LOCAL) for kind in sorted(KUBEFLOW_KINDS)), ReplicasExecutor),
 }
 """The executor of each ``(run kind, backend)``."""

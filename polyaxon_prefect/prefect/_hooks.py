@@ -1,0 +1,139 @@
+"""Polyaxon ``hooks`` as Prefect state hooks of the op's flow.
+
+A flow whose op has hooks gets one function in each of Prefect's ``on_completion``,
+``on_failure``, ``on_cancellation`` and ``on_crashed``: when the flow run reaches its final
+state, every hook due for that status (`runtime._hooks.hook_due`) runs its hub component as its
+own flow run, named ``<op>-hook-<component>``, with the op's context as params. A flow run
+started from a deployment gets them the same way, since the flow is built here for both. A hook
+that fails is logged on the op's flow run; it never changes the op's own state.
+
+Hooks of a job op *inside* a DAG (a task run, not a flow run) are not run: only flow runs have
+state hooks (the top-level op, a DAG, a sweep, a DAG op that is itself a DAG or a sweep).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from polyaxon_prefect.prefect._request import OpRequest
+from polyaxon_prefect.runtime._hooks import (
+    DEFAULT_PARAMS,
+    hook_context,
+    hook_document,
+    hooks_of,
+    safe_due,
+)
+from polyaxon_prefect.runtime._result import RunResult
+from polyaxon_prefect.specs import op_kind, run_kind
+
+__all__ = ["run_due_hooks", "state_hooks"]
+
+StateHook = Callable[[Any, Any, Any], None]
+
+
+def state_hooks(request: OpRequest, outcomes: list[RunResult]) -> dict[str, list[StateHook]]:
+    """The ``flow(...)`` keyword arguments that run ``request``'s hooks when its flow run ends
+    (none when it has no hooks); ``outcomes`` is filled by the flow with the op's result."""
+    if not hooks_of(request.operation):
+        return {}
+
+    def fire(_flow: Any, flow_run: Any, state: Any) -> None:
+        from prefect.logging.loggers import flow_run_logger
+
+        logger = flow_run_logger(flow_run)
+        result = outcomes[-1] if outcomes else None
+        for ok, line in run_due_hooks(request, result, state):
+            (logger.info if ok else logger.warning)(line)
+
+    return {
+        "on_completion": [fire],
+        "on_failure": [fire],
+        "on_cancellation": [fire],
+        "on_crashed": [fire],
+    }
+
+
+def _context(request: OpRequest, result: RunResult | None, state: Any) -> dict[str, Any]:
+    from polyaxon_prefect.prefect._states import polyaxon_status
+
+    operation = request.operation
+    prepared = request.prepared
+    context = request.run_context or (prepared.context if prepared is not None else None)
+    return hook_context(
+        uuid=(result.uuid if result is not None else None) or (context.uuid if context else None),
+        kind=run_kind(operation) if op_kind(operation) != "matrix" else "matrix",
+        name=request.op_name,
+        status=str(result.status if result is not None else polyaxon_status(state)),
+        message=(result.message if result is not None else "") or (state.message or ""),
+        inputs=prepared.params if prepared is not None else dict(request.params or {}),
+        outputs=result.outputs if result is not None else {},
+    )
+
+
+def run_due_hooks(
+    request: OpRequest, result: RunResult | None, state: Any
+) -> list[tuple[bool, str]]:
+    """Run every hook of ``request`` due for how it ended; per hook, whether it went well and
+    a line saying so."""
+    context = _context(request, result, state)
+    lines: list[tuple[bool, str]] = []
+    for hook in hooks_of(request.operation):
+        due, problem = safe_due(hook, context)
+        if problem is not None:
+            lines.append((False, problem))
+        if not due:
+            continue
+        try:
+            outcome = _run_hook(request, hook, context)
+        except Exception as exc:  # a hook never breaks the op it reports on
+            lines.append((False, f"hook `{hook.hub_ref}` could not run: {exc}"))
+            continue
+        text = f"hook `{hook.hub_ref}` {outcome.status}"
+        lines.append(
+            (outcome.succeeded, text + (f": {outcome.message}" if outcome.message else ""))
+        )
+    return lines
+
+
+def _load(hook: Any, context: dict[str, Any], folder: Path, declared: set[str]) -> Any:
+    import yaml
+
+    from polyaxon_prefect.loading import load_polyaxonfile
+
+    path = folder / "hook.yaml"
+    path.write_text(yaml.safe_dump(hook_document(hook, context, declared), sort_keys=False))
+    return load_polyaxonfile(path)
+
+
+def _run_hook(request: OpRequest, hook: Any, context: dict[str, Any]) -> RunResult:
+    """Load the hook's operation (its defaults as declared params where its component has
+    such inputs) and run it as a top-level flow run, in a thread of its own so that it is not
+    taken for a subflow of the run that just ended."""
+    from polyaxon_prefect.prefect._api import run_loaded
+
+    with tempfile.TemporaryDirectory(prefix="polyaxon-hook-") as tmp:
+        folder = Path(tmp)
+        loaded = _load(hook, context, folder, set())
+        inputs = {io.name for io in (loaded.operation.component.inputs or [])}
+        declared = inputs & set(DEFAULT_PARAMS)
+        if declared:
+            loaded = _load(hook, context, folder, declared)
+        box: dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                box["result"] = run_loaded(loaded, connections=request.connections)
+            except BaseException as exc:
+                box["error"] = exc
+
+        thread = threading.Thread(target=work, name="polyaxon-hook")
+        thread.start()
+        thread.join()
+        if "error" in box:
+            raise box["error"]
+        result: RunResult = box["result"]
+        return result
