@@ -26,7 +26,10 @@ def test_a_job_runs_through_its_executor(tmp_path: Path) -> None:
     assert result.status == "succeeded" and lines == ["hi"]
 
 
-LOCAL_KINDS = "`job` or `notifier` or `mpijob` or `mxjob` or `paddlejob` or `pytorchjob` or `tfjob` or `xgbjob`"
+LOCAL_KINDS = (
+    "`job` or `notifier` or `mpijob` or `mxjob` or `paddlejob` or `pytorchjob` or `tfjob` "
+    "or `xgbjob`"
+)
 
 
 @pytest.mark.parametrize("kind", ["raycluster", "service", "dag", None])
