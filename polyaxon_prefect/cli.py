@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect._cli_args import add_file_args
 from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError, Problem
@@ -68,7 +68,33 @@ def _parser() -> argparse.ArgumentParser:
     upgrade.add_argument("-f", "--file", dest="file", required=True, metavar="FILE")
 
     add_run_parser(sub)
+    _add_dashboard_parser(sub)
     return parser
+
+
+def _add_dashboard_parser(sub: Any) -> None:
+    dashboard = sub.add_parser(
+        "dashboard", help="open optuna-dashboard on the sweeps' storage (optional extra)"
+    )
+    dashboard.add_argument(
+        "--storage",
+        default=None,
+        help="the sweeps' Optuna storage (default: the journal file under the artifacts root)",
+    )
+    dashboard.add_argument("--op", default=None, help="open the newest sweep of this op")
+    dashboard.add_argument("--host", default="127.0.0.1")
+    dashboard.add_argument("--port", type=int, default=8080)
+    dashboard.add_argument(
+        "--no-browser", dest="browser", action="store_false", help="only print the address"
+    )
+
+
+def _cmd_dashboard(args: argparse.Namespace) -> int:
+    from polyaxon_prefect.runtime._dashboard import serve
+
+    return serve(
+        args.storage, op=args.op, host=args.host, port=args.port, open_browser=args.browser
+    )
 
 
 def _load(args: argparse.Namespace) -> LoadedPolyaxonfile:
@@ -223,6 +249,7 @@ _COMMANDS = {
     "compile": _cmd_compile,
     "upgrade": _cmd_upgrade,
     "run": cmd_run,
+    "dashboard": _cmd_dashboard,
 }
 
 
