@@ -89,9 +89,14 @@ def flow_name(name: str) -> str:
 # ----------------------------------------------------------------------------- the task
 
 
-def run_job_op_body(job: PreparedJob, cancel_event: threading.Event | None = None) -> Any:
+def run_job_op_body(
+    job: PreparedJob, cancel_event: threading.Event | None = None, *, report: bool = False
+) -> Any:
     """The body of ``run_job_op``: the op (`execute_job_op`), its lines streamed to the task
-    run's log, its result as the task's state (a plain `RunResult` return on success)."""
+    run's log, its result as the task's state (a plain `RunResult` return on success).
+
+    ``report``: the op's params, outputs and metrics table goes on this task run (a DAG's op;
+    a job run alone gets it on its flow run, `run_op_in_flow`)."""
     logger = get_run_logger()
 
     def on_line(stream: str, line: str) -> None:
@@ -102,6 +107,8 @@ def run_job_op_body(job: PreparedJob, cancel_event: threading.Event | None = Non
             logger.info(line)
 
     result = execute_job_op(job, on_line=on_line, cancel_event=cancel_event)
+    if report:
+        _report(job, result)
     if result.succeeded and not result.cached:
         return result
     return state_for_result(result, data=result)
@@ -253,12 +260,16 @@ def _prefix(job: PreparedJob, result: RunResult) -> str:
     return f"op `{job.op_name}` failed: "
 
 
-def _finish(job: PreparedJob, result: RunResult, on_outcome: OutcomeCallback | None) -> None:
+def _report(job: PreparedJob, result: RunResult) -> None:
     table_artifact(
         job_report_rows(job, result),
         key=artifact_key(job.op_name, "run"),
         description=f"params and outputs of `{job.op_name}` (run {result.uuid})",
     )
+
+
+def _finish(job: PreparedJob, result: RunResult, on_outcome: OutcomeCallback | None) -> None:
+    _report(job, result)
     if on_outcome is not None:
         on_outcome(result)
 
@@ -309,7 +320,7 @@ def run_job_op(name: str, run: str) -> Any:
     """The body of a DAG job op's task run: ``name`` names the task run (the op), ``run`` is
     the op's run uuid, the key of its prepared job (never a parameter: its env has secrets)."""
     job, cancel = _JOBS[run]
-    return run_job_op_body(job, cancel)
+    return run_job_op_body(job, cancel, report=True)
 
 
 def _shared_job_task(job: PreparedJob) -> Task[..., Any]:

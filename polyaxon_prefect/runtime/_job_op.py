@@ -191,10 +191,28 @@ def job_report_rows(job: PreparedJob, result: RunResult) -> list[dict[str, str]]
     for name, value in sorted(job.params.items()):
         if name in output_names and value is None:
             continue  # an output's placeholder, not an input value
-        rows.append({"kind": "param", "name": name, "value": _cell(value, job.secrets)})
+        rows.append(
+            {
+                "kind": "param",
+                "name": mask_text(name, job.secrets),
+                "value": _cell(value, job.secrets),
+            }
+        )
     for name, value in sorted(result.outputs.items()):
-        rows.append({"kind": "output", "name": name, "value": _cell(value, job.secrets)})
+        rows.append(
+            {
+                "kind": "output",
+                "name": mask_text(name, job.secrets),
+                "value": _cell(value, job.secrets),
+            }
+        )
     for name, value in sorted(result.metrics.items()):
         if name not in result.outputs:
-            rows.append({"kind": "metric", "name": name, "value": _cell(value, job.secrets)})
+            rows.append(
+                {
+                    "kind": "metric",
+                    "name": mask_text(name, job.secrets),
+                    "value": _cell(value, job.secrets),
+                }
+            )
     return rows
