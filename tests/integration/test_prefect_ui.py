@@ -1,0 +1,177 @@
+"""What a person sees in the real Prefect UI, in a real browser: Debian's Chromium, headless,
+driven by Playwright (its own browser download is not used), against ``prefect server start``
+on a loopback port.
+
+A run of the quick-start DAG through ``polyaxon-prefect run`` must show its ops as task runs,
+the DAG's markdown artifact and each op's params/outputs table, readable. Screenshots go to
+``build/ui-screenshots/`` (or ``$POLYAXON_PREFECT_UI_SHOTS``) as the test's artifacts. Skipped,
+saying why, where Chromium or Playwright is not installed (``.ci/run`` installs both).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.conftest import free_port
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).parents[2]
+BIN = Path(sys.executable).parent
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+SHOTS = Path(os.environ.get("POLYAXON_PREFECT_UI_SHOTS") or REPO / "build" / "ui-screenshots")
+_BROWSER_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+if CHROMIUM is None:
+    pytest.skip("needs Debian's chromium (apt-get install chromium)", allow_module_level=True)
+playwright = pytest.importorskip("playwright.sync_api", reason="needs playwright (pip)")
+
+
+def _wait_http(url: str, process: subprocess.Popen[bytes], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "the Prefect server exited"
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise AssertionError(f"{url} did not answer in {seconds:.0f}s")
+
+
+@pytest.fixture(scope="module")
+def ui_server() -> Iterator[tuple[str, dict[str, str]]]:
+    """A real Prefect server with its UI; the environment a CLI run needs to use it."""
+    folder = Path(tempfile.mkdtemp(prefix="prefect-ui-"))
+    port = free_port()
+    api = f"http://127.0.0.1:{port}/api"
+    env = {
+        **os.environ,
+        "PREFECT_HOME": str(folder / "home"),
+        "PREFECT_API_URL": api,
+        "PREFECT_UI_API_URL": api,
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "POLYAXON_PREFECT_ARTIFACTS_ROOT": str(folder / "artifacts"),
+    }
+    env.pop("PREFECT_PROFILE", None)
+    server = subprocess.Popen(
+        [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        _wait_http(f"{api}/health", server, 120)
+        yield f"http://127.0.0.1:{port}", env
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with playwright.sync_playwright() as driver:
+        chromium = driver.chromium.launch(executable_path=CHROMIUM, args=_BROWSER_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def _shot(page: Any, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def _artifacts(api: str, flow_run: str) -> dict[str, str]:
+    """The flow run's artifacts (its task runs' included): id by key, from the REST API."""
+    body = json.dumps({"artifacts": {"flow_run_id": {"any_": [flow_run]}}}).encode()
+    request = urllib.request.Request(
+        f"{api}/artifacts/filter", data=body, headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return {item["key"]: item["id"] for item in json.loads(response.read())}
+
+
+def _tab(page: Any, name: str) -> None:
+    page.get_by_text(name, exact=True).first.click()
+    page.wait_for_load_state("networkidle")
+
+
+def test_a_finished_dag_run_shows_its_ops_and_readable_artifacts(
+    ui_server: tuple[str, dict[str, str]], browser: Any
+) -> None:
+    ui, env = ui_server
+    done = subprocess.run(
+        [
+            str(BIN / "polyaxon-prefect"),
+            "run",
+            "-f",
+            str(REPO / "examples/quick-start/dag.yaml"),
+            "-P",
+            "max_loss=10",
+            "--json",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    flow_run = json.loads(done.stdout)["flow_run_id"]
+
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{ui}/runs/flow-run/{flow_run}", wait_until="networkidle")
+    page.get_by_text("Completed").first.wait_for()
+    _tab(page, "Task Runs")
+    page.get_by_text("best_model", exact=True).first.wait_for()
+    page.get_by_text("Skipped", exact=True).first.wait_for()
+    tasks = page.inner_text("body")
+    for op in ("experiment", "tune", "best_model"):
+        assert op in tasks
+    assert "Skipped" in tasks, "the tune op's conditions were false: it shows as skipped"
+    _shot(page, "dag-run-task-runs")
+
+    _tab(page, "Artifacts")
+    page.get_by_text("experiment-run", exact=True).first.wait_for()
+    listing = page.inner_text("body")
+    assert "automated-process-dag" in listing and "best-model-run" in listing
+    _shot(page, "dag-run-artifacts")
+
+    artifacts = _artifacts(env["PREFECT_API_URL"], flow_run)
+    page.goto(f"{ui}/artifacts/artifact/{artifacts['experiment-run']}", wait_until="networkidle")
+    page.get_by_text("learning_rate", exact=True).first.wait_for()
+    table = page.inner_text("body")
+    assert "0.005" in table and "loss" in table and "succeeded" in table
+    _shot(page, "op-table-artifact")
+
+    dag = artifacts["automated-process-dag"]
+    page.goto(f"{ui}/artifacts/artifact/{dag}", wait_until="networkidle")
+    page.get_by_text("best_model", exact=False).first.wait_for()
+    markdown = page.inner_text("body")
+    assert "skipped" in markdown and "best_model" in markdown
+    _shot(page, "dag-markdown-artifact")
+    page.close()
