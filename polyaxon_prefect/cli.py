@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from polyaxon_prefect._cli_args import add_file_args
 from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError, Problem
 from polyaxon_prefect.prefect._cli import add_run_parser, cmd_run
+from polyaxon_prefect.prefect._deploy_cli import add_deploy_parser, cmd_deploy
 
 if TYPE_CHECKING:
     from polyaxon_prefect.specs import LoadedPolyaxonfile, Operation
@@ -68,6 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     upgrade.add_argument("-f", "--file", dest="file", required=True, metavar="FILE")
 
     add_run_parser(sub)
+    add_deploy_parser(sub)
     _add_dashboard_parser(sub)
     return parser
 
@@ -250,6 +252,7 @@ _COMMANDS = {
     "upgrade": _cmd_upgrade,
     "run": cmd_run,
     "dashboard": _cmd_dashboard,
+    "deploy": cmd_deploy,
 }
 
 

@@ -16,14 +16,17 @@ apply_env_defaults()
 
 if TYPE_CHECKING:
     from polyaxon_prefect.prefect._api import RunResult, run, to_flow
+    from polyaxon_prefect.prefect._deploy import deploy, polyaxonfile_flow
     from polyaxon_prefect.prefect._job import OpOutcome, job_flow, job_task, run_op_in_flow
     from polyaxon_prefect.prefect._trial_flow import trial_flow
 
 __all__ = [
     "OpOutcome",
     "RunResult",
+    "deploy",
     "job_flow",
     "job_task",
+    "polyaxonfile_flow",
     "run",
     "run_op_in_flow",
     "to_flow",
@@ -31,6 +34,8 @@ __all__ = [
 ]
 
 _LAZY = {
+    "deploy": "polyaxon_prefect.prefect._deploy",
+    "polyaxonfile_flow": "polyaxon_prefect.prefect._deploy",
     "RunResult": "polyaxon_prefect.prefect._api",
     "run": "polyaxon_prefect.prefect._api",
     "to_flow": "polyaxon_prefect.prefect._api",

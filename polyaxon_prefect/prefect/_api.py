@@ -155,6 +155,7 @@ def to_flow(
     from prefect import flow
 
     from polyaxon_prefect.prefect._dispatch import run_request_in_flow
+    from polyaxon_prefect.prefect._hooks import deferred_state_hooks, track_request
     from polyaxon_prefect.prefect._job import flow_name
     from polyaxon_prefect.prefect._params import flow_params, flow_signature
     from polyaxon_prefect.prefect._request import OpRequest
@@ -175,9 +176,12 @@ def to_flow(
         }
         loaded: LoadedPolyaxonfile = load_polyaxonfile(file, preset_files, given, hub_dirs=hubs)
         request = OpRequest(
-            loaded=loaded, connections=_connections(connections), skip_builds=skip_builds
+            loaded=loaded,
+            connections=_connections(connections),
+            skip_builds=skip_builds,
+            backend=env_backend(),
         )
-        return run_request_in_flow(request)
+        return run_request_in_flow(request, track_request(request).append)
 
     signature = flow_signature(params)
     polyaxon_op.__signature__ = signature  # type: ignore[attr-defined]
@@ -191,7 +195,27 @@ def to_flow(
         name=flow_name(name),
         flow_run_name=flow_name(operation.name or name),
         description=getattr(component, "description", None) or f"Polyaxon component `{name}`",
+        **deferred_state_hooks(),  # Polyaxon `hooks` of the op each run loads
     )
+
+
+BACKEND_ENV = "POLYAXON_PREFECT_BACKEND"
+"""Where a `to_flow` flow's distributed ops run (``local``, ``kubeflow``, ``native``): set in a
+deployment's job variables (``polyaxon-prefect deploy --backend``)."""
+
+
+def env_backend() -> str:
+    """``POLYAXON_PREFECT_BACKEND``, else ``local``.
+
+    Raises:
+        ValueError: it names no backend.
+    """
+    from polyaxon_prefect.specs import BACKENDS
+
+    backend = os.environ.get(BACKEND_ENV) or "local"
+    if backend not in BACKENDS:
+        raise ValueError(f"{BACKEND_ENV}={backend!r} is not one of {', '.join(BACKENDS)}")
+    return backend
 
 
 def _is_default(value: Any, default: Any) -> bool:

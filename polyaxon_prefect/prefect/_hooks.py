@@ -30,9 +30,47 @@ from polyaxon_prefect.runtime._hooks import (
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.specs import op_kind, run_kind
 
-__all__ = ["run_due_hooks", "state_hooks"]
+__all__ = ["deferred_state_hooks", "run_due_hooks", "state_hooks", "track_request"]
 
 StateHook = Callable[[Any, Any, Any], None]
+
+_BY_FLOW_RUN: dict[str, tuple[OpRequest, list[RunResult]]] = {}
+"""The request each running flow run of a `to_flow` flow runs (its op is known only once the
+flow run starts), for `deferred_state_hooks`."""
+
+
+def track_request(request: OpRequest) -> list[RunResult]:
+    """Remember that the current flow run runs ``request``; returns the list its outcome is
+    to be appended to (the op's `RunResult`), read by the flow's `deferred_state_hooks`."""
+    from prefect.context import FlowRunContext
+
+    outcomes: list[RunResult] = []
+    context = FlowRunContext.get()
+    if context is not None and context.flow_run is not None:
+        _BY_FLOW_RUN[str(context.flow_run.id)] = (request, outcomes)
+    return outcomes
+
+
+def deferred_state_hooks() -> dict[str, list[StateHook]]:
+    """State hooks for a flow whose op is loaded when it runs (`to_flow`, the deployable
+    `polyaxonfile` flow): they run the hooks of the request the flow run tracked."""
+
+    def run_polyaxon_hooks(flow: Any, flow_run: Any, state: Any) -> None:
+        del flow
+        tracked = _BY_FLOW_RUN.pop(str(flow_run.id), None)
+        if tracked is None or not hooks_of(tracked[0].operation):
+            return
+        from prefect.logging.loggers import flow_run_logger
+
+        logger = flow_run_logger(flow_run)
+        request, outcomes = tracked
+        for ok, line in run_due_hooks(request, outcomes[-1] if outcomes else None, state):
+            (logger.info if ok else logger.warning)(line)
+
+    return {name: [run_polyaxon_hooks] for name in _STATE_HOOKS}
+
+
+_STATE_HOOKS = ("on_completion", "on_failure", "on_cancellation", "on_crashed")
 
 
 def state_hooks(request: OpRequest, outcomes: list[RunResult]) -> dict[str, list[StateHook]]:
@@ -41,7 +79,8 @@ def state_hooks(request: OpRequest, outcomes: list[RunResult]) -> dict[str, list
     if not hooks_of(request.operation):
         return {}
 
-    def fire(_flow: Any, flow_run: Any, state: Any) -> None:
+    def run_polyaxon_hooks(flow: Any, flow_run: Any, state: Any) -> None:
+        del flow
         from prefect.logging.loggers import flow_run_logger
 
         logger = flow_run_logger(flow_run)
@@ -50,10 +89,10 @@ def state_hooks(request: OpRequest, outcomes: list[RunResult]) -> dict[str, list
             (logger.info if ok else logger.warning)(line)
 
     return {
-        "on_completion": [fire],
-        "on_failure": [fire],
-        "on_cancellation": [fire],
-        "on_crashed": [fire],
+        "on_completion": [run_polyaxon_hooks],
+        "on_failure": [run_polyaxon_hooks],
+        "on_cancellation": [run_polyaxon_hooks],
+        "on_crashed": [run_polyaxon_hooks],
     }
 
 

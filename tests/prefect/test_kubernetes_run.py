@@ -221,3 +221,14 @@ matrix:
         for job in jobs
     )
     assert commands == ["--lr=0.1", "--lr=0.2"]
+
+
+def test_a_deployed_flow_takes_its_backend_from_the_job_variables_env(
+    fake_kubeconfig: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``deploy --backend kubeflow`` puts POLYAXON_PREFECT_BACKEND in the deployment's env:
+    the typed flow a worker runs sends its distributed op to the cluster."""
+    monkeypatch.setenv("POLYAXON_PREFECT_BACKEND", "kubeflow")
+    state = polyaxon_prefect.to_flow(PYTORCH)(return_state=True)
+    assert state.is_completed(), state.message
+    assert len(ever(fake_kubeconfig, "pytorchjobs")) == 1

@@ -1,0 +1,300 @@
+"""Deployments: any Polyaxonfile as a Prefect deployment with a typed, documented form.
+
+``polyaxon-prefect deploy -f FILE --pool POOL`` creates (or updates) a deployment of the one
+generic flow, `polyaxonfile_flow` (``flows/polyaxonfile.py`` re-exports it), whose parameter
+schema is the component's inputs (types, defaults, descriptions, required, ``validation``
+options and bounds: the schema `to_flow` gives Prefect, plus each input's description) and is
+enforced by the server, so a bad ``--param`` is refused before any flow run exists. The
+Polyaxonfile itself is not a form field: its path or URL travels in the deployment's job
+variables (``env``: ``POLYAXON_PREFECT_FILE``), which every work pool type passes to the flow
+run's process, so the form shows only the component's inputs. The file is read at each run.
+
+The Polyaxonfile's ``schedule`` becomes the deployment's (`runtime._schedules`), and its
+``hooks`` run as state hooks of the flow run (`prefect._hooks`).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import urllib.request
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from prefect import flow
+
+from polyaxon_prefect.prefect._hooks import deferred_state_hooks
+from polyaxon_prefect.runtime._schedules import DeploymentSchedule, deployment_schedule
+
+__all__ = [
+    "DEPENDS_ON_PAST_ENV",
+    "ENTRYPOINT",
+    "FILE_ENV",
+    "PRESETS_ENV",
+    "Deployed",
+    "deploy",
+    "deployed_flow",
+    "generic_flow",
+]
+
+FILE_ENV = "POLYAXON_PREFECT_FILE"
+"""The Polyaxonfile (path or http(s) URL) a deployment of `polyaxonfile_flow` runs."""
+PRESETS_ENV = "POLYAXON_PREFECT_PRESETS"
+"""Its presets, ``os.pathsep``-separated."""
+DEPENDS_ON_PAST_ENV = "POLYAXON_PREFECT_DEPENDS_ON_PAST"
+"""``1``: a run after a failed run of the same deployment ends skipped (``dependsOnPast``)."""
+ENTRYPOINT = "polyaxon_prefect.prefect._deploy.polyaxonfile_flow"
+"""A module entrypoint: workers import it from the installed package, from any directory."""
+
+
+def _local(file: str, folder: Path) -> Path:
+    """``file`` as a local path: an http(s) URL is downloaded (again at each run)."""
+    if not file.startswith(("http://", "https://")):
+        return Path(file)
+    target = folder / (Path(file.split("?", 1)[0]).name or "polyaxonfile.yaml")
+    with urllib.request.urlopen(file, timeout=30) as response:
+        target.write_bytes(response.read())
+    return target
+
+
+def _past_failure() -> str | None:
+    """For ``dependsOnPast``: the previous run of this deployment, if it failed."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        DeploymentFilter,
+        DeploymentFilterId,
+        FlowRunFilter,
+        FlowRunFilterStartTime,
+    )
+    from prefect.client.schemas.sorting import FlowRunSort
+    from prefect.context import FlowRunContext
+
+    context = FlowRunContext.get()
+    run = context.flow_run if context is not None else None
+    if run is None or run.deployment_id is None:
+        return None
+    with get_client(sync_client=True) as client:
+        earlier = client.read_flow_runs(
+            deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[run.deployment_id])),
+            flow_run_filter=FlowRunFilter(
+                start_time=FlowRunFilterStartTime(is_null_=False, before_=run.start_time)
+                if run.start_time
+                else None
+            ),
+            sort=FlowRunSort.START_TIME_DESC,
+            limit=5,
+        )
+    for previous in earlier:
+        if previous.id == run.id or previous.state is None or not previous.state.is_final():
+            continue
+        if previous.state.is_failed() or previous.state.is_crashed():
+            return f"the previous run `{previous.name}` ({previous.id}) failed"
+        return None
+    return None
+
+
+def _run_generic(polyaxonfile: str, params: dict[str, Any] | None = None) -> Any:
+    """A Polyaxonfile given as a parameter (a deployment made the Prefect way, from a
+    ``prefect.yaml`` without ``POLYAXON_PREFECT_FILE``), with its params by input name."""
+    from polyaxon_prefect.prefect._api import to_flow
+    from polyaxon_prefect.prefect._params import python_name
+
+    with tempfile.TemporaryDirectory(prefix="polyaxonfile-") as tmp:
+        typed = to_flow(_local(polyaxonfile, Path(tmp)))
+        return typed.fn(**{python_name(k): v for k, v in (params or {}).items()})
+
+
+generic_flow = flow(
+    _run_generic,
+    name="polyaxonfile",
+    description="Runs the Polyaxonfile given as `polyaxonfile` (a path or URL) with `params`.",
+    **deferred_state_hooks(),
+)
+
+
+def deployed_flow() -> Any:
+    """The flow a deployment runs: with ``POLYAXON_PREFECT_FILE`` set (every deployment made by
+    `deploy`), the file's own typed flow (`to_flow`: the form's parameters, the component's
+    name), guarded by ``dependsOnPast`` when asked; else `generic_flow`."""
+    import inspect
+
+    from polyaxon_prefect.prefect._api import to_flow
+    from polyaxon_prefect.prefect._states import SKIPPED_STATE_NAME
+
+    file = os.environ.get(FILE_ENV)
+    if not file:
+        return generic_flow
+    folder = Path(tempfile.mkdtemp(prefix="polyaxonfile-"))  # a URL's copy, for this process
+    presets = [p for p in os.environ.get(PRESETS_ENV, "").split(os.pathsep) if p]
+    typed = to_flow(_local(file, folder), [_local(p, folder) for p in presets])
+    if os.environ.get(DEPENDS_ON_PAST_ENV) != "1":
+        return typed
+
+    def guarded(**values: Any) -> Any:
+        failed = _past_failure()
+        if failed is not None:
+            from prefect.states import Completed
+
+            return Completed(name=SKIPPED_STATE_NAME, message=f"dependsOnPast: {failed}")
+        return typed.fn(**values)
+
+    guarded.__signature__ = inspect.signature(typed.fn)  # type: ignore[attr-defined]
+    guarded.__annotations__ = dict(typed.fn.__annotations__)
+    return flow(
+        guarded,
+        name=typed.name,
+        flow_run_name=typed.flow_run_name,
+        description=typed.description,
+        **deferred_state_hooks(),
+    )
+
+
+def __getattr__(name: str) -> Any:
+    """``polyaxonfile_flow``, the deployments' entrypoint, is built when a worker's process
+    imports it, from that process's ``POLYAXON_PREFECT_FILE`` (`deployed_flow`)."""
+    if name == "polyaxonfile_flow":
+        return deployed_flow()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@dataclass(frozen=True)
+class Deployed:
+    """What `deploy` made: ``FLOW/NAME`` (for ``prefect deployment run``), its id and
+    schedule, and what of the Polyaxonfile it could not express."""
+
+    full_name: str
+    deployment_id: str
+    schedule: DeploymentSchedule | None
+    warnings: tuple[str, ...]
+
+
+def _schema(typed: Any, component: Any) -> dict[str, Any]:
+    """The typed flow's parameter schema, each input's ``description`` added."""
+    from polyaxon_prefect.prefect._params import python_name
+
+    schema: dict[str, Any] = typed.parameters.model_dump_for_openapi()
+    properties = schema.get("properties", {})
+    for io in component.inputs or []:
+        prop = properties.get(python_name(io.name))
+        if prop is not None and io.description:
+            prop["description"] = str(io.description)
+    return schema
+
+
+def _prefect_schedules(planned: DeploymentSchedule) -> list[Any]:
+    from prefect.client.schemas.actions import DeploymentScheduleCreate
+    from prefect.client.schemas.schedules import construct_schedule
+
+    spec = planned.schedule
+    if spec is None:
+        return []
+    if "rrule" in spec:
+        from prefect.client.schemas.schedules import RRuleSchedule
+
+        return [DeploymentScheduleCreate(schedule=RRuleSchedule(rrule=spec["rrule"]))]
+    if "cron" in spec:
+        return [DeploymentScheduleCreate(schedule=construct_schedule(cron=spec["cron"]))]
+    return [
+        DeploymentScheduleCreate(
+            schedule=construct_schedule(
+                interval=spec["interval"], anchor_date=spec.get("anchor_date")
+            )
+        )
+    ]
+
+
+def _read(
+    file: str, presets: Sequence[str], params: Mapping[str, Any] | None
+) -> tuple[Any, dict[str, Any], dict[str, str]]:
+    """The loaded file (every problem raises here), its form's schema, and the env that
+    names it to the flow run (absolute paths; URLs as given)."""
+    from polyaxon_prefect.loading import load_polyaxonfile
+    from polyaxon_prefect.prefect._api import to_flow
+
+    def where(name: str) -> str:
+        remote = name.startswith(("http://", "https://"))
+        return name if remote else str(Path(name).absolute())
+
+    with tempfile.TemporaryDirectory(prefix="polyaxonfile-") as tmp:
+        folder = Path(tmp)
+        local = _local(file, folder)
+        preset_files = [_local(p, folder) for p in presets]
+        loaded = load_polyaxonfile(local, preset_files, params or {})
+        schema = _schema(to_flow(local, preset_files), loaded.operation.component)
+    env = {FILE_ENV: where(file)}
+    if presets:
+        env[PRESETS_ENV] = os.pathsep.join(where(p) for p in presets)
+    return loaded, schema, env
+
+
+def deploy(
+    file: str,
+    presets: Sequence[str] = (),
+    *,
+    pool: str,
+    name: str | None = None,
+    tags: Sequence[str] = (),
+    params: Mapping[str, Any] | None = None,
+    job_variables: Mapping[str, Any] | None = None,
+) -> Deployed:
+    """Create or update the deployment of ``file`` on work pool ``pool`` (see the module).
+
+    ``params`` (``-P`` values) become the form's defaults; ``job_variables`` are the pool's
+    (its ``env`` merged with the file's).
+
+    Raises:
+        PolyaxonfileError: the file, a preset or a param is invalid (nothing is deployed).
+    """
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.objects import ConcurrencyLimitStrategy, ConcurrencyOptions
+    from prefect.states import Scheduled
+
+    from polyaxon_prefect.prefect._job import flow_name
+    from polyaxon_prefect.prefect._params import python_name
+
+    loaded, schema, env = _read(file, presets, params)
+    operation = loaded.operation
+    component = operation.component
+    planned = deployment_schedule(operation.schedule) if operation.schedule else None
+    one_at_a_time = planned is not None and planned.one_at_a_time
+    if one_at_a_time:
+        env[DEPENDS_ON_PAST_ENV] = "1"
+    variables = dict(job_variables or {})
+    variables["env"] = {**dict(variables.get("env") or {}), **env}
+    given = loaded.params or {}
+    defaults = {python_name(k): given[k] for k in (params or {}) if k in given}
+    flow_title = flow_name(component.name or Path(env[FILE_ENV]).stem)
+    deployment_name = name or flow_title
+    with get_client(sync_client=True) as client:
+        flow_id = client.create_flow_from_name(flow_title)
+        deployment_id = client.create_deployment(
+            flow_id,
+            deployment_name,
+            entrypoint=ENTRYPOINT,
+            work_pool_name=pool,
+            parameters=defaults,
+            parameter_openapi_schema=schema,
+            enforce_parameter_schema=True,
+            job_variables=variables,
+            tags=[*(component.tags or []), *tags],
+            description=component.description,
+            schedules=_prefect_schedules(planned) if planned is not None else [],
+            concurrency_limit=1 if one_at_a_time else None,
+            concurrency_options=(
+                ConcurrencyOptions(collision_strategy=ConcurrencyLimitStrategy.ENQUEUE)
+                if one_at_a_time
+                else None
+            ),
+        )
+        if planned is not None and planned.run_at is not None:
+            client.create_flow_run_from_deployment(
+                deployment_id, state=Scheduled(scheduled_time=planned.run_at)
+            )
+    return Deployed(
+        f"{flow_title}/{deployment_name}",
+        str(deployment_id),
+        planned,
+        tuple(planned.warnings) if planned is not None else (),
+    )

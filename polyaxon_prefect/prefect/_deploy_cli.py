@@ -1,0 +1,92 @@
+"""``polyaxon-prefect deploy``: the command line of `prefect._deploy.deploy`.
+
+Light at import (the CLI builds its parser before Prefect is imported); Prefect loads when the
+command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from polyaxon_prefect._cli_args import add_file_args
+from polyaxon_prefect.exceptions import PolyaxonfileError
+
+__all__ = ["add_deploy_parser", "cmd_deploy"]
+
+
+def add_deploy_parser(subparsers: Any) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "deploy",
+        help="create or update a Prefect deployment of a Polyaxonfile (typed form, schedule)",
+        description=(
+            "Deploy a Polyaxonfile to a work pool: the deployment's form is the component's "
+            "inputs (types, defaults, descriptions, options, bounds; enforced by the server), "
+            "its schedule is the file's `schedule`, and each run reads the file again. Start "
+            "runs with `prefect deployment run FLOW/NAME --param name=value` or from the UI."
+        ),
+    )
+    add_file_args(parser)
+    parser.add_argument("--pool", required=True, help="the work pool the runs go to")
+    parser.add_argument("--name", default=None, help="the deployment's name (default: the flow's)")
+    parser.add_argument(
+        "--tag", dest="tags", action="append", default=[], help="a tag (repeatable)"
+    )
+    parser.add_argument(
+        "--backend",
+        choices=("local", "kubeflow", "native"),
+        default=None,
+        help="where the runs' distributed ops go (default: local processes in the flow run)",
+    )
+    parser.add_argument(
+        "--job-variables",
+        default=None,
+        metavar="JSON",
+        help="the pool's job variables for this deployment, e.g. '{\"gpu_count\": 1}'",
+    )
+    return parser
+
+
+def cmd_deploy(args: argparse.Namespace) -> int:
+    from polyaxon_prefect.loading import parse_cli_params
+    from polyaxon_prefect.prefect._api import BACKEND_ENV
+    from polyaxon_prefect.prefect._deploy import deploy
+
+    try:
+        variables = json.loads(args.job_variables) if args.job_variables else {}
+    except ValueError as exc:
+        print(f"error: --job-variables is not JSON: {exc}", file=sys.stderr)
+        return 2
+    if not isinstance(variables, dict):
+        print("error: --job-variables must be a JSON object", file=sys.stderr)
+        return 2
+    if args.backend:
+        variables["env"] = {**dict(variables.get("env") or {}), BACKEND_ENV: args.backend}
+    try:
+        deployed = deploy(
+            args.files[0],
+            args.files[1:],
+            pool=args.pool,
+            name=args.name,
+            tags=args.tags,
+            params=parse_cli_params(args.params or []),
+            job_variables=variables,
+        )
+    except PolyaxonfileError as error:
+        for problem in [*error.problems, *error.warnings]:
+            print(problem.format(), file=sys.stderr)
+        count = len(error.problems)
+        print(f"{count} problem{'s' if count != 1 else ''} found.", file=sys.stderr)
+        return 1
+    for warning in deployed.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    print(f"deployed {deployed.full_name} (id {deployed.deployment_id}) to pool `{args.pool}`")
+    planned = deployed.schedule
+    if planned is not None and planned.schedule is not None:
+        print(f"schedule: {planned.schedule}")
+    if planned is not None and planned.run_at is not None:
+        print(f"one run scheduled at {planned.run_at.isoformat()}")
+    print(f"run it: prefect deployment run '{deployed.full_name}' --param NAME=VALUE")
+    return 0

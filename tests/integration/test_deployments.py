@@ -1,0 +1,300 @@
+"""Deployments end to end, with real processes on loopback: ``prefect server start``, a process
+work pool and ``prefect worker start``, ``polyaxon-prefect deploy``, ``prefect deployment run``.
+
+The quick-start DAG deployed with its typed form runs with a ``--param`` and its op task runs
+end as they should; a bad value is refused with a readable message and no flow run; a cron and
+an interval schedule show on their deployments; a ``datetime`` schedule fires; a hook runs on
+failure and posts to a loopback HTTP server. One server and one worker for the module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.conftest import free_port
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).parents[2]
+BIN = Path(sys.executable).parent
+POOL = "deploy-pool"
+
+
+def _wait_http(url: str, process: subprocess.Popen[bytes], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "the Prefect server exited"
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise AssertionError(f"{url} did not answer in {seconds:.0f}s")
+
+
+class Api:
+    """The server's REST API, read the way the UI reads it."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def call(self, path: str, body: Any = None) -> Any:
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(
+            f"{self.url}{path}", data=data, headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.loads(response.read())
+
+    def deployment(self, full_name: str) -> Any:
+        return self.call(f"/deployments/name/{full_name}")
+
+    def runs_of(self, deployment_id: str) -> list[Any]:
+        body = {"deployments": {"id": {"any_": [deployment_id]}}}
+        return list(self.call("/flow_runs/filter", body))
+
+    def wait_final(self, flow_run_id: str, seconds: float = 120) -> Any:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            run = self.call(f"/flow_runs/{flow_run_id}")
+            if run["state"] and run["state"]["type"] in (
+                "COMPLETED",
+                "FAILED",
+                "CRASHED",
+                "CANCELLED",
+            ):
+                return run
+            time.sleep(1)
+        raise AssertionError(f"flow run {flow_run_id} did not end in {seconds:.0f}s")
+
+    def task_runs(self, flow_run_id: str) -> dict[str, str]:
+        body = {"flow_runs": {"id": {"any_": [flow_run_id]}}}
+        return {t["name"]: t["state"]["name"] for t in self.call("/task_runs/filter", body)}
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[tuple[dict[str, str], Api]]:
+    folder = Path(tempfile.mkdtemp(prefix="prefect-deploy-"))
+    port = free_port()
+    api = f"http://127.0.0.1:{port}/api"
+    env = {
+        **os.environ,
+        "PREFECT_HOME": str(folder / "home"),
+        "PREFECT_API_URL": api,
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_WORKER_QUERY_SECONDS": "1",
+        "PREFECT_WORKER_PREFETCH_SECONDS": "1",
+        "POLYAXON_PREFECT_ARTIFACTS_ROOT": str(folder / "artifacts"),
+        "PYTHONPATH": str(REPO),
+    }
+    env.pop("PREFECT_PROFILE", None)
+    processes: list[subprocess.Popen[bytes]] = []
+    try:
+        server = subprocess.Popen(
+            [
+                str(BIN / "prefect"),
+                "server",
+                "start",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--no-ui",
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        processes.append(server)
+        _wait_http(f"{api}/health", server, 120)
+        subprocess.run(
+            [str(BIN / "prefect"), "work-pool", "create", POOL, "--type", "process"],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
+        worker = subprocess.Popen(
+            [str(BIN / "prefect"), "worker", "start", "--pool", POOL, "--type", "process"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        processes.append(worker)
+        yield env, Api(api)
+    finally:
+        for process in reversed(processes):
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def _deploy(env: dict[str, str], file: Path, *extra: str) -> str:
+    done = subprocess.run(
+        [str(BIN / "polyaxon-prefect"), "deploy", "-f", str(file), "--pool", POOL, *extra],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _run(env: dict[str, str], name: str, *params: str) -> subprocess.CompletedProcess[str]:
+    args = [arg for param in params for arg in ("--param", param)]
+    return subprocess.run(
+        [str(BIN / "prefect"), "deployment", "run", name, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _flow_run_id(output: str) -> str:
+    for line in output.splitlines():
+        if "UUID:" in line:
+            return line.split("UUID:", 1)[1].strip()
+    raise AssertionError(f"no flow run id in {output!r}")
+
+
+def test_the_quick_start_dag_deploys_with_a_typed_form_and_runs(
+    cluster: tuple[dict[str, str], Api],
+) -> None:
+    env, api = cluster
+    out = _deploy(env, REPO / "examples/quick-start/dag.yaml", "--name", "qs", "-P", "top=3")
+    assert "deployed automated-process/qs" in out
+
+    deployment = api.deployment("automated-process/qs")
+    schema = deployment["parameter_openapi_schema"]["properties"]
+    assert schema["max_loss"]["description"] == "max loss to start a tuning job."
+    assert schema["max_loss"]["default"] == 0.01
+    assert schema["top"]["description"] == "top jobs."
+    assert deployment["parameters"] == {"top": 3}, "-P values are the form's defaults"
+    assert deployment["enforce_parameter_schema"] is True
+
+    done = _run(env, "automated-process/qs", "max_loss=10")
+    assert done.returncode == 0, done.stderr
+    run = api.wait_final(_flow_run_id(done.stdout))
+    assert run["state"]["type"] == "COMPLETED", run["state"]
+    assert api.task_runs(run["id"]) == {
+        "experiment": "Completed",
+        "tune": "Skipped",
+        "best_model": "Completed",
+    }
+
+    runs_before = len(api.runs_of(deployment["id"]))
+    bad = _run(env, "automated-process/qs", "max_loss=not-a-number")
+    assert bad.returncode != 0
+    text = bad.stdout + bad.stderr
+    assert "max_loss" in text and "Traceback" not in text
+    assert len(api.runs_of(deployment["id"])) == runs_before, "no flow run for a bad value"
+
+
+def _component(folder: Path, name: str, schedule: str, command: str = "pass") -> Path:
+    path = folder / f"{name}.yaml"
+    path.write_text(
+        f"version: 1.1\nkind: operation\nname: {name}\n{schedule}"
+        f"component:\n  name: {name}\n  run:\n    kind: job\n"
+        f'    container: {{command: [python, -c, "{command}"]}}\n'
+    )
+    return path
+
+
+def test_cron_and_interval_schedules_show_on_their_deployments(
+    cluster: tuple[dict[str, str], Api], tmp_path: Path
+) -> None:
+    env, api = cluster
+    cron = _component(tmp_path, "nightly", "schedule: {kind: cron, cron: '0 2 * * *'}\n")
+    every = _component(tmp_path, "hourly", "schedule: {kind: interval, frequency: 3600}\n")
+    _deploy(env, cron)
+    _deploy(env, every)
+    [nightly] = api.deployment("nightly/nightly")["schedules"]
+    assert nightly["schedule"]["cron"] == "0 2 * * *"
+    [hourly] = api.deployment("hourly/hourly")["schedules"]
+    assert hourly["schedule"]["interval"] == 3600
+
+
+def test_a_datetime_schedule_fires(cluster: tuple[dict[str, str], Api], tmp_path: Path) -> None:
+    env, api = cluster
+    at = (datetime.now(UTC) + timedelta(seconds=6)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    once = _component(tmp_path, "once", f"schedule: {{kind: datetime, startAt: '{at}'}}\n")
+    out = _deploy(env, once)
+    assert "one run scheduled at" in out
+    deployment = api.deployment("once/once")
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        runs = api.runs_of(deployment["id"])
+        if runs and runs[0]["state"]["type"] == "COMPLETED":
+            break
+        time.sleep(1)
+    else:
+        raise AssertionError(f"the datetime run did not complete: {runs}")
+    started = datetime.fromisoformat(runs[0]["start_time"].replace("Z", "+00:00"))
+    assert started >= datetime.fromisoformat(at.replace("Z", "+00:00"))
+
+
+class _Receiver(BaseHTTPRequestHandler):
+    received: list[dict[str, Any]] = []
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        type(self).received.append(json.loads(body))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_a_hook_runs_when_a_deployed_run_fails(
+    cluster: tuple[dict[str, str], Api], tmp_path: Path
+) -> None:
+    env, api = cluster
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        connections = tmp_path / "connections.yaml"
+        connections.write_text(
+            "- {name: alerts, kind: webhook, schema: {url: "
+            f"'http://127.0.0.1:{server.server_address[1]}/alerts'}}}}\n"
+        )
+        path = tmp_path / "fails.yaml"
+        path.write_text(
+            "version: 1.1\nkind: component\nname: fails\n"
+            "hooks: [{trigger: failed, hubRef: webhook, connection: alerts}]\n"
+            "run: {kind: job, container: {command: [python, -c, 'raise SystemExit(4)']}}\n"
+        )
+        variables = json.dumps({"env": {"POLYAXON_PREFECT_CONNECTIONS": str(connections)}})
+        _deploy(env, path, "--job-variables", variables)
+        done = _run(env, "fails/fails")
+        run = api.wait_final(_flow_run_id(done.stdout))
+        assert run["state"]["type"] == "FAILED"
+        deadline = time.monotonic() + 30
+        while not _Receiver.received and time.monotonic() < deadline:
+            time.sleep(0.5)
+        [body] = _Receiver.received
+        assert (body["name"], body["status"]) == ("fails", "failed")
+        assert "exited with code 4" in body["condition"]["message"]
+    finally:
+        server.shutdown()
