@@ -205,12 +205,44 @@ def _prefect_schedules(planned: DeploymentSchedule) -> list[Any]:
     ]
 
 
+def _operation(local: Path, presets: Sequence[Path], params: Mapping[str, Any]) -> Any:
+    """The file's operation, every problem raised, except a required input without a value
+    (the form asks for it)."""
+    from polyaxon_prefect.exceptions import PolyaxonfileError
+    from polyaxon_prefect.loading import load_operation_for_signature, load_polyaxonfile
+
+    try:
+        return load_polyaxonfile(local, presets, dict(params)).operation
+    except PolyaxonfileError as error:
+        if not error.problems or any(p.rule != "param_missing" for p in error.problems):
+            raise
+    return load_operation_for_signature(local, presets)
+
+
+def _defaults(typed: Any, params: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``-P`` values as the form's defaults, typed as the form's fields (a string
+    ``"3"`` for an int input is 3)."""
+    import inspect
+
+    from pydantic import TypeAdapter
+
+    from polyaxon_prefect.prefect._params import python_name
+
+    fields = inspect.signature(typed.fn).parameters
+    defaults: dict[str, Any] = {}
+    for key, value in params.items():
+        name = python_name(key)
+        annotation = fields[name].annotation if name in fields else Any
+        adapter: TypeAdapter[Any] = TypeAdapter(annotation)
+        defaults[name] = adapter.dump_python(adapter.validate_python(value), mode="json")
+    return defaults
+
+
 def _read(
     file: str, presets: Sequence[str], params: Mapping[str, Any] | None
-) -> tuple[Any, dict[str, Any], dict[str, str]]:
-    """The loaded file (every problem raises here), its form's schema, and the env that
-    names it to the flow run (absolute paths; URLs as given)."""
-    from polyaxon_prefect.loading import load_polyaxonfile
+) -> tuple[Any, dict[str, Any], dict[str, Any], dict[str, str]]:
+    """The file's operation (its problems raise here), its form's schema and defaults, and
+    the env that names it to the flow run (absolute paths; URLs as given)."""
     from polyaxon_prefect.prefect._api import to_flow
 
     def where(name: str) -> str:
@@ -221,12 +253,14 @@ def _read(
         folder = Path(tmp)
         local = _local(file, folder)
         preset_files = [_local(p, folder) for p in presets]
-        loaded = load_polyaxonfile(local, preset_files, params or {})
-        schema = _schema(to_flow(local, preset_files), loaded.operation.component)
+        operation = _operation(local, preset_files, params or {})
+        typed = to_flow(local, preset_files)
+        schema = _schema(typed, operation.component)
+        defaults = _defaults(typed, params or {})
     env = {FILE_ENV: where(file)}
     if presets:
         env[PRESETS_ENV] = os.pathsep.join(where(p) for p in presets)
-    return loaded, schema, env
+    return operation, schema, defaults, env
 
 
 def deploy(
@@ -252,10 +286,8 @@ def deploy(
     from prefect.states import Scheduled
 
     from polyaxon_prefect.prefect._job import flow_name
-    from polyaxon_prefect.prefect._params import python_name
 
-    loaded, schema, env = _read(file, presets, params)
-    operation = loaded.operation
+    operation, schema, defaults, env = _read(file, presets, params)
     component = operation.component
     planned = deployment_schedule(operation.schedule) if operation.schedule else None
     one_at_a_time = planned is not None and planned.one_at_a_time
@@ -263,8 +295,6 @@ def deploy(
         env[DEPENDS_ON_PAST_ENV] = "1"
     variables = dict(job_variables or {})
     variables["env"] = {**dict(variables.get("env") or {}), **env}
-    given = loaded.params or {}
-    defaults = {python_name(k): given[k] for k in (params or {}) if k in given}
     flow_title = flow_name(component.name or Path(env[FILE_ENV]).stem)
     deployment_name = name or flow_title
     with get_client(sync_client=True) as client:

@@ -175,3 +175,44 @@ def test_a_finished_dag_run_shows_its_ops_and_readable_artifacts(
     assert "skipped" in markdown and "best_model" in markdown
     _shot(page, "dag-markdown-artifact")
     page.close()
+
+
+def test_a_deployments_run_form_shows_each_input_with_its_type_and_description(
+    ui_server: tuple[str, dict[str, str]], browser: Any
+) -> None:
+    ui, env = ui_server
+    subprocess.run(
+        [str(BIN / "prefect"), "work-pool", "create", "ui-pool", "--type", "process"],
+        env=env,
+        capture_output=True,
+        check=True,
+    )
+    done = subprocess.run(
+        [
+            str(BIN / "polyaxon-prefect"),
+            "deploy",
+            "-f",
+            str(REPO / "examples/quick-start/typed.yaml"),
+            "--pool",
+            "ui-pool",
+            "--name",
+            "form",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    deployment_id = done.stdout.split("(id ", 1)[1].split(")", 1)[0]
+
+    page = browser.new_page(viewport={"width": 1400, "height": 1400})
+    page.goto(f"{ui}/deployments/deployment/{deployment_id}/run", wait_until="networkidle")
+    page.get_by_text("learning_rate", exact=False).first.wait_for()
+    form = page.inner_text("body")
+    for field in ("learning_rate", "dropout", "conv_activation", "epochs"):
+        assert field in form
+    for description in ("the optimizer's learning rate.", "passes over the training data."):
+        assert description in form, "each input's description is shown"
+    _shot(page, "deployment-run-form")
+    page.close()
