@@ -17,6 +17,7 @@ from polyaxon_prefect._cli_args import add_file_args
 from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError, Problem
 from polyaxon_prefect.prefect._cli import add_run_parser, cmd_run
 from polyaxon_prefect.prefect._deploy_cli import add_deploy_parser, cmd_deploy
+from polyaxon_prefect.prefect._runs_cli import add_runs_parsers, cmd_get, cmd_ls, cmd_server
 
 if TYPE_CHECKING:
     from polyaxon_prefect.specs import LoadedPolyaxonfile, Operation
@@ -70,6 +71,7 @@ def _parser() -> argparse.ArgumentParser:
 
     add_run_parser(sub)
     add_deploy_parser(sub)
+    add_runs_parsers(sub)
     _add_dashboard_parser(sub)
     return parser
 
@@ -253,6 +255,9 @@ _COMMANDS = {
     "run": cmd_run,
     "dashboard": _cmd_dashboard,
     "deploy": cmd_deploy,
+    "server": cmd_server,
+    "ls": cmd_ls,
+    "get": cmd_get,
 }
 
 

@@ -197,6 +197,8 @@ def _use_local_server() -> LocalServerT | None:
 
     settings = get_current_settings()
     chosen = str(settings.api.url).rstrip("/") if settings.api.url else None
+    if chosen is None:
+        chosen = _background_api()
     target = chosen or database_target()
     current_session().set_target(target)
     if chosen or not settings.server.ephemeral.enabled:
@@ -212,6 +214,27 @@ def _use_local_server() -> LocalServerT | None:
     refresh_global_settings_context()
     recover_stale_sessions(server.api_url, target)
     return server
+
+
+def _background_api() -> str | None:
+    """The API of `polyaxon-prefect server start`'s server when it runs (this process then
+    uses it, said in one line); None otherwise."""
+    from polyaxon_prefect.prefect._background_server import running_server
+
+    server = running_server()
+    if server is None:
+        return None
+    from prefect.context import refresh_global_settings_context
+
+    print(
+        f"using the local Prefect server at {server.url} "
+        "(`polyaxon-prefect server stop` to stop it)",
+        file=sys.stderr,
+        flush=True,
+    )
+    os.environ["PREFECT_API_URL"] = server.api_url
+    refresh_global_settings_context()
+    return server.api_url
 
 
 def _drain_prefect_workers() -> None:

@@ -1,0 +1,190 @@
+"""``polyaxon-prefect server start|stop|status``: a local Prefect server that outlives the CLI.
+
+Every ``polyaxon-prefect run`` without ``PREFECT_API_URL`` otherwise starts Prefect's server for
+itself (`prefect._server`) and pays its start each time. This one is started once, in the
+background (its own session, so closing the terminal does not stop it), with its UI, on a
+loopback port, over the user's Prefect home (SQLite there, or PostgreSQL with
+``--database-url``); ``run`` finds it through a small record in the Prefect home and uses it
+(saying so in one line). ``PREFECT_API_URL`` set by the user always wins.
+
+Standard library only: ``run`` reads the record before Prefect is imported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from polyaxon_prefect.exceptions import PolyaxonPrefectError
+
+__all__ = [
+    "RECORD_FILE",
+    "BackgroundServer",
+    "running_server",
+    "start_server",
+    "stop_server",
+]
+
+RECORD_FILE = "polyaxon-prefect-server.json"
+"""The record of the background server, in the Prefect home."""
+_LOG_FILE = "polyaxon-prefect-server.log"
+_START_TIMEOUT = 300.0
+
+
+class ServerCommandError(PolyaxonPrefectError):
+    """The background server could not be started or stopped."""
+
+
+@dataclass(frozen=True)
+class BackgroundServer:
+    pid: int
+    url: str
+    """The server's address (the UI is there; the API under ``/api``)."""
+    log: str
+    database: str
+
+    @property
+    def api_url(self) -> str:
+        return f"{self.url}/api"
+
+
+def _home() -> Path:
+    return Path(os.environ.get("PREFECT_HOME") or "~/.prefect").expanduser()
+
+
+def _record_path() -> Path:
+    return _home() / RECORD_FILE
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _healthy(api_url: str, timeout: float = 2.0) -> bool:
+    try:
+        with urllib.request.urlopen(f"{api_url}/health", timeout=timeout) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def _read_record() -> BackgroundServer | None:
+    try:
+        data = json.loads(_record_path().read_text(encoding="utf-8"))
+        return BackgroundServer(**data)
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def running_server(*, check_health: bool = True) -> BackgroundServer | None:
+    """The background server of this Prefect home when it is up; a record left by a server
+    that died is removed."""
+    record = _read_record()
+    if record is None:
+        return None
+    if not _alive(record.pid) or (check_health and not _healthy(record.api_url)):
+        if not _alive(record.pid):
+            with contextlib.suppress(OSError):
+                _record_path().unlink()
+        return None
+    return record
+
+
+def _port_free(host: str, port: int) -> bool:
+    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def start_server(
+    *, host: str = "127.0.0.1", port: int = 4200, database_url: str | None = None
+) -> tuple[BackgroundServer, bool]:
+    """Start the background server unless it runs; returns it and whether it was started now.
+
+    Raises:
+        ServerCommandError: the port is taken by something else, or the server did not come up
+            (the message has the last lines of its log).
+    """
+    current = running_server()
+    if current is not None:
+        return current, False
+    if not _port_free(host, port):
+        raise ServerCommandError(
+            f"port {port} on {host} is in use by another program: pass --port with a free one"
+        )
+    home = _home()
+    home.mkdir(parents=True, exist_ok=True)
+    log_path = home / _LOG_FILE
+    env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    env.pop("PREFECT_API_URL", None)
+    if database_url:
+        env["PREFECT_SERVER_DATABASE_CONNECTION_URL"] = database_url
+    prefect = Path(sys.executable).with_name("prefect")
+    command = [str(prefect) if prefect.exists() else "prefect", "server", "start"]
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen(
+            [*command, "--host", host, "--port", str(port)],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # outlives this CLI and its terminal
+        )
+    server = BackgroundServer(
+        pid=process.pid,
+        url=f"http://{host}:{port}",
+        log=str(log_path),
+        database=database_url or str(home / "prefect.db"),
+    )
+    deadline = time.monotonic() + _START_TIMEOUT
+    while not _healthy(server.api_url):
+        if process.poll() is not None or time.monotonic() > deadline:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-15:])
+            raise ServerCommandError(
+                f"the Prefect server did not start (log: {log_path})\n{tail}".rstrip()
+            )
+        time.sleep(0.3)
+    _record_path().write_text(json.dumps(asdict(server)), encoding="utf-8")
+    return server, True
+
+
+def stop_server(grace: float = 15.0) -> BackgroundServer | None:
+    """Stop the background server (SIGTERM to its process group, SIGKILL after ``grace``);
+    the server that was stopped, or None when none ran."""
+    record = _read_record()
+    with contextlib.suppress(OSError):
+        _record_path().unlink()
+    if record is None or not _alive(record.pid):
+        return None
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(record.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while _alive(record.pid) and time.monotonic() < deadline:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(record.pid, os.WNOHANG)
+        time.sleep(0.2)
+    if _alive(record.pid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(record.pid, signal.SIGKILL)
+    return record

@@ -1,0 +1,110 @@
+"""``polyaxon-prefect server start|stop|status``, ``run`` finding it, ``ls`` and ``get``:
+real processes (the CLI, ``prefect server start`` in the background) on a loopback port, a
+temporary Prefect home."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import free_port
+
+pytestmark = pytest.mark.slow
+
+BIN = Path(sys.executable).parent
+NOOP = (
+    "version: 1.1\nkind: component\nname: noop\n"
+    "run: {kind: job, container: {command: [python, -c, pass]}}\n"
+)
+BROKEN = (
+    "version: 1.1\nkind: component\nname: broken\ninputs: [{name: code, type: int, value: 3}]\n"
+    "run: {kind: job, container: {command: [python, -c, 'import sys; sys.exit({{ code }})']}}\n"
+)
+
+
+def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(BIN / "polyaxon-prefect"), *args], env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Iterator[tuple[dict[str, str], int]]:
+    env = {
+        **os.environ,
+        "PREFECT_HOME": str(tmp_path / "prefect"),
+        "POLYAXON_PREFECT_ARTIFACTS_ROOT": str(tmp_path / "artifacts"),
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    }
+    env.pop("PREFECT_API_URL", None)
+    env.pop("PREFECT_PROFILE", None)
+    try:
+        yield env, free_port()
+    finally:
+        _cli(env, "server", "stop")
+
+
+def test_start_run_list_get_stop(home: tuple[dict[str, str], int], tmp_path: Path) -> None:
+    env, port = home
+    started = _cli(env, "server", "start", "--port", str(port))
+    assert started.returncode == 0, started.stderr
+    assert f"started at http://127.0.0.1:{port}" in started.stdout
+    again = _cli(env, "server", "start", "--port", str(port))
+    assert "already running" in again.stdout
+    assert _cli(env, "server", "status").returncode == 0
+
+    (tmp_path / "noop.yaml").write_text(NOOP)
+    (tmp_path / "broken.yaml").write_text(BROKEN)
+    ok = _cli(env, "run", "-f", str(tmp_path / "noop.yaml"))
+    assert ok.returncode == 0, ok.stderr
+    notices = [line for line in ok.stderr.splitlines() if "using the local Prefect server" in line]
+    assert notices == [
+        f"using the local Prefect server at http://127.0.0.1:{port} "
+        "(`polyaxon-prefect server stop` to stop it)"
+    ]
+    assert _cli(env, "run", "-f", str(tmp_path / "broken.yaml"), "-P", "code=4").returncode == 1
+
+    listed = json.loads(_cli(env, "ls", "--json").stdout)
+    assert [(r["name"], r["kind"], r["status"]) for r in listed] == [
+        ("broken", "job", "failed"),
+        ("noop", "job", "succeeded"),
+    ]
+    failed = json.loads(_cli(env, "ls", "--status", "failed", "--json").stdout)
+    assert [r["name"] for r in failed] == ["broken"]
+    got = json.loads(_cli(env, "get", "broken", "--json").stdout)
+    assert got["params"] == {"code": "4"} and "exited with code 4" in got["message"]
+    assert got["url"] == f"http://127.0.0.1:{port}/runs/flow-run/{got['id']}"
+    assert _cli(env, "get", "no-such-run").returncode == 1
+
+    stopped = _cli(env, "server", "stop")
+    assert "stopped the Prefect server" in stopped.stdout
+    status = _cli(env, "server", "status")
+    assert (status.returncode, status.stdout.strip()) == (3, "stopped")
+    nothing = _cli(env, "ls")
+    assert nothing.returncode == 1 and "polyaxon-prefect server start" in nothing.stderr
+
+
+def test_a_dead_servers_record_is_cleaned_up(home: tuple[dict[str, str], int]) -> None:
+    env, port = home
+    assert _cli(env, "server", "start", "--port", str(port)).returncode == 0
+    record = Path(env["PREFECT_HOME"]) / "polyaxon-prefect-server.json"
+    pid = json.loads(record.read_text())["pid"]
+    os.killpg(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    status = _cli(env, "server", "status")
+    assert status.returncode == 3
+    assert not record.exists(), "the stale record is removed"
