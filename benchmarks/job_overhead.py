@@ -12,7 +12,12 @@ Measured, ``--runs`` times each (after one warm-up run for the in-process case):
 - ``cli``: ``polyaxon-prefect run -f file --json`` as a fresh process (server cold start
   included);
 - with ``--server``: the same two against a ``prefect server start`` on loopback (its own
-  temporary ``PREFECT_HOME``), the setup recommended for repeated local runs.
+  temporary ``PREFECT_HOME``);
+- the local server (always; ``--no-local-server`` skips it): ``polyaxon-prefect server start``
+  on a temporary ``PREFECT_HOME``, then ``polyaxon-prefect run`` as a fresh process with no
+  ``PREFECT_API_URL`` (it finds the server itself) against a hand-written Prefect flow (one
+  task running the same no-op process) as a fresh process pointed at the same server. Targets:
+  the CLI at most 3 s wall, and at most 1.2x the hand-written flow.
 
 Usage::
 
@@ -132,6 +137,55 @@ def _prefect_server(work: Path) -> Iterator[str]:
         log.close()
 
 
+HANDWRITTEN = """\
+import subprocess, sys
+from prefect import flow, task
+
+@task
+def noop():
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+
+@flow
+def handwritten():
+    noop()
+
+handwritten()
+"""
+
+
+def _local_server_case(work: Path, cli: list[str], file: Path, runs: int) -> dict[str, list[float]]:
+    """The CLI finding `polyaxon-prefect server start`'s server, against a hand-written flow
+    on the same server; both as fresh processes."""
+    port = _free_port()
+    env = {**os.environ, "PREFECT_HOME": str(work / "local-home")}
+    env.pop("PREFECT_API_URL", None)
+    command = [cli[0], "server"] if cli[-1] == "run" and len(cli) == 2 else None
+    if command is None:
+        command = [sys.executable, "-m", "polyaxon_prefect.cli", "server"]
+    started = subprocess.run(
+        [*command, "start", "--port", str(port)], env=env, capture_output=True, text=True
+    )
+    if started.returncode != 0:
+        raise SystemExit(f"polyaxon-prefect server start failed:\n{started.stderr}")
+    script = work / "handwritten.py"
+    script.write_text(HANDWRITTEN, encoding="utf-8")
+    pointed = {**env, "PREFECT_API_URL": f"http://127.0.0.1:{port}/api"}
+    try:
+        _run_cli(cli, file, env)  # warm-up (the server's first queries)
+        subprocess.run([sys.executable, str(script)], env=pointed, check=True, capture_output=True)
+        return {
+            "cli, local server": _time(lambda: _run_cli(cli, file, env), runs),
+            "hand-written flow, same": _time(
+                lambda: subprocess.run(
+                    [sys.executable, str(script)], env=pointed, check=True, capture_output=True
+                ),
+                runs,
+            ),
+        }
+    finally:
+        subprocess.run([*command, "stop"], env=env, capture_output=True)
+
+
 def _report(name: str, times: list[float], bare: float) -> None:
     median = statistics.median(times)
     print(
@@ -146,6 +200,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--server", action="store_true", help="also measure against `prefect server start`"
     )
+    parser.add_argument(
+        "--no-local-server",
+        dest="local_server",
+        action="store_false",
+        help="skip the `polyaxon-prefect server start` case",
+    )
+    parser.add_argument(
+        "--only-local-server",
+        action="store_true",
+        help="measure only the bare process and the `polyaxon-prefect server start` case",
+    )
     args = parser.parse_args(argv)
 
     work = Path(tempfile.mkdtemp(prefix="polyaxon-prefect-bench-"))
@@ -159,9 +224,12 @@ def main(argv: list[str] | None = None) -> int:
         results["bare process"] = _time(
             lambda: subprocess.run([sys.executable, "-c", "pass"], check=True), args.runs
         )
-        _run_in_process(file)  # warm-up: imports, and the ephemeral server unless one is set
-        results["in-process run()"] = _time(lambda: _run_in_process(file), args.runs)
-        results["cli (ephemeral server)"] = _time(lambda: _run_cli(cli, file, env), args.runs)
+        if args.local_server or args.only_local_server:
+            results.update(_local_server_case(work, cli, file, args.runs))
+        if not args.only_local_server:
+            _run_in_process(file)  # warm-up: imports, and the ephemeral server unless one is set
+            results["in-process run()"] = _time(lambda: _run_in_process(file), args.runs)
+            results["cli (ephemeral server)"] = _time(lambda: _run_cli(cli, file, env), args.runs)
         if args.server:
             with _prefect_server(work) as url:
                 from prefect.settings import PREFECT_API_URL, temporary_settings
@@ -181,6 +249,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"cli: {' '.join(Path(c).name for c in cli)}")
     for name, times in results.items():
         _report(name, times, bare)
+    if "cli, local server" in results:
+        cli_wall = statistics.median(results["cli, local server"])
+        ratio = cli_wall / statistics.median(results["hand-written flow, same"])
+        print(
+            f"\nlocal server (`polyaxon-prefect server start`): the CLI {cli_wall:.2f} s wall "
+            f"(target <= 3 s: {'met' if cli_wall <= 3 else 'MISSED'}), "
+            f"{ratio:.2f}x the hand-written flow (target <= 1.2x: "
+            f"{'met' if ratio <= 1.2 else 'MISSED'})"
+        )
     return 0
 
 
