@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
+from polyaxon_prefect.runtime._session import pid_alive
 
 __all__ = [
     "RECORD_FILE",
@@ -66,16 +67,6 @@ def _record_path() -> Path:
     return _home() / RECORD_FILE
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _healthy(api_url: str, timeout: float = 2.0) -> bool:
     try:
         with urllib.request.urlopen(f"{api_url}/health", timeout=timeout) as response:
@@ -98,8 +89,8 @@ def running_server(*, check_health: bool = True) -> BackgroundServer | None:
     record = _read_record()
     if record is None:
         return None
-    if not _alive(record.pid) or (check_health and not _healthy(record.api_url)):
-        if not _alive(record.pid):
+    if not pid_alive(record.pid) or (check_health and not _healthy(record.api_url)):
+        if not pid_alive(record.pid):
             with contextlib.suppress(OSError):
                 _record_path().unlink()
         return None
@@ -175,16 +166,16 @@ def stop_server(grace: float = 15.0) -> BackgroundServer | None:
     record = _read_record()
     with contextlib.suppress(OSError):
         _record_path().unlink()
-    if record is None or not _alive(record.pid):
+    if record is None or not pid_alive(record.pid):
         return None
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(record.pid, signal.SIGTERM)
     deadline = time.monotonic() + grace
-    while _alive(record.pid) and time.monotonic() < deadline:
+    while pid_alive(record.pid) and time.monotonic() < deadline:
         with contextlib.suppress(ChildProcessError):
             os.waitpid(record.pid, os.WNOHANG)
         time.sleep(0.2)
-    if _alive(record.pid):
+    if pid_alive(record.pid):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(record.pid, signal.SIGKILL)
     return record

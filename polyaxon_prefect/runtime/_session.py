@@ -35,6 +35,7 @@ __all__ = [
     "SESSION_ENV",
     "Session",
     "current_session",
+    "pid_alive",
     "recover_stale_sessions",
     "request_stop",
     "stop_reason",
@@ -161,7 +162,8 @@ def database_target() -> str:
     return "home:" + str(Path(home).expanduser().resolve())
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (one we may not signal counts as alive)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -191,7 +193,7 @@ def recover_stale_sessions(api_url: str, target: str) -> int:
             pid = int(values.get("pid", ["0"])[0])
         except ValueError:
             continue
-        if pid == os.getpid() or _alive(pid) or values.get("target", [""])[0] != target:
+        if pid == os.getpid() or pid_alive(pid) or values.get("target", [""])[0] != target:
             continue
         with contextlib.suppress(Exception):
             mark_crashed(api_url.rstrip("/"), values.get("flow-run", [])[-200:])

@@ -25,26 +25,13 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import free_port
+from tests.integration.conftest import free_port, wait_http
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).parents[2]
 BIN = Path(sys.executable).parent
 POOL = "deploy-pool"
-
-
-def _wait_http(url: str, process: subprocess.Popen[bytes], seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        assert process.poll() is None, "the Prefect server exited"
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.5)
-    raise AssertionError(f"{url} did not answer in {seconds:.0f}s")
 
 
 class Api:
@@ -122,7 +109,7 @@ def cluster() -> Iterator[tuple[dict[str, str], Api]]:
             start_new_session=True,
         )
         processes.append(server)
-        _wait_http(f"{api}/health", server, 120)
+        wait_http(f"{api}/health", server, 120)
         subprocess.run(
             [str(BIN / "prefect"), "work-pool", "create", POOL, "--type", "process"],
             env=env,

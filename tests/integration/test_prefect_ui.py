@@ -16,7 +16,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import free_port
+from tests.integration.conftest import free_port, wait_http
 
 pytestmark = pytest.mark.slow
 
@@ -45,19 +44,6 @@ _BROWSER_ARGS = [
 if CHROMIUM is None:
     pytest.skip("needs Debian's chromium (apt-get install chromium)", allow_module_level=True)
 playwright = pytest.importorskip("playwright.sync_api", reason="needs playwright (pip)")
-
-
-def _wait_http(url: str, process: subprocess.Popen[bytes], seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        assert process.poll() is None, "the Prefect server exited"
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.5)
-    raise AssertionError(f"{url} did not answer in {seconds:.0f}s")
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +69,7 @@ def ui_server() -> Iterator[tuple[str, dict[str, str]]]:
         start_new_session=True,
     )
     try:
-        _wait_http(f"{api}/health", server, 120)
+        wait_http(f"{api}/health", server, 120)
         yield f"http://127.0.0.1:{port}", env
     finally:
         server.terminate()

@@ -13,33 +13,18 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import free_port
+from tests.integration.conftest import free_port, wait_http
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).parents[2]
 BIN = Path(sys.executable).parent
 POOL = "sweep-pool"
-
-
-def _wait_http(url: str, process: subprocess.Popen[bytes], seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        assert process.poll() is None, "the Prefect server exited"
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.5)
-    raise AssertionError(f"{url} did not answer in {seconds:.0f}s")
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +60,7 @@ def server_env() -> Iterator[dict[str, str]]:
         start_new_session=True,
     )
     try:
-        _wait_http(f"http://127.0.0.1:{port}/api/health", server, 120)
+        wait_http(f"http://127.0.0.1:{port}/api/health", server, 120)
         yield env
     finally:
         server.terminate()

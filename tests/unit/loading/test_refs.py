@@ -314,7 +314,7 @@ def test_unknown_hub_ref_lists_where_it_looked_and_suggests(tmp_path, monkeypatc
     p = problem(info)
     assert p.path == ("hubRef",)
     assert f"`{tmp_path}`" in p.message and f"`{BUILTIN_HUB}`" in p.message
-    assert "available: kaniko, tensorboard" in p.message
+    assert "available: discord, kaniko, mattermost, slack, tensorboard, webhook" in p.message
     assert p.hint == "did you mean `kaniko`?"
 
 
