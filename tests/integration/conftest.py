@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+REPO = Path(__file__).parents[2]
+BIN = Path(sys.executable).parent
 
 
 def free_port() -> int:
@@ -26,3 +34,40 @@ def wait_http(url: str, process: subprocess.Popen[bytes], seconds: float) -> Non
         except OSError:
             time.sleep(0.5)
     raise AssertionError(f"{url} did not answer in {seconds:.0f}s")
+
+
+@contextlib.contextmanager
+def prefect_server(folder: Path, *, ui: bool = False) -> Iterator[dict[str, str]]:
+    """A real ``prefect server start`` on a free loopback port, its home and the artifacts
+    under ``folder``; yields the environment a client or worker process needs to use it."""
+    port = free_port()
+    api = f"http://127.0.0.1:{port}/api"
+    env = {
+        **os.environ,
+        "PREFECT_HOME": str(folder / "home"),
+        "PREFECT_API_URL": api,
+        "PREFECT_UI_API_URL": api,
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_WORKER_QUERY_SECONDS": "1",
+        "PREFECT_WORKER_PREFETCH_SECONDS": "1",
+        "POLYAXON_PREFECT_ARTIFACTS_ROOT": str(folder / "artifacts"),
+        "PYTHONPATH": str(REPO),
+    }
+    env.pop("PREFECT_PROFILE", None)
+    command = [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)]
+    server = subprocess.Popen(
+        [*command, *(() if ui else ("--no-ui",))],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        wait_http(f"{api}/health", server, 120)
+        yield env
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()

@@ -10,7 +10,6 @@ failure and posts to a loopback HTTP server. One server and one worker for the m
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -25,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import free_port, wait_http
+from tests.integration.conftest import prefect_server
 
 pytestmark = pytest.mark.slow
 
@@ -76,40 +75,8 @@ class Api:
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[tuple[dict[str, str], Api]]:
-    folder = Path(tempfile.mkdtemp(prefix="prefect-deploy-"))
-    port = free_port()
-    api = f"http://127.0.0.1:{port}/api"
-    env = {
-        **os.environ,
-        "PREFECT_HOME": str(folder / "home"),
-        "PREFECT_API_URL": api,
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        "PREFECT_WORKER_QUERY_SECONDS": "1",
-        "PREFECT_WORKER_PREFETCH_SECONDS": "1",
-        "POLYAXON_PREFECT_ARTIFACTS_ROOT": str(folder / "artifacts"),
-        "PYTHONPATH": str(REPO),
-    }
-    env.pop("PREFECT_PROFILE", None)
-    processes: list[subprocess.Popen[bytes]] = []
-    try:
-        server = subprocess.Popen(
-            [
-                str(BIN / "prefect"),
-                "server",
-                "start",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--no-ui",
-            ],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        processes.append(server)
-        wait_http(f"{api}/health", server, 120)
+    """A real server, a process work pool and a worker polling it every second."""
+    with prefect_server(Path(tempfile.mkdtemp(prefix="prefect-deploy-"))) as env:
         subprocess.run(
             [str(BIN / "prefect"), "work-pool", "create", POOL, "--type", "process"],
             env=env,
@@ -123,16 +90,14 @@ def cluster() -> Iterator[tuple[dict[str, str], Api]]:
             stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
-        processes.append(worker)
-        yield env, Api(api)
-    finally:
-        for process in reversed(processes):
-            process.terminate()
-        for process in processes:
+        try:
+            yield env, Api(env["PREFECT_API_URL"])
+        finally:
+            worker.terminate()
             try:
-                process.wait(timeout=30)
+                worker.wait(timeout=30)
             except subprocess.TimeoutExpired:
-                process.kill()
+                worker.kill()
 
 
 def _deploy(env: dict[str, str], file: Path, *extra: str) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import free_port, wait_http
+from tests.integration.conftest import prefect_server
 
 pytestmark = pytest.mark.slow
 
@@ -50,30 +50,10 @@ playwright = pytest.importorskip("playwright.sync_api", reason="needs playwright
 def ui_server() -> Iterator[tuple[str, dict[str, str]]]:
     """A real Prefect server with its UI; the environment a CLI run needs to use it."""
     folder = Path(tempfile.mkdtemp(prefix="prefect-ui-"))
-    port = free_port()
-    api = f"http://127.0.0.1:{port}/api"
-    env = {
-        **os.environ,
-        "PREFECT_HOME": str(folder / "home"),
-        "PREFECT_API_URL": api,
-        "PREFECT_UI_API_URL": api,
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        "POLYAXON_PREFECT_ARTIFACTS_ROOT": str(folder / "artifacts"),
-    }
-    env.pop("PREFECT_PROFILE", None)
-    server = subprocess.Popen(
-        [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
     try:
-        wait_http(f"{api}/health", server, 120)
-        yield f"http://127.0.0.1:{port}", env
+        with prefect_server(folder, ui=True) as env:
+            yield env["PREFECT_API_URL"].removesuffix("/api"), env
     finally:
-        server.terminate()
-        server.wait(timeout=30)
         shutil.rmtree(folder, ignore_errors=True)
 
 

@@ -9,7 +9,6 @@ One scenario only: the server, the worker and a Python process per trial take ab
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -18,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import free_port, wait_http
+from tests.integration.conftest import prefect_server
 
 pytestmark = pytest.mark.slow
 
@@ -29,42 +28,8 @@ POOL = "sweep-pool"
 
 @pytest.fixture(scope="module")
 def server_env() -> Iterator[dict[str, str]]:
-    folder = Path(tempfile.mkdtemp(prefix="prefect-pool-"))
-    port = free_port()
-    env = {
-        **os.environ,
-        "PREFECT_HOME": str(folder / "home"),
-        "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        "PREFECT_LOCAL_STORAGE_PATH": str(folder / "storage"),
-        "PREFECT_WORKER_QUERY_SECONDS": "1",
-        "PREFECT_WORKER_PREFETCH_SECONDS": "1",
-        "POLYAXON_PREFECT_ARTIFACTS_ROOT": str(folder / "artifacts"),
-        "PYTHONPATH": str(REPO),
-    }
-    env.pop("PREFECT_PROFILE", None)
-    server = subprocess.Popen(
-        [
-            str(BIN / "prefect"),
-            "server",
-            "start",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--no-ui",
-        ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        wait_http(f"http://127.0.0.1:{port}/api/health", server, 120)
+    with prefect_server(Path(tempfile.mkdtemp(prefix="prefect-pool-"))) as env:
         yield env
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 DEPLOY = """\
