@@ -97,6 +97,17 @@ def running_server(*, check_health: bool = True) -> BackgroundServer | None:
     return record
 
 
+def shown_url(url: str) -> str:
+    """A database URL as it may be printed and recorded: its password replaced by ``***``."""
+    import urllib.parse
+
+    parts = urllib.parse.urlsplit(url)
+    if not parts.password:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+
+
 def _port_free(host: str, port: int) -> bool:
     with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
         try:
@@ -144,7 +155,7 @@ def start_server(
         pid=process.pid,
         url=f"http://{host}:{port}",
         log=str(log_path),
-        database=database_url or str(home / "prefect.db"),
+        database=shown_url(database_url) if database_url else str(home / "prefect.db"),
     )
     deadline = time.monotonic() + _START_TIMEOUT
     while not _healthy(server.api_url):

@@ -108,3 +108,11 @@ def test_a_dead_servers_record_is_cleaned_up(home: tuple[dict[str, str], int]) -
     status = _cli(env, "server", "status")
     assert status.returncode == 3
     assert not record.exists(), "the stale record is removed"
+
+
+def test_a_database_urls_password_is_never_shown() -> None:
+    from polyaxon_prefect.prefect._background_server import shown_url
+
+    url = "postgresql+asyncpg://prefect:s3cret-pw@db.internal:5432/prefect"
+    assert shown_url(url) == "postgresql+asyncpg://prefect:***@db.internal:5432/prefect"
+    assert shown_url("sqlite+aiosqlite:////home/me/.prefect/prefect.db").endswith("prefect.db")
