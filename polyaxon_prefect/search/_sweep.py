@@ -118,7 +118,8 @@ def _cell(value: Any) -> Any:
 def leaderboard_rows(
     history: Sequence[Any], metric: str | None, maximize: bool
 ) -> list[dict[str, Any]]:
-    """The trials best first by ``metric`` (those without a value last, by index)."""
+    """The trials best first by ``metric`` (those without a value last, by index): rank,
+    status, the metric, the params, then the trial's other outputs."""
     sign = -1.0 if maximize else 1.0
 
     def rank(record: Any) -> tuple[int, float, int]:
@@ -135,6 +136,9 @@ def leaderboard_rows(
             row[metric] = record.value
         for key, value in record.params.items():
             row[key] = _cell(value)
+        for key, value in (getattr(record, "outputs", None) or {}).items():
+            if key != metric and key not in row:  # the trial's outputs, after its params
+                row[key] = _cell(value)
         row["uuid"] = record.uuid
         rows.append(row)
     return rows

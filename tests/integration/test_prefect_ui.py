@@ -182,3 +182,55 @@ def test_a_deployments_run_form_shows_each_input_with_its_type_and_description(
         assert description in form, "each input's description is shown"
     _shot(page, "deployment-run-form")
     page.close()
+
+
+SWEEP = """\
+version: 1.1
+kind: operation
+name: ui-sweep
+matrix:
+  kind: grid
+  params:
+    lr: {kind: choice, value: [0.1, 0.2, 0.3]}
+component:
+  name: ui-sweep
+  inputs: [{name: lr, type: float}]
+  outputs: [{name: loss, type: float}]
+  run:
+    kind: job
+    container:
+      command:
+      - python
+      - -c
+      - "from polyaxon_prefect import tracking; tracking.log_outputs(loss={{ lr }} * 2)"
+"""
+
+
+def test_a_sweeps_leaderboard_and_progress_render(
+    ui_server: tuple[str, dict[str, str]], browser: Any, tmp_path: Path
+) -> None:
+    ui, env = ui_server
+    path = tmp_path / "sweep.yaml"
+    path.write_text(SWEEP)
+    done = subprocess.run(
+        [str(BIN / "polyaxon-prefect"), "run", "-f", str(path), "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    artifacts = _artifacts(env["PREFECT_API_URL"], json.loads(done.stdout)["flow_run_id"])
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    board = next(key for key in artifacts if key.endswith("-leaderboard"))
+    page.goto(f"{ui}/artifacts/artifact/{artifacts[board]}", wait_until="networkidle")
+    page.get_by_text("0.3", exact=False).first.wait_for()
+    text = page.inner_text("body")
+    assert "lr" in text and "succeeded" in text
+    assert "loss" in text and "0.6" in text, "each trial's outputs are on the leaderboard"
+    _shot(page, "sweep-leaderboard")
+    progress = next(key for key in artifacts if key.endswith("-progress"))
+    page.goto(f"{ui}/artifacts/artifact/{artifacts[progress]}", wait_until="networkidle")
+    page.get_by_text("100", exact=False).first.wait_for()
+    _shot(page, "sweep-progress")
+    page.close()
