@@ -114,6 +114,20 @@ def _table(artifacts: list[Any]) -> list[dict[str, Any]]:
     return []
 
 
+def _ops(client: Any, flow_run_id: UUID) -> dict[str, str]:
+    """A DAG's ops (its task runs) and their Polyaxon status, in start order."""
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+    from prefect.client.schemas.sorting import TaskRunSort
+
+    from polyaxon_prefect.prefect._states import polyaxon_status
+
+    tasks = client.read_task_runs(
+        flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])),
+        sort=TaskRunSort.EXPECTED_START_TIME_ASC,
+    )
+    return {t.name: str(polyaxon_status(t.state)) for t in tasks if t.state is not None}
+
+
 def get_run(api: str, run: str) -> dict[str, Any] | None:
     """One run by flow-run id or name: status, params, outputs, metrics, duration, URL."""
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
@@ -132,6 +146,7 @@ def get_run(api: str, run: str) -> dict[str, Any] | None:
             return None
         artifacts = _artifacts(client, found.id)
         row = _row(client, found)
+        ops = _ops(client, found.id) if row["kind"] == "dag" else {}
     sections: dict[str, dict[str, Any]] = {"param": {}, "output": {}, "metric": {}}
     for item in _table(artifacts):
         if item.get("kind") in sections:
@@ -144,5 +159,6 @@ def get_run(api: str, run: str) -> dict[str, Any] | None:
         "params": params,
         "outputs": sections["output"],
         "metrics": sections["metric"],
+        "ops": ops,
         "url": f"{ui}/runs/flow-run/{found.id}",
     }

@@ -122,7 +122,7 @@ def cmd_get(args: argparse.Namespace) -> int:
         return 0
     for key in ("name", "kind", "status", "message", "duration", "url"):
         print(f"{key}: {run[key]}")
-    for section in ("params", "outputs", "metrics"):
+    for section in ("params", "outputs", "metrics", "ops"):
         if run[section]:
             print(f"{section}:")
             for name, value in run[section].items():

@@ -84,6 +84,17 @@ def test_start_run_list_get_stop(home: tuple[dict[str, str], int], tmp_path: Pat
     assert got["url"] == f"http://127.0.0.1:{port}/runs/flow-run/{got['id']}"
     assert _cli(env, "get", "no-such-run").returncode == 1
 
+    dag = tmp_path / "pipeline.yaml"
+    dag.write_text(
+        "version: 1.1\nkind: component\nname: pipeline\nrun:\n  kind: dag\n  operations:\n"
+        "  - {name: first, pathRef: noop.yaml}\n"
+        "  - {name: second, pathRef: noop.yaml, dependencies: [first]}\n"
+    )
+    assert _cli(env, "run", "-f", str(dag)).returncode == 0
+    pipeline = json.loads(_cli(env, "get", "pipeline", "--json").stdout)
+    assert pipeline["kind"] == "dag"
+    assert pipeline["ops"] == {"first": "succeeded", "second": "succeeded"}
+
     stopped = _cli(env, "server", "stop")
     assert "stopped the Prefect server" in stopped.stdout
     status = _cli(env, "server", "status")
