@@ -250,3 +250,21 @@ def test_a_hook_runs_when_a_deployed_run_fails(
         assert "exited with code 4" in body["condition"]["message"]
     finally:
         server.shutdown()
+
+
+def test_depends_on_past_skips_the_run_after_a_failed_one(
+    cluster: tuple[dict[str, str], Api], tmp_path: Path
+) -> None:
+    """``dependsOnPast``: one run at a time, and a run after a failed run ends skipped."""
+    env, api = cluster
+    schedule = "schedule: {kind: interval, frequency: 86400, dependsOnPast: true}\n"
+    path = _component(tmp_path, "careful", schedule, command="raise SystemExit(2)")
+    _deploy(env, path)
+    deployment = api.deployment("careful/careful")
+    assert deployment["global_concurrency_limit"]["limit"] == 1
+    first = api.wait_final(_flow_run_id(_run(env, "careful/careful").stdout))
+    assert first["state"]["type"] == "FAILED"
+    second = api.wait_final(_flow_run_id(_run(env, "careful/careful").stdout))
+    assert (second["state"]["type"], second["state"]["name"]) == ("COMPLETED", "Skipped")
+    assert "dependsOnPast: the previous run" in second["state"]["message"]
+    assert first["name"] in second["state"]["message"]
