@@ -25,6 +25,7 @@ from typing import Any
 
 from prefect import flow
 
+from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.prefect._hooks import deferred_state_hooks
 from polyaxon_prefect.runtime._schedules import DeploymentSchedule, deployment_schedule
 
@@ -33,6 +34,7 @@ __all__ = [
     "ENTRYPOINT",
     "FILE_ENV",
     "PRESETS_ENV",
+    "DeployError",
     "Deployed",
     "deploy",
     "deployed_flow",
@@ -157,6 +159,30 @@ def __getattr__(name: str) -> Any:
     if name == "polyaxonfile_flow":
         return deployed_flow()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class DeployError(PolyaxonPrefectError):
+    """The deployment cannot be made: its work pool does not exist, or no server answers."""
+
+
+def _check_pool(client: Any, pool: str) -> None:
+    """The work pool must exist before a deployment names it (Prefect's 404 says less)."""
+    import httpx
+    from prefect.exceptions import ObjectNotFound
+
+    try:
+        client.read_work_pool(pool)
+    except ObjectNotFound:
+        raise DeployError(
+            f"work pool `{pool}` does not exist on {client.api_url}; create it first: "
+            f"`prefect work-pool create {pool} --type process` (or `--type kubernetes` with "
+            "--base-job-template deployments/kubernetes/base-job-template.json)"
+        ) from None
+    except httpx.HTTPError as exc:
+        raise DeployError(
+            f"no Prefect server answers at {client.api_url} ({exc}); start one with "
+            "`polyaxon-prefect server start` or set PREFECT_API_URL"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -298,6 +324,7 @@ def deploy(
     flow_title = flow_name(component.name or Path(env[FILE_ENV]).stem)
     deployment_name = name or flow_title
     with get_client(sync_client=True) as client:
+        _check_pool(client, pool)
         flow_id = client.create_flow_from_name(flow_title)
         deployment_id = client.create_deployment(
             flow_id,

@@ -268,3 +268,25 @@ def test_depends_on_past_skips_the_run_after_a_failed_one(
     assert (second["state"]["type"], second["state"]["name"]) == ("COMPLETED", "Skipped")
     assert "dependsOnPast: the previous run" in second["state"]["message"]
     assert first["name"] in second["state"]["message"]
+
+
+def test_a_missing_pool_is_one_clear_line(cluster: tuple[dict[str, str], Api]) -> None:
+    env, _ = cluster
+    done = subprocess.run(
+        [
+            str(BIN / "polyaxon-prefect"),
+            "deploy",
+            "-f",
+            str(REPO / "examples/quick-start/typed.yaml"),
+            "--pool",
+            "no-such-pool",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert "work pool `no-such-pool` does not exist" in done.stderr
+    assert "prefect work-pool create no-such-pool" in done.stderr
+    assert "Traceback" not in done.stderr
