@@ -159,6 +159,7 @@ def to_flow(
     from polyaxon_prefect.prefect._job import flow_name
     from polyaxon_prefect.prefect._params import flow_params, flow_signature
     from polyaxon_prefect.prefect._request import OpRequest
+    from polyaxon_prefect.runtime._hooks import hooks_of
 
     file = Path(path).absolute()
     preset_files = [Path(p).absolute() for p in presets]
@@ -195,7 +196,7 @@ def to_flow(
         name=flow_name(name),
         flow_run_name=flow_name(operation.name or name),
         description=getattr(component, "description", None) or f"Polyaxon component `{name}`",
-        **deferred_state_hooks(),  # Polyaxon `hooks` of the op each run loads
+        **(deferred_state_hooks() if hooks_of(operation) else {}),  # Polyaxon `hooks`
     )
 
 

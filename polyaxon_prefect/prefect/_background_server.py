@@ -83,13 +83,13 @@ def _read_record() -> BackgroundServer | None:
         return None
 
 
-def running_server(*, check_health: bool = True) -> BackgroundServer | None:
+def running_server() -> BackgroundServer | None:
     """The background server of this Prefect home when it is up; a record left by a server
     that died is removed."""
     record = _read_record()
     if record is None:
         return None
-    if not pid_alive(record.pid) or (check_health and not _healthy(record.api_url)):
+    if not pid_alive(record.pid) or not _healthy(record.api_url):
         if not pid_alive(record.pid):
             with contextlib.suppress(OSError):
                 _record_path().unlink()

@@ -58,14 +58,8 @@ def deferred_state_hooks() -> dict[str, list[StateHook]]:
     def run_polyaxon_hooks(flow: Any, flow_run: Any, state: Any) -> None:
         del flow
         tracked = _BY_FLOW_RUN.pop(str(flow_run.id), None)
-        if tracked is None or not hooks_of(tracked[0].operation):
-            return
-        from prefect.logging.loggers import flow_run_logger
-
-        logger = flow_run_logger(flow_run)
-        request, outcomes = tracked
-        for ok, line in run_due_hooks(request, outcomes[-1] if outcomes else None, state):
-            (logger.info if ok else logger.warning)(line)
+        if tracked is not None and hooks_of(tracked[0].operation):
+            _run_and_log(flow_run, state, *tracked)
 
     return {name: [run_polyaxon_hooks] for name in _STATE_HOOKS}
 
@@ -81,12 +75,7 @@ def state_hooks(request: OpRequest, outcomes: list[RunResult]) -> dict[str, list
 
     def run_polyaxon_hooks(flow: Any, flow_run: Any, state: Any) -> None:
         del flow
-        from prefect.logging.loggers import flow_run_logger
-
-        logger = flow_run_logger(flow_run)
-        result = outcomes[-1] if outcomes else None
-        for ok, line in run_due_hooks(request, result, state):
-            (logger.info if ok else logger.warning)(line)
+        _run_and_log(flow_run, state, request, outcomes)
 
     return {
         "on_completion": [run_polyaxon_hooks],
@@ -94,6 +83,15 @@ def state_hooks(request: OpRequest, outcomes: list[RunResult]) -> dict[str, list
         "on_cancellation": [run_polyaxon_hooks],
         "on_crashed": [run_polyaxon_hooks],
     }
+
+
+def _run_and_log(flow_run: Any, state: Any, request: OpRequest, outcomes: list[RunResult]) -> None:
+    """Run the due hooks of the op that just ended; one log line each on its flow run."""
+    from prefect.logging.loggers import flow_run_logger
+
+    logger = flow_run_logger(flow_run)
+    for ok, line in run_due_hooks(request, outcomes[-1] if outcomes else None, state):
+        (logger.info if ok else logger.warning)(line)
 
 
 def _context(request: OpRequest, result: RunResult | None, state: Any) -> dict[str, Any]:

@@ -227,7 +227,7 @@ class _Submission:
         return {"apiVersion": "v1", "kind": "Pod", "name": pod_name, "uid": uid}
 
     async def _run(self) -> JobResult:
-        status, message, cleanup = Status.FAILED, "", True
+        status, message = Status.FAILED, ""
         try:
             owner = await self._owner()
             if owner is not None:
@@ -238,14 +238,12 @@ class _Submission:
             names = ", ".join(t.describe() for t in self.created)
             self.say(f"created {names} in namespace `{self.namespace}`")
             status, message = await self._watch()
-            cleanup = status != Status.SUCCEEDED or not self.kubeflow
-            if status == Status.FAILED and self.kubeflow and not message.startswith("timed out"):
-                cleanup = not self.ended_in_cluster
         except _ApiError as exc:
             message = str(exc)
         finally:
             await self._drain()
-            if cleanup and self.created:
+            # a Kubeflow run the cluster ended is the operator's to clean (cleanPodPolicy, TTL)
+            if self.created and not (self.kubeflow and self.ended_in_cluster):
                 await self._delete_all()
         return JobResult(status, {}, {}, message, None)
 

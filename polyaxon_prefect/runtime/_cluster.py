@@ -11,6 +11,7 @@ the Prefect layer's job (``polyaxon_prefect.prefect._kubernetes``), which talks 
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,6 @@ from polyaxon_prefect.loading import TemplateError, build_context, render_value
 from polyaxon_prefect.runtime._context import RunContext, new_run_context
 from polyaxon_prefect.runtime._job import PreparedJob
 from polyaxon_prefect.runtime._locate import locate_problems
-from polyaxon_prefect.runtime._masking import mask_value
 from polyaxon_prefect.runtime._params import (
     jsonable_params,
     merge_params,
@@ -174,8 +174,6 @@ def prepare_cluster(
         PolyaxonfileError: bad params, template errors, and every problem the manifest builder
             finds (each located in the file).
     """
-    import os
-
     del connections, in_pipeline, skip_builds  # this machine's; the cluster has its own
     operation = loaded.operation
     component = operation.component
@@ -217,7 +215,7 @@ def prepare_cluster(
         ttl=None,
         cache_key=None,
         cache_ttl=None,
-        params=mask_value(jsonable_params(set_values(component, values)), ()),
+        params=jsonable_params(set_values(component, values)),
         outputs=list(component.outputs or []),
         context=run_context,
         tags=tuple(str(tag) for tag in (operation.tags or component.tags or []) if tag),

@@ -63,6 +63,8 @@ def deployment_schedule(schedule: Any, *, now: datetime | None = None) -> Deploy
         raise ValueError(f"schedule.maxRuns is still a template: {runs!r}")
     one_at_a_time = bool(schedule.depends_on_past is True)
     if kind == "cron":
+        if "{{" in schedule.cron or "{%" in schedule.cron:
+            raise ValueError(f"schedule.cron is still a template: {schedule.cron!r}")
         ignored = [
             name
             for name, value in (("startAt", start), ("endAt", end), ("maxRuns", runs))

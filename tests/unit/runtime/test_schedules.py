@@ -72,9 +72,14 @@ def test_datetime_is_one_run_at_that_time() -> None:
     assert once.run_at == datetime(2030, 5, 1, 10, tzinfo=UTC)
 
 
-def test_a_template_left_in_a_schedule_is_refused() -> None:
-    with pytest.raises(ValueError, match="template"):
-        deployment_schedule(
-            _schedule({"kind": "cron", "cron": "{{ when }}"})
-            and _schedule({"kind": "interval", "frequency": "{{ every }}"})
-        )
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"kind": "cron", "cron": "{{ when }}"},
+        {"kind": "interval", "frequency": "{{ every }}"},
+        {"kind": "datetime", "startAt": "{{ at }}"},
+    ],
+)
+def test_a_template_left_in_a_schedule_is_refused(data: dict) -> None:
+    with pytest.raises(ValueError, match="is still a template"):
+        deployment_schedule(_schedule(data))
