@@ -15,14 +15,6 @@ from uuid import UUID
 
 __all__ = ["get_run", "list_runs"]
 
-_STATE_TYPES = {
-    "succeeded": ["COMPLETED"],
-    "skipped": ["COMPLETED"],
-    "failed": ["FAILED", "CRASHED"],
-    "stopped": ["CANCELLED", "CANCELLING"],
-    "running": ["RUNNING"],
-    "scheduled": ["SCHEDULED", "PENDING"],
-}
 _KINDS = (("-leaderboard", "matrix"), ("-dag", "dag"), ("-run", "job"))
 
 
@@ -88,9 +80,11 @@ def list_runs(api: str, *, status: str | None = None, limit: int = 20) -> list[d
     )
     from prefect.client.schemas.sorting import FlowRunSort
 
+    from polyaxon_prefect.prefect._states import STATE_TYPES
+
     state = None
     if status is not None:
-        types = _STATE_TYPES.get(status.lower(), [status.upper()])
+        types = list(STATE_TYPES[status])
         state = FlowRunFilterState(type=FlowRunFilterStateType(any_=types))
     with _client(api) as client:
         runs = client.read_flow_runs(
@@ -101,8 +95,8 @@ def list_runs(api: str, *, status: str | None = None, limit: int = 20) -> list[d
             limit=limit,
         )
         rows = [_row(client, run) for run in runs]
-    if status is not None and status.lower() in _STATE_TYPES:
-        rows = [row for row in rows if row["status"] == status.lower()]
+    if status is not None:
+        rows = [row for row in rows if row["status"] == status]
     return rows
 
 

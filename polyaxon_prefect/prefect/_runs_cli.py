@@ -12,6 +12,8 @@ import os
 import sys
 from typing import Any
 
+from polyaxon_prefect.specs import Status
+
 __all__ = ["add_runs_parsers", "cmd_get", "cmd_ls", "cmd_server"]
 
 _STOPPED_EXIT = 3
@@ -31,7 +33,13 @@ def add_runs_parsers(subparsers: Any) -> None:
         help="a PostgreSQL URL (postgresql+asyncpg://...); default: SQLite in the Prefect home",
     )
     ls = subparsers.add_parser("ls", help="list the latest runs (flow runs) and their status")
-    ls.add_argument("--status", default=None, help="only runs in this state (failed, completed...)")
+    ls.add_argument(
+        "--status",
+        default=None,
+        choices=[str(status) for status in Status],
+        metavar="STATUS",
+        help="only runs with this Polyaxon status: " + ", ".join(Status),
+    )
     ls.add_argument("--limit", type=int, default=20)
     ls.add_argument("--json", action="store_true")
     get = subparsers.add_parser("get", help="one run: status, params, outputs, duration, URL")

@@ -15,6 +15,12 @@ failed                      Failed                                 failed
 stopped                     Cancelled                              stopped
 upstream_failed             Cancelled named ``UpstreamFailed``     upstream_failed
 ==========================  =====================================  ======================
+
+A run that has not ended reads back as what it is doing, never as a failure: Scheduled (and
+Late) is ``scheduled``, AwaitingRetry and Retrying are ``retrying``, Pending and
+AwaitingConcurrencySlot are ``queued``, Running is ``running``, Paused is ``paused``,
+Cancelling is ``stopping``; Crashed (the infrastructure died) is ``failed``. `STATE_TYPES`
+is the same table read the other way, for filtering runs by status on the API.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from polyaxon_prefect.specs import Status
 
 __all__ = [
     "CACHED_STATE_NAME",
+    "STATE_TYPES",
     "SKIPPED_STATE_NAME",
     "TIMED_OUT_STATE_NAME",
     "UPSTREAM_FAILED_STATE_NAME",
@@ -43,15 +50,42 @@ TIMED_OUT_STATE_NAME = "TimedOut"
 CACHED_STATE_NAME = "Cached"
 
 
-def polyaxon_status(state: State) -> str:
-    """Polyaxon's status word for a final Prefect state."""
-    if state.type == StateType.COMPLETED:
-        return Status.SKIPPED if state.name == SKIPPED_STATE_NAME else Status.SUCCEEDED
-    if state.type == StateType.CANCELLED:
-        if state.name == UPSTREAM_FAILED_STATE_NAME:
-            return Status.UPSTREAM_FAILED
-        return Status.STOPPED
-    return Status.FAILED
+_BY_TYPE: dict[StateType, str] = {
+    StateType.COMPLETED: Status.SUCCEEDED,
+    StateType.FAILED: Status.FAILED,
+    StateType.CRASHED: Status.FAILED,
+    StateType.CANCELLED: Status.STOPPED,
+    StateType.CANCELLING: Status.STOPPING,
+    StateType.RUNNING: Status.RUNNING,
+    StateType.PENDING: Status.QUEUED,
+    StateType.SCHEDULED: Status.SCHEDULED,
+    StateType.PAUSED: Status.PAUSED,
+}
+_BY_NAME: dict[tuple[StateType, str], str] = {
+    (StateType.COMPLETED, SKIPPED_STATE_NAME): Status.SKIPPED,
+    (StateType.CANCELLED, UPSTREAM_FAILED_STATE_NAME): Status.UPSTREAM_FAILED,
+    (StateType.SCHEDULED, "AwaitingRetry"): Status.RETRYING,
+    (StateType.RUNNING, "Retrying"): Status.RETRYING,
+    (StateType.SCHEDULED, "AwaitingConcurrencySlot"): Status.QUEUED,
+}
+
+STATE_TYPES: dict[str, tuple[str, ...]] = {
+    status: tuple(
+        sorted(
+            {t.value for t, s in _BY_TYPE.items() if s == status}
+            | {t.value for (t, _name), s in _BY_NAME.items() if s == status}
+        )
+    )
+    for status in Status
+}
+"""For each Polyaxon status, the Prefect state types a run in it can have (a superset where
+a state's name decides, e.g. ``skipped`` is COMPLETED: filter on these, then on the status)."""
+
+
+def polyaxon_status(state: Any) -> str:
+    """Polyaxon's status word for a Prefect state, final or not (see the module's table)."""
+    state_type = StateType(state.type)
+    return _BY_NAME.get((state_type, state.name or ""), _BY_TYPE[state_type])
 
 
 def state_for_status(
