@@ -11,6 +11,13 @@ run's process, so the form shows only the component's inputs. The file is read a
 
 The Polyaxonfile's ``schedule`` becomes the deployment's (`runtime._schedules`), and its
 ``hooks`` run as state hooks of the flow run (`prefect._hooks`).
+
+A deployment is named after the operation (its ``name``, else its component's), under the flow
+of its component. Its job variables also record which operation it runs (the file and the
+operation's name: ``POLYAXON_PREFECT_OPERATION``), so that deploying the same operation again
+updates it in place (same id, new form and schedule), while another operation that would take
+its name is refused rather than silently replacing its schedule and defaults (``replace``:
+``--force``).
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ __all__ = [
     "DEPENDS_ON_PAST_ENV",
     "ENTRYPOINT",
     "FILE_ENV",
+    "OPERATION_ENV",
     "PRESETS_ENV",
     "DeployError",
     "Deployed",
@@ -43,6 +51,9 @@ __all__ = [
 
 FILE_ENV = "POLYAXON_PREFECT_FILE"
 """The Polyaxonfile (path or http(s) URL) a deployment of `polyaxonfile_flow` runs."""
+OPERATION_ENV = "POLYAXON_PREFECT_OPERATION"
+"""The name of the operation a deployment runs: with ``FILE_ENV``, what tells a re-deploy of
+the same operation (an update) from another operation taking its name (refused)."""
 PRESETS_ENV = "POLYAXON_PREFECT_PRESETS"
 """Its presets, ``os.pathsep``-separated."""
 DEPENDS_ON_PAST_ENV = "POLYAXON_PREFECT_DEPENDS_ON_PAST"
@@ -188,12 +199,49 @@ def _check_pool(client: Any, pool: str) -> None:
 @dataclass(frozen=True)
 class Deployed:
     """What `deploy` made: ``FLOW/NAME`` (for ``prefect deployment run``), its id and
-    schedule, and what of the Polyaxonfile it could not express."""
+    schedule, what of the Polyaxonfile it could not express, and what happened to the name:
+    ``created``, ``updated`` (the same operation, deployed again) or ``replaced`` (another
+    deployment's, with ``replace``; ``previous`` says whose)."""
 
     full_name: str
     deployment_id: str
     schedule: DeploymentSchedule | None
     warnings: tuple[str, ...]
+    action: str = "created"
+    previous: str | None = None
+
+
+def _owner(env: Mapping[str, Any]) -> str:
+    """Who a deployment runs, in words, from its job variables' ``env``."""
+    file = env.get(FILE_ENV)
+    if not file:
+        return "a deployment not made by `polyaxon-prefect deploy`"
+    operation = env.get(OPERATION_ENV)
+    return f"operation `{operation}` of {file}" if operation else f"the operation of {file}"
+
+
+def _claim(client: Any, full_name: str, ours: Mapping[str, str], replace: bool) -> Deployed:
+    """Whether ``full_name`` is free (created), already ours (updated: the same file and
+    operation, or the same file deployed before operations were recorded), or another's:
+    refused, unless ``replace``. Only the action and the previous owner are filled in."""
+    from prefect.exceptions import ObjectNotFound
+
+    try:
+        existing = client.read_deployment_by_name(full_name)
+    except ObjectNotFound:
+        return Deployed(full_name, "", None, ())
+    theirs = dict((existing.job_variables or {}).get("env") or {})
+    same_file = theirs.get(FILE_ENV) == ours[FILE_ENV]
+    same_operation = theirs.get(OPERATION_ENV, ours[OPERATION_ENV]) == ours[OPERATION_ENV]
+    if same_file and same_operation:
+        return Deployed(full_name, str(existing.id), None, (), "updated")
+    if not replace:
+        raise DeployError(
+            f"deployment `{full_name}` already runs {_owner(theirs)}, not {_owner(ours)}; "
+            "nothing was changed: pick another name with `--name NEW`, or replace it with "
+            "`--force`"
+        )
+    return Deployed(full_name, str(existing.id), None, (), "replaced", _owner(theirs))
 
 
 def _schema(typed: Any, component: Any) -> dict[str, Any]:
@@ -298,23 +346,28 @@ def deploy(
     tags: Sequence[str] = (),
     params: Mapping[str, Any] | None = None,
     job_variables: Mapping[str, Any] | None = None,
+    replace: bool = False,
 ) -> Deployed:
     """Create or update the deployment of ``file`` on work pool ``pool`` (see the module).
 
-    ``params`` (``-P`` values) become the form's defaults; ``job_variables`` are the pool's
-    (its ``env`` merged with the file's).
+    Its name is ``name``, else the operation's, else the component's. ``params`` (``-P``
+    values) become the form's defaults; ``job_variables`` are the pool's (its ``env`` merged
+    with the file's). ``replace``: take the name even from another operation's deployment.
 
     Raises:
         PolyaxonfileError: the file, a preset or a param is invalid (nothing is deployed).
+        DeployError: no pool, no server, or the name is another operation's (nothing is
+            deployed).
     """
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.objects import ConcurrencyLimitStrategy, ConcurrencyOptions
     from prefect.states import Scheduled
 
     from polyaxon_prefect.prefect._job import flow_name
 
     operation, schema, defaults, env = _read(file, presets, params)
     component = operation.component
+    operation_name = operation.name or component.name or Path(env[FILE_ENV]).stem
+    env[OPERATION_ENV] = str(operation_name)
     planned = deployment_schedule(operation.schedule) if operation.schedule else None
     one_at_a_time = planned is not None and planned.one_at_a_time
     if one_at_a_time:
@@ -322,12 +375,13 @@ def deploy(
     variables = dict(job_variables or {})
     variables["env"] = {**dict(variables.get("env") or {}), **env}
     flow_title = flow_name(component.name or Path(env[FILE_ENV]).stem)
-    deployment_name = name or flow_title
+    deployment_name = name or flow_name(str(operation_name))
+    full_name = f"{flow_title}/{deployment_name}"
     with get_client(sync_client=True) as client:
         _check_pool(client, pool)
-        flow_id = client.create_flow_from_name(flow_title)
+        claim = _claim(client, full_name, env, replace)
         deployment_id = client.create_deployment(
-            flow_id,
+            client.create_flow_from_name(flow_title),
             deployment_name,
             entrypoint=ENTRYPOINT,
             work_pool_name=pool,
@@ -338,20 +392,31 @@ def deploy(
             tags=[*(component.tags or []), *tags],
             description=component.description,
             schedules=_prefect_schedules(planned) if planned is not None else [],
-            concurrency_limit=1 if one_at_a_time else None,
-            concurrency_options=(
-                ConcurrencyOptions(collision_strategy=ConcurrencyLimitStrategy.ENQUEUE)
-                if one_at_a_time
-                else None
-            ),
+            **_concurrency(one_at_a_time),
         )
         if planned is not None and planned.run_at is not None:
             client.create_flow_run_from_deployment(
                 deployment_id, state=Scheduled(scheduled_time=planned.run_at)
             )
     return Deployed(
-        f"{flow_title}/{deployment_name}",
+        full_name,
         str(deployment_id),
         planned,
         tuple(planned.warnings) if planned is not None else (),
+        claim.action,
+        claim.previous,
     )
+
+
+def _concurrency(one_at_a_time: bool) -> dict[str, Any]:
+    """``dependsOnPast``'s one run at a time, queued (a deployment's concurrency limit)."""
+    from prefect.client.schemas.objects import ConcurrencyLimitStrategy, ConcurrencyOptions
+
+    if not one_at_a_time:
+        return {"concurrency_limit": None, "concurrency_options": None}
+    return {
+        "concurrency_limit": 1,
+        "concurrency_options": ConcurrencyOptions(
+            collision_strategy=ConcurrencyLimitStrategy.ENQUEUE
+        ),
+    }

@@ -24,13 +24,25 @@ def add_deploy_parser(subparsers: Any) -> argparse.ArgumentParser:
         description=(
             "Deploy a Polyaxonfile to a work pool: the deployment's form is the component's "
             "inputs (types, defaults, descriptions, options, bounds; enforced by the server), "
-            "its schedule is the file's `schedule`, and each run reads the file again. Start "
-            "runs with `prefect deployment run FLOW/NAME --param name=value` or from the UI."
+            "its schedule is the file's `schedule`, and each run reads the file again. The "
+            "deployment is named after the operation; deploying the same operation again "
+            "updates it, and a name another operation's deployment has is refused unless "
+            "--force. Start runs with `prefect deployment run FLOW/NAME --param name=value` "
+            "or from the UI."
         ),
     )
     add_file_args(parser)
     parser.add_argument("--pool", required=True, help="the work pool the runs go to")
-    parser.add_argument("--name", default=None, help="the deployment's name (default: the flow's)")
+    parser.add_argument(
+        "--name",
+        default=None,
+        help="the deployment's name (default: the operation's `name`, else the component's)",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="take the name even if another operation's deployment has it (replacing it)",
+    )
     parser.add_argument(
         "--tag", dest="tags", action="append", default=[], help="a tag (repeatable)"
     )
@@ -73,6 +85,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
             tags=args.tags,
             params=parse_cli_params(args.params or []),
             job_variables=variables,
+            replace=args.force,
         )
     except PolyaxonfileError as error:
         for problem in [*error.problems, *error.warnings]:
@@ -82,7 +95,12 @@ def cmd_deploy(args: argparse.Namespace) -> int:
         return 1
     for warning in deployed.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    print(f"deployed {deployed.full_name} (id {deployed.deployment_id}) to pool `{args.pool}`")
+    print(
+        f"{deployed.action} deployment {deployed.full_name} (id {deployed.deployment_id}) "
+        f"on pool `{args.pool}`"
+    )
+    if deployed.previous is not None:
+        print(f"it replaced the deployment of {deployed.previous}")
     planned = deployed.schedule
     if planned is not None and planned.schedule is not None:
         print(f"schedule: {planned.schedule}")

@@ -2,9 +2,11 @@
 work pool and ``prefect worker start``, ``polyaxon-prefect deploy``, ``prefect deployment run``.
 
 The quick-start DAG deployed with its typed form runs with a ``--param`` and its op task runs
-end as they should; a bad value is refused with a readable message and no flow run; a cron and
-an interval schedule show on their deployments; a ``datetime`` schedule fires; a hook runs on
-failure and posts to a loopback HTTP server. One server and one worker for the module.
+end as they should; a bad value is refused with a readable message and no flow run; a
+deployment is named after its operation, updated by the same operation and refused to another
+one unless ``--force``; a cron and an interval schedule show on their deployments; a
+``datetime`` schedule fires; a hook runs on failure and posts to a loopback HTTP server. One
+server and one worker for the module.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import prefect_server
+from tests.integration.conftest import prefect_server, stop
 
 pytestmark = pytest.mark.slow
 
@@ -93,21 +95,21 @@ def cluster() -> Iterator[tuple[dict[str, str], Api]]:
         try:
             yield env, Api(env["PREFECT_API_URL"])
         finally:
-            worker.terminate()
-            try:
-                worker.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                worker.kill()
+            stop(worker)
 
 
-def _deploy(env: dict[str, str], file: Path, *extra: str) -> str:
-    done = subprocess.run(
+def _deploying(env: dict[str, str], file: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [str(BIN / "polyaxon-prefect"), "deploy", "-f", str(file), "--pool", POOL, *extra],
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=180,
     )
+
+
+def _deploy(env: dict[str, str], file: Path, *extra: str) -> str:
+    done = _deploying(env, file, *extra)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -135,7 +137,7 @@ def test_the_quick_start_dag_deploys_with_a_typed_form_and_runs(
 ) -> None:
     env, api = cluster
     out = _deploy(env, REPO / "examples/quick-start/dag.yaml", "--name", "qs", "-P", "top=3")
-    assert "deployed automated-process/qs" in out
+    assert "created deployment automated-process/qs" in out
 
     deployment = api.deployment("automated-process/qs")
     schema = deployment["parameter_openapi_schema"]["properties"]
@@ -290,3 +292,60 @@ def test_a_missing_pool_is_one_clear_line(cluster: tuple[dict[str, str], Api]) -
     assert "work pool `no-such-pool` does not exist" in done.stderr
     assert "prefect work-pool create no-such-pool" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def _report(folder: Path, operation: str, cron: str) -> Path:
+    """An operation of the component ``report`` (one input, ``who``), on a cron schedule."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "report.yaml"
+    path.write_text(
+        f"version: 1.1\nkind: operation\nname: {operation}\n"
+        f"schedule: {{kind: cron, cron: '{cron}'}}\n"
+        "component:\n  name: report\n  inputs: [{name: who, type: str, value: nobody}]\n"
+        "  run: {kind: job, container: {command: [python, -c, pass]}}\n"
+    )
+    return path
+
+
+def _shape(deployment: Any) -> tuple[str, str, Any, str]:
+    """What another operation must not change: id, cron, defaults, and the file it runs."""
+    [schedule] = deployment["schedules"]
+    file = deployment["job_variables"]["env"]["POLYAXON_PREFECT_FILE"]
+    return deployment["id"], schedule["schedule"]["cron"], deployment["parameters"], file
+
+
+def test_a_deployment_is_its_operations_another_takes_its_name_only_with_force(
+    cluster: tuple[dict[str, str], Api], tmp_path: Path
+) -> None:
+    env, api = cluster
+    mine = _report(tmp_path / "mine", "daily-report", "0 3 1 1 *")
+    out = _deploy(env, mine, "-P", "who=alice")
+    assert "created deployment report/daily-report" in out, "named after the operation"
+    first = api.deployment("report/daily-report")
+
+    out = _deploy(env, mine, "-P", "who=bob")
+    assert "updated deployment report/daily-report" in out
+    kept = api.deployment("report/daily-report")
+    assert _shape(kept) == (first["id"], "0 3 1 1 *", {"who": "bob"}, str(mine))
+
+    weekly = _report(tmp_path / "weekly", "weekly-report", "0 4 1 1 *")
+    assert "created deployment report/weekly-report" in _deploy(env, weekly)
+    assert api.deployment("report/daily-report")["id"] == first["id"], "each op its own"
+
+    theirs = _report(tmp_path / "theirs", "daily-report", "0 5 1 1 *")
+    for refused in (
+        _deploying(env, theirs, "-P", "who=eve"),
+        _deploying(env, weekly, "--name", "daily-report"),
+    ):
+        assert refused.returncode == 1
+        [line] = refused.stderr.strip().splitlines()
+        assert "deployment `report/daily-report` already runs operation `daily-report`" in line
+        assert str(mine) in line and "--name NEW" in line and "--force" in line
+        assert _shape(api.deployment("report/daily-report")) == _shape(kept), "nothing changed"
+
+    out = _deploy(env, theirs, "-P", "who=eve", "--force")
+    assert "replaced deployment report/daily-report" in out
+    assert f"operation `daily-report` of {mine}" in out
+    replaced = api.deployment("report/daily-report")
+    assert _shape(replaced) == (first["id"], "0 5 1 1 *", {"who": "eve"}, str(theirs))
+    assert _deploying(env, mine).returncode == 1, "now it is theirs"
