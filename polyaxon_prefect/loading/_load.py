@@ -38,6 +38,7 @@ from polyaxon_prefect.specs import (
     validate_dag,
     validate_params,
 )
+from polyaxon_prefect.specs._matrix_warnings import matrix_warnings
 
 __all__ = ["LoadedPolyaxonfile", "load_polyaxonfile", "parse_cli_params"]
 
@@ -513,6 +514,8 @@ class _Loader:
         if isinstance(component.run, Dag):
             for problem in validate_dag(component, validate_params=validate_params):
                 self.problems.append(self.sources.locate(problem.prefixed(("component",))))
+        # what a sweep only approximates is a property of the file: `check` says it too
+        self.warnings.extend(self.sources.locate(w) for w in matrix_warnings(operation))
         return operation
 
 

@@ -26,6 +26,7 @@ from optuna.trial import FrozenTrial
 from polyaxon_prefect.search._samplers._encoder import SpaceSampler, observations, trial_rng
 from polyaxon_prefect.search._samplers._gp import GP, acquisition, optimize_acquisition
 from polyaxon_prefect.search._samplers._space import OPTUNA_SCALARS
+from polyaxon_prefect.specs._matrix_warnings import nearest_nu
 
 __all__ = ["GaussianProcessSampler", "bayes_sampler"]
 
@@ -254,17 +255,10 @@ def bayes_sampler(
         if process is None:
             options.update(kernel="matern", nu=_GP_SAMPLER_NU)
         else:
-            nu = float(process.nu)
-            if process.kernel == "matern" and nu not in (0.5, 1.5, 2.5):
-                nearest = min((0.5, 1.5, 2.5), key=lambda v: abs(v - nu))
-                warnings.append(
-                    f"gaussianProcess.nu={nu:g}: only 0.5, 1.5 and 2.5 have closed forms; "
-                    f"using {nearest:g} instead"
-                )
-                nu = nearest
+            # another `nu` has no closed form: the nearest one (loading warns about it)
             options.update(
                 kernel=process.kernel,
-                nu=nu,
+                nu=nearest_nu(float(process.nu)),
                 length_scale=float(process.length_scale),
                 num_restarts=int(process.num_restarts_optimizer),
             )
