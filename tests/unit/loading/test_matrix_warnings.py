@@ -81,7 +81,8 @@ def test_a_dag_ops_matrix_warnings_are_located_in_its_file(tmp_path: Path) -> No
 
 def test_a_plain_random_sweep_has_no_warning(tmp_path: Path) -> None:
     path = tmp_path / "pipe.yaml"
-    path.write_text(DAG.replace("kind: hyperopt\n      algorithm: tpe", "kind: random"))
+    random = DAG.replace("kind: hyperopt\n      algorithm: tpe", "kind: random")
+    path.write_text(random.replace("      metric: {name: loss, optimization: minimize}\n", ""))
     assert load_polyaxonfile(path).warnings == ()
 
 
