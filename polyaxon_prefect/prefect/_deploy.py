@@ -360,7 +360,6 @@ def deploy(
             deployed).
     """
     from prefect.client.orchestration import get_client
-    from prefect.states import Scheduled
 
     from polyaxon_prefect.prefect._job import flow_name
 
@@ -395,9 +394,7 @@ def deploy(
             **_concurrency(one_at_a_time),
         )
         if planned is not None and planned.run_at is not None:
-            client.create_flow_run_from_deployment(
-                deployment_id, state=Scheduled(scheduled_time=planned.run_at)
-            )
+            _schedule_once(client, deployment_id, planned.run_at)
     return Deployed(
         full_name,
         str(deployment_id),
@@ -406,6 +403,30 @@ def deploy(
         claim.action,
         claim.previous,
     )
+
+
+def _schedule_once(client: Any, deployment_id: Any, run_at: Any) -> None:
+    """A ``datetime`` schedule's one flow run, unless the deployment already has a run at that
+    time, waiting or done (deploying the same operation again must not run it twice)."""
+    from prefect.client.schemas.filters import (
+        DeploymentFilter,
+        DeploymentFilterId,
+        FlowRunFilter,
+        FlowRunFilterExpectedStartTime,
+    )
+    from prefect.states import Scheduled
+
+    existing = client.read_flow_runs(
+        deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[deployment_id])),
+        flow_run_filter=FlowRunFilter(
+            expected_start_time=FlowRunFilterExpectedStartTime(after_=run_at, before_=run_at)
+        ),
+        limit=1,
+    )
+    if not existing:
+        client.create_flow_run_from_deployment(
+            deployment_id, state=Scheduled(scheduled_time=run_at)
+        )
 
 
 def _concurrency(one_at_a_time: bool) -> dict[str, Any]:

@@ -48,6 +48,8 @@ def stop(process: subprocess.Popen[bytes], grace: float = 60) -> None:
             process.wait(timeout=grace)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)  # what is left of its session, if anything
+    if process.poll() is None:
+        process.kill()
     process.wait()
 
 

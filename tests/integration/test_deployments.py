@@ -191,10 +191,11 @@ def test_cron_and_interval_schedules_show_on_their_deployments(
 
 def test_a_datetime_schedule_fires(cluster: tuple[dict[str, str], Api], tmp_path: Path) -> None:
     env, api = cluster
-    at = (datetime.now(UTC) + timedelta(seconds=6)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    at = (datetime.now(UTC) + timedelta(seconds=10)).strftime("%Y-%m-%dT%H:%M:%SZ")
     once = _component(tmp_path, "once", f"schedule: {{kind: datetime, startAt: '{at}'}}\n")
     out = _deploy(env, once)
     assert "one run scheduled at" in out
+    assert "updated deployment once/once" in _deploy(env, once), "deployed again: still one run"
     deployment = api.deployment("once/once")
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
@@ -204,6 +205,7 @@ def test_a_datetime_schedule_fires(cluster: tuple[dict[str, str], Api], tmp_path
         time.sleep(1)
     else:
         raise AssertionError(f"the datetime run did not complete: {runs}")
+    assert len(runs) == 1, runs
     started = datetime.fromisoformat(runs[0]["start_time"].replace("Z", "+00:00"))
     assert started >= datetime.fromisoformat(at.replace("Z", "+00:00"))
 
