@@ -20,9 +20,12 @@ from polyaxon_prefect.search._stopping import RunSummary, StopDecision, check_ea
 from polyaxon_prefect.specs import DONE_STATUSES, Param, Status, slug
 
 __all__ = [
+    "DISPLAY_DIGITS",
     "LEADERBOARD_ROWS",
+    "UUID_CHARS",
     "SweepRun",
     "best_markdown",
+    "display",
     "finite",
     "jsonable",
     "leaderboard_rows",
@@ -33,6 +36,11 @@ __all__ = [
 ]
 
 LEADERBOARD_ROWS = 50
+DISPLAY_DIGITS = 6
+"""Significant digits of a float in the leaderboard and the best trial's Markdown (views for
+people; ``--json`` and the `RunResult` keep the exact values)."""
+UUID_CHARS = 8
+"""How much of a trial's uuid the leaderboard shows: enough to find it, narrow enough to read."""
 
 
 def jsonable(value: Any) -> Any:
@@ -109,7 +117,20 @@ def trial_dict(record: Any) -> dict[str, Any]:
     }
 
 
+def display(value: Any) -> Any:
+    """``value`` for a table a person reads: floats (also inside lists and dicts) rounded to
+    `DISPLAY_DIGITS` significant digits, so ``0.30000000000000004`` reads ``0.3``."""
+    if isinstance(value, float) and math.isfinite(value):
+        return float(f"{value:.{DISPLAY_DIGITS}g}")
+    if isinstance(value, list | tuple):
+        return [display(v) for v in value]
+    if isinstance(value, dict):
+        return {k: display(v) for k, v in value.items()}
+    return value
+
+
 def _cell(value: Any) -> Any:
+    value = display(value)
     if value is None or isinstance(value, bool | int | float | str):
         return value
     return json.dumps(value, default=str)
@@ -119,7 +140,8 @@ def leaderboard_rows(
     history: Sequence[Any], metric: str | None, maximize: bool
 ) -> list[dict[str, Any]]:
     """The trials best first by ``metric`` (those without a value last, by index): rank,
-    status, the metric, the params, then the trial's other outputs."""
+    status, the metric, the params, then the trial's other outputs, then the start of its uuid.
+    Floats are rounded for display (`display`); ranking uses the exact values."""
     sign = -1.0 if maximize else 1.0
 
     def rank(record: Any) -> tuple[int, float, int]:
@@ -133,13 +155,13 @@ def leaderboard_rows(
         row: dict[str, Any] = {"rank": position, "trial": record.index}
         row["status"] = record.status
         if metric:
-            row[metric] = record.value
+            row[metric] = display(record.value)
         for key, value in record.params.items():
             row[key] = _cell(value)
         for key, value in (getattr(record, "outputs", None) or {}).items():
             if key != metric and key not in row:  # the trial's outputs, after its params
                 row[key] = _cell(value)
-        row["uuid"] = record.uuid
+        row["uuid"] = record.uuid[:UUID_CHARS] if record.uuid else record.uuid
         rows.append(row)
     return rows
 
@@ -150,7 +172,7 @@ def best_markdown(op_name: str, best: Mapping[str, Any] | None, metric: str | No
     if best is not None:
         lines += [
             f"Best trial: **{best['index']}** ({best['status']})"
-            + (f", {metric} = {best['value']}" if metric else ""),
+            + (f", {metric} = {_cell(best['value'])}" if metric else ""),
             "",
             "| param | value |",
             "|---|---|",
