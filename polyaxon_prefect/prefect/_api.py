@@ -43,6 +43,7 @@ def run(
     storage: str | None = None,
     deployment: str | None = None,
     backend: str = "local",
+    cache: bool = True,
 ) -> RunResult:
     """Run a Polyaxonfile (a job, a DAG, or an op with a matrix) as a Prefect flow run
     (ephemeral server unless ``PREFECT_API_URL`` is set) and return how it ended; never raises
@@ -54,7 +55,8 @@ def run(
     this op, ``storage`` is the Optuna storage (URL or file; default: a local file) and
     ``deployment`` (``flow/deployment``) runs each trial as a run of that deployment.
     ``backend`` is where jobs and replicas run (``local`` processes; a backend with no executor
-    for a kind is refused before anything runs).
+    for a kind is refused before anything runs). ``cache=False`` (the CLI's ``--no-cache``):
+    no op is served from the op cache; successes are still recorded for later runs.
 
     Raises:
         PolyaxonfileError: the file, a preset or a param is invalid (before anything runs);
@@ -68,6 +70,7 @@ def run(
         skip_builds=skip_builds,
         sweep=_sweep_options(resume, storage, deployment),
         backend=backend,
+        cache=cache,
     )
 
 
@@ -84,6 +87,7 @@ def run_loaded(
     skip_builds: bool = False,
     sweep: Any = None,
     backend: str = "local",
+    cache: bool = True,
 ) -> RunResult:
     """Run an already loaded Polyaxonfile of any kind (see `run`).
 
@@ -100,6 +104,7 @@ def run_loaded(
         skip_builds=skip_builds,
         sweep=sweep or SweepOptions(),
         backend=backend,
+        use_cache=cache,
     )
     return run_request(request, flow_name=loaded.component.name)
 

@@ -62,6 +62,14 @@ def add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
         "the Kubernetes cluster of KUBECONFIG, the in-cluster service account, or the "
         "POLYAXON_PREFECT_K8S_CREDENTIALS block",
     )
+    parser.add_argument(
+        "--no-cache",
+        dest="use_cache",
+        action="store_false",
+        help="serve no op of this run from the op cache (on by default inside a dag): every op "
+        "runs its process. Successes are still recorded, so a later run reuses these fresh "
+        "results, not the older ones this run ignored",
+    )
     sweep = parser.add_argument_group("matrix sweeps")
     sweep.add_argument(
         "--resume",
@@ -119,6 +127,9 @@ def _invalid(error: PolyaxonPrefectError, *, as_json: bool) -> int:
 
 
 def _summary(result: Any) -> None:
+    """The end lines for people: status, outputs, and for a DAG each op's status and outputs,
+    for a sweep each trial's params and objective value and the best trial (floats to 6
+    significant digits: a loss needs no 17)."""
     from polyaxon_prefect.runtime._masking import mask_text, mask_value
 
     result = _Masked(mask_value(result.to_dict()), result.cached, mask_text(result.message or ""))
@@ -127,22 +138,72 @@ def _summary(result: Any) -> None:
     if result.outputs:
         print("outputs:")
         for name, value in result.outputs.items():
-            print(f"  {name}: {json.dumps(value, default=str)}")
+            print(f"  {name}: {_shown(value)}")
     if result.status != Status.SUCCEEDED and result.message:
         print(f"message: {result.message}")
     elif result.cached:
         print(f"note: {result.message}")
     if result.ops:
         print("ops:")
-        width = max(len(name) for name in result.ops)
-        for name, op in result.ops.items():
-            print(f"  {name:<{width}}  {op.get('status')}")
+        _print_rows([(name, _op_status(op), op.get("outputs")) for name, op in result.ops.items()])
+    if result.trials:
+        print("trials:")
+        _print_rows([_trial_row(trial) for trial in result.trials])
+    if result.best:
+        best = result.best
+        value = f"  value={_shown(best.get('value'))}" if best.get("value") is not None else ""
+        print(f"best: trial {best.get('index')}{value}  params {_pairs(best.get('params'))}")
     if getattr(result, "reason", ""):
         print(f"reason: {result.reason}")
     if result.artifacts_path:
         print(f"run directory: {result.artifacts_path}")
     if result.flow_run_id:
         print(f"prefect flow run: {result.flow_run_id}")
+
+
+def _op_status(op: dict[str, Any]) -> str:
+    """An op's status, saying when it was a cache hit and whose outputs it reused."""
+    status = str(op.get("status"))
+    if str(op.get("message") or "").startswith("cache hit"):
+        status += f" (cached from run {op.get('uuid')})"
+    return status
+
+
+def _trial_row(trial: dict[str, Any]) -> tuple[str, str, str]:
+    value = trial.get("value")
+    shown = f"value={_shown(value)}  " if value is not None else ""
+    params = _pairs(trial.get("params"))
+    return f"trial {trial.get('index')}", str(trial.get("status")), shown + params
+
+
+def _print_rows(rows: list[tuple[str, str, Any]]) -> None:
+    """``  name  status  details`` aligned; details are ``k=v`` pairs or a ready string."""
+    name_width = max(len(name) for name, _, _ in rows)
+    status_width = max(len(status) for _, status, _ in rows)
+    for name, status, details in rows:
+        text = details if isinstance(details, str) else _pairs(details)
+        print(f"  {name:<{name_width}}  {status:<{status_width}}  {text}".rstrip())
+
+
+def _pairs(values: Any) -> str:
+    """``a=1 b=0.123457`` (nothing for no values)."""
+    if not isinstance(values, dict):
+        return ""
+    return " ".join(f"{key}={_shown(value)}" for key, value in values.items())
+
+
+def _shown(value: Any) -> str:
+    """A value for people: a float to 6 significant digits, a string as it is, the rest as
+    JSON (with its floats shortened too)."""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_shown(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{key}: {_shown(item)}" for key, item in value.items()) + "}"
+    return json.dumps(value, default=str)
 
 
 class _Masked:
@@ -153,6 +214,8 @@ class _Masked:
         self.cached = cached
         self.message = message
         self.ops = data.get("ops")
+        self.trials = data.get("trials")
+        self.best = data.get("best")
         self.reason = data.get("reason", "")
 
 
@@ -340,6 +403,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             connections=load_connections(args.connections),
             skip_builds=args.skip_builds,
             backend=args.backend,
+            use_cache=getattr(args, "use_cache", True),
             sweep=SweepOptions(
                 resume=args.resume, storage=args.storage, deployment=args.deployment
             ),

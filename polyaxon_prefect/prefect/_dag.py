@@ -143,8 +143,8 @@ class _DagFlow:
             flight.cancel.set()
 
     # -- applying actions -----------------------------------------------------------------
-    def log_end(self, name: str, status: str, message: str) -> None:
-        _live.notify(self.name, name, status)
+    def log_end(self, name: str, status: str, message: str, cached_from: str = "") -> None:
+        _live.notify(self.name, name, status, cached_from)
         text = f"op `{name}`: {status}"
         if message and status != Status.SUCCEEDED:
             text += f" ({message})"
@@ -219,7 +219,7 @@ class _DagFlow:
             if getattr(result, key) is not None
         }
         self.dag.finished(name, record, detail)
-        self.log_end(name, record.status, record.message)
+        self.log_end(name, record.status, record.message, uuid if result.cached else "")
 
     # -- the loop -------------------------------------------------------------------------
     def advance(self) -> None:

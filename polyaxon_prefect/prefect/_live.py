@@ -4,7 +4,9 @@ The DAG scheduler reports every status change to `notify`; nothing is shown unle
 installed with `live_table` (the CLI does it when stderr is a terminal, or with ``--live``).
 The table goes to stderr, so ``--json`` keeps stdout to one JSON object. Prefect's own log lines
 share the terminal, so rows are appended (one per change, aligned as a table) rather than
-redrawn in place, and the whole table is printed again when the DAG ends.
+redrawn in place, and the whole table is printed again when the DAG ends. An op served from the
+op cache says so on its row (``train  succeeded (cached from run <uuid>)``): its outputs are an
+earlier run's, and nothing ran.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ class LiveTable:
         self.width = 12
         self.started: dict[tuple[str, str], float] = {}
         self.statuses: dict[str, dict[str, str]] = {}
+        self.notes: dict[tuple[str, str], str] = {}
         self.t0 = time.monotonic()
 
     def _status(self, status: str) -> str:
@@ -56,9 +59,12 @@ class LiveTable:
             self.width = max([self.width, *(len(o) for o in ops)])
             self._write(f"{'op':<{self.width}}  {'status':<15}  time    (dag {dag})")
 
-    def update(self, dag: str, op: str, status: str) -> None:
+    def update(self, dag: str, op: str, status: str, cached_from: str | None = None) -> None:
         with self.lock:
             self.statuses.setdefault(dag, {})[op] = status
+            note = _cache_note(cached_from)
+            if note:
+                self.notes[(dag, op)] = note
             now = time.monotonic()
             if status == "running":
                 self.started[(dag, op)] = now
@@ -66,14 +72,21 @@ class LiveTable:
             else:
                 began = self.started.pop((dag, op), None)
                 elapsed = f"{now - began:6.1f}s" if began is not None else ""
-            self._write(f"{op:<{self.width}}  {self._status(status)}  {elapsed}")
+            self._write(f"{op:<{self.width}}  {self._row_status(status, note)}  {elapsed}")
 
     def finish(self, dag: str, status: str) -> None:
         with self.lock:
             ops = self.statuses.pop(dag, {})
             self._write(f"dag {dag}: {self._status(status).rstrip()}")
             for op, op_status in ops.items():
-                self._write(f"  {op:<{self.width}}  {self._status(op_status)}")
+                note = self.notes.pop((dag, op), "")
+                self._write(f"  {op:<{self.width}}  {self._row_status(op_status, note)}")
+
+    def _row_status(self, status: str, note: str) -> str:
+        """The status cell, with the cache note after the status word when there is one."""
+        if not note:
+            return self._status(status)
+        return self._status(status).rstrip() + f" {note}"
 
 
 _TABLES: list[LiveTable] = []
@@ -84,10 +97,15 @@ def start(dag: str, ops: Sequence[str]) -> None:
         table.start(dag, ops)
 
 
-def notify(dag: str, op: str, status: str) -> None:
-    """Report that op ``op`` of DAG ``dag`` is now ``status`` (no-op without a table)."""
+def notify(dag: str, op: str, status: str, cached_from: str | None = None) -> None:
+    """Report that op ``op`` of DAG ``dag`` is now ``status`` (no-op without a table);
+    ``cached_from``: the run whose outputs a cache hit reused."""
     for table in list(_TABLES):
-        table.update(dag, op, status)
+        table.update(dag, op, status, cached_from)
+
+
+def _cache_note(cached_from: str | None) -> str:
+    return f"(cached from run {cached_from})" if cached_from else ""
 
 
 def finish(dag: str, status: str) -> None:

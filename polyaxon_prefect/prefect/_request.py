@@ -67,6 +67,9 @@ class OpRequest:
     job inside a DAG runs as a local process whatever it says (in the flow run's pod on a
     cluster); a job run alone on a Kubernetes backend is refused, as it would not run where
     it was asked to."""
+    use_cache: bool = True
+    """False (``run --no-cache``): no op of this run, at any depth, is served from the op
+    cache; its successes are still recorded, so a later run reuses the freshest result."""
 
     @property
     def operation(self) -> Any:
@@ -101,7 +104,7 @@ class OpRequest:
         local = kind not in KUBEFLOW_KINDS and self.in_pipeline
         backend = "local" if local else self.backend
         executor = executor_for(kind, backend)
-        return executor.prepare(
+        job = executor.prepare(
             self.loaded,
             run_context=self.run_context,
             params=self.params,
@@ -110,6 +113,9 @@ class OpRequest:
             skip_builds=self.skip_builds,
             base_dir=self.base_dir,
         )
+        if self.use_cache or job.cache_key is None:
+            return job
+        return dataclasses.replace(job, cache_read=False)
 
 
 class OpTask(Protocol):

@@ -124,6 +124,9 @@ class PreparedJob:
     run_kind: str = "job"
     """The run kind whose executor prepared it, and so runs it (`execute_job_op`)."""
     backend: str = LOCAL
+    cache_read: bool = True
+    """False: no cached success is reused (``run --no-cache``); a success is still recorded
+    under ``cache_key``."""
 
 
 # --------------------------------------------------------------------------------------------------

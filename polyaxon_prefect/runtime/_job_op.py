@@ -63,8 +63,9 @@ def failure_message(job: PreparedJob, result: JobResult) -> str:
 
 
 def _cache_hit(job: PreparedJob) -> CacheHit | None:
-    """The succeeded run this job may reuse, when its cache is on (`RunCache`)."""
-    if job.cache_key is None:
+    """The succeeded run this job may reuse, when its cache is on (`RunCache`) and this run
+    may read it (not ``run --no-cache``: `PreparedJob.cache_read`)."""
+    if job.cache_key is None or not job.cache_read:
         return None
     return RunCache.under(job.context.artifacts_root).lookup(job.cache_key, job.cache_ttl)
 
@@ -174,6 +175,11 @@ def execute_job_op(
     return result
 
 
+def _cache_note(result: RunResult) -> str:
+    """What a cache hit's report says of it: the run whose outputs were reused."""
+    return f"run {result.uuid} (a cache hit: its outputs were reused, no process was started)"
+
+
 def _cell(value: Any, secrets: tuple[str, ...]) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
     return mask_text(text, secrets)
@@ -186,6 +192,8 @@ def job_report_rows(job: PreparedJob, result: RunResult) -> list[dict[str, str]]
         {"kind": "run", "name": "status", "value": str(result.status)},
         {"kind": "run", "name": "uuid", "value": result.uuid or job.context.uuid},
     ]
+    if result.cached:  # the one line that says these outputs are an earlier run's
+        rows.append({"kind": "run", "name": "cached from", "value": _cache_note(result)})
     if job.image:
         rows.append({"kind": "run", "name": "image", "value": job.image})
     for name, value in sorted(job.params.items()):
