@@ -11,6 +11,7 @@ from typing import Any
 
 from polyaxon_prefect.dag._plan import DagPlan
 from polyaxon_prefect.dag._records import OpRecord
+from polyaxon_prefect.search._sweep import data_section
 from polyaxon_prefect.specs import Status, op_kind
 
 __all__ = ["dag_final_status", "dag_markdown", "dag_outputs", "dag_summary", "ops_table"]
@@ -104,11 +105,13 @@ def dag_markdown(
     reason: str = "",
     *,
     mask: Callable[[str], str] = str,
+    outputs: Mapping[str, Any] | None = None,
 ) -> str:
-    """The DAG as Markdown: ops with trigger, upstreams and final status, then the edges.
+    """The DAG as Markdown: ops with trigger, upstreams and final status, the edges, then its
+    status, ``outputs`` and ``ops`` (`ops_table`) as JSON, what ``get`` reads back.
 
     ``mask`` hides secrets in messages before they are cut to a cell's length (so a secret is
-    never shown in part)."""
+    never shown in part), and in every string of the JSON."""
     lines = [f"# DAG `{name}`: {status}", ""]
     if reason:
         lines += [f"Stopped early: {reason}", ""]
@@ -124,4 +127,6 @@ def dag_markdown(
     edges = [(u, d) for d in plan.order for u in plan.upstreams.get(d, ())]
     lines += ["", "## Edges", ""]
     lines += [f"- `{u}` -> `{d}`" for u, d in edges] or ["(none)"]
+    data = {"status": status, "outputs": dict(outputs or {}), "ops": ops}
+    lines += ["", *data_section(data, mask)]
     return "\n".join(lines) + "\n"

@@ -329,7 +329,7 @@ def run_dag_in_flow(
     outputs = dag.outputs(request.operation) if status == Status.SUCCEEDED else {}
     message = dag_summary(run.name, status, statuses, dag.stop_reason)
     markdown_artifact(
-        dag_markdown(run.name, status, plan, ops, dag.stop_reason, mask=mask_text),
+        dag_markdown(run.name, status, plan, ops, dag.stop_reason, mask=mask_text, outputs=outputs),
         key=artifact_key(run.name, "dag", default="dag"),
         description=f"ops of dag `{run.name}` (run {run.context.uuid})",
     )

@@ -1,21 +1,44 @@
 """Runs read back from a Prefect API, in Polyaxon's terms (``ls`` and ``get``).
 
-A run is a top-level flow run. Its Polyaxon status comes from its state (`_states`), its kind
-and its params, outputs and metrics from the artifacts every run leaves (a job's table, a DAG's
-markdown, a sweep's leaderboard), so nothing beyond what the UI shows is needed.
+A run is a flow run. Its Polyaxon status comes from its state (`_states`, the one mapping);
+its kind, params, outputs and metrics from the artifacts every run leaves: a job's table, a
+DAG's Markdown, a sweep's leaderboard and best trial. A finished DAG's ops and a finished
+sweep's trials are read from the JSON their Markdown ends with (`read_data_section`): the flow
+wrote it before it ended, whereas the server records task runs' states from events, so right
+after a run ends they can still be behind. Only a DAG still going (no report yet) falls back
+to its task runs.
+
+A run is named by its flow-run id, its name (refused when several runs have it), or the
+Polyaxon run uuid that ``run`` prints (it is in the description of the run's report).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 from uuid import UUID
 
-__all__ = ["get_run", "list_runs"]
+from polyaxon_prefect.search._sweep import read_data_section
+
+__all__ = ["CANDIDATES", "AmbiguousRunError", "get_run", "list_runs"]
 
 _KINDS = (("-leaderboard", "matrix"), ("-dag", "dag"), ("-run", "job"))
+_PAGE = 200
+"""Artifacts read per request (the API's default upper bound)."""
+CANDIDATES = 20
+"""The most runs an ambiguous name lists."""
+
+
+class AmbiguousRunError(LookupError):
+    """Several runs have the name asked for: ``candidates`` (newest first) lists some."""
+
+    def __init__(self, name: str, candidates: list[dict[str, Any]], more: bool) -> None:
+        super().__init__(f"{len(candidates)}{'+' if more else ''} runs are named `{name}`")
+        self.name = name
+        self.candidates = candidates
+        self.more = more
 
 
 @contextmanager
@@ -27,18 +50,54 @@ def _client(api: str) -> Iterator[Any]:
         yield c
 
 
-def _artifacts(client: Any, flow_run_id: UUID) -> list[Any]:
+def _pages(client: Any, artifact_filter: Any) -> Iterator[Any]:
+    """Every artifact matching ``artifact_filter``, newest first, a page at a time."""
+    from prefect.client.schemas.sorting import ArtifactSort
+
+    offset = 0
+    while True:
+        page = client.read_artifacts(
+            artifact_filter=artifact_filter,
+            sort=ArtifactSort.CREATED_DESC,
+            limit=_PAGE,
+            offset=offset,
+        )
+        yield from page
+        if len(page) < _PAGE:
+            return
+        offset += _PAGE
+
+
+def _artifacts(client: Any, flow_run_ids: list[UUID]) -> dict[UUID, list[Any]]:
+    """The run-level artifacts (not a DAG op's) of each flow run, in one query's pages."""
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
 
-    return list(
-        client.read_artifacts(
-            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]))
-        )
-    )
+    found: dict[UUID, list[Any]] = {run_id: [] for run_id in flow_run_ids}
+    if not flow_run_ids:
+        return found
+    wanted = ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=flow_run_ids))
+    for artifact in _pages(client, wanted):
+        if artifact.task_run_id is None and artifact.flow_run_id in found:
+            found[artifact.flow_run_id].append(artifact)
+    return found
+
+
+def _by_uuid(client: Any, uuid: str) -> Any:
+    """The flow run whose report names Polyaxon run ``uuid`` (``... (run <uuid>)``), newest
+    first; None when no report does."""
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterType
+
+    marker = f"(run {uuid})"
+    reports = ArtifactFilter(type=ArtifactFilterType(any_=["table", "markdown"]))
+    for artifact in _pages(client, reports):
+        named = marker in (artifact.description or "")
+        if named and artifact.task_run_id is None and artifact.flow_run_id is not None:
+            return client.read_flow_run(artifact.flow_run_id)
+    return None
 
 
 def _kind(artifacts: list[Any]) -> str:
-    keys = [a.key or "" for a in artifacts if a.task_run_id is None]
+    keys = [a.key or "" for a in artifacts]
     for suffix, kind in _KINDS:
         if any(key.endswith(suffix) for key in keys):
             return kind
@@ -52,19 +111,26 @@ def _duration(run: Any) -> str:
     return f"{seconds:.1f}s" if seconds else "-"
 
 
+def _started(run: Any) -> str:
+    """The run's start in this machine's local time, ``YYYY-MM-DD HH:MM:SS`` (``-``: not yet)."""
+    start = run.start_time
+    return start.astimezone().strftime("%Y-%m-%d %H:%M:%S") if start is not None else "-"
+
+
 def _status(run: Any) -> str:
     from polyaxon_prefect.prefect._states import polyaxon_status
 
     return str(polyaxon_status(run.state)) if run.state is not None else "created"
 
 
-def _row(client: Any, run: Any) -> dict[str, Any]:
-    artifacts = _artifacts(client, run.id)
+def _row(run: Any, artifacts: list[Any]) -> dict[str, Any]:
     return {
         "id": str(run.id),
         "name": run.name,
         "kind": _kind(artifacts),
         "status": _status(run),
+        "started": _started(run),
+        "start_time": run.start_time.isoformat() if run.start_time else None,
         "duration": _duration(run),
         "tags": list(run.tags or []),
     }
@@ -86,73 +152,180 @@ def list_runs(api: str, *, status: str | None = None, limit: int = 20) -> list[d
     if status is not None:
         types = list(STATE_TYPES[status])
         state = FlowRunFilterState(type=FlowRunFilterStateType(any_=types))
+    top = FlowRunFilter(parent_task_run_id=FlowRunFilterParentTaskRunId(is_null_=True), state=state)
+    runs: list[Any] = []
     with _client(api) as client:
-        runs = client.read_flow_runs(
-            flow_run_filter=FlowRunFilter(
-                parent_task_run_id=FlowRunFilterParentTaskRunId(is_null_=True), state=state
-            ),
-            sort=FlowRunSort.START_TIME_DESC,
-            limit=limit,
-        )
-        rows = [_row(client, run) for run in runs]
+        while len(runs) < limit:  # the API answers at most `_PAGE` runs a request
+            wanted = min(_PAGE, limit - len(runs))
+            page = client.read_flow_runs(
+                flow_run_filter=top,
+                sort=FlowRunSort.START_TIME_DESC,
+                limit=wanted,
+                offset=len(runs),
+            )
+            runs += page
+            if len(page) < wanted:
+                break
+        artifacts = _artifacts(client, [run.id for run in runs])
+    rows = [_row(run, artifacts[run.id]) for run in runs]
     if status is not None:
         rows = [row for row in rows if row["status"] == status]
     return rows
 
 
-def _table(artifacts: list[Any]) -> list[dict[str, Any]]:
-    for artifact in artifacts:
-        if artifact.type == "table" and artifact.task_run_id is None:
-            data = artifact.data
-            return list(json.loads(data) if isinstance(data, str) else data or [])
-    return []
+def _find(client: Any, ref: str) -> Any:
+    """The flow run ``ref`` names: its id, its name, or the Polyaxon run uuid in its report."""
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
+    from prefect.client.schemas.sorting import FlowRunSort
+    from prefect.exceptions import ObjectNotFound
+
+    try:
+        ident: UUID | None = UUID(ref)
+    except ValueError:
+        ident = None
+    if ident is not None:
+        try:
+            return client.read_flow_run(ident)
+        except ObjectNotFound:
+            pass
+    named = client.read_flow_runs(
+        flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=[ref])),
+        sort=FlowRunSort.START_TIME_DESC,
+        limit=CANDIDATES + 1,
+    )
+    if len(named) > 1:
+        candidates = [
+            {"id": str(r.id), "status": _status(r), "started": _started(r)}
+            for r in named[:CANDIDATES]
+        ]
+        raise AmbiguousRunError(ref, candidates, more=len(named) > CANDIDATES)
+    if named:
+        return named[0]
+    return _by_uuid(client, ident.hex) if ident is not None else None
 
 
-def _ops(client: Any, flow_run_id: UUID) -> dict[str, str]:
-    """A DAG's ops (its task runs) and their Polyaxon status, in start order."""
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+def _of(artifacts: list[Any], suffix: str) -> Any:
+    """The newest run-level artifact whose key ends with ``suffix``."""
+    return next((a for a in artifacts if (a.key or "").endswith(suffix)), None)
+
+
+def _uuid(artifact: Any) -> str | None:
+    """The Polyaxon run uuid a report's description names (``... (run <uuid>)``)."""
+    text = (artifact.description or "") if artifact is not None else ""
+    head = text.rfind("(run ")
+    if head < 0:
+        return None
+    return text[head + len("(run ") :].split(")", 1)[0] or None
+
+
+def _number(text: Any) -> Any:
+    try:
+        return json.loads(text) if isinstance(text, str) else text
+    except ValueError:
+        return text
+
+
+def _job(client: Any, run: Any, artifacts: list[Any]) -> dict[str, Any]:
+    """A job's params, outputs, last metric values and uuid, from its table."""
+    table = _of(artifacts, "-run")
+    data = table.data if table is not None else None
+    rows = json.loads(data) if isinstance(data, str) else data or []
+    sections: dict[str, dict[str, Any]] = {"param": {}, "output": {}, "metric": {}, "run": {}}
+    for item in rows:
+        if item.get("kind") in sections:
+            sections[item["kind"]][item["name"]] = item["value"]
+    return {
+        "uuid": sections["run"].get("uuid") or _uuid(table),
+        "params": sections["param"] or dict(run.parameters or {}),
+        "outputs": sections["output"],
+        "metrics": {name: _number(value) for name, value in sections["metric"].items()},
+    }
+
+
+def _task_ops(client: Any, flow_run_id: UUID) -> dict[str, dict[str, Any]]:
+    """A running DAG's ops from its task runs, in start order: not the task runs Prefect adds
+    as a subflow's parent (a nested DAG's or a sweep's op runs it from its own task run)."""
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterId,
+        FlowRunFilterParentFlowRunId,
+    )
     from prefect.client.schemas.sorting import TaskRunSort
 
     from polyaxon_prefect.prefect._states import polyaxon_status
 
-    tasks = client.read_task_runs(
-        flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])),
-        sort=TaskRunSort.EXPECTED_START_TIME_ASC,
+    this = FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
+    tasks = client.read_task_runs(flow_run_filter=this, sort=TaskRunSort.EXPECTED_START_TIME_ASC)
+    children = client.read_flow_runs(
+        flow_run_filter=FlowRunFilter(
+            parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[flow_run_id])
+        )
     )
-    return {t.name: str(polyaxon_status(t.state)) for t in tasks if t.state is not None}
+    wrappers = {child.parent_task_run_id for child in children}
+    return {
+        task.name: {"status": str(polyaxon_status(task.state)), "outputs": {}}
+        for task in tasks
+        if task.state is not None and task.id not in wrappers
+    }
+
+
+def _report(artifacts: list[Any], suffix: str) -> tuple[Any, Any]:
+    artifact = _of(artifacts, suffix)
+    text = artifact.data if artifact is not None else None
+    return artifact, read_data_section(text) if isinstance(text, str) else None
+
+
+def _dag(client: Any, run: Any, artifacts: list[Any]) -> dict[str, Any]:
+    """A DAG's ops (status, outputs, uuid, message) and outputs, from its report."""
+    artifact, data = _report(artifacts, "-dag")
+    if not isinstance(data, dict):
+        return {"uuid": _uuid(artifact), "ops": _task_ops(client, run.id)}
+    return {"uuid": _uuid(artifact), "outputs": data.get("outputs") or {}, "ops": data["ops"]}
+
+
+def _sweep(client: Any, run: Any, artifacts: list[Any]) -> dict[str, Any]:
+    """A sweep's trials and best trial (as ``run --json`` has them), from its report."""
+    artifact, data = _report(artifacts, "-best")
+    data = data if isinstance(data, dict) else {}
+    best = data.get("best")
+    return {
+        "uuid": _uuid(artifact),
+        "outputs": (best or {}).get("outputs") or {},
+        "metrics": (best or {}).get("metrics") or {},
+        "metric": data.get("metric"),
+        "trials": data.get("trials") or [],
+        "best": best,
+    }
+
+
+_READERS: dict[str, Callable[[Any, Any, list[Any]], dict[str, Any]]] = {
+    "job": _job,
+    "dag": _dag,
+    "matrix": _sweep,
+}
 
 
 def get_run(api: str, run: str) -> dict[str, Any] | None:
-    """One run by flow-run id or name: status, params, outputs, metrics, duration, URL."""
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
-    from prefect.exceptions import ObjectNotFound
+    """One run by flow-run id, name or Polyaxon uuid (None: no such run): status, params,
+    outputs, metrics, duration, URL, and a DAG's ``ops`` or a sweep's ``trials`` and ``best``.
 
+    Raises `AmbiguousRunError` when several runs have the name ``run``."""
     with _client(api) as client:
-        found = None
-        try:
-            found = client.read_flow_run(UUID(run))
-        except (ValueError, ObjectNotFound):
-            named = client.read_flow_runs(
-                flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=[run])), limit=1
-            )
-            found = named[0] if named else None
+        found = _find(client, run)
         if found is None:
             return None
-        artifacts = _artifacts(client, found.id)
-        row = _row(client, found)
-        ops = _ops(client, found.id) if row["kind"] == "dag" else {}
-    sections: dict[str, dict[str, Any]] = {"param": {}, "output": {}, "metric": {}}
-    for item in _table(artifacts):
-        if item.get("kind") in sections:
-            sections[item["kind"]][item["name"]] = item["value"]
-    params = sections["param"] or dict(found.parameters or {})
+        artifacts = _artifacts(client, [found.id])[found.id]
+        row = _row(found, artifacts)
+        reader = _READERS.get(row["kind"])
+        details = reader(client, found, artifacts) if reader is not None else {}
     ui = api.rstrip("/").removesuffix("/api")
     return {
         **row,
+        "uuid": None,
         "message": (found.state.message if found.state else "") or "",
-        "params": params,
-        "outputs": sections["output"],
-        "metrics": sections["metric"],
-        "ops": ops,
+        "params": dict(found.parameters or {}),
+        "outputs": {},
+        "metrics": {},
+        **details,
         "url": f"{ui}/runs/flow-run/{found.id}",
     }

@@ -7,6 +7,7 @@ Light at import: the parsers are built before Prefect is imported; the commands 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -18,6 +19,19 @@ __all__ = ["add_runs_parsers", "cmd_get", "cmd_ls", "cmd_server"]
 
 _STOPPED_EXIT = 3
 """``server status`` when the server is not running (as ``systemctl status`` says it)."""
+_MAX_LIMIT = 1000
+"""The most runs ``ls`` reads in one go (each row costs the API a few reads)."""
+
+
+def _limit(text: str) -> int:
+    """``ls --limit``: a whole number from 1 to `_MAX_LIMIT` (argparse prints the error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 1 <= value <= _MAX_LIMIT:
+        raise argparse.ArgumentTypeError(f"must be from 1 to {_MAX_LIMIT}, not {value}")
+    return value
 
 
 def add_runs_parsers(subparsers: Any) -> None:
@@ -27,6 +41,20 @@ def add_runs_parsers(subparsers: Any) -> None:
     server.add_argument("action", choices=("start", "stop", "status"))
     server.add_argument("--host", default="127.0.0.1")
     server.add_argument("--port", type=int, default=4200)
+    server.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="stop it after this long without use and with no run going (default: never; a "
+        "server a command starts by itself uses $POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT, 600)",
+    )
+    server.add_argument(
+        "--set-profile",
+        action="store_true",
+        help="also point the active Prefect profile at it (`prefect config set PREFECT_API_URL=`"
+        "...), so `prefect worker start` and `prefect deployment run` use the same server",
+    )
     server.add_argument(
         "--database-url",
         default=None,
@@ -40,10 +68,16 @@ def add_runs_parsers(subparsers: Any) -> None:
         metavar="STATUS",
         help="only runs with this Polyaxon status: " + ", ".join(Status),
     )
-    ls.add_argument("--limit", type=int, default=20)
+    ls.add_argument(
+        "--limit", type=_limit, default=20, help=f"how many runs, 1 to {_MAX_LIMIT} (default 20)"
+    )
     ls.add_argument("--json", action="store_true")
-    get = subparsers.add_parser("get", help="one run: status, params, outputs, duration, URL")
-    get.add_argument("run", help="the flow run's id or name")
+    get = subparsers.add_parser(
+        "get", help="one run: status, params, outputs, metrics, a DAG's ops, a sweep's trials"
+    )
+    get.add_argument(
+        "run", help="the flow run's id or name, or the Polyaxon run uuid that `run` printed"
+    )
     get.add_argument("--json", action="store_true")
 
 
@@ -56,11 +90,19 @@ def cmd_server(args: argparse.Namespace) -> int:
 
     if args.action == "start":
         server, started = start_server(
-            host=args.host, port=args.port, database_url=args.database_url
+            host=args.host,
+            port=args.port,
+            database_url=args.database_url,
+            idle_timeout=args.idle_timeout,
         )
         verb = "started" if started else "already running"
         print(f"Prefect server {verb} at {server.url} (pid {server.pid}; UI at the same address)")
         print(f"`polyaxon-prefect run` uses it from now on; database: {server.database}")
+        if args.set_profile:
+            _set_profile(server.api_url)
+            print(f"the Prefect profile now points at it (PREFECT_API_URL={server.api_url})")
+        else:
+            print(f"for `prefect` commands: prefect config set PREFECT_API_URL={server.api_url}")
         return 0
     if args.action == "stop":
         stopped = stop_server()
@@ -72,6 +114,13 @@ def cmd_server(args: argparse.Namespace) -> int:
         return _STOPPED_EXIT
     print(f"running at {current.url} (pid {current.pid}; database: {current.database})")
     return 0
+
+
+def _set_profile(api_url: str) -> None:
+    """``prefect config set PREFECT_API_URL=...`` on the active profile."""
+    from prefect.settings import PREFECT_API_URL, update_current_profile
+
+    update_current_profile({PREFECT_API_URL: api_url})
 
 
 def _api() -> str | None:
@@ -94,6 +143,14 @@ def _no_api() -> int:
     return 1
 
 
+def _print_table(header: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
+    table = [header, *rows]
+    widths = [max(len(str(row[i])) for row in table) for i in range(len(header))]
+    for row in table:
+        cells = (str(cell).ljust(width) for cell, width in zip(row, widths, strict=True))
+        print("  ".join(cells).rstrip())
+
+
 def cmd_ls(args: argparse.Namespace) -> int:
     api = _api()
     if api is None:
@@ -107,32 +164,72 @@ def cmd_ls(args: argparse.Namespace) -> int:
     if not rows:
         print("no runs")
         return 0
-    header = ("name", "kind", "status", "duration", "id")
-    table = [header, *((r["name"], r["kind"], r["status"], r["duration"], r["id"]) for r in rows)]
-    widths = [max(len(str(row[i])) for row in table) for i in range(len(header))]
-    for row in table:
-        print("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)))
+    header = ("name", "kind", "status", "started", "duration", "id")
+    _print_table(header, [tuple(r[key] for key in header) for r in rows])
     return 0
+
+
+def _shown(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, default=str)
+
+
+def _pairs(values: dict[str, Any]) -> str:
+    return " ".join(f"{name}={_shown(value)}" for name, value in values.items())
+
+
+def _print_sweep(run: dict[str, Any]) -> None:
+    metric = run.get("metric") or "value"
+    if run["trials"]:
+        print("trials:")
+        _print_table(
+            ("  trial", "status", metric, "params"),
+            [
+                (f"  {t['index']}", t["status"], _shown(t["value"]), _pairs(t["params"]))
+                for t in run["trials"]
+            ],
+        )
+    best = run["best"]
+    if best is not None:
+        print(f"best: trial {best['index']}, {metric} = {_shown(best['value'])}")
+        print(f"  params: {_pairs(best['params'])}")
+
+
+def _print_run(run: dict[str, Any]) -> None:
+    for key in ("name", "kind", "status", "message", "uuid", "started", "duration", "url"):
+        print(f"{key}: {run[key] if run[key] is not None else '-'}")
+    for section in ("params", "outputs", "metrics"):
+        if run[section]:
+            print(f"{section}:")
+            for name, value in run[section].items():
+                print(f"  {name}: {_shown(value)}")
+    if run.get("ops"):
+        print("ops:")
+        for name, op in run["ops"].items():
+            outputs = f"  {_pairs(op['outputs'])}" if op.get("outputs") else ""
+            print(f"  {name}: {op['status']}{outputs}")
+    if "trials" in run:
+        _print_sweep(run)
 
 
 def cmd_get(args: argparse.Namespace) -> int:
     api = _api()
     if api is None:
         return _no_api()
-    from polyaxon_prefect.prefect._runs import get_run
+    from polyaxon_prefect.prefect._runs import AmbiguousRunError, get_run
 
-    run = get_run(api, args.run)
+    try:
+        run = get_run(api, args.run)
+    except AmbiguousRunError as exc:
+        print(f"{exc}; get one by its id:", file=sys.stderr)
+        rows = [(c["id"], c["status"], c["started"]) for c in exc.candidates]
+        with contextlib.redirect_stdout(sys.stderr):
+            _print_table(("id", "status", "started"), rows)
+        return 1
     if run is None:
-        print(f"no run with id or name `{args.run}`", file=sys.stderr)
+        print(f"no run with the id, name or uuid `{args.run}`", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps(run, indent=2, default=str))
         return 0
-    for key in ("name", "kind", "status", "message", "duration", "url"):
-        print(f"{key}: {run[key]}")
-    for section in ("params", "outputs", "metrics", "ops"):
-        if run[section]:
-            print(f"{section}:")
-            for name, value in run[section].items():
-                print(f"  {name}: {value}")
+    _print_run(run)
     return 0

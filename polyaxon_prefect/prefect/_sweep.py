@@ -429,8 +429,11 @@ class _Sweep:
             key=artifact_key(name, "leaderboard"),
             description=f"trials of `{name}`" + (f", best {metric} first" if metric else ""),
         )
+        trials = mask_value([trial_dict(record) for record in history])
         markdown_artifact(
-            best_markdown(name, mask_value(best), metric), key=artifact_key(name, "best")
+            best_markdown(name, mask_value(best), metric, trials),
+            key=artifact_key(name, "best"),
+            description=f"best trial of `{name}` (run {self.context.uuid})",
         )
 
     # -- main loop ------------------------------------------------------------------------

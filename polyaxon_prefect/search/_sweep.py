@@ -13,22 +13,25 @@ import dataclasses
 import hashlib
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from polyaxon_prefect.search._stopping import RunSummary, StopDecision, check_early_stopping
 from polyaxon_prefect.specs import DONE_STATUSES, Param, Status, slug
 
 __all__ = [
+    "DATA_HEADING",
     "DISPLAY_DIGITS",
     "LEADERBOARD_ROWS",
     "UUID_CHARS",
     "SweepRun",
     "best_markdown",
+    "data_section",
     "display",
     "finite",
     "jsonable",
     "leaderboard_rows",
+    "read_data_section",
     "study_prefix",
     "trial_dict",
     "trial_loaded",
@@ -41,6 +44,10 @@ DISPLAY_DIGITS = 6
 people; ``--json`` and the `RunResult` keep the exact values)."""
 UUID_CHARS = 8
 """How much of a trial's uuid the leaderboard shows: enough to find it, narrow enough to read."""
+
+DATA_HEADING = "## Data"
+"""The last section of a sweep's or a DAG's Markdown report: its content as JSON."""
+_FENCE = "```"
 
 
 def jsonable(value: Any) -> Any:
@@ -166,8 +173,49 @@ def leaderboard_rows(
     return rows
 
 
-def best_markdown(op_name: str, best: Mapping[str, Any] | None, metric: str | None) -> str:
-    """The best trial and its params, as Markdown."""
+def _masked(value: Any, mask: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return mask(value)
+    if isinstance(value, Mapping):
+        return {mask(str(k)): _masked(v, mask) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_masked(v, mask) for v in value]
+    return value
+
+
+def data_section(data: Any, mask: Callable[[str], str] = str) -> list[str]:
+    """A report's data as a fenced JSON block under `DATA_HEADING` (Markdown lines).
+
+    ``get`` reads a finished DAG or sweep from it: what the flow knew when it ended, written
+    before the flow run's final state, where the task runs' states lag (the server records
+    them from events, asynchronously). Strings are masked one by one, so the JSON stays valid;
+    JSON strings hold no raw newline, so the closing fence cannot occur inside the block."""
+    text = json.dumps(_masked(data, mask), indent=2, default=str)
+    return [DATA_HEADING, "", _FENCE + "json", text, _FENCE]
+
+
+def read_data_section(markdown: str) -> Any:
+    """The data `data_section` wrote into ``markdown``, else None (an older report)."""
+    head = markdown.rfind(f"{DATA_HEADING}\n\n{_FENCE}json\n")
+    if head < 0:
+        return None
+    start = markdown.index("\n", markdown.index(_FENCE, head)) + 1
+    end = markdown.find(f"\n{_FENCE}", start)
+    try:
+        return json.loads(markdown[start : end if end >= 0 else None])
+    except ValueError:
+        return None
+
+
+def best_markdown(
+    op_name: str,
+    best: Mapping[str, Any] | None,
+    metric: str | None,
+    trials: Sequence[Mapping[str, Any]] | None = None,
+) -> str:
+    """The best trial and its params, as Markdown; with ``trials`` (`trial_dict`, masked), a
+    last section has the metric, the trials and the best as JSON: what ``get`` reads back
+    (the leaderboard is a view: at most `LEADERBOARD_ROWS`, values shown as cells)."""
     lines = [f"# Sweep `{op_name}`", ""]
     if best is not None:
         lines += [
@@ -180,6 +228,8 @@ def best_markdown(op_name: str, best: Mapping[str, Any] | None, metric: str | No
         ]
     else:
         lines.append("No best trial (no succeeded trial with a metric value).")
+    if trials is not None:
+        lines += ["", *data_section({"metric": metric, "best": best, "trials": list(trials)})]
     return "\n".join(lines)
 
 
