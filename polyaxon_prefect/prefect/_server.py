@@ -55,6 +55,7 @@ _READY_MARKER = ".polyaxon-prefect-db-ready"
 _LOCK_FILE = ".polyaxon-prefect-server.lock"
 _PORT_IN_USE_EXIT = 3  # uvicorn's exit code when it cannot bind
 _SERVER_ENV = {
+    "DO_NOT_TRACK": "1",  # no client telemetry from the server process either
     "PREFECT_UI_ENABLED": "0",
     "PREFECT__SERVER_EPHEMERAL": "1",
     "PREFECT__SERVER_FINAL": "1",

@@ -7,6 +7,9 @@ Why each one:
   someone who only ran a training script. Environment variables are used (not
   ``temporary_settings``) because the ephemeral server is a subprocess that inherits them; they
   must be set before Prefect is imported, as Prefect reads its settings at import time.
+- ``DO_NOT_TRACK=1``: Prefect's client telemetry off, so a run sends nothing anywhere and
+  prints no telemetry notice; the servers we spawn get it too (``_server``,
+  ``_background_server``).
 - Flow heartbeats off: since Prefect 3.8 every flow run starts a heartbeat thread (every 180 s)
   that the engine joins on exit, adding about one second to *every* flow run, which is most of
   the overhead of a short local job. Heartbeats detect crashed runs of deployed, long-running
@@ -26,6 +29,8 @@ __all__ = ["ENV_DEFAULTS", "apply_env_defaults", "install_log_filter", "local_ru
 
 ENV_DEFAULTS: dict[str, str] = {
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    # Prefect's client telemetry (and its first-run notice on a terminal): nothing is sent
+    "DO_NOT_TRACK": "1",
     # A first start builds the SQLite database: on a busy small machine that took longer than
     # Prefect's default of 20 s (the CLI starts its own server, see `_server`; this is for runs
     # started from Python).
