@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from polyaxon_prefect import __version__
 from polyaxon_prefect._cli_args import add_file_args
 from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError, Problem
 from polyaxon_prefect.prefect._cli import add_run_parser, cmd_run
@@ -30,6 +31,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="polyaxon-prefect",
         description="Validate, compile and run Polyaxonfiles on Prefect.",
     )
+    parser.add_argument("--version", action="version", version=f"polyaxon-prefect {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     check = sub.add_parser("check", help="validate a Polyaxonfile and report every problem")
