@@ -250,16 +250,33 @@ def _cmd_upgrade(args: argparse.Namespace) -> int:
     return 0
 
 
+def _on_server(command: Any) -> Any:
+    """``command`` on the server every command shares (`prefect._connect`: the user's, else
+    the local background server, started if need be); a temporary one is stopped after it."""
+
+    def on_server(args: argparse.Namespace) -> int:
+        from polyaxon_prefect.prefect._connect import connect
+
+        notify = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+        connection = connect(notify, purpose=f"`{args.command}`")
+        try:
+            return int(command(args))
+        finally:
+            connection.close()
+
+    return on_server
+
+
 _COMMANDS = {
     "check": _cmd_check,
     "compile": _cmd_compile,
     "upgrade": _cmd_upgrade,
     "run": cmd_run,
     "dashboard": _cmd_dashboard,
-    "deploy": cmd_deploy,
+    "deploy": _on_server(cmd_deploy),
     "server": cmd_server,
-    "ls": cmd_ls,
-    "get": cmd_get,
+    "ls": _on_server(cmd_ls),
+    "get": _on_server(cmd_get),
 }
 
 

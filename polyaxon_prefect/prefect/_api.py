@@ -10,6 +10,7 @@ loads the file again on each run, with that run's parameter values.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,10 @@ def run(
     )
 
 
+def _notify(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
 def _sweep_options(resume: bool, storage: str | None, deployment: str | None) -> Any:
     from polyaxon_prefect.prefect._request import SweepOptions
 
@@ -94,6 +99,7 @@ def run_loaded(
     A job is prepared first, so its problems raise before any flow run exists; DAGs and sweeps
     prepare each child when it starts (a child's bad param fails that child, not the load).
     """
+    from polyaxon_prefect.prefect._connect import connect
     from polyaxon_prefect.prefect._dispatch import run_request
     from polyaxon_prefect.prefect._request import OpRequest, SweepOptions
 
@@ -106,7 +112,11 @@ def run_loaded(
         backend=backend,
         use_cache=cache,
     )
-    return run_request(request, flow_name=loaded.component.name)
+    connection = connect(_notify)  # the shared server, as the CLI's
+    try:
+        return run_request(request, flow_name=loaded.component.name)
+    finally:
+        connection.close()
 
 
 # ----------------------------------------------------------------------------- to_flow
@@ -159,6 +169,7 @@ def to_flow(
     """
     from prefect import flow
 
+    from polyaxon_prefect.prefect._connect import configured_api_url, connect, idle_timeout
     from polyaxon_prefect.prefect._dispatch import run_request_in_flow
     from polyaxon_prefect.prefect._hooks import deferred_state_hooks, track_request
     from polyaxon_prefect.prefect._job import flow_name
@@ -166,6 +177,8 @@ def to_flow(
     from polyaxon_prefect.prefect._request import OpRequest
     from polyaxon_prefect.runtime._hooks import hooks_of
 
+    if configured_api_url() is None and idle_timeout() > 0:
+        connect(_notify)  # calls, serve() and deploy() all reach the shared server
     file = Path(path).absolute()
     preset_files = [Path(p).absolute() for p in presets]
     hubs = [Path(h).absolute() for h in hub_dirs]

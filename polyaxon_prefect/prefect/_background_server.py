@@ -22,6 +22,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -29,8 +30,11 @@ from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.runtime._session import pid_alive
 
 __all__ = [
+    "DEFAULT_PORT",
     "RECORD_FILE",
     "BackgroundServer",
+    "ServerCommandError",
+    "healthy",
     "running_server",
     "start_server",
     "stop_server",
@@ -39,6 +43,8 @@ __all__ = [
 RECORD_FILE = "polyaxon-prefect-server.json"
 """The record of the background server, in the Prefect home."""
 _LOG_FILE = "polyaxon-prefect-server.log"
+_LOCK_FILE = ".polyaxon-prefect-server-start.lock"
+DEFAULT_PORT = 4200
 _START_TIMEOUT = 300.0
 
 
@@ -53,6 +59,8 @@ class BackgroundServer:
     """The server's address (the UI is there; the API under ``/api``)."""
     log: str
     database: str
+    idle_timeout: float = 0.0
+    """Seconds without API use after which it stops itself; 0 for never."""
 
     @property
     def api_url(self) -> str:
@@ -65,6 +73,11 @@ def _home() -> Path:
 
 def _record_path() -> Path:
     return _home() / RECORD_FILE
+
+
+def healthy(api_url: str, timeout: float = 2.0) -> bool:
+    """Whether a Prefect API answers its health check at ``api_url``."""
+    return _healthy(api_url, timeout)
 
 
 def _healthy(api_url: str, timeout: float = 2.0) -> bool:
@@ -110,6 +123,8 @@ def shown_url(url: str) -> str:
 
 def _port_free(host: str, port: int) -> bool:
     with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
+        # As the server binds: a port left in TIME_WAIT by a stopped server is free.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError:
@@ -117,35 +132,99 @@ def _port_free(host: str, port: int) -> bool:
     return True
 
 
+@contextlib.contextmanager
+def _start_lock(home: Path) -> Iterator[None]:
+    """One start at a time per Prefect home (POSIX ``flock``): two commands that both find no
+    server start one, and the second uses it."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    with open(home / _LOCK_FILE, "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _server_env(host: str, port: int, database_url: str | None) -> dict[str, str]:
+    from polyaxon_prefect.runtime._session import SESSION_ENV
+
+    env = {
+        **os.environ,
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "DO_NOT_TRACK": "1",
+        "PREFECT_SERVER_API_HOST": host,
+        "PREFECT_SERVER_API_PORT": str(port),
+        "PREFECT_UI_API_URL": f"http://{host}:{port}/api",
+        "PREFECT_SERVER_LOGGING_LEVEL": "WARNING",
+    }
+    # Not a run's process: a run's reaper must never stop it with the run's other processes.
+    env.pop(SESSION_ENV, None)
+    env.pop("PREFECT_API_URL", None)
+    if database_url:
+        env["PREFECT_SERVER_DATABASE_CONNECTION_URL"] = database_url
+    return env
+
+
 def start_server(
-    *, host: str = "127.0.0.1", port: int = 4200, database_url: str | None = None
+    *,
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    database_url: str | None = None,
+    idle_timeout: float = 0.0,
+    timeout: float = _START_TIMEOUT,
 ) -> tuple[BackgroundServer, bool]:
     """Start the background server unless it runs; returns it and whether it was started now.
 
+    ``idle_timeout`` (seconds, 0 for never): the server stops itself after that long with no
+    API use and no run going (`prefect._server_process`).
+
     Raises:
-        ServerCommandError: the port is taken by something else, or the server did not come up
-            (the message has the last lines of its log).
+        ServerCommandError: the port is taken by something else, the Prefect home cannot be
+            written, or the server did not come up (the message has the last lines of its log).
     """
-    current = running_server()
-    if current is not None:
-        return current, False
+    home = _home()
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        with _start_lock(home):
+            current = running_server()
+            if current is not None:
+                return current, False
+            return _spawn(home, host, port, database_url, idle_timeout, timeout), True
+    except OSError as error:
+        raise ServerCommandError(
+            f"cannot write the Prefect home {home} ({error.strerror or error})"
+        ) from error
+
+
+def _spawn(
+    home: Path, host: str, port: int, database_url: str | None, idle: float, timeout: float
+) -> BackgroundServer:
     if not _port_free(host, port):
         raise ServerCommandError(
             f"port {port} on {host} is in use by another program: pass --port with a free one"
         )
-    home = _home()
-    home.mkdir(parents=True, exist_ok=True)
     log_path = home / _LOG_FILE
-    env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
-    env.pop("PREFECT_API_URL", None)
-    if database_url:
-        env["PREFECT_SERVER_DATABASE_CONNECTION_URL"] = database_url
-    prefect = Path(sys.executable).with_name("prefect")
-    command = [str(prefect) if prefect.exists() else "prefect", "server", "start"]
+    command = [
+        sys.executable,
+        "-m",
+        "polyaxon_prefect.prefect._server_process",
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--idle-timeout",
+        str(idle),
+        "--record",
+        str(_record_path()),
+    ]
     with open(log_path, "ab") as log:
         process = subprocess.Popen(
-            [*command, "--host", host, "--port", str(port)],
-            env=env,
+            command,
+            env=_server_env(host, port, database_url),
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -156,8 +235,9 @@ def start_server(
         url=f"http://{host}:{port}",
         log=str(log_path),
         database=shown_url(database_url) if database_url else str(home / "prefect.db"),
+        idle_timeout=idle,
     )
-    deadline = time.monotonic() + _START_TIMEOUT
+    deadline = time.monotonic() + timeout
     while not _healthy(server.api_url):
         if process.poll() is not None or time.monotonic() > deadline:
             with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -166,9 +246,22 @@ def start_server(
             raise ServerCommandError(
                 f"the Prefect server did not start (log: {log_path})\n{tail}".rstrip()
             )
-        time.sleep(0.3)
+        time.sleep(0.2)
     _record_path().write_text(json.dumps(asdict(server)), encoding="utf-8")
-    return server, True
+    return server
+
+
+def _is_our_server(pid: int) -> bool:
+    """Whether ``pid`` is still the server the record names (a pid is reused after a reboot
+    or a crash: an unrelated process must never be stopped). Where ``/proc`` is missing, the
+    answer is yes."""
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except FileNotFoundError:
+        return not Path("/proc/self").exists()
+    except OSError:
+        return False
+    return b"polyaxon_prefect.prefect._server_process" in command or b"prefect" in command
 
 
 def stop_server(grace: float = 15.0) -> BackgroundServer | None:
@@ -177,7 +270,7 @@ def stop_server(grace: float = 15.0) -> BackgroundServer | None:
     record = _read_record()
     with contextlib.suppress(OSError):
         _record_path().unlink()
-    if record is None or not pid_alive(record.pid):
+    if record is None or not pid_alive(record.pid) or not _is_our_server(record.pid):
         return None
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(record.pid, signal.SIGTERM)

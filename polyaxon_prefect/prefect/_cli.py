@@ -25,7 +25,7 @@ from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError
 from polyaxon_prefect.specs import BACKENDS, Status
 
 if TYPE_CHECKING:
-    from polyaxon_prefect.prefect._server import LocalServer as LocalServerT
+    from polyaxon_prefect.prefect._connect import Connection as ConnectionT
 
 __all__ = ["add_run_parser", "cmd_run"]
 
@@ -244,73 +244,22 @@ def _failure_json(message: str) -> dict[str, Any]:
     }
 
 
-def _use_local_server() -> LocalServerT | None:
-    """Start the CLI's own local Prefect server when the user has not chosen one (no
-    ``PREFECT_API_URL`` in the environment or the Prefect profile) and ephemeral mode is
-    allowed; point this process's Prefect settings at it. See `polyaxon_prefect.prefect._server`.
-    Then settle what dead sessions left on that database (`recover_stale_sessions`).
-    """
-    from prefect.settings import get_current_settings
-
+def _use_local_server() -> ConnectionT:
+    """The server this run uses (`polyaxon_prefect.prefect._connect`: the user's, else the
+    local background server, started if need be, else a temporary one), then what dead
+    sessions left on that database settled (`recover_stale_sessions`)."""
+    from polyaxon_prefect.prefect._connect import connect
     from polyaxon_prefect.runtime._session import (
         current_session,
-        database_target,
+        home_database_target,
         recover_stale_sessions,
     )
 
-    settings = get_current_settings()
-    chosen = str(settings.api.url).rstrip("/") if settings.api.url else None
-    if chosen is None:
-        chosen = _background_api()
-    target = chosen or database_target()
+    connection = connect(lambda line: print(line, file=sys.stderr, flush=True))
+    target = connection.api_url if connection.user_chosen else home_database_target()
     current_session().set_target(target)
-    if chosen or not settings.server.ephemeral.enabled:
-        if chosen:
-            recover_stale_sessions(chosen, target)
-        return None
-    from prefect.context import refresh_global_settings_context
-
-    from polyaxon_prefect.prefect._server import start_local_server
-
-    server = start_local_server(notify=lambda line: print(line, file=sys.stderr, flush=True))
-    os.environ["PREFECT_API_URL"] = server.api_url
-    refresh_global_settings_context()
-    recover_stale_sessions(server.api_url, target)
-    return server
-
-
-def _background_api() -> str | None:
-    """The API of `polyaxon-prefect server start`'s server when it runs (this process then
-    uses it, said in one line); None otherwise."""
-    from polyaxon_prefect.prefect._background_server import running_server
-
-    server = running_server()
-    if server is None:
-        return None
-    from prefect.context import refresh_global_settings_context
-
-    print(
-        f"using the local Prefect server at {server.url} "
-        "(`polyaxon-prefect server stop` to stop it)",
-        file=sys.stderr,
-        flush=True,
-    )
-    os.environ["PREFECT_API_URL"] = server.api_url
-    refresh_global_settings_context()
-    return server.api_url
-
-
-def _drain_prefect_workers() -> None:
-    """Ship the logs and events still queued in Prefect's background workers while the server
-    is up (Prefect would try at interpreter exit, after the server is gone)."""
-    with contextlib.suppress(Exception):
-        from prefect.logging.handlers import APILogWorker
-
-        APILogWorker.drain_all(timeout=60)
-    with contextlib.suppress(Exception):
-        from prefect.events.worker import EventsWorker
-
-        EventsWorker.drain_all(timeout=5)
+    recover_stale_sessions(connection.api_url, target)
+    return connection
 
 
 _SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
@@ -439,8 +388,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             return 1
         finally:
             if server is not None:
-                _drain_prefect_workers()
-                server.stop()
+                server.close()
             session.close()
     if result is None:  # interrupted before the run started
         if args.json:

@@ -35,8 +35,8 @@ from polyaxon_prefect.specs import Status
 
 __all__ = [
     "CACHED_STATE_NAME",
-    "STATE_TYPES",
     "SKIPPED_STATE_NAME",
+    "STATE_TYPES",
     "TIMED_OUT_STATE_NAME",
     "UPSTREAM_FAILED_STATE_NAME",
     "polyaxon_status",

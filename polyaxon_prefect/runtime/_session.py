@@ -158,6 +158,12 @@ def database_target() -> str:
     chosen = os.environ.get("PREFECT_API_URL")
     if chosen:
         return chosen.rstrip("/")
+    return home_database_target()
+
+
+def home_database_target() -> str:
+    """The local database of ``PREFECT_HOME``, whichever local server (the background one, a
+    temporary one) serves it now."""
     home = os.environ.get("PREFECT_HOME") or "~/.prefect"
     return "home:" + str(Path(home).expanduser().resolve())
 

@@ -1,0 +1,234 @@
+"""Which Prefect server a command uses: one rule for every entry point.
+
+``run``, ``deploy``, ``ls``, ``get``, ``polyaxon_prefect.run`` and ``to_flow`` all call
+`connect` before they talk to Prefect:
+
+1. ``PREFECT_API_URL`` chosen by the user (the environment, the active Prefect profile, or
+   settings already in force in this process) always wins.
+2. Otherwise the local background server of this Prefect home (`_background_server`): used
+   when it runs, started when it does not (said in one line), left running for the next
+   command and stopping itself after ``POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT`` seconds without
+   use (default 600). The first command pays the server's start once; every later one, and
+   ``prefect worker start`` / ``prefect deployment run`` pointed at it, share it.
+3. Where that server cannot start (its port taken by another program, a read-only home), or
+   with ``POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT=0`` when none runs (``polyaxon-prefect server
+   start`` still starts one, and commands use it), a temporary server for this command alone
+   (`_server`), stopped at its end: the command says why in one line and never hangs.
+
+Whatever was chosen is put in ``PREFECT_API_URL`` of this process (and of the processes it
+starts). Standard library only until a server is known: the first line reaches the terminal
+before Prefect is imported.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tomllib
+import urllib.parse
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from polyaxon_prefect.exceptions import PolyaxonPrefectError
+from polyaxon_prefect.prefect._server import LocalServer
+
+__all__ = [
+    "ENV_IDLE_TIMEOUT",
+    "ENV_PORT",
+    "Connection",
+    "configured_api_url",
+    "connect",
+    "idle_timeout",
+]
+
+ENV_IDLE_TIMEOUT = "POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT"
+ENV_PORT = "POLYAXON_PREFECT_SERVER_PORT"
+DEFAULT_IDLE_TIMEOUT = 600.0
+Notify = Callable[[str], None]
+
+
+@dataclass
+class Connection:
+    """The server a command uses."""
+
+    api_url: str
+    temporary: LocalServer | None = None
+    """A server started for this command alone: stop it at the end (`close`)."""
+    user_chosen: bool = False
+    saved_ui_url: str | None = None
+
+    @property
+    def outlives_command(self) -> bool:
+        """Whether a link to its UI still works once the command returns."""
+        return self.temporary is None
+
+    @property
+    def ui_url(self) -> str:
+        return self.api_url.rstrip("/").removesuffix("/api")
+
+    def close(self) -> None:
+        """Stop a temporary server (after Prefect's queued logs and events reach it)."""
+        if self.temporary is not None:
+            _drain_prefect_workers()
+            self.temporary.stop()
+            self.temporary = None
+            if self.saved_ui_url is None:
+                os.environ.pop("PREFECT_UI_URL", None)
+            else:
+                os.environ["PREFECT_UI_URL"] = self.saved_ui_url
+
+
+def idle_timeout() -> float:
+    """``POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT`` in seconds (0: a temporary server per run)."""
+    raw = os.environ.get(ENV_IDLE_TIMEOUT, "").strip()
+    if not raw:
+        return DEFAULT_IDLE_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise PolyaxonPrefectError(
+            f"${ENV_IDLE_TIMEOUT} must be a number of seconds (0 for a temporary server per "
+            f"run), got {raw!r}"
+        ) from exc
+    return max(value, 0.0)
+
+
+def _port() -> int:
+    """``POLYAXON_PREFECT_SERVER_PORT``: where the background server listens (default 4200,
+    Prefect's own)."""
+    from polyaxon_prefect.prefect._background_server import DEFAULT_PORT
+
+    raw = os.environ.get(ENV_PORT, "").strip()
+    if not raw:
+        return DEFAULT_PORT
+    if not raw.isdigit() or not 0 < int(raw) < 65536:
+        raise PolyaxonPrefectError(f"${ENV_PORT} must be a TCP port (1-65535), got {raw!r}")
+    return int(raw)
+
+
+def _profile_api_url() -> str | None:
+    """``PREFECT_API_URL`` of the active Prefect profile, read as Prefect reads it."""
+    home = Path(os.environ.get("PREFECT_HOME") or "~/.prefect").expanduser()
+    path = Path(os.environ.get("PREFECT_PROFILES_PATH") or home / "profiles.toml").expanduser()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return None
+    active = os.environ.get("PREFECT_PROFILE") or data.get("active") or "ephemeral"
+    profile = (data.get("profiles") or {}).get(active) or {}
+    value = profile.get("PREFECT_API_URL")
+    return str(value) if value else None
+
+
+def configured_api_url() -> str | None:
+    """The API URL the user chose, if any (see the module's rule 1)."""
+    if "prefect.settings" in sys.modules:  # settings in force here (a test harness, a context)
+        from prefect.settings import get_current_settings
+
+        url = get_current_settings().api.url
+        return str(url).rstrip("/") if url else None
+    url = os.environ.get("PREFECT_API_URL") or _profile_api_url()
+    return url.rstrip("/") if url else None
+
+
+def _use(api_url: str) -> None:
+    os.environ["PREFECT_API_URL"] = api_url
+    if "prefect.context" in sys.modules:
+        from prefect.context import refresh_global_settings_context
+
+        refresh_global_settings_context()
+
+
+def _our_port(api_url: str) -> int | None:
+    """The port of a loopback ``http://127.0.0.1:PORT/api`` URL (the background server's
+    shape, e.g. after ``server start --set-profile``), else None."""
+    parts = urllib.parse.urlsplit(api_url)
+    loopback = parts.scheme == "http" and parts.hostname in ("127.0.0.1", "localhost")
+    if loopback and parts.path.rstrip("/") == "/api" and parts.port:
+        return parts.port
+    return None
+
+
+def connect(notify: Notify, *, purpose: str = "this run") -> Connection:
+    """Choose the server for this command (see the module's rules), point this process at it
+    and return it; ``notify`` gets the one line that says which.
+
+    Raises:
+        ServerStartError: not even a temporary server could start (with what to do).
+    """
+    from polyaxon_prefect.prefect import _background_server as background
+
+    chosen = configured_api_url()
+    idle = idle_timeout()
+    if chosen is not None:
+        port = _our_port(chosen)
+        if port is None or idle == 0 or background.healthy(chosen):
+            _use(chosen)
+            return Connection(chosen, user_chosen=True)
+        return _background(notify, idle, port=port, purpose=purpose)
+    if idle == 0 and background.running_server() is None:
+        return _temporary(notify)
+    return _background(notify, idle, port=_port(), purpose=purpose)
+
+
+def _background(notify: Notify, idle: float, *, port: int, purpose: str) -> Connection:
+    from polyaxon_prefect.prefect import _background_server as background
+
+    running = background.running_server()
+    if running is None:
+        notify(
+            f"starting the local Prefect server at http://127.0.0.1:{port} "
+            f"(once; it stops after {_minutes(idle)} without use; UI at that address)"
+        )
+        try:
+            running, _started = background.start_server(port=port, idle_timeout=idle)
+        except background.ServerCommandError as error:
+            why = str(error).splitlines()[0]
+            notify(
+                f"could not start the local Prefect server: {why}; {purpose} uses a temporary one"
+            )
+            return _temporary(notify)
+    else:
+        notify(
+            f"using the local Prefect server at {running.url} "
+            "(`polyaxon-prefect server stop` to stop it)"
+        )
+    _use(running.api_url)
+    return Connection(running.api_url)
+
+
+def _temporary(notify: Notify) -> Connection:
+    from polyaxon_prefect.prefect._server import start_local_server
+
+    server = start_local_server(notify=notify)
+    connection = Connection(server.api_url, temporary=server)
+    # No UI, and gone when the command returns: Prefect's "View at" links would be dead.
+    connection.saved_ui_url = os.environ.get("PREFECT_UI_URL")
+    os.environ["PREFECT_UI_URL"] = ""
+    _use(server.api_url)
+    return connection
+
+
+def _minutes(seconds: float) -> str:
+    if seconds % 60 == 0:
+        minutes = int(seconds // 60)
+        return f"{minutes} minute{'s' if minutes != 1 else ''}"
+    return f"{seconds:g} s"
+
+
+def _drain_prefect_workers() -> None:
+    """Ship the logs and events still queued in Prefect's background workers while the server
+    is up (Prefect would try at interpreter exit, after the server is gone)."""
+    import contextlib
+
+    if "prefect" not in sys.modules:
+        return
+    with contextlib.suppress(Exception):
+        from prefect.logging.handlers import APILogWorker
+
+        APILogWorker.drain_all(timeout=60)
+    with contextlib.suppress(Exception):
+        from prefect.events.worker import EventsWorker
+
+        EventsWorker.drain_all(timeout=5)
