@@ -347,6 +347,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         params = parse_cli_params(args.params or [])
         loaded = load_polyaxonfile(args.files[0], args.files[1:], params, hub_dirs=args.hub_dirs)
+        for warning in loaded.warnings:  # the file's own warnings, once, as `check` shows them
+            print(warning.format(), file=sys.stderr)
         request = OpRequest(
             loaded=loaded,
             connections=load_connections(args.connections),
