@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from polyaxon_prefect._source import suggest
 from polyaxon_prefect.exceptions import Problem
 
 from ._component import Component
@@ -224,13 +225,20 @@ def _check_ref(
         if not any(k.startswith(prefix) for k in dag_context):
             return  # the target's component is unknown here (hub/url/path ref): cannot check
         known = sorted(k[len(prefix) :] for k in dag_context if k.startswith(prefix))
+        # compared within its section (`outputs.`), which alone would make any two keys close
+        section, _, key = str(param.value).partition(".")
+        keys = [k.partition(".")[2] for k in known if k.startswith(f"{section}.")]
+        match = suggest(key, keys) if key else None
+        close = f"{section}.{match}" if match else None
         problems.append(
             _problem(
                 f"param `{name}` has a ref value `{param.value}`, but `{param.ref}` has no such "
                 "information",
                 "ref_not_found",
                 (*path, "value"),
-                hint="it provides: " + ", ".join(known[:12]) + (", ..." if len(known) > 12 else ""),
+                hint=f"did you mean `{close}`?"
+                if close
+                else "it provides: " + ", ".join(known[:12]) + (", ..." if len(known) > 12 else ""),
             )
         )
         return
