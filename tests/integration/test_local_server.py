@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -83,6 +84,10 @@ def test_start_run_list_get_stop(home: tuple[dict[str, str], int], tmp_path: Pat
     assert got["params"] == {"code": "4"} and "exited with code 4" in got["message"]
     assert got["url"] == f"http://127.0.0.1:{port}/runs/flow-run/{got['id']}"
     assert _cli(env, "get", "no-such-run").returncode == 1
+    printed = re.search(r"\(run ([0-9a-f]{32})\)", ok.stdout)  # the uuid `run` prints
+    assert printed is not None, ok.stdout
+    by_uuid = json.loads(_cli(env, "get", printed.group(1), "--json").stdout)
+    assert (by_uuid["name"], by_uuid["uuid"]) == ("noop", printed.group(1))
 
     dag = tmp_path / "pipeline.yaml"
     dag.write_text(
