@@ -40,7 +40,9 @@ def add_runs_parsers(subparsers: Any) -> None:
     )
     server.add_argument("action", choices=("start", "stop", "status"))
     server.add_argument("--host", default="127.0.0.1")
-    server.add_argument("--port", type=int, default=4200)
+    server.add_argument(
+        "--port", type=int, default=None, help="default: $POLYAXON_PREFECT_SERVER_PORT, else 4200"
+    )
     server.add_argument(
         "--idle-timeout",
         type=float,
@@ -91,7 +93,7 @@ def cmd_server(args: argparse.Namespace) -> int:
     if args.action == "start":
         server, started = start_server(
             host=args.host,
-            port=args.port,
+            port=args.port or _default_port(),
             database_url=args.database_url,
             idle_timeout=args.idle_timeout,
         )
@@ -114,6 +116,13 @@ def cmd_server(args: argparse.Namespace) -> int:
         return _STOPPED_EXIT
     print(f"running at {current.url} (pid {current.pid}; database: {current.database})")
     return 0
+
+
+def _default_port() -> int:
+    """The port commands start the local server on, so `server start` starts the same one."""
+    from polyaxon_prefect.prefect._connect import _port
+
+    return _port()
 
 
 def _set_profile(api_url: str) -> None:
