@@ -179,6 +179,8 @@ def cmd_ls(args: argparse.Namespace) -> int:
 
 
 def _shown(value: Any) -> str:
+    if value is None:
+        return "-"
     return value if isinstance(value, str) else json.dumps(value, default=str)
 
 
@@ -215,7 +217,8 @@ def _print_run(run: dict[str, Any]) -> None:
         print("ops:")
         for name, op in run["ops"].items():
             outputs = f"  {_pairs(op['outputs'])}" if op.get("outputs") else ""
-            print(f"  {name}: {op['status']}{outputs}")
+            why = op.get("message") if op["status"] != Status.SUCCEEDED else ""
+            print(f"  {name}: {op['status']}{outputs}" + (f"  ({why})" if why else ""))
     if "trials" in run:
         _print_sweep(run)
 

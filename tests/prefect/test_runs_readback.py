@@ -9,7 +9,6 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 from uuid import UUID
 
 import pytest
@@ -205,3 +204,26 @@ def test_ls_shows_start_times_and_bounds_its_limit(
         refused = _cli(prefect_server, "ls", "--limit", bad)
         assert refused.returncode == 2 and why in refused.stderr
         assert "Traceback" not in refused.stderr
+
+
+def test_get_dag_says_which_op_failed_and_why(tmp_path: Path, prefect_server: str) -> None:
+    (tmp_path / "bad.yaml").write_text(
+        "version: 1.1\nkind: component\nname: bad\n"
+        "run: {kind: job, container: {command: [python, -c, 'import sys; sys.exit(3)']}}\n"
+    )
+    (tmp_path / "dag.yaml").write_text(
+        "version: 1.1\nkind: component\nname: readback-failing\nrun:\n  kind: dag\n"
+        "  operations:\n  - {name: bad, pathRef: bad.yaml}\n"
+        "  - {name: after, pathRef: bad.yaml, dependencies: [bad]}\n"
+    )
+    result = run(tmp_path / "dag.yaml")
+    assert result.status == "failed"
+
+    got = get_run(prefect_server, str(result.flow_run_id))
+    assert got is not None and got["status"] == "failed"
+    assert {name: op["status"] for name, op in got["ops"].items()} == {
+        "bad": "failed",
+        "after": "upstream_failed",
+    }
+    shown = _cli(prefect_server, "get", str(result.flow_run_id)).stdout
+    assert re.search(r"^  bad: failed  \(.*exited with code 3", shown, re.M), shown
