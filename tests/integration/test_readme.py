@@ -1,0 +1,322 @@
+"""The README's command blocks, run as written.
+
+Every fenced ```` ```bash ```` block of README.md is preceded by an HTML comment that says what
+it is: ``<!-- journey: NAME -->`` (a user journey: every line runs, verbatim, and must work) or
+``<!-- reference -->`` (a synopsis with ``[optional]`` arguments, or a cluster, not run). A
+block with neither fails `test_every_bash_block_is_a_journey_or_a_reference`, so no new block
+escapes; a journey with no checks here fails too.
+
+Each journey runs on a fresh Prefect home (a temporary directory), the local server on a free
+port (``POLYAXON_PREFECT_SERVER_PORT``) with a short idle timeout, the package's ``.venv/bin``
+first on ``PATH`` and the repository as the working directory, as a user who followed
+"Set-up" would. A line that runs until stopped (``prefect worker start``) is started in the
+background and stopped (SIGINT, then SIGKILL) when the block is done. A ``make TARGET`` line
+runs the target's recipe from the Makefile (its ``setup`` prerequisite is the ``.venv`` these
+tests run from); ``make test`` is not run (it runs this suite).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.conftest import free_port, stop
+
+REPO = Path(__file__).parents[2]
+README = REPO / "README.md"
+MAKEFILE = REPO / "Makefile"
+VENV_BIN = REPO / ".venv" / "bin"
+
+IDLE_TIMEOUT = 120
+"""Seconds: a server a failed test leaves behind stops itself soon after."""
+COMMAND_TIMEOUT = 300
+BACKGROUND = ("prefect worker start",)
+"""Lines that run until stopped: started in the background, stopped at the end of the block."""
+NOT_RUN_MAKE_TARGETS = {"test": "runs this very test suite"}
+
+_BLOCK = re.compile(r"^```bash\n(.*?)^```", re.MULTILINE | re.DOTALL)
+_MARKER = re.compile(r"<!--\s*(journey:\s*(?P<journey>[\w-]+)|(?P<reference>reference))\s*-->")
+
+
+@dataclass(frozen=True)
+class Block:
+    line: int
+    marker: str | None
+    """The journey's name, ``"reference"``, or None when unmarked."""
+    text: str
+
+
+def readme_blocks() -> list[Block]:
+    text = README.read_text(encoding="utf-8")
+    blocks = []
+    for match in _BLOCK.finditer(text):
+        before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1].strip()
+        marker = _MARKER.fullmatch(before)
+        name = None
+        if marker is not None:
+            name = marker.group("journey") or "reference"
+        blocks.append(Block(text.count("\n", 0, match.start()) + 1, name, match.group(1)))
+    return blocks
+
+
+def journeys() -> dict[str, Block]:
+    found: dict[str, Block] = {}
+    for block in readme_blocks():
+        if block.marker not in (None, "reference"):
+            assert block.marker not in found, f"two README journeys named {block.marker!r}"
+            found[block.marker] = block
+    return found
+
+
+def make_recipe(target: str) -> list[str]:
+    """The commands of ``make TARGET``, its variables expanded, as make would run them."""
+    text = MAKEFILE.read_text(encoding="utf-8")
+    variables = dict(re.findall(r"^(\w+)\s*[:?]?=\s*(.*?)\s*$", text, re.MULTILINE))
+    recipe = re.search(rf"^{re.escape(target)}:.*\n((?:\t.*\n)+)", text, re.MULTILINE)
+    assert recipe is not None, f"no recipe for `make {target}` in the Makefile"
+
+    def expand(line: str) -> str:
+        while (variable := re.search(r"\$\((\w+)\)", line)) is not None:
+            line = line.replace(variable.group(0), variables[variable.group(1)])
+        return line
+
+    return [expand(line.strip().lstrip("@-")) for line in recipe.group(1).splitlines()]
+
+
+def commands(block: Block) -> list[str]:
+    """The block's command lines (continuations joined, ``make`` lines as their recipes)."""
+    lines: list[str] = []
+    pending = ""
+    for raw in block.text.splitlines():
+        line = pending + raw.strip()
+        if line.endswith("\\"):
+            pending = line[:-1] + " "
+            continue
+        pending = ""
+        words = shlex.split(line, comments=True)
+        if not words:
+            continue
+        if words[0] == "make":
+            for target in words[1:]:
+                if target not in NOT_RUN_MAKE_TARGETS:
+                    lines.extend(make_recipe(target))
+            continue
+        lines.append(line)
+    return lines
+
+
+@dataclass
+class Journey:
+    env: dict[str, str]
+    port: int
+    folder: Path
+    results: dict[str, subprocess.CompletedProcess[str]] = field(default_factory=dict)
+    background: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    def run_block(self, block: Block) -> None:
+        for command in commands(block):
+            if any(command.startswith(prefix) for prefix in BACKGROUND):
+                log = open(self.folder / f"background-{len(self.background)}.log", "wb")  # noqa: SIM115
+                self.background[command] = subprocess.Popen(
+                    ["bash", "-c", f"exec {command}"],
+                    cwd=REPO,
+                    env=self.env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+                log.close()
+                continue
+            completed = self.cli(command)
+            self.results[command] = completed
+            assert completed.returncode == 0, _failure(block, command, completed)
+
+    def cli(self, command: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", "-c", command],
+            cwd=REPO,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=COMMAND_TIMEOUT,
+        )
+
+    def output(self, prefix: str) -> subprocess.CompletedProcess[str]:
+        """The result of the block's one command that starts with ``prefix``."""
+        found = [result for command, result in self.results.items() if command.startswith(prefix)]
+        assert len(found) == 1, f"one command starting with {prefix!r}, got {list(self.results)}"
+        return found[0]
+
+
+def _failure(block: Block, command: str, completed: subprocess.CompletedProcess[str]) -> str:
+    return (
+        f"README.md:{block.line} `{command}` exited {completed.returncode}\n"
+        f"stdout:\n{completed.stdout[-3000:]}\nstderr:\n{completed.stderr[-3000:]}"
+    )
+
+
+@pytest.fixture
+def journey(tmp_path: Path) -> Iterator[Journey]:
+    if not (VENV_BIN / "polyaxon-prefect").exists():
+        pytest.fail("the README's commands need .venv at the repository root (`make setup`)")
+    base = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("PREFECT_", "POLYAXON_PREFECT_"))
+    }
+    port = free_port()
+    env = {
+        **base,
+        "PATH": f"{VENV_BIN}{os.pathsep}{base.get('PATH', '')}",
+        "PREFECT_HOME": str(tmp_path / "prefect-home"),
+        "POLYAXON_PREFECT_ARTIFACTS_ROOT": str(tmp_path / "artifacts"),
+        "POLYAXON_PREFECT_SERVER_PORT": str(port),
+        "POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT": str(IDLE_TIMEOUT),
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "DO_NOT_TRACK": "1",
+        "PREFECT_WORKER_QUERY_SECONDS": "1",
+        "PREFECT_WORKER_PREFETCH_SECONDS": "1",
+    }
+    state = Journey(env=env, port=port, folder=tmp_path)
+    try:
+        yield state
+    finally:
+        for process in state.background.values():
+            stop(process, grace=30)
+        state.cli(".venv/bin/polyaxon-prefect server stop")
+
+
+def _starting_line(port: int) -> str:
+    return (
+        f"starting the local Prefect server at http://127.0.0.1:{port} (once; it stops after "
+        f"{IDLE_TIMEOUT // 60} minutes without use; UI at that address)"
+    )
+
+
+def _runs(journey: Journey) -> list[tuple[str, str, str]]:
+    listed = journey.cli(".venv/bin/polyaxon-prefect ls --json")
+    assert listed.returncode == 0, listed.stderr
+    return [(run["name"], run["kind"], run["status"]) for run in json.loads(listed.stdout)]
+
+
+def check_quick_start(journey: Journey) -> None:
+    check = journey.output(".venv/bin/polyaxon-prefect check")
+    assert "examples/quick-start/dag.yaml: valid (dag `automated-process`)" in check.stdout
+    run = journey.output(".venv/bin/polyaxon-prefect run")
+    assert run.stderr.splitlines()[0] == _starting_line(journey.port)
+    assert run.stdout.startswith("status: succeeded\nop: automated-process (run "), run.stdout
+    ops = re.findall(r"^  (\w+)\s+(\w+)", run.stdout, re.MULTILINE)
+    assert ops == [("experiment", "succeeded"), ("tune", "succeeded"), ("best_model", "succeeded")]
+    assert re.search(r"^  experiment\s+succeeded\s+loss=[\d.]+ accuracy=[\d.]+$", run.stdout, re.M)
+    # The run left the shared server running, with its UI, for the next command.
+    status = journey.cli(".venv/bin/polyaxon-prefect server status")
+    assert status.returncode == 0 and f"http://127.0.0.1:{journey.port}" in status.stdout
+    assert _runs(journey)[0] == ("automated-process", "dag", "succeeded")
+
+
+def check_local_server(journey: Journey) -> None:
+    started = journey.output(".venv/bin/polyaxon-prefect server start")
+    assert f"Prefect server started at http://127.0.0.1:{journey.port}" in started.stdout
+    assert (
+        f"for `prefect` commands: prefect config set "
+        f"PREFECT_API_URL=http://127.0.0.1:{journey.port}/api" in started.stdout
+    )
+    run = journey.output(".venv/bin/polyaxon-prefect run")
+    assert run.stderr.splitlines()[0] == (
+        f"using the local Prefect server at http://127.0.0.1:{journey.port} "
+        "(`polyaxon-prefect server stop` to stop it)"
+    )
+    assert run.stdout.startswith("status: succeeded\n"), run.stdout
+    table = journey.output(".venv/bin/polyaxon-prefect ls").stdout.splitlines()
+    assert table[1].split()[:3] == ["typed-experiment", "job", "succeeded"], table
+    got = journey.output(".venv/bin/polyaxon-prefect get").stdout
+    assert "name: typed-experiment\n" in got and "status: succeeded\n" in got, got
+    assert "epochs" in got and "loss" in got, got
+    assert "running at" in journey.output(".venv/bin/polyaxon-prefect server status").stdout
+    assert (
+        "stopped the Prefect server"
+        in journey.output(".venv/bin/polyaxon-prefect server stop").stdout
+    )
+    status = journey.cli(".venv/bin/polyaxon-prefect server status")
+    assert (status.returncode, status.stdout.strip()) == (3, "stopped")
+
+
+def check_deployment(journey: Journey) -> None:
+    started = journey.output(".venv/bin/polyaxon-prefect server start --set-profile")
+    assert f"PREFECT_API_URL=http://127.0.0.1:{journey.port}/api" in started.stdout
+    deployed = journey.output(".venv/bin/polyaxon-prefect deploy")
+    assert "deployment automated-process/qs" in deployed.stdout, deployed.stdout
+    watched = journey.output("prefect deployment run")
+    assert "Flow run finished successfully in 'Completed'" in watched.stdout, watched.stdout
+    [worker] = journey.background.values()
+    assert worker.poll() is None, "the worker ran until stopped"
+    # The worker ran the deployment on the same server the CLI reads.
+    assert ("automated-process", "dag", "succeeded") in _runs(journey)
+
+
+def _api(journey: Journey, path: str) -> list[dict[str, Any]]:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{journey.port}/api/{path}",
+        data=b"{}",
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return list(json.load(response))
+
+
+def check_prefect_yaml(journey: Journey) -> None:
+    flows = {flow["id"]: flow["name"] for flow in _api(journey, "flows/filter")}
+    deployments = {
+        f"{flows[deployment['flow_id']]}/{deployment['name']}": deployment["entrypoint"]
+        for deployment in _api(journey, "deployments/filter")
+    }
+    assert deployments == {
+        "typed-experiment/quick-start": "flows/quick_start.py:flow",
+        "polyaxon-trial/sweep-trial": "flows/trial.py:flow",
+        "polyaxonfile/quick-start-dag": "flows/polyaxonfile.py:flow",
+    }
+
+
+CHECKS: dict[str, Callable[[Journey], None]] = {
+    "quick-start": check_quick_start,
+    "local-server": check_local_server,
+    "deployment": check_deployment,
+    "prefect-yaml": check_prefect_yaml,
+}
+
+
+def test_every_bash_block_is_a_journey_or_a_reference() -> None:
+    unmarked = [block.line for block in readme_blocks() if block.marker is None]
+    assert not unmarked, (
+        f"README.md lines {unmarked}: put `<!-- journey: NAME -->` (run and checked by this "
+        "file) or `<!-- reference -->` on the line before each ```bash block"
+    )
+    assert set(journeys()) == set(CHECKS), "each README journey needs its checks here"
+
+
+def test_make_lines_run_the_makefile_recipe() -> None:
+    quick_start = journeys()["quick-start"]
+    assert commands(quick_start) == [
+        ".venv/bin/polyaxon-prefect check -f examples/quick-start/dag.yaml",
+        ".venv/bin/polyaxon-prefect run -f examples/quick-start/dag.yaml",
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(journeys()))
+def test_readme_journey(name: str, journey: Journey) -> None:
+    assert name in CHECKS, f"README journey {name!r} has no checks in this file"
+    journey.run_block(journeys()[name])
+    CHECKS[name](journey)
