@@ -35,6 +35,8 @@ __all__ = [
     "BackgroundServer",
     "ServerCommandError",
     "healthy",
+    "hold_lease",
+    "leases_dir",
     "running_server",
     "start_server",
     "stop_server",
@@ -44,7 +46,9 @@ RECORD_FILE = "polyaxon-prefect-server.json"
 """The record of the background server, in the Prefect home."""
 _LOG_FILE = "polyaxon-prefect-server.log"
 _LOCK_FILE = ".polyaxon-prefect-server-start.lock"
+_LEASES_DIR = "polyaxon-prefect-server.clients"
 DEFAULT_PORT = 4200
+_HELD: set[Path] = set()
 _START_TIMEOUT = 300.0
 
 
@@ -65,6 +69,29 @@ class BackgroundServer:
     @property
     def api_url(self) -> str:
         return f"{self.url}/api"
+
+
+def leases_dir() -> Path:
+    """Where each process that uses the background server leaves a file named after its pid:
+    the server never stops itself while one of them lives (`hold_lease`)."""
+    return _home() / _LEASES_DIR
+
+
+def hold_lease() -> None:
+    """Keep the background server up while this process lives (the file goes at exit; a
+    process killed before that leaves a file whose pid is dead, which the server ignores)."""
+    import atexit
+
+    path = leases_dir() / str(os.getpid())
+    if path in _HELD:
+        return
+    _HELD.add(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+    except OSError:  # the API use it makes still counts
+        return
+    atexit.register(lambda: path.unlink(missing_ok=True))
 
 
 def _home() -> Path:
@@ -220,6 +247,8 @@ def _spawn(
         str(idle),
         "--record",
         str(_record_path()),
+        "--leases",
+        str(leases_dir()),
     ]
     with open(log_path, "ab") as log:
         process = subprocess.Popen(

@@ -175,6 +175,7 @@ def connect(notify: Notify, *, purpose: str = "this run") -> Connection:
 def _background(notify: Notify, idle: float, *, port: int, purpose: str) -> Connection:
     from polyaxon_prefect.prefect import _background_server as background
 
+    background.hold_lease()  # the server must not stop itself under this command
     running = background.running_server()
     if running is None:
         notify(

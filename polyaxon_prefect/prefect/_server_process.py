@@ -4,7 +4,8 @@
 the same app ``prefect server start`` serves (`create_app(final=True)` under uvicorn), wrapped
 in a small ASGI layer that notes when the API was last used and how many connections are open.
 A watchdog ends the server once, for ``S`` seconds, no request came in (the health check
-excepted), no connection stayed open (a worker's or a run's websocket) and no flow run was
+excepted), no connection stayed open (a worker's or a run's websocket), no process that uses
+it was alive (each holds a lease, `_background_server.hold_lease`) and no flow run was
 pending, running or cancelling: a server the first command started for a new user does not
 stay up for ever, and never goes away under a run or a worker. ``S = 0`` means never.
 
@@ -83,11 +84,38 @@ def _busy_runs(api_url: str) -> int:
         return -1
 
 
-def _watch(tracker: ActivityTracker, server: Any, api_url: str, idle_timeout: float) -> None:
-    """End ``server`` once it has been idle for ``idle_timeout`` seconds with no run going."""
+def _live_leases(leases: Path | None) -> int:
+    """How many processes that use this server are alive (their files name their pids); the
+    files of dead ones are removed."""
+    if leases is None or not leases.is_dir():
+        return 0
+    alive = 0
+    for entry in leases.iterdir():
+        try:
+            os.kill(int(entry.name), 0)
+        except (ValueError, ProcessLookupError):
+            entry.unlink(missing_ok=True)
+            continue
+        except PermissionError:
+            pass
+        alive += 1
+    return alive
+
+
+def _watch(
+    tracker: ActivityTracker, server: Any, api_url: str, idle_timeout: float, leases: Path | None
+) -> None:
+    """End ``server`` once it has been idle for ``idle_timeout`` seconds: no API use, no
+    process holding a lease on it, no run going."""
     step = max(0.2, min(15.0, idle_timeout / 4))
+    while not server.started and not server.should_exit:  # a first start migrates a database
+        time.sleep(0.2)
+    tracker.last_use = time.monotonic()
     while not server.should_exit:
         time.sleep(step)
+        if _live_leases(leases):
+            tracker.last_use = time.monotonic()  # a command using it counts as use
+            continue
         if tracker.idle_for() < idle_timeout:
             continue
         if _busy_runs(api_url) == 0:
@@ -107,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--idle-timeout", type=float, default=0.0)
     parser.add_argument("--record", default=None, help="the record to remove on the way out")
+    parser.add_argument("--leases", default=None, help="the processes that hold it up")
     args = parser.parse_args(argv)
 
     import uvicorn
@@ -117,11 +146,12 @@ def main(argv: list[str] | None = None) -> int:
         tracker, host=args.host, port=args.port, log_level="error", lifespan="on"
     )
     server = uvicorn.Server(config)
+    leases = Path(args.leases) if args.leases else None
     if args.idle_timeout > 0:
         api_url = f"http://{args.host}:{args.port}/api"
         threading.Thread(
             target=_watch,
-            args=(tracker, server, api_url, args.idle_timeout),
+            args=(tracker, server, api_url, args.idle_timeout, leases),
             name="idle-watchdog",
             daemon=True,
         ).start()

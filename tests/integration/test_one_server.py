@@ -1,0 +1,190 @@
+"""One server for every command, with no set-up: real CLI processes and the real background
+server on a free loopback port, a new Prefect home per test.
+
+The first command starts the server and says so; later ones (the CLI, ``polyaxon_prefect.run``,
+``ls``) use it; it outlives them and stops itself once idle; a killed server is started again by
+the next command; a port held by another program gives a temporary server for that run;
+``server start --set-profile`` points ``prefect`` commands at the same server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import free_port
+
+pytestmark = pytest.mark.slow
+
+BIN = Path(sys.executable).parent
+NOOP = (
+    "version: 1.1\nkind: component\nname: noop\n"
+    "run: {kind: job, container: {command: [python, -c, pass]}}\n"
+)
+STARTING = "starting the local Prefect server at http://127.0.0.1:{port} "
+USING = "using the local Prefect server at http://127.0.0.1:{port} "
+
+
+def _run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(BIN / "polyaxon-prefect"), *args], env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def _record(env: dict[str, str]) -> Path:
+    return Path(env["PREFECT_HOME"]) / "polyaxon-prefect-server.json"
+
+
+def _gone(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Iterator[dict[str, str]]:
+    env = {
+        **os.environ,
+        "PREFECT_HOME": str(tmp_path / "prefect"),
+        "POLYAXON_PREFECT_ARTIFACTS_ROOT": str(tmp_path / "artifacts"),
+        "POLYAXON_PREFECT_SERVER_PORT": str(free_port()),
+        "POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT": "8",
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    }
+    for name in ("PREFECT_API_URL", "PREFECT_PROFILE", "POLYAXON_PREFECT_SESSION"):
+        env.pop(name, None)
+    (tmp_path / "noop.yaml").write_text(NOOP)
+    try:
+        yield env
+    finally:
+        _run(env, "server", "stop")
+
+
+def test_the_first_command_starts_the_server_the_next_ones_share_it_until_idle(
+    home: dict[str, str], tmp_path: Path
+) -> None:
+    port = home["POLYAXON_PREFECT_SERVER_PORT"]
+    noop = str(tmp_path / "noop.yaml")
+    first = _run(home, "run", "-f", noop)
+    assert first.returncode == 0, first.stderr
+    assert first.stderr.splitlines()[0].startswith(STARTING.format(port=port))
+    server = json.loads(_record(home).read_text())
+    assert server["idle_timeout"] == 8
+
+    again = _run(home, "run", "-f", noop)
+    assert again.returncode == 0, again.stderr
+    assert again.stderr.splitlines()[0].startswith(USING.format(port=port))
+    assert STARTING.format(port=port) not in again.stderr
+
+    from_python = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import polyaxon_prefect, sys; r = polyaxon_prefect.run(sys.argv[1]); print(r.status)",
+            noop,
+        ],
+        env=home,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert from_python.stdout.strip() == "succeeded", from_python.stderr
+    assert USING.format(port=port) in from_python.stderr
+
+    listed = _run(home, "ls", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [row["status"] for row in json.loads(listed.stdout)] == ["succeeded"] * 3
+    assert json.loads(_record(home).read_text())["pid"] == server["pid"], "one server throughout"
+
+    # Killed, it is started again by the next command, which runs as if nothing happened.
+    os.killpg(server["pid"], signal.SIGKILL)
+    assert _gone(server["pid"], 10)
+    restarted = _run(home, "run", "-f", noop)
+    assert restarted.returncode == 0, restarted.stderr
+    assert restarted.stderr.splitlines()[0].startswith(STARTING.format(port=port))
+    pid = json.loads(_record(home).read_text())["pid"]
+    assert pid != server["pid"]
+
+    # Left alone, it stops itself and removes its record.
+    assert _gone(pid, 8 + 30), "the idle server did not stop"
+    assert not _record(home).exists()
+    assert _run(home, "server", "status").returncode == 3
+
+
+def test_a_run_longer_than_the_idle_timeout_keeps_its_server(
+    home: dict[str, str], tmp_path: Path
+) -> None:
+    home = {**home, "POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT": "2"}
+    slow = tmp_path / "slow.yaml"
+    slow.write_text(
+        "version: 1.1\nkind: component\nname: slow\n"
+        "run: {kind: job, container: {command: [python, -c, 'import time; time.sleep(8)']}}\n"
+    )
+    result = _run(home, "run", "-f", str(slow), "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["status"] == "succeeded"
+
+
+def test_a_port_held_by_another_program_gives_a_temporary_server(
+    home: dict[str, str], tmp_path: Path
+) -> None:
+    port = int(home["POLYAXON_PREFECT_SERVER_PORT"])
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", port))
+        holder.listen()
+        result = _run(home, "run", "-f", str(tmp_path / "noop.yaml"))
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()
+    assert lines[1] == (
+        f"could not start the local Prefect server: port {port} on 127.0.0.1 is in use by "
+        "another program: pass --port with a free one; this run uses a temporary one"
+    )
+    assert "View at" not in result.stderr, "no link to a server that is gone"
+    assert "Traceback" not in result.stderr
+    assert not _record(home).exists()
+
+
+def test_server_start_points_prefect_commands_at_the_same_server(
+    home: dict[str, str], tmp_path: Path
+) -> None:
+    port = home["POLYAXON_PREFECT_SERVER_PORT"]
+    api = f"http://127.0.0.1:{port}/api"
+    started = _run(home, "server", "start", "--port", port, "--set-profile")
+    assert started.returncode == 0, started.stderr
+    assert f"PREFECT_API_URL={api}" in started.stdout
+    view = subprocess.run(
+        [str(BIN / "prefect"), "config", "view"], env=home, capture_output=True, text=True
+    )
+    assert f"PREFECT_API_URL='{api}'" in view.stdout
+
+    ran = _run(home, "run", "-f", str(tmp_path / "noop.yaml"), "--json")
+    assert ran.returncode == 0, ran.stderr
+    flow_run_id = json.loads(ran.stdout)["flow_run_id"]
+    seen = subprocess.run(
+        [str(BIN / "prefect"), "flow-run", "inspect", flow_run_id],
+        env=home,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert seen.returncode == 0 and "COMPLETED" in seen.stdout, seen.stderr
+
+    # The profile still names the server once it is stopped: the next command starts it there.
+    assert "stopped" in _run(home, "server", "stop").stdout
+    back = _run(home, "run", "-f", str(tmp_path / "noop.yaml"))
+    assert back.returncode == 0, back.stderr
+    assert back.stderr.splitlines()[0].startswith(STARTING.format(port=port))
