@@ -6,6 +6,7 @@ declared with forward references in separate modules and rebuilt here, once all 
 
 from __future__ import annotations
 
+from . import _dag as _dag_module
 from ._base import (
     BaseSpec,
     Ref,
@@ -239,10 +240,10 @@ from ._validate_params import (
     validate_params,
 )
 
-_NAMESPACE = {"Component": Component, "Operation": Operation, "Dag": Dag}
-Dag.model_rebuild(_types_namespace=_NAMESPACE)
-Component.model_rebuild(_types_namespace=_NAMESPACE)
-Operation.model_rebuild(_types_namespace=_NAMESPACE)
+# `Dag` names `Operation` and `Component` under TYPE_CHECKING only (they import `Dag`); its
+# deferred build resolves them in its own module, so the module gets them here, once they exist.
+# No `model_rebuild`: it would build the whole tree now, for commands that never validate.
+_dag_module.Component, _dag_module.Operation = Component, Operation
 
 __all__ = [
     "BACKENDS",

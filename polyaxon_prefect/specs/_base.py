@@ -41,6 +41,11 @@ class BaseSpec(BaseModel):
 
     Frozen because a compiled spec is shared by many trial and op runs: changes go through
     ``model_copy(update=...)`` so nothing is mutated behind another run's back.
+
+    Built on first use (``defer_build``): eagerly, each of the ~200 spec classes would build
+    its own validator at import, each embedding its nested models again, while ``check``
+    validates one `Operation` (whose validator holds the whole tree): deferring takes about a
+    third off importing `specs`.
     """
 
     model_config = ConfigDict(
@@ -50,6 +55,7 @@ class BaseSpec(BaseModel):
         frozen=True,
         validate_default=False,
         protected_namespaces=(),
+        defer_build=True,
     )
 
     def to_dict(self) -> dict[str, Any]:

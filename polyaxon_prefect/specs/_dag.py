@@ -18,7 +18,7 @@ from ._k8s import Volume
 from ._or_ref import PositiveIntOrRef
 from ._templated import Templated
 
-if TYPE_CHECKING:  # resolved by model_rebuild in ``_all`` (Dag <-> Operation <-> Component)
+if TYPE_CHECKING:  # set in ``_all`` once they exist (Dag <-> Operation <-> Component)
     from ._component import Component
     from ._operation import Operation
 
