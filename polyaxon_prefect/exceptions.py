@@ -13,6 +13,8 @@ __all__ = [
     "PolyaxonfileError",
     "Problem",
     "UnsupportedFeatureError",
+    "WriteFailedError",
+    "write_failure",
 ]
 
 NO_VALUE: Any = object()
@@ -127,6 +129,31 @@ def _jsonable(value: Any) -> Any:
 
 class PolyaxonPrefectError(Exception):
     """Root of every error this package raises on purpose."""
+
+
+class WriteFailedError(PolyaxonPrefectError, OSError):
+    """A file this package must write (a journal, a log, the artifacts root) could not be.
+
+    Its message is one line that names the path and why (`write_failure`): a full disk or a
+    read-only folder is said once, where it happened, instead of a traceback or a silent gap.
+    """
+
+
+def write_failure(path: object, error: OSError) -> str:
+    """One phrase for a write to ``path`` that failed with ``error``, the same everywhere:
+    a full disk and a read-only folder are named as such (they are what a user can fix)."""
+    import errno
+
+    code = error.errno
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        return f"the disk holding {path} is full (no space left to write it)"
+    if code == errno.EFBIG:
+        return f"{path} reached the largest file size allowed here (file size limit)"
+    if code == errno.EROFS:
+        return f"{path} is on a read-only file system"
+    if code in (errno.EACCES, errno.EPERM):
+        return f"{path} cannot be written (permission denied)"
+    return f"{path} cannot be written ({error.strerror or error})"
 
 
 class PolyaxonfileError(PolyaxonPrefectError, ValueError):

@@ -13,7 +13,10 @@ about that start break a command-line run, so the CLI starts the same server (th
   first start says so on stderr and gets ``POLYAXON_PREFECT_SERVER_STARTUP_TIMEOUT`` seconds
   (default 300), and first starts of concurrent runs on one new home wait for each other (a
   file lock) instead of migrating one database together.
-- **One clear error.** If it still cannot start, `ServerStartError` says what to do.
+- **One clear error.** If it still cannot start, `ServerStartError` says what to do. A server
+  that exits early is seen within a poll, and its own reason (a full disk, a read-only
+  database) is the error's first line: uvicorn's exit code 3 means "could not bind" *and*
+  "startup failed", so only a log that says the address is in use gets another port.
 
 Standard library only: Prefect is not imported here.
 """
@@ -23,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -36,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from polyaxon_prefect.exceptions import PolyaxonPrefectError
+from polyaxon_prefect.exceptions import PolyaxonPrefectError, write_failure
 from polyaxon_prefect.runtime._session import current_session
 
 __all__ = [
@@ -44,7 +48,10 @@ __all__ = [
     "ENV_STARTUP_TIMEOUT",
     "LocalServer",
     "ServerStartError",
+    "database_problem",
+    "home_problem",
     "prefect_home",
+    "server_failure_reason",
     "start_local_server",
 ]
 
@@ -53,7 +60,20 @@ DEFAULT_STARTUP_TIMEOUT = 300.0
 _PREFECT_TIMEOUT_ENV = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
 _READY_MARKER = ".polyaxon-prefect-db-ready"
 _LOCK_FILE = ".polyaxon-prefect-server.lock"
-_PORT_IN_USE_EXIT = 3  # uvicorn's exit code when it cannot bind
+_PORT_IN_USE_EXIT = 3  # uvicorn's exit code when it cannot bind (or its startup failed)
+_PORT_IN_USE = re.compile(r"address already in use|errno 98\b|errno 48\b", re.IGNORECASE)
+# The reasons a server gives for not creating or opening its database, root causes first.
+_REASONS = (
+    "database or disk is full",
+    "no space left on device",
+    "attempt to write a readonly database",
+    "readonly database",
+    "read-only file system",
+    "unable to open database file",
+    "disk i/o error",
+    "permission denied",
+)
+_MIN_FREE_BYTES = 1 << 20  # less than this on the home's disk: a first start cannot succeed
 _SERVER_ENV = {
     "DO_NOT_TRACK": "1",  # no client telemetry from the server process either
     "PREFECT_UI_ENABLED": "0",
@@ -166,6 +186,44 @@ def _tail(path: Path, lines: int = 15) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
+def server_failure_reason(log_text: str) -> str | None:
+    """The server's own reason for exiting, from its log: the line that names a full disk or a
+    read-only database (the root cause, not the traceback around it), or None."""
+    lowered = log_text.lower()
+    for reason in _REASONS:
+        at = lowered.find(reason)
+        if at >= 0:
+            start = lowered.rfind("\n", 0, at) + 1
+            end = lowered.find("\n", at)
+            line = log_text[start : end if end >= 0 else len(log_text)].strip()
+            return line.split("Error) ", 1)[-1].split("Error: ", 1)[-1].strip()
+    return None
+
+
+def home_problem(home: Path) -> str | None:
+    """Why a server could not write its database in ``home``, when the disk says so: full (or
+    nearly), or read-only. Used when the server's log (itself on that disk) has no reason."""
+    existing = next((path for path in (home, *home.parents) if path.exists()), home)
+    try:
+        stats = os.statvfs(existing)
+    except (OSError, AttributeError):
+        return None
+    if stats.f_flag & getattr(os, "ST_RDONLY", 1):
+        return f"{home} is on a read-only file system"
+    if stats.f_bavail * stats.f_frsize < _MIN_FREE_BYTES:
+        return f"the disk holding {home} is full ({stats.f_bavail * stats.f_frsize} bytes free)"
+    return None
+
+
+def database_problem(home: Path, log_text: str, database_url: str | None = None) -> str | None:
+    """Why a server could not create its SQLite database in ``home``: its own reason from its
+    log, else what the home's disk says; None when the database is elsewhere (a URL) or no
+    reason is known. A temporary server over the same home would fail alike."""
+    if database_url or _database_file(home) is None:
+        return None
+    return server_failure_reason(log_text) or home_problem(home)
+
+
 def _healthy(api_url: str) -> bool:
     try:
         with urllib.request.urlopen(f"{api_url}/health", timeout=2) as response:
@@ -209,46 +267,83 @@ def start_local_server(notify: Callable[[str], None] = lambda _line: None) -> Lo
     home (the wait is the database being built). Raises `ServerStartError` with what to do.
     """
     home = prefect_home()
-    home.mkdir(parents=True, exist_ok=True)
     timeout = _startup_timeout()
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        first = _is_first_start(home)
+        with _first_start_lock(home, first):
+            first = _is_first_start(home)  # another run may have built it while we waited
+            if first:
+                notify(
+                    "preparing Prefect's local database in "
+                    f"{home} (first run only; this can take a minute)"
+                )
+            server = _start_and_wait(home, timeout)
+            if first:
+                (home / _READY_MARKER).touch()
+    except OSError as error:
+        raise ServerStartError(
+            f"Prefect's local server cannot start: {write_failure(home, error)}; "
+            "free space there or make it writable, or point PREFECT_HOME at another folder"
+        ) from error
+    return server
+
+
+def _start_and_wait(home: Path, timeout: float) -> LocalServer:
+    """Spawn the server and poll both it and its health until it answers, exits or times out;
+    a taken port (said in its log) gets another one."""
     session = current_session()
-    first = _is_first_start(home)
-    with _first_start_lock(home, first):
-        first = _is_first_start(home)  # another run may have built it while we waited
-        if first:
-            notify(
-                "preparing Prefect's local database in "
-                f"{home} (first run only; this can take a minute)"
-            )
-        fd, log_name = tempfile.mkstemp(prefix="polyaxon-prefect-server-", suffix=".log")
-        log_path = Path(log_name)
-        started = time.monotonic()
-        with os.fdopen(fd, "wb") as log:
-            port = _free_port()
-            process = _spawn(port, log)
-            api_url = f"http://127.0.0.1:{port}/api"
-            session.track_server(process.pid, api_url)
-            while True:
-                if _healthy(api_url):
-                    break
-                code = process.poll()
-                if code == _PORT_IN_USE_EXIT:
-                    port = _free_port()
-                    process = _spawn(port, log)
-                    api_url = f"http://127.0.0.1:{port}/api"
-                    session.track_server(process.pid, api_url)
-                    continue
-                elapsed = time.monotonic() - started
-                if code is not None or elapsed > timeout:
-                    _stop_group(process, 2.0)
-                    raise ServerStartError(_failure(code, elapsed, timeout, home, log_path))
-                time.sleep(0.1)
-        if first:
-            (home / _READY_MARKER).touch()
+    fd, log_name = tempfile.mkstemp(prefix="polyaxon-prefect-server-", suffix=".log")
+    log_path = Path(log_name)
+    started = time.monotonic()
+    with os.fdopen(fd, "wb") as log:
+        port, log_from = _free_port(), 0
+        process = _spawn(port, log)
+        api_url = f"http://127.0.0.1:{port}/api"
+        session.track_server(process.pid, api_url)
+        while not _healthy(api_url):
+            code = process.poll()
+            if code == _PORT_IN_USE_EXIT and _PORT_IN_USE.search(_read_from(log_path, log_from)):
+                port, log_from = _free_port(), _size(log_path)
+                process = _spawn(port, log)
+                api_url = f"http://127.0.0.1:{port}/api"
+                session.track_server(process.pid, api_url)
+                continue
+            elapsed = time.monotonic() - started
+            if code is not None or elapsed > timeout:
+                _stop_group(process, 2.0)
+                raise ServerStartError(_failure(code, elapsed, timeout, home, log_path))
+            time.sleep(0.1)
     return LocalServer(process=process, api_url=api_url, log_path=log_path)
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _read_from(path: Path, offset: int) -> str:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            return handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
 def _failure(code: int | None, elapsed: float, timeout: float, home: Path, log: Path) -> str:
+    reason = server_failure_reason(_read_from(log, 0)) if code is not None else None
+    reason = reason or (home_problem(home) if code is not None else None)
+    if reason is not None:
+        with contextlib.suppress(OSError):
+            log.unlink()
+        database = _database_file(home) or "its database"
+        return (
+            f"Prefect's local server exited after {elapsed:.0f} s: {reason} (writing {database}); "
+            "free space there or make it writable, or point PREFECT_HOME at another folder, then run again"
+        )
     what = (
         f"exited with code {code} after {elapsed:.0f} s"
         if code is not None

@@ -125,6 +125,8 @@ def job_outcome(job: PreparedJob, result: ProcessResult) -> JobResult:
         outputs = {k: v for k, v in logged.items() if k in {io.name for io in job.outputs}}
         status = Status.STOPPED if result.cancelled else Status.FAILED
         message = process_message(result, job.timeout)
+    if result.log_cut:  # the run's message must not let "the full output is in" stand
+        message += f" ({result.log_cut})"
     return JobResult(
         status=status,
         outputs=outputs,
