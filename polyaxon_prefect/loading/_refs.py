@@ -51,6 +51,7 @@ _SLUG = r"[A-Za-z0-9_][\w.-]*"  # no leading dot: a ref can never climb out of a
 _HUB_REF = re.compile(rf"^(?:(?P<owner>{_SLUG})/)?(?P<name>{_SLUG})(?::(?P<tag>{_SLUG}))?$")
 _YAML_SUFFIXES = (".yaml", ".yml")
 _CHUNK = 64 * 1024
+_WORD = re.compile(r"[A-Za-z][\w-]{0,39}")
 
 
 @dataclass
@@ -99,9 +100,21 @@ def _component_from_text(
             hint=hint or "a referenced file must contain one `kind: component` document",
         )
     kind = data.get("kind")
-    if kind not in (None, "component"):
+    if kind is None and "run" not in data:
+        # Not a component at all (a config file, `/etc/passwd`...): one line, and none of its
+        # keys, which the component's "unknown key" problems would print one by one.
         raise _fail(
-            f"{key} `{source}` must point to a component, but the file has `kind: {kind}`",
+            f"{key} `{source}` does not hold a component: it has neither `kind: component` nor "
+            "a `run` section",
+            key,
+            at=at,
+            file=file,
+            hint="reference the component file that the operation runs",
+        )
+    if kind != "component" and kind is not None:
+        shown = f"`kind: {kind}`" if isinstance(kind, str) and _WORD.fullmatch(kind) else "a kind"
+        raise _fail(
+            f"{key} `{source}` must point to a component, but the file has {shown}",
             key,
             at=at,
             file=file,
@@ -117,7 +130,23 @@ def _read_file(
         text = read_source(path)
     except SourceError as exc:
         raise _fail(f"{label} {exc.message}", key, at=at, file=file, hint=exc.hint) from None
-    return _component_from_text(text, str(path), key, at=at, file=file)
+    try:
+        return _component_from_text(text, str(path), key, at=at, file=file)
+    except PolyaxonfileError as error:
+        if (
+            path.suffix.lower() in (*_YAML_SUFFIXES, ".json")
+            or error.problems[0].rule == "component_ref"
+        ):
+            raise
+        # A YAML error in a file that is not named as YAML: its problem would quote the file's
+        # lines (a key, a value); say only that it is no component.
+        raise _fail(
+            f"{label} `{path}` does not hold a component: it is not YAML",
+            key,
+            at=at,
+            file=file,
+            hint="reference the component's .yaml file",
+        ) from None
 
 
 # --------------------------------------------------------------------------------------------------

@@ -30,8 +30,11 @@ __all__ = ["NAME_REGEX", "SCHEMA_VERSION", "Component", "Runtime"]
 SCHEMA_VERSION = 1.1
 """The only ``version`` the modern format accepts."""
 
-NAME_REGEX = re.compile(r"^[-a-zA-Z0-9_]+$")
-_HUB_NAME_REGEX = re.compile(r"^(?:[-a-zA-Z0-9_]+/)?[-a-zA-Z0-9_]+(?::[-a-zA-Z0-9_.]+)?$")
+NAME_REGEX = re.compile(r"^[-a-zA-Z0-9_]+\Z")  # \Z: `$` would let a trailing newline in
+_HUB_NAME_REGEX = re.compile(r"^(?:[-a-zA-Z0-9_]+/)?[-a-zA-Z0-9_]+(?::[-a-zA-Z0-9_.]+)?\Z")
+NAME_CHARACTERS = "ASCII letters (a-z, A-Z), digits (0-9), `-` and `_`"
+"""What `NAME_REGEX` allows, in words: names become flow, task and Kubernetes names, so no
+accented or other Unicode letters, spaces or dots."""
 
 Runtime = Annotated[NonDagRuntime | Dag, Field(discriminator="kind")]
 """``run:``: one runtime, chosen by its ``kind`` (job, service, tfjob, ..., dag)."""
@@ -103,7 +106,7 @@ class _ComponentFields(BaseSpec):
             return name
         if cls._HUB_NAMES and _HUB_NAME_REGEX.match(name):
             return name
-        forms = "letters, digits, `-` and `_`"
+        forms = NAME_CHARACTERS
         if cls._HUB_NAMES:
             forms += " (or a hub name `slug:tag`, `org/slug[:tag]`)"
         raise PydanticCustomError(

@@ -19,7 +19,7 @@ __all__ = ["IO", "IO_NAME_BLACK_LIST", "Validation", "check_validation", "contai
 IO_NAME_BLACK_LIST = frozenset({"globals", "params", "connections"})
 """Names taken by the template context: an input called ``params`` would shadow ``params.*``."""
 
-_IO_NAME = re.compile(r"^[-a-zA-Z0-9_]+$")
+_IO_NAME = re.compile(r"^[-a-zA-Z0-9_]+\Z")
 
 Number = Templated[int | float]
 StrList = Templated[list[StrictStr]]
@@ -207,7 +207,8 @@ class IO(BaseSpec):
         if not _IO_NAME.match(name):
             raise PydanticCustomError(
                 "io_name",
-                "an input/output name must be a slug (letters, digits, `-` and `_`, no dots), "
+                "an input/output name must be a slug (ASCII letters a-z and A-Z, digits 0-9, `-` "
+                "and `_`; no dots, spaces or other Unicode letters), "
                 "got `{name}`",
                 {"name": name},
             )
