@@ -93,7 +93,7 @@ class JobLog:
 
     def holds(self) -> str:
         """What a note may say of the file: all the output, or where it stops."""
-        return self.cut or f"the full output is in {self.name}"
+        return self.cut or f"the full output is in {self.path}"
 
     def flush(self) -> None:
         """Write what is batched now (a failure then shows in `cut`)."""

@@ -1,0 +1,143 @@
+"""Full disks fail loudly, once, within seconds: real CLI processes on a 2 MB tmpfs.
+
+The Prefect home on a full disk: the server's own reason ("database or disk is full") is the
+one error line, for the temporary server and for the shared background one (no fallback to a
+temporary server that would fail alike), instead of a wait of minutes. The artifacts root on a
+full disk: the run says, once, at which line ``job.log`` was cut, and the file holds exactly the
+lines before it. Each test checks that no process of its Prefect home is left.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import free_port
+
+pytestmark = [pytest.mark.fault, pytest.mark.slow]
+
+BIN = Path(sys.executable).parent
+NOOP = (
+    "version: 1.1\nkind: component\nname: noop\n"
+    "run: {kind: job, container: {command: [python, -c, pass]}}\n"
+)
+FLOOD = (
+    "version: 1.1\nkind: component\nname: flood\n"
+    "run: {kind: job, container: {command: [python, -c, "
+    "\"for i in range(60000): print('line %06d ' % i + 'x' * 40)\"]}}\n"
+)
+SECONDS = 45  # the bound on a failing start (a start that fails takes ~10 s on a busy machine)
+
+
+@pytest.fixture
+def tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A 2 MB tmpfs mounted for this test (root only), unmounted after it."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a 2 MB tmpfs needs root")
+    folder = tmp_path / "small-disk"
+    folder.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(folder)],
+        capture_output=True,
+        text=True,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def _env(home: Path, artifacts: Path, idle: str) -> dict[str, str]:
+    env = {
+        **os.environ,
+        "PREFECT_HOME": str(home),
+        "POLYAXON_PREFECT_ARTIFACTS_ROOT": str(artifacts),
+        "POLYAXON_PREFECT_SERVER_PORT": str(free_port()),
+        "POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT": idle,
+    }
+    for name in ("PREFECT_API_URL", "PREFECT_PROFILE", "POLYAXON_PREFECT_SESSION"):
+        env.pop(name, None)
+    return env
+
+
+def _run(env: dict[str, str], spec: Path) -> tuple[subprocess.CompletedProcess[str], float]:
+    started = time.monotonic()
+    done = subprocess.run(
+        [str(BIN / "polyaxon-prefect"), "run", "-f", str(spec)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    return done, time.monotonic() - started
+
+
+def _left_behind(home: Path) -> list[int]:
+    """Processes whose environment names this test's Prefect home (servers, jobs)."""
+    marker = f"PREFECT_HOME={home}\0".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                if marker in (entry / "environ").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def _no_process_left(home: Path) -> None:
+    deadline = time.monotonic() + 10
+    while _left_behind(home) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _left_behind(home) == []
+
+
+@pytest.mark.parametrize("idle", ["0", "600"], ids=["temporary-server", "background-server"])
+def test_a_prefect_home_on_a_full_disk_fails_in_seconds_with_the_servers_reason(
+    tmpfs: Path, tmp_path: Path, idle: str
+) -> None:
+    spec = tmp_path / "noop.yaml"
+    spec.write_text(NOOP)
+    home = tmpfs / "prefect"
+    env = _env(home, tmp_path / "artifacts", idle)
+
+    done, seconds = _run(env, spec)
+
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert done.returncode == 1, done.stderr
+    assert len(errors) == 1, done.stderr
+    assert re.search(r"database or disk is full|disk holding .* is full", errors[0]), errors
+    assert "Traceback" not in done.stderr and "temporary one" not in done.stderr
+    assert seconds < SECONDS
+    _no_process_left(home)
+
+
+def test_a_full_artifacts_disk_says_once_where_job_log_was_cut(tmpfs: Path, tmp_path: Path) -> None:
+    spec = tmp_path / "flood.yaml"
+    spec.write_text(FLOOD)
+    home = tmp_path / "prefect"
+    env = {**_env(home, tmpfs, "0"), "POLYAXON_PREFECT_LOG_LINES_PER_SECOND": "50"}
+
+    done, seconds = _run(env, spec)
+
+    output = done.stdout + done.stderr
+    cuts = re.findall(r"\[polyaxon-prefect\] job\.log was cut at line (\d+): (.*)", output)
+    assert done.returncode == 0, output[-3000:]
+    assert len(cuts) == 1, output[-3000:]
+    line, why = int(cuts[0][0]), cuts[0][1]
+    assert "is full" in why and str(tmpfs) in why
+    (log,) = tmpfs.rglob("job.log")
+    assert log.read_bytes().count(b"\n") == line - 1  # every line before the cut, none after
+    assert "the full output is in job.log" not in output
+    assert seconds < 120
+    _no_process_left(home)
