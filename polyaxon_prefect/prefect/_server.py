@@ -342,7 +342,8 @@ def _failure(code: int | None, elapsed: float, timeout: float, home: Path, log: 
         database = _database_file(home) or "its database"
         return (
             f"Prefect's local server exited after {elapsed:.0f} s: {reason} (writing {database}); "
-            "free space there or make it writable, or point PREFECT_HOME at another folder, then run again"
+            "free space there or make it writable, or point PREFECT_HOME at another folder, "
+            "then run again"
         )
     what = (
         f"exited with code {code} after {elapsed:.0f} s"
