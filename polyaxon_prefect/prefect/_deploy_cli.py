@@ -7,11 +7,10 @@ command runs.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
-from polyaxon_prefect._cli_args import add_file_args
+from polyaxon_prefect._cli_args import add_file_args, json_object, prefect_name, text_value
 from polyaxon_prefect.exceptions import PolyaxonfileError
 
 __all__ = ["add_deploy_parser", "cmd_deploy"]
@@ -32,10 +31,13 @@ def add_deploy_parser(subparsers: Any) -> argparse.ArgumentParser:
         ),
     )
     add_file_args(parser)
-    parser.add_argument("--pool", required=True, help="the work pool the runs go to")
+    parser.add_argument(
+        "--pool", required=True, type=prefect_name, help="the work pool the runs go to"
+    )
     parser.add_argument(
         "--name",
         default=None,
+        type=prefect_name,
         help="the deployment's name (default: the operation's `name`, else the component's)",
     )
     parser.add_argument(
@@ -44,7 +46,12 @@ def add_deploy_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="take the name even if another operation's deployment has it (replacing it)",
     )
     parser.add_argument(
-        "--tag", dest="tags", action="append", default=[], help="a tag (repeatable)"
+        "--tag",
+        dest="tags",
+        action="append",
+        default=[],
+        type=text_value,
+        help="a tag (repeatable)",
     )
     parser.add_argument(
         "--backend",
@@ -55,6 +62,7 @@ def add_deploy_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--job-variables",
         default=None,
+        type=json_object,
         metavar="JSON",
         help="the pool's job variables for this deployment, e.g. '{\"gpu_count\": 1}'",
     )
@@ -66,14 +74,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     from polyaxon_prefect.prefect._api import BACKEND_ENV
     from polyaxon_prefect.prefect._deploy import deploy
 
-    try:
-        variables = json.loads(args.job_variables) if args.job_variables else {}
-    except ValueError as exc:
-        print(f"error: --job-variables is not JSON: {exc}", file=sys.stderr)
-        return 2
-    if not isinstance(variables, dict):
-        print("error: --job-variables must be a JSON object", file=sys.stderr)
-        return 2
+    variables = dict(args.job_variables or {})  # a JSON object: checked by its argument type
     if args.backend:
         variables["env"] = {**dict(variables.get("env") or {}), BACKEND_ENV: args.backend}
     try:
