@@ -54,7 +54,8 @@ def compile_plan(loaded: LoadedPolyaxonfile) -> dict[str, Any] | None:
     """The plan of the operation's matrix and of every matrix among its DAG ops (nested DAGs
     under ``ops``), or None when nothing fans out.
 
-    Each matrix plan is ``search.matrix_plan``'s: every grid/mapping suggestion in order, every
+    Each matrix plan is ``search.matrix_plan``'s: the grid/mapping suggestions in order (the
+    count and the first few past a thousand), every
     Hyperband bracket and rung with its configs and resource, a count and a note otherwise.
     """
     plan = _plan(loaded.operation, loaded.component, 0)

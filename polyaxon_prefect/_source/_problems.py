@@ -52,7 +52,12 @@ def _data_path(data: Any, loc: Sequence[str | int]) -> tuple[tuple[str | int, ..
         elif isinstance(current, list) and isinstance(step, int) and 0 <= step < len(current):
             current = current[step]
             path.append(step)
-        elif index == len(loc) - 1 and isinstance(current, dict) and isinstance(step, str):
+        elif (
+            index == len(loc) - 1
+            and isinstance(current, dict)
+            and isinstance(step, str)
+            and current.get("kind") != step  # a model validator's loc ends at its union tag
+        ):
             # the last step names a key that is absent: a missing field
             path.append(step)
             current = _MISSING

@@ -8,7 +8,10 @@ log). Contents are computed by the pure report modules (`polyaxon_prefect.dag` a
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import threading
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from prefect import get_run_logger
@@ -17,9 +20,11 @@ from polyaxon_prefect.specs import slug
 
 __all__ = [
     "artifact_key",
+    "flush_artifacts",
     "markdown_artifact",
     "progress_artifact",
     "table_artifact",
+    "table_artifact_soon",
 ]
 
 
@@ -40,6 +45,44 @@ def table_artifact(rows: Sequence[dict[str, Any]], *, key: str, description: str
         create_table_artifact(list(rows), key=key, description=description)
     except Exception as exc:
         _warn("table", exc)
+
+
+_POOL: ThreadPoolExecutor | None = None
+_PENDING: set[Future[None]] = set()
+_PENDING_LOCK = threading.Lock()
+
+
+def table_artifact_soon(rows: Sequence[dict[str, Any]], *, key: str, description: str) -> None:
+    """`table_artifact`, created by a background thread: the caller does not wait for the API.
+
+    A DAG op's report is made when its process has ended, on the path to its downstream op:
+    waiting for the API there (~20 ms) would add that much to every op of a chain. The run's
+    context is copied, so the artifact lands on the same task and flow run; `flush_artifacts`
+    waits for them before the run that started them ends.
+    """
+    global _POOL
+    context = contextvars.copy_context()
+    with _PENDING_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="polyaxon-artifacts")
+        future = _POOL.submit(
+            context.run, table_artifact, list(rows), key=key, description=description
+        )
+        _PENDING.add(future)
+    future.add_done_callback(_forget)
+
+
+def _forget(future: Future[None]) -> None:
+    with _PENDING_LOCK:
+        _PENDING.discard(future)
+
+
+def flush_artifacts(timeout: float | None = 60.0) -> None:
+    """Wait until every artifact of `table_artifact_soon` is created (or ``timeout``)."""
+    with _PENDING_LOCK:
+        pending = list(_PENDING)
+    if pending:
+        wait(pending, timeout=timeout)
 
 
 def markdown_artifact(markdown: str, *, key: str, description: str | None = None) -> None:

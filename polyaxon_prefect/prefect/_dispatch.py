@@ -100,8 +100,15 @@ def describe_request(request: OpRequest) -> str:
 
 
 def run_request_in_flow(request: OpRequest, on_outcome: OutcomeCallback | None = None) -> Any:
-    """Run ``request`` inside the current flow run; return what that flow should return."""
-    return _RUNNERS[op_kind(request.operation)](request, on_outcome)
+    """Run ``request`` inside the current flow run; return what that flow should return.
+
+    The artifacts its ops made in the background exist before the flow run ends."""
+    from polyaxon_prefect.prefect._artifacts import flush_artifacts
+
+    try:
+        return _RUNNERS[op_kind(request.operation)](request, on_outcome)
+    finally:
+        flush_artifacts()
 
 
 def request_flow(

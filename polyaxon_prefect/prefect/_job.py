@@ -33,7 +33,7 @@ from prefect.client.schemas.objects import State, StateType
 from prefect.context import FlowRunContext
 from prefect.types import BANNED_CHARACTERS
 
-from polyaxon_prefect.prefect._artifacts import artifact_key, table_artifact
+from polyaxon_prefect.prefect._artifacts import artifact_key, table_artifact, table_artifact_soon
 from polyaxon_prefect.prefect._client import ephemeral_api_url, result_value
 from polyaxon_prefect.prefect._settings import install_log_filter
 from polyaxon_prefect.prefect._states import (
@@ -107,8 +107,9 @@ def run_job_op_body(
             logger.info(line)
 
     result = execute_job_op(job, on_line=on_line, cancel_event=cancel_event)
-    if report:
-        _report(job, result)
+    if report:  # a DAG op: its downstream op need not wait for the API (see the function)
+        rows, key, description = _report_args(job, result)
+        table_artifact_soon(rows, key=key, description=description)
     if result.succeeded and not result.cached:
         return result
     return state_for_result(result, data=result)
@@ -260,12 +261,15 @@ def _prefix(job: PreparedJob, result: RunResult) -> str:
     return f"op `{job.op_name}` failed: "
 
 
+def _report_args(job: PreparedJob, result: RunResult) -> tuple[list[dict[str, str]], str, str]:
+    """The rows, key and description of the params and outputs table of ``job``'s run."""
+    description = f"params and outputs of `{job.op_name}` (run {result.uuid})"
+    return job_report_rows(job, result), artifact_key(job.op_name, "run"), description
+
+
 def _report(job: PreparedJob, result: RunResult) -> None:
-    table_artifact(
-        job_report_rows(job, result),
-        key=artifact_key(job.op_name, "run"),
-        description=f"params and outputs of `{job.op_name}` (run {result.uuid})",
-    )
+    rows, key, description = _report_args(job, result)
+    table_artifact(rows, key=key, description=description)
 
 
 def _finish(job: PreparedJob, result: RunResult, on_outcome: OutcomeCallback | None) -> None:

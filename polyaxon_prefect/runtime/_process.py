@@ -424,6 +424,13 @@ class _Runner:
                 # Like a container: once the main process is gone, whatever it left running in
                 # its group (daemons, forgotten workers) is stopped too.
                 if self.group_alive():
+            if self.open_streams == 0 and exited_at is None:
+                # Both pipes ended, so nothing more will be queued: blocking on the queue would
+                # sleep a whole poll past the exit (a short job's pipes close just before it
+                # can be reaped). Waiting on the process returns within a millisecond of it.
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.proc.wait(timeout=_POLL_SECONDS)
+                continue
                     self._terminate(now)
             self._escalate(now)
             if exited_at is not None:

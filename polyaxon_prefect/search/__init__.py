@@ -14,6 +14,7 @@ from polyaxon_prefect.search._kinds import (
 )
 from polyaxon_prefect.search._plan import (
     Bracket,
+    grid_points,
     grid_suggestions,
     hyperband_schedule,
     mapping_suggestions,
@@ -41,6 +42,7 @@ __all__ = [
     "UnknownMatrixKindError",
     "check_early_stopping",
     "get_kind",
+    "grid_points",
     "grid_suggestions",
     "hp_values",
     "hyperband_schedule",

@@ -10,12 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from polyaxon_prefect.search._kinds import get_kind
-from polyaxon_prefect.search._kinds._grid import grid_suggestions
+from polyaxon_prefect.search._kinds._grid import grid_points, grid_suggestions
 from polyaxon_prefect.search._kinds._hyperband import Bracket, hyperband_schedule
 from polyaxon_prefect.search._kinds._mapping import mapping_suggestions
 
 __all__ = [
     "Bracket",
+    "grid_points",
     "grid_suggestions",
     "hyperband_schedule",
     "mapping_suggestions",
@@ -26,7 +27,9 @@ __all__ = [
 def matrix_plan(matrix: Any) -> dict[str, Any]:
     """What a matrix will run, as a JSON-able dict.
 
-    - grid, mapping: ``{"kind", "total", "suggestions": [...]}``, every suggestion in order;
+    - grid, mapping: ``{"kind", "total", "suggestions": [...]}``, every suggestion in order,
+      up to ``PLAN_LISTED`` (1000); a larger one is ``{"kind", "total", "first": [...],
+      "note"}``: its first ``PLAN_SHOWN`` (10) points, counted, never listed in full;
     - hyperband: ``{"kind", "total", "budget", "resource", "brackets": [{"bracket", "rungs":
       [{"rung", "configs", "resource"}]}]}``: ``total`` counts runs (a config promoted to the
       next rung runs again), ``budget`` sums ``configs * resource``;

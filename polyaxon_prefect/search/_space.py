@@ -59,10 +59,13 @@ def space_size(params: Mapping[str, Any]) -> int | None:
     """
     size = 1
     for hp in params.values():
-        values = reachable_values(hp)
-        if values is None:
+        if hp.is_continuous:
             return None
-        size *= len(values)
+        if hp.kind == "pchoice":
+            size *= len(reachable_values(hp) or ())
+        else:
+            _require_rendered(hp)
+            size *= hp.length  # counted: a `range` of 10^7 values is not listed
     return size
 
 

@@ -6,10 +6,13 @@ workers; ``_storage``), so a killed parent can resume and two processes can shar
 
 What differs per matrix kind is its registry entry (``_kinds``); the study itself is generic:
 
-- a queued kind (grid, mapping, random, hyperband, iterative) puts trials in the study as
+- a queued kind (random, hyperband, iterative) puts trials in the study as
   WAITING trials carrying their index and params in user attrs (``initial_queue`` at creation,
   ``advance`` before each ask). Claiming a waiting trial is one atomic state change in the
   storage, so two processes never run the same point;
+- an indexed kind (grid, mapping) queues nothing: each ask creates a trial, whose number the
+  storage hands out atomically, and runs the point of that index (``IndexedKind.points``), so
+  a sweep of 10^6 points opens as fast as one of 10;
 - a searched kind (bayes, hyperopt) asks Optuna, whose sampler is the kind's ``sampler``;
 - a tuned kind (iterative) also answers ``tuner_request`` and takes ``add_suggestions``.
 
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 import secrets
 import time
 import warnings as _warnings
@@ -41,11 +45,12 @@ from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
 from polyaxon_prefect.search._attrs import decode, encode
-from polyaxon_prefect.search._kinds import MatrixKind, TunedKind, get_kind
+from polyaxon_prefect.search._journal import LEGACY_FILE, study_name_of, sweep_journals
+from polyaxon_prefect.search._kinds import IndexedKind, MatrixKind, TunedKind, get_kind
 from polyaxon_prefect.search._pruning import build_pruner
 from polyaxon_prefect.search._records import Suggestion, SweepStudyError, TrialRecord
 from polyaxon_prefect.search._samplers import Dimension, optuna_space
-from polyaxon_prefect.search._storage import open_storage
+from polyaxon_prefect.search._storage import open_storage, open_storage_noted
 from polyaxon_prefect.specs import Status
 
 __all__ = ["Suggestion", "SweepStudy", "SweepStudyError", "TrialRecord"]
@@ -134,6 +139,13 @@ def _number(value: Any) -> float | None:
         return None
 
 
+def _only_study(path: Path) -> str | None:
+    """The name of the (first) study in a journal whose file name does not spell it."""
+    backend, _ = open_storage(str(path))
+    studies = backend.get_all_studies()
+    return studies[0].study_name if studies else None
+
+
 class SweepStudy:
     """The search state of one sweep (see the module docstring).
 
@@ -186,8 +198,8 @@ class SweepStudy:
         Args:
             matrix: The rendered matrix model.
             study_name: The study's name in the storage.
-            storage: A storage URL or file (see ``open_storage``); None: the default journal
-                file under ``artifacts_root``.
+            storage: A storage URL or file (see ``open_storage``); None: the sweep's own
+                journal file under ``artifacts_root`` (``_journal``).
             resume: Load an existing study instead of creating one.
             input_types: The component's input types by name (a Hyperband resource follows its
                 input's type).
@@ -197,11 +209,14 @@ class SweepStudy:
             SweepStudyError: the study exists (create), is missing or of another kind (resume).
         """
         kind = get_kind(matrix.kind)
-        backend, url = open_storage(storage, artifacts_root=artifacts_root)
+        backend, url, notes = open_storage_noted(
+            storage, artifacts_root=artifacts_root, study_name=study_name, resume=resume
+        )
         _name, maximize = _metric(matrix)
         pruner = build_pruner(getattr(matrix, "early_stopping", None))
         seed = cls._resumed_seed(backend, url, study_name, matrix) if resume else _seed(matrix)
         sampler, space, warnings = _sampler(kind, matrix, seed)
+        warnings = [*notes, *warnings]
         if resume:
             study = optuna.load_study(
                 study_name=study_name, storage=backend, sampler=sampler, pruner=pruner
@@ -275,7 +290,19 @@ class SweepStudy:
     def latest(
         storage: str | None, prefix: str, *, artifacts_root: Path | None = None
     ) -> str | None:
-        """The newest study whose name starts with ``prefix`` (for ``run --resume``)."""
+        """The newest study whose name starts with ``prefix`` (for ``run --resume``).
+
+        With the default storage this reads file names only (the newest journal of the
+        prefix), then, when there is none, the shared journal of earlier versions.
+        """
+        if storage is None and artifacts_root is not None:
+            journals = sweep_journals(artifacts_root, re.escape(prefix))
+            if journals:
+                return study_name_of(journals[0]) or _only_study(journals[0])
+            legacy = Path(artifacts_root) / LEGACY_FILE
+            if not legacy.is_file():
+                return None
+            storage = str(legacy)
         backend, _ = open_storage(storage, artifacts_root=artifacts_root)
         found: list[tuple[float, str]] = []
         for study in backend.get_all_studies():
@@ -334,7 +361,9 @@ class SweepStudy:
         if not attrs.get("ready") or attrs.get("stop_reason") is not None:
             return None
         self._kind.advance(self)
-        return self._sample() if self._kind.searched else self._pop()
+        if self._kind.searched or isinstance(self._kind, IndexedKind):
+            return self._sample()
+        return self._pop()
 
     def _pop(self) -> Suggestion | None:
         """Claim the first waiting trial (one atomic state change; a lost race moves on).
@@ -357,8 +386,16 @@ class SweepStudy:
             )
         return None
 
+    def _points(self) -> Any:
+        """The indexed kind's points (a lazy sequence), once per opened study."""
+        if "points" not in self.cache:
+            assert isinstance(self._kind, IndexedKind)
+            self.cache["points"] = self._kind.points(self.matrix)
+        return self.cache["points"]
+
     def _sample(self) -> Suggestion | None:
-        """Ask Optuna for a trial (a queued retry first), up to ``total`` original trials."""
+        """Ask Optuna for a trial (a queued retry first), up to ``total`` original trials;
+        its params come from the sampler, or for an indexed kind from the point of its index."""
         waiting = self._trials((TrialState.WAITING,))
         if not waiting and self.total is not None and self.originals() >= self.total:
             return None
@@ -378,6 +415,12 @@ class SweepStudy:
                 self._storage.set_trial_user_attr(trial_id, "void", True)
                 self._storage.set_trial_state_values(trial_id, state=TrialState.FAIL)
                 return None
+        if isinstance(self._kind, IndexedKind):
+            params = self._points()[index]
+            trial.set_user_attr("index", index)
+            trial.set_user_attr("params", encode(params))
+            trial.set_user_attr("attrs", {})
+            return Suggestion(number=trial.number, index=index, params=params, attrs={})
         raw: dict[str, Any] = {}
         for name, dim in self._space.items():
             dist = dim.distribution

@@ -299,12 +299,39 @@ class _HpParam(BaseSpec):
     def _enumerate(self, spec: Any) -> list[Any]:  # pragma: no cover - discrete kinds override
         raise NotImplementedError
 
+    def _count(self, spec: Any) -> int:
+        """How many values ``_enumerate`` gives; kinds that can count from their numbers
+        (``range``, the ``*space`` kinds, the date ranges) override it, so a grid is sized
+        without listing its values."""
+        return len(self._enumerate(spec))
+
+    def _value_at(self, spec: Any, index: int) -> Any:
+        """The ``index``-th value of ``_enumerate``; the counted kinds compute it directly."""
+        return self._enumerate(spec)[index]
+
     @property
     def length(self) -> int | None:
-        """How many values a discrete kind has; None for a distribution or a template."""
+        """How many values a discrete kind has; None for a distribution or a template.
+
+        Counted, not enumerated: ``range: 0:10000000:1`` costs nothing to size."""
         if not self.DISCRETE or self.is_ref:
             return None
-        return len(self.to_values())
+        return self._count(self.spec)
+
+    def value_at(self, index: int) -> Any:
+        """``to_values()[index]`` without listing the values (a grid's point by its index).
+
+        Raises:
+            IndexError: ``index`` is outside ``0 <= index < length``.
+            ValueError: a continuous kind or a template (as ``to_values``).
+        """
+        if not self.DISCRETE or self.is_ref:
+            self.to_values()  # raises the same error as enumerating would
+        spec = self.spec
+        count = self._count(spec)
+        if not 0 <= index < count:
+            raise IndexError(f"`{self.kind}` has {count} values, no value at index {index}")
+        return self._value_at(spec, index)
 
     def validate_io(self, io_type: str | None, name: str | None = None) -> str | None:
         """Why this param cannot feed an input of ``io_type``, or None if it can.

@@ -200,6 +200,39 @@ class HpRange(_HpParam):
 
         return np.arange(spec.start, spec.stop, spec.step).tolist()
 
+    def _count(self, spec: RangeSpec) -> int:
+        """``len(np.arange(...))``: numpy's own ``ceil((stop - start) / step)``."""
+        return max(0, math.ceil((spec.stop - spec.start) / spec.step))
+
+    def _value_at(self, spec: RangeSpec, index: int) -> Any:
+        """What ``np.arange`` puts at ``index``: ``start + i * step`` for ints; for floats numpy
+        fills ``start + i * delta`` with ``delta = (start + step) - start``, so this does too."""
+        start, step = spec.start, spec.step
+        if all(isinstance(v, int) for v in (start, spec.stop, step)):
+            return start + index * step
+        first = float(start)
+        if index == 0:
+            return first
+        second = float(start + step)
+        return second if index == 1 else first + index * (second - first)
+
+
+def _linspace_at(start: float, stop: float, num: int, index: int) -> float:
+    """What ``np.linspace(start, stop, num)`` puts at ``index``, in numpy's own arithmetic:
+    ``i * step + start`` (``(i / div) * delta + start`` when ``step`` underflows to 0), the
+    last value ``stop`` itself."""
+    start, stop = float(start), float(stop)
+    div = num - 1
+    if div <= 0:
+        return start
+    if index == div:
+        return stop
+    delta = stop - start
+    step = delta / div
+    if step == 0:
+        return (index / div) * delta + start
+    return index * step + start
+
 
 class _Space(_HpParam):
     RANGE: ClassVar[bool] = True
@@ -225,6 +258,9 @@ class _Space(_HpParam):
     def _check(cls, start: Number, stop: Number) -> None:
         return None
 
+    def _count(self, spec: SpaceSpec) -> int:
+        return max(0, spec.num)
+
 
 class HpLinSpace(_Space):
     """``np.linspace(start, stop, num)``: ``num`` evenly spaced values, both ends included."""
@@ -235,6 +271,9 @@ class HpLinSpace(_Space):
         import numpy as np
 
         return np.linspace(spec.start, spec.stop, spec.num).tolist()
+
+    def _value_at(self, spec: SpaceSpec, index: int) -> Any:
+        return _linspace_at(spec.start, spec.stop, spec.num, index)
 
 
 class HpLogSpace(_Space):
@@ -249,6 +288,12 @@ class HpLogSpace(_Space):
 
         base = 10.0 if spec.base is None else spec.base
         return np.logspace(spec.start, spec.stop, spec.num, base=base).tolist()
+
+    def _value_at(self, spec: SpaceSpec, index: int) -> Any:
+        """``base ** linspace``: the exponent exactly as numpy's; the power is C's ``pow``,
+        which numpy's vectorised one may differ from in the last bit."""
+        base = 10.0 if spec.base is None else float(spec.base)
+        return base ** _linspace_at(spec.start, spec.stop, spec.num, index)
 
 
 class HpGeomSpace(_Space):
@@ -270,6 +315,20 @@ class HpGeomSpace(_Space):
 
         return np.geomspace(spec.start, spec.stop, spec.num).tolist()
 
+    def _value_at(self, spec: SpaceSpec, index: int) -> Any:
+        """numpy's steps: ``10 ** linspace(log10 |start|, log10 |stop|)`` with both ends set
+        exactly, times the sign (within a last bit of numpy's vectorised ``log10``/``pow``)."""
+        sign = -1.0 if spec.start < 0 else 1.0
+        start, stop = abs(float(spec.start)), abs(float(spec.stop))
+        if index == 0:
+            value = start
+        elif index == spec.num - 1:
+            value = stop
+        else:
+            exponent = _linspace_at(math.log10(start), math.log10(stop), spec.num, index)
+            value = 10.0**exponent
+        return value * sign
+
 
 class HpDateRange(_HpParam):
     """Dates from ``start`` (included) to ``stop`` (excluded), every ``step`` days."""
@@ -290,8 +349,13 @@ class HpDateRange(_HpParam):
         return RangeSpec(start, stop, step)
 
     def _enumerate(self, spec: RangeSpec) -> list[Any]:
-        count = -(-(spec.stop - spec.start).days // spec.step)
-        return [spec.start + timedelta(days=spec.step * i) for i in range(count)]
+        return [self._value_at(spec, i) for i in range(self._count(spec))]
+
+    def _count(self, spec: RangeSpec) -> int:
+        return max(0, -(-(spec.stop - spec.start).days // spec.step))
+
+    def _value_at(self, spec: RangeSpec, index: int) -> Any:
+        return spec.start + timedelta(days=spec.step * index)
 
 
 class HpDateTimeRange(_HpParam):
@@ -326,8 +390,13 @@ class HpDateTimeRange(_HpParam):
         return RangeSpec(start, stop, step)
 
     def _enumerate(self, spec: RangeSpec) -> list[Any]:
-        count = math.ceil((spec.stop - spec.start) / spec.step)
-        return [spec.start + spec.step * i for i in range(count)]
+        return [self._value_at(spec, i) for i in range(self._count(spec))]
+
+    def _count(self, spec: RangeSpec) -> int:
+        return max(0, math.ceil((spec.stop - spec.start) / spec.step))
+
+    def _value_at(self, spec: RangeSpec, index: int) -> Any:
+        return spec.start + spec.step * index
 
 
 HpParam = Annotated[

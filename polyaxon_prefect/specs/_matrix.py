@@ -8,6 +8,8 @@ a distribution) are checked here, so ``check`` reports them before anything runs
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
@@ -29,6 +31,8 @@ from polyaxon_prefect.specs._or_ref import (
 )
 
 __all__ = [
+    "MAX_GRID_DEFAULT",
+    "MAX_GRID_ENV",
     "Bayes",
     "GaussianProcess",
     "GridSearch",
@@ -40,7 +44,43 @@ __all__ = [
     "RandomSearch",
     "Tuner",
     "UtilityFunction",
+    "max_grid",
 ]
+
+MAX_GRID_ENV = "POLYAXON_PREFECT_MAX_GRID"
+MAX_GRID_DEFAULT = 1_000_000
+"""The most points a grid (or entries a mapping) may have: a million trials is more than any
+sweep runs to its end, and a file past it is more likely a slip (a ``range`` step of 0.0001)
+than a plan. ``POLYAXON_PREFECT_MAX_GRID`` raises it; sizes are counted, never enumerated."""
+
+
+def max_grid() -> int:
+    """The limit in force: ``POLYAXON_PREFECT_MAX_GRID`` when set, else `MAX_GRID_DEFAULT`.
+
+    Raises:
+        PydanticCustomError: the setting is not a positive integer (located at the matrix).
+    """
+    raw = os.environ.get(MAX_GRID_ENV, "").strip().replace("_", "")
+    if not raw:
+        return MAX_GRID_DEFAULT
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw)
+    raise PydanticCustomError(
+        "matrix_max_grid_setting",
+        f"the setting {MAX_GRID_ENV} must be a positive integer, got {os.environ[MAX_GRID_ENV]!r}",
+        {"hint": f"unset it for the default ({MAX_GRID_DEFAULT:,}) or give a count"},
+    )
+
+
+def _check_size(count: int, what: str, at: str, hint: str) -> None:
+    """Refuse a grid or mapping of more than `max_grid` trials, with the count and the limit."""
+    limit = max_grid()
+    if count > limit:
+        raise PydanticCustomError(
+            "matrix_too_large",
+            f"the {what} has {count:,} trials, more than the limit of {limit:,} ({MAX_GRID_ENV})",
+            {"hint": f"{hint}, or raise {MAX_GRID_ENV} if you mean to run them all", "at": at},
+        )
 
 
 class Tuner(BaseSpec):
@@ -108,6 +148,23 @@ class GridSearch(_Searched):
             "or a `random` matrix to sample distributions",
         )
         return params
+
+    @model_validator(mode="after")
+    def _not_too_large(self) -> GridSearch:
+        """The product of the params' counts (nothing enumerated), cut to ``numRuns``."""
+        lengths = [hp.length for hp in self.params.values()]
+        if any(length is None for length in lengths):  # a template: sized at run time
+            return self
+        count = math.prod(length or 0 for length in lengths)
+        if isinstance(self.num_runs, int):
+            count = min(count, self.num_runs)
+        _check_size(
+            count,
+            "grid",
+            "params",
+            "sample it with a `random` matrix (`numRuns` draws), cut it with `numRuns`",
+        )
+        return self
 
 
 class RandomSearch(_Searched):
@@ -275,6 +332,7 @@ class Mapping(_Matrix):
                     "mapping entry must set the same params",
                     {"hint": "give every entry the same keys", "at": index},
                 )
+        _check_size(len(values), "mapping", "values", "split it into several sweeps")
         return values
 
     def keys(self) -> list[str]:

@@ -11,6 +11,7 @@ from typing import Any
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.search._kinds._base import (
     BaseKind,
+    IndexedKind,
     MatrixKind,
     SearchedKind,
     StudyHandle,
@@ -28,6 +29,7 @@ from polyaxon_prefect.search._kinds._random import Random
 __all__ = [
     "KINDS",
     "BaseKind",
+    "IndexedKind",
     "MatrixKind",
     "SearchedKind",
     "StudyHandle",

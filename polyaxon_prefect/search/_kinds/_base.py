@@ -9,7 +9,7 @@ up). Kind modules never import Optuna at module level: ``compile`` plans through
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
@@ -21,16 +21,25 @@ if TYPE_CHECKING:
     from polyaxon_prefect.search._samplers import Dimension
 
 __all__ = [
+    "PLAN_LISTED",
+    "PLAN_SHOWN",
     "BaseKind",
+    "IndexedKind",
     "MatrixKind",
     "SearchedKind",
     "StudyHandle",
     "TemplateError",
     "TunedKind",
+    "indexed_plan",
     "jsonable",
     "rendered",
     "rendered_params",
 ]
+
+PLAN_LISTED = 1000
+"""``compile`` lists every point of a grid or mapping up to this many; a larger one is shown
+as its count and its first `PLAN_SHOWN` points (a 10^6-point plan would be a 100 MB file)."""
+PLAN_SHOWN = 10
 
 M = TypeVar("M")
 M_contra = TypeVar("M_contra", contravariant=True)
@@ -211,6 +220,32 @@ class BaseKind(Generic[M]):
 
     def is_finished(self, study: StudyHandle) -> bool:
         return True
+
+
+def indexed_plan(kind: str, points: Sequence[dict[str, Any]], what: str) -> dict[str, Any]:
+    """The plan of a kind whose trials are known points: all of them (``suggestions``) up to
+    `PLAN_LISTED`, else the first `PLAN_SHOWN` (``first``) and a note with the count."""
+    total = len(points)
+    if total <= PLAN_LISTED:
+        return {"kind": kind, "total": total, "suggestions": jsonable(list(points))}
+    first = [points[i] for i in range(PLAN_SHOWN)]
+    note = f"{total} {what}; the first {PLAN_SHOWN} are shown"
+    return {"kind": kind, "total": total, "first": jsonable(first), "note": note}
+
+
+class IndexedKind(BaseKind[M]):
+    """Defaults for a kind whose trials are known points, taken by index as the sweep asks.
+
+    Nothing is queued up front: trial ``n`` of the study (retries aside) runs ``points[n]``,
+    so opening a sweep of 10^6 points costs what opening one of 10 does.
+    """
+
+    def points(self, matrix: M) -> Sequence[dict[str, Any]]:
+        """The trials' params in index order: a lazy sequence (``len`` and ``[i]``)."""
+        raise NotImplementedError
+
+    def is_finished(self, study: StudyHandle) -> bool:
+        return study.total is not None and study.originals() >= study.total
 
 
 class SearchedKind(BaseKind[M]):

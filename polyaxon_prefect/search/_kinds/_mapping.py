@@ -1,33 +1,52 @@
-"""``mapping``: one trial per entry of ``values``, queued in order when the study is created."""
+"""``mapping``: one trial per entry of ``values``, taken by index as the sweep asks."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from polyaxon_prefect.search._kinds._base import BaseKind, jsonable
+from polyaxon_prefect.search._kinds._base import IndexedKind, indexed_plan
 from polyaxon_prefect.specs import Mapping
 
 __all__ = ["MappingKind", "mapping_suggestions"]
 
 
-def mapping_suggestions(mapping: Mapping) -> list[dict[str, Any]]:
-    """One suggestion per entry of ``values``, each a fresh dict."""
+class _Entries(Sequence[dict[str, Any]]):
+    """The entries of ``values``, each read as a fresh dict (no copy of the whole list)."""
+
+    def __init__(self, values: list[Any]) -> None:
+        self._values = values
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [dict(item) for item in self._values[index]]
+        return dict(self._values[index])
+
+
+def _entries(mapping: Mapping) -> _Entries:
     if isinstance(mapping.values, str):
         raise ValueError(
             f"mapping `values` is a template ({mapping.values!r}): render it before planning"
         )
-    return [dict(item) for item in mapping.values]
+    return _Entries(mapping.values)
 
 
-class MappingKind(BaseKind[Mapping]):
+def mapping_suggestions(mapping: Mapping) -> list[dict[str, Any]]:
+    """One suggestion per entry of ``values``, each a fresh dict."""
+    return list(_entries(mapping))
+
+
+class MappingKind(IndexedKind[Mapping]):
     name = "mapping"
 
     def total(self, matrix: Mapping) -> int:
-        return len(mapping_suggestions(matrix))
+        return len(_entries(matrix))
 
     def plan(self, matrix: Mapping) -> dict[str, Any]:
-        suggestions = mapping_suggestions(matrix)
-        return {"kind": self.name, "total": len(suggestions), "suggestions": jsonable(suggestions)}
+        return indexed_plan(self.name, _entries(matrix), "entries")
 
-    def initial_queue(self, matrix: Mapping, seed: int) -> list[dict[str, Any]]:
-        return mapping_suggestions(matrix)
+    def points(self, matrix: Mapping) -> Sequence[dict[str, Any]]:
+        return _entries(matrix)
