@@ -424,13 +424,6 @@ class _Runner:
                 # Like a container: once the main process is gone, whatever it left running in
                 # its group (daemons, forgotten workers) is stopped too.
                 if self.group_alive():
-            if self.open_streams == 0 and exited_at is None:
-                # Both pipes ended, so nothing more will be queued: blocking on the queue would
-                # sleep a whole poll past the exit (a short job's pipes close just before it
-                # can be reaped). Waiting on the process returns within a millisecond of it.
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    self.proc.wait(timeout=_POLL_SECONDS)
-                continue
                     self._terminate(now)
             self._escalate(now)
             if exited_at is not None:
@@ -440,6 +433,13 @@ class _Runner:
                     self.kill_grace if self.term_sent_at is not None else 0.0
                 ):
                     break  # a process outside the group still holds our pipes; stop listening
+            if self.open_streams == 0 and exited_at is None:
+                # Both pipes ended, so nothing more will be queued: blocking on the queue would
+                # sleep a whole poll past the exit (a short job's pipes close just before it
+                # can be reaped). Waiting on the process returns within a millisecond of it.
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.proc.wait(timeout=_POLL_SECONDS)
+                continue
             self._deliver(_POLL_SECONDS, ended=exited_at is not None)
         self._drain_ready(until=time.monotonic() + _FINAL_RELAY_SECONDS, skip_late=True)
         self._finish_group()
