@@ -56,6 +56,11 @@ class ServerCommandError(PolyaxonPrefectError):
     """The background server could not be started or stopped."""
 
 
+class ServerHomeError(ServerCommandError):
+    """The Prefect home cannot hold the server's database (a full disk, a read-only folder):
+    a temporary server over the same home would fail the same way, so this is said once."""
+
+
 @dataclass(frozen=True)
 class BackgroundServer:
     pid: int
@@ -65,6 +70,8 @@ class BackgroundServer:
     database: str
     idle_timeout: float = 0.0
     """Seconds without API use after which it stops itself; 0 for never."""
+    started: int | None = None
+    """Its process's start time (`_start_ticks`), so a reused pid is never taken for it."""
 
     @property
     def api_url(self) -> str:
@@ -129,12 +136,11 @@ def running_server() -> BackgroundServer | None:
     record = _read_record()
     if record is None:
         return None
-    if not pid_alive(record.pid) or not _healthy(record.api_url):
-        if not pid_alive(record.pid):
-            with contextlib.suppress(OSError):
-                _record_path().unlink()
+    if not pid_alive(record.pid) or not _is_our_server(record):
+        with contextlib.suppress(OSError):
+            _record_path().unlink()
         return None
-    return record
+    return record if _healthy(record.api_url) else None
 
 
 def shown_url(url: str) -> str:
@@ -222,7 +228,10 @@ def start_server(
                 return current, False
             return _spawn(home, host, port, database_url, idle_timeout, timeout), True
     except OSError as error:
-        raise ServerCommandError(
+        from polyaxon_prefect.prefect._server import database_problem
+
+        kind = ServerHomeError if database_problem(home, "", database_url) else None
+        raise (kind or ServerCommandError)(
             f"cannot write the Prefect home {home} ({error.strerror or error})"
         ) from error
 
@@ -265,13 +274,20 @@ def _spawn(
         log=str(log_path),
         database=shown_url(database_url) if database_url else str(home / "prefect.db"),
         idle_timeout=idle,
+        started=_start_ticks(process.pid),
     )
     deadline = time.monotonic() + timeout
     while not _healthy(server.api_url):
         if process.poll() is not None or time.monotonic() > deadline:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, signal.SIGKILL)
-            tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-15:])
+            from polyaxon_prefect.prefect._server import database_problem
+
+            text = log_path.read_text(errors="replace") if log_path.exists() else ""
+            reason = database_problem(home, text, database_url)
+            if reason is not None:  # its own reason, in the line a command shows
+                raise ServerHomeError(f"its database cannot be written: {reason} (log: {log_path})")
+            tail = "\n".join(text.splitlines()[-15:])
             raise ServerCommandError(
                 f"the Prefect server did not start (log: {log_path})\n{tail}".rstrip()
             )
@@ -280,27 +296,43 @@ def _spawn(
     return server
 
 
-def _is_our_server(pid: int) -> bool:
-    """Whether ``pid`` is still the server the record names (a pid is reused after a reboot
-    or a crash: an unrelated process must never be stopped). Where ``/proc`` is missing, the
-    answer is yes."""
+def _start_ticks(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks since boot, ``/proc/PID/stat`` field 22), or
+    None where that cannot be read: with the pid, it names one process for good."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+        return int(stat.rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _is_our_server(record: BackgroundServer) -> bool:
+    """Whether the record's pid is still the server it names (a pid is reused after a reboot
+    or a crash: an unrelated process must never be stopped): the same start time when the
+    record has one, and our server's command line; where ``/proc`` is missing, whether its
+    URL answers as a Prefect server."""
+    pid = record.pid
+    if not Path("/proc/self").exists():
+        return _healthy(record.api_url)
     try:
         command = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except FileNotFoundError:
-        return not Path("/proc/self").exists()
     except OSError:
+        return False
+    if record.started is not None and _start_ticks(pid) != record.started:
         return False
     return b"polyaxon_prefect.prefect._server_process" in command or b"prefect" in command
 
 
-def stop_server(grace: float = 15.0) -> BackgroundServer | None:
-    """Stop the background server (SIGTERM to its process group, SIGKILL after ``grace``);
-    the server that was stopped, or None when none ran."""
+def stop_server(grace: float = 15.0) -> tuple[BackgroundServer | None, bool]:
+    """Stop the background server (SIGTERM to its process group, SIGKILL after ``grace``).
+
+    Returns the record read (None when there was none) and whether a server was stopped; a
+    record whose process is gone, or is now another program, is only removed."""
     record = _read_record()
     with contextlib.suppress(OSError):
         _record_path().unlink()
-    if record is None or not pid_alive(record.pid) or not _is_our_server(record.pid):
-        return None
+    if record is None or not pid_alive(record.pid) or not _is_our_server(record):
+        return record, False
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(record.pid, signal.SIGTERM)
     deadline = time.monotonic() + grace
@@ -311,4 +343,4 @@ def stop_server(grace: float = 15.0) -> BackgroundServer | None:
     if pid_alive(record.pid):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(record.pid, signal.SIGKILL)
-    return record
+    return record, True

@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from polyaxon_prefect._cli_args import add_file_args
+from polyaxon_prefect._cli_args import add_file_args, deployment_ref
 from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError
 from polyaxon_prefect.specs import BACKENDS, Status
 
@@ -89,6 +89,7 @@ def add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--deployment",
         metavar="FLOW/DEPLOYMENT",
         default=None,
+        type=deployment_ref,
         help="run each trial as a flow run of this deployment (on its work pool's workers) "
         "instead of in this process",
     )
@@ -249,16 +250,11 @@ def _use_local_server() -> ConnectionT:
     local background server, started if need be, else a temporary one), then what dead
     sessions left on that database settled (`recover_stale_sessions`)."""
     from polyaxon_prefect.prefect._connect import connect
-    from polyaxon_prefect.runtime._session import (
-        current_session,
-        home_database_target,
-        recover_stale_sessions,
-    )
+    from polyaxon_prefect.runtime._session import current_session, home_database_target
 
     connection = connect(lambda line: print(line, file=sys.stderr, flush=True))
     target = connection.api_url if connection.user_chosen else home_database_target()
     current_session().set_target(target)
-    recover_stale_sessions(connection.api_url, target)
     return connection
 
 
@@ -281,6 +277,8 @@ class _Interrupts:
         self.received: int | None = None
         self.at = 0.0
         self.previous: dict[int, Any] = {}
+        self.watch: Any = None
+        """A `ServerWatch` on the run's server, once it is known."""
 
     def __enter__(self) -> _Interrupts:
         for signum in _SIGNAL_EXIT:
@@ -307,6 +305,8 @@ class _Interrupts:
     def wait(self, thread: threading.Thread) -> None:
         while thread.is_alive():
             thread.join(0.1)
+            if self.watch is not None and self.received is None:
+                self.watch.check()  # raises ServerGone
             if self.received is not None and time.monotonic() - self.at > _HARD_STOP_SECONDS:
                 print("the run did not stop in time: stopping now", file=sys.stderr, flush=True)
                 os._exit(_SIGNAL_EXIT.get(self.received, 130))
@@ -340,6 +340,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from polyaxon_prefect.loading._load import load_polyaxonfile, parse_cli_params
     from polyaxon_prefect.prefect._dispatch import prepare_request
     from polyaxon_prefect.prefect._request import OpRequest, SweepOptions
+    from polyaxon_prefect.prefect._server_watch import ServerGone, ServerWatch
     from polyaxon_prefect.runtime._connections import load_connections
     from polyaxon_prefect.runtime._masking import mask_text
     from polyaxon_prefect.runtime._session import current_session
@@ -366,11 +367,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     session = current_session()
     server = None
     result = None
+    outcomes: list[Any] = []
     with _Interrupts() as interrupts:
         try:
             server = _in_thread(interrupts, _use_local_server)
+            interrupts.watch = ServerWatch(server)
             if interrupts.exit_code is None:
-                result = _in_thread(interrupts, lambda: _run_request(args, request))
+                result = _in_thread(interrupts, lambda: _run_request(args, request, outcomes))
+        except ServerGone as gone:
+            _server_gone(args, gone, outcomes)
         except PolyaxonPrefectError as error:
             print(f"error: {error}", file=sys.stderr)
             if args.json:
@@ -406,14 +411,49 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0 if result.succeeded else 1
 
 
-def _run_request(args: argparse.Namespace, request: Any) -> Any:
-    """The run itself (in the worker thread), through the dispatcher."""
+def _run_request(args: argparse.Namespace, request: Any, outcomes: list[Any]) -> Any:
+    """The run itself (in the worker thread), through the dispatcher; its op's result goes to
+    ``outcomes`` as soon as it is known."""
     from polyaxon_prefect.prefect._dispatch import describe_request, run_request
 
     print(describe_request(request), file=sys.stderr)
     live = bool(getattr(args, "live", False)) or sys.stderr.isatty()
     with _live_table(live and request.prepared is None):
-        return run_request(request, flow_name=request.component.name)
+        return run_request(request, flow_name=request.component.name, on_outcome=outcomes.append)
+
+
+def _server_gone(args: argparse.Namespace, gone: Any, outcomes: list[Any]) -> None:
+    """The run's server went away: say so, let the running job end, print its result, and
+    exit with its status at once (Prefect's client would retry for minutes). The session's
+    journal stays, so the next command marks the flow run crashed."""
+    from polyaxon_prefect.prefect._server_watch import wait_for_job
+    from polyaxon_prefect.runtime._session import current_session
+
+    print(
+        f"error: the Prefect server at {gone.url} stopped answering during the run; the job "
+        "goes on to its end (its run directory keeps what it writes), and the next command "
+        "marks the flow run crashed",
+        file=sys.stderr,
+        flush=True,
+    )
+    session = current_session()
+    result = wait_for_job(outcomes, lambda: bool(session.live_groups))
+    if result is None:
+        message = f"the Prefect server at {gone.url} went away before the run reported"
+        if args.json:
+            _json_line(_failure_json(message))
+        else:
+            print(f"status: failed\nmessage: {message}")
+        code = 1
+    else:
+        if args.json:
+            _json_line(result.to_dict())
+        else:
+            _summary(result)
+        code = 0 if result.succeeded else 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
-from polyaxon_prefect.prefect._server import LocalServer
+from polyaxon_prefect.prefect._server import LocalServer, ServerStartError
 
 __all__ = [
     "ENV_IDLE_TIMEOUT",
@@ -152,11 +152,22 @@ def _our_port(api_url: str) -> int | None:
 
 def connect(notify: Notify, *, purpose: str = "this run") -> Connection:
     """Choose the server for this command (see the module's rules), point this process at it
-    and return it; ``notify`` gets the one line that says which.
+    and return it; ``notify`` gets the one line that says which. The flow runs that dead
+    sessions left unfinished on that database are marked crashed first
+    (`recover_stale_sessions`: e.g. a run whose server was killed under it).
 
     Raises:
         ServerStartError: not even a temporary server could start (with what to do).
     """
+    from polyaxon_prefect.runtime._session import home_database_target, recover_stale_sessions
+
+    connection = _choose(notify, purpose)
+    target = connection.api_url if connection.user_chosen else home_database_target()
+    recover_stale_sessions(connection.api_url, target)
+    return connection
+
+
+def _choose(notify: Notify, purpose: str) -> Connection:
     from polyaxon_prefect.prefect import _background_server as background
 
     chosen = configured_api_url()
@@ -185,6 +196,10 @@ def _background(notify: Notify, idle: float, *, port: int, purpose: str) -> Conn
         try:
             running, _started = background.start_server(port=port, idle_timeout=idle)
         except background.ServerCommandError as error:
+            if isinstance(error, background.ServerHomeError):  # a temporary one fails alike
+                raise ServerStartError(
+                    f"could not start the local Prefect server: {error}"
+                ) from error
             why = str(error).splitlines()[0]
             notify(
                 f"could not start the local Prefect server: {why}; {purpose} uses a temporary one"

@@ -166,15 +166,27 @@ def _result_of(state: State, request: OpRequest, outcomes: list[RunResult]) -> R
     )
 
 
-def run_request(request: OpRequest, *, flow_name: str | None = None) -> RunResult:
-    """Run ``request`` as a top-level flow run in this process, wait, and say how it ended."""
+def run_request(
+    request: OpRequest,
+    *,
+    flow_name: str | None = None,
+    on_outcome: Callable[[RunResult], Any] | None = None,
+) -> RunResult:
+    """Run ``request`` as a top-level flow run in this process, wait, and say how it ended
+    (``on_outcome`` hears it as soon as the op reports, before the flow run is final)."""
     from prefect import tags
 
     from polyaxon_prefect.prefect._settings import local_run_settings
 
     request = prepare_request(request)
     outcomes: list[RunResult] = []
-    op_flow = request_flow(request, name=flow_name, on_outcome=outcomes.append)
+
+    def record(outcome: RunResult) -> None:
+        outcomes.append(outcome)
+        if on_outcome is not None:
+            on_outcome(outcome)
+
+    op_flow = request_flow(request, name=flow_name, on_outcome=record)
     job_tags = request.prepared.tags if request.prepared is not None else request.tags
     with local_run_settings(), tags(*job_tags):
         state = op_flow(return_state=True)

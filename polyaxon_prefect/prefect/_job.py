@@ -273,9 +273,11 @@ def _report(job: PreparedJob, result: RunResult) -> None:
 
 
 def _finish(job: PreparedJob, result: RunResult, on_outcome: OutcomeCallback | None) -> None:
-    _report(job, result)
+    # The outcome first: it is known before the report reaches the API (a CLI whose server
+    # went away ends with it instead of waiting on the report).
     if on_outcome is not None:
         on_outcome(result)
+    _report(job, result)
 
 
 def job_flow(

@@ -13,6 +13,7 @@ import os
 import sys
 from typing import Any
 
+from polyaxon_prefect._cli_args import port, seconds, text_value
 from polyaxon_prefect.specs import Status
 
 __all__ = ["add_runs_parsers", "cmd_get", "cmd_ls", "cmd_server"]
@@ -34,18 +35,31 @@ def _limit(text: str) -> int:
     return value
 
 
+_DATABASE_SCHEMES = ("postgresql+asyncpg://", "sqlite+aiosqlite://")
+
+
+def _database_url(text: str) -> str:
+    """``server start --database-url``: a URL of a database Prefect's server can use."""
+    if not text.startswith(_DATABASE_SCHEMES):
+        raise argparse.ArgumentTypeError(
+            f"must start with {' or '.join(_DATABASE_SCHEMES)} (the drivers Prefect's server "
+            f"uses), not {text.split('://', 1)[0]!r}"
+        )
+    return text
+
+
 def add_runs_parsers(subparsers: Any) -> None:
     server = subparsers.add_parser(
         "server", help="start, stop or check the local Prefect server that runs use"
     )
     server.add_argument("action", choices=("start", "stop", "status"))
-    server.add_argument("--host", default="127.0.0.1")
+    server.add_argument("--host", default="127.0.0.1", type=text_value)
     server.add_argument(
-        "--port", type=int, default=None, help="default: $POLYAXON_PREFECT_SERVER_PORT, else 4200"
+        "--port", type=port, default=None, help="default: $POLYAXON_PREFECT_SERVER_PORT, else 4200"
     )
     server.add_argument(
         "--idle-timeout",
-        type=float,
+        type=seconds,
         default=0.0,
         metavar="SECONDS",
         help="stop it after this long without use and with no run going (default: never; a "
@@ -60,6 +74,7 @@ def add_runs_parsers(subparsers: Any) -> None:
     server.add_argument(
         "--database-url",
         default=None,
+        type=_database_url,
         help="a PostgreSQL URL (postgresql+asyncpg://...); default: SQLite in the Prefect home",
     )
     ls = subparsers.add_parser("ls", help="list the latest runs (flow runs) and their status")
@@ -78,7 +93,9 @@ def add_runs_parsers(subparsers: Any) -> None:
         "get", help="one run: status, params, outputs, metrics, a DAG's ops, a sweep's trials"
     )
     get.add_argument(
-        "run", help="the flow run's id or name, or the Polyaxon run uuid that `run` printed"
+        "run",
+        type=text_value,
+        help="the flow run's id or name, or the Polyaxon run uuid that `run` printed",
     )
     get.add_argument("--json", action="store_true")
 
@@ -107,8 +124,16 @@ def cmd_server(args: argparse.Namespace) -> int:
             print(f"for `prefect` commands: prefect config set PREFECT_API_URL={server.api_url}")
         return 0
     if args.action == "stop":
-        stopped = stop_server()
-        print(f"stopped the Prefect server (pid {stopped.pid})" if stopped else "not running")
+        record, stopped = stop_server()
+        if stopped and record is not None:
+            print(f"stopped the Prefect server (pid {record.pid})")
+        elif record is not None:
+            print(
+                f"not running: removed the record of a server that is gone (pid {record.pid} "
+                "is no longer it; nothing was signalled)"
+            )
+        else:
+            print("not running")
         return 0
     current = running_server()
     if current is None:
@@ -143,13 +168,47 @@ def _api() -> str | None:
     return server.api_url if server is not None else None
 
 
-def _no_api() -> int:
-    print(
+def _no_api(args: argparse.Namespace) -> int:
+    return _refused(
+        args,
         "no Prefect server to read runs from: start one with `polyaxon-prefect server start` "
         "(runs made with it are listed), or set PREFECT_API_URL",
-        file=sys.stderr,
     )
+
+
+def _refused(args: argparse.Namespace, message: str, **extra: Any) -> int:
+    """Exit 1 with ``message`` on stderr, and under ``--json`` ``{"error": message, ...}`` on
+    stdout (a script that asked for JSON gets JSON on every outcome)."""
+    print(message, file=sys.stderr)
+    if args.json:
+        print(json.dumps({"error": message, **extra}, indent=2, default=str))
     return 1
+
+
+def _read(api: str, read: Any) -> Any:
+    """``read()`` of the runs at ``api``; a server that does not answer, or answers with an
+    error, is one `PolyaxonPrefectError` line (the CLI's ``error:``), not httpx's traceback."""
+    import httpx
+
+    from polyaxon_prefect.exceptions import PolyaxonPrefectError
+
+    try:
+        return read()
+    except httpx.HTTPError as exc:
+        why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise PolyaxonPrefectError(
+            f"cannot read runs from the Prefect server at {api} ({why}): start one with "
+            "`polyaxon-prefect server start`, or set PREFECT_API_URL to one that answers"
+        ) from None
+
+
+_NAME_WIDTH = 40
+"""The widest name `ls` shows (longer ones end in `…`; `get` and `--json` show them whole)."""
+
+
+def _clipped(text: Any, width: int = _NAME_WIDTH) -> str:
+    text = str(text)
+    return text if len(text) <= width else text[: width - 1] + "\u2026"
 
 
 def _print_table(header: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
@@ -163,10 +222,10 @@ def _print_table(header: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
 def cmd_ls(args: argparse.Namespace) -> int:
     api = _api()
     if api is None:
-        return _no_api()
+        return _no_api(args)
     from polyaxon_prefect.prefect._runs import list_runs
 
-    rows = list_runs(api, status=args.status, limit=args.limit)
+    rows = _read(api, lambda: list_runs(api, status=args.status, limit=args.limit))
     if args.json:
         print(json.dumps(rows, indent=2, default=str))
         return 0
@@ -174,7 +233,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
         print("no runs")
         return 0
     header = ("name", "kind", "status", "started", "duration", "id")
-    _print_table(header, [tuple(r[key] for key in header) for r in rows])
+    _print_table(header, [(_clipped(r["name"]), *(r[key] for key in header[1:])) for r in rows])
     return 0
 
 
@@ -226,20 +285,21 @@ def _print_run(run: dict[str, Any]) -> None:
 def cmd_get(args: argparse.Namespace) -> int:
     api = _api()
     if api is None:
-        return _no_api()
+        return _no_api(args)
     from polyaxon_prefect.prefect._runs import AmbiguousRunError, get_run
 
     try:
-        run = get_run(api, args.run)
+        run = _read(api, lambda: get_run(api, args.run))
     except AmbiguousRunError as exc:
+        if args.json:
+            return _refused(args, f"{exc}; get one by its id", candidates=exc.candidates)
         print(f"{exc}; get one by its id:", file=sys.stderr)
         rows = [(c["id"], c["status"], c["started"]) for c in exc.candidates]
         with contextlib.redirect_stdout(sys.stderr):
             _print_table(("id", "status", "started"), rows)
         return 1
     if run is None:
-        print(f"no run with the id, name or uuid `{args.run}`", file=sys.stderr)
-        return 1
+        return _refused(args, f"no run with the id, name or uuid `{args.run}`")
     if args.json:
         print(json.dumps(run, indent=2, default=str))
         return 0

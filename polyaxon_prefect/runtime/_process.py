@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import IO
 
 from polyaxon_prefect.runtime._errors import CommandNotFoundError, ProcessStartError
+from polyaxon_prefect.runtime._job_log import JobLog
 from polyaxon_prefect.runtime._session import SESSION_ENV, current_session, stop_requested
 
 __all__ = [
@@ -83,6 +84,8 @@ class ProcessResult:
     """The file holding the whole output (masked), when one was asked for."""
     lines_not_relayed: int = 0
     """Lines that went to the log file only (over the relay's rate or queue)."""
+    log_cut: str | None = None
+    """Where and why the log file stops short of the output (a write failed), else None."""
 
     @property
     def succeeded(self) -> bool:
@@ -205,7 +208,7 @@ def run_process(
         raise ProcessStartError(f"working directory {cwd} does not exist or is not a directory")
     executable = resolve_command(argv[0], env=env, cwd=cwd)
     session = current_session()
-    log_file = _open_log(log_path)
+    log_file = JobLog(log_path) if log_path is not None else None
     started = time.monotonic()
     try:
         proc = _spawn(argv, executable, {SESSION_ENV: session.id, **env}, cwd)
@@ -229,6 +232,7 @@ def run_process(
     return ProcessResult(
         **result,
         log_path=str(log_path) if log_file is not None else None,
+        log_cut=log_file.cut if log_file is not None else None,
     )
 
 
@@ -260,16 +264,6 @@ def _spawn(
         )
     except OSError as exc:
         raise ProcessStartError(f"could not start `{argv[0]}`: {exc.strerror or exc}") from exc
-
-
-def _open_log(path: Path | None) -> IO[str] | None:
-    if path is None:
-        return None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return open(path, "a", encoding="utf-8", errors="replace")
-    except OSError:
-        return None
 
 
 def _lines_per_second() -> float:
@@ -318,14 +312,13 @@ class _Runner:
         secrets: list[str],
         tail_lines: int,
         kill_grace: float,
-        log_file: IO[str] | None,
+        log_file: JobLog | None,
     ) -> None:
         self.proc = proc
         self.on_line = on_line
         self.secrets = secrets
         self.kill_grace = kill_grace
         self.log_file = log_file
-        self.log_lock = threading.Lock()
         self.tails: dict[str, deque[str]] = {
             "stdout": deque(maxlen=tail_lines),
             "stderr": deque(maxlen=tail_lines),
@@ -376,8 +369,7 @@ class _Runner:
     def _line(self, name: str, line: str) -> None:
         self.tails[name].append(line)
         if self.log_file is not None:
-            with self.log_lock, contextlib.suppress(OSError, ValueError):
-                self.log_file.write(line + "\n")
+            self.log_file.write(line)
         if self.on_line is not None:
             with self.dropped_lock:
                 relay = self._take_token()
@@ -399,8 +391,7 @@ class _Runner:
 
     def close_log(self) -> None:
         if self.log_file is not None:
-            with self.log_lock, contextlib.suppress(OSError):
-                self.log_file.close()
+            self.log_file.close()
 
     # -- the calling thread ---------------------------------------------------------------
     def wait(
@@ -507,7 +498,13 @@ class _Runner:
         return False
 
     def _note_skipped(self, *, final: bool) -> None:
-        """Say how many lines were left out of the relay, once they are behind us."""
+        """Say how many lines were left out of the relay, once they are behind us; and, once,
+        that the log file was cut (a write failed)."""
+        if final and self.log_file is not None:
+            self.log_file.flush()
+        cut = self.log_file.take_notice() if self.log_file is not None else None
+        if cut is not None and self.on_line is not None:
+            self.on_line("stderr", f"[polyaxon-prefect] {cut}")
         with self.dropped_lock:
             dropped, self.dropped = self.dropped, 0
         self.skipped += dropped
@@ -518,7 +515,7 @@ class _Runner:
         if not final and now - self.noted_at < _NOTE_EVERY_SECONDS:
             return
         self.noted_at = now
-        where = f"; the full output is in {self.log_file.name}" if self.log_file else ""
+        where = f"; {self.log_file.holds()}" if self.log_file else ""
         self.reported = self.skipped
         self.on_line("stderr", f"[polyaxon-prefect] {missing} output lines not shown here{where}")
 

@@ -57,6 +57,8 @@ class Session:
         os.environ[SESSION_ENV] = self.id
         self._journal: Path | None = None
         self._target: str | None = None
+        self.live_groups: set[int] = set()
+        """The job process groups running now (what a run waits for when its server is gone)."""
         self._start_reaper()
         atexit.register(self.close)
 
@@ -90,9 +92,11 @@ class Session:
 
     def track_group(self, pgid: int) -> None:
         """A process group to stop if this process dies while it runs."""
+        self.live_groups.add(pgid)
         self._send(f"group {pgid}")
 
     def untrack_group(self, pgid: int) -> None:
+        self.live_groups.discard(pgid)
         self._send(f"ungroup {pgid}")
 
     def track_server(self, pgid: int, api_url: str) -> None:

@@ -1,0 +1,82 @@
+"""Noticing, within seconds, that the Prefect server a run uses went away.
+
+Without this, a server killed under a run left the CLI in Prefect's client retries for minutes,
+then two connection tracebacks and exit 1, although the job itself had succeeded. With it, the
+CLI says so in one line at once, lets the running job finish (its run directory holds what it
+wrote), and ends with the job's own status; the flow run it could no longer finish stays in the
+session's journal, so the next command on that database marks it crashed.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["ServerGone", "ServerWatch", "wait_for_job"]
+
+
+class ServerGone(Exception):
+    """The server stopped answering during the run."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.url = url
+
+
+class ServerWatch:
+    """Checks, at most once per ``interval`` seconds, that the run's server is alive: a
+    temporary server by its process, any other by its health check (``misses`` failures in a
+    row, so a busy server is not taken for a dead one)."""
+
+    def __init__(self, connection: Any, *, interval: float = 1.0, misses: int = 3) -> None:
+        self.connection = connection
+        self.interval = interval
+        self.misses = misses
+        self._failed = 0
+        self._next = time.monotonic() + interval
+
+    def check(self) -> None:
+        """Raise `ServerGone` once the server is known to be gone."""
+        now = time.monotonic()
+        if now < self._next:
+            return
+        self._next = now + self.interval
+        temporary = self.connection.temporary
+        if temporary is not None:
+            if temporary.process.poll() is not None:
+                raise ServerGone(self.connection.ui_url)
+            return
+        self._failed = 0 if _answers(self.connection.api_url) else self._failed + 1
+        if self._failed >= self.misses:
+            raise ServerGone(self.connection.ui_url)
+
+
+def _answers(api_url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{api_url}/health", timeout=2) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def wait_for_job(
+    outcomes: list[Any], jobs_running: Callable[[], bool], *, settle: float = 3.0
+) -> Any:
+    """Wait for the run's own result (``outcomes`` gets it when the op ends), or, for a run
+    that cannot report one without the server (a DAG, a sweep), until no job process of this
+    session has run for ``settle`` seconds; the result, or None."""
+    quiet_since: float | None = None
+    while not outcomes:
+        if jobs_running():
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since >= settle:
+            return None
+        time.sleep(0.1)
+    return outcomes[-1]

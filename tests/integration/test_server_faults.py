@@ -1,0 +1,164 @@
+"""The background server under faults, for real: killed -9 under a running job, a stale record
+whose pid is now another program, two ``server start`` at once on a new home. Real CLI
+processes, a new Prefect home and a free loopback port per test."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import free_port
+
+pytestmark = [pytest.mark.slow, pytest.mark.fault]
+
+BIN = Path(sys.executable).parent
+SLOW_JOB = """\
+version: 1.1
+kind: component
+name: slow-answer
+outputs: [{name: answer, type: int}]
+run:
+  kind: job
+  container:
+    command:
+      - python
+      - -c
+      - "import time; time.sleep(6); from polyaxon_prefect import tracking; \\
+        tracking.log_outputs(answer=42)"
+"""
+
+
+def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(BIN / "polyaxon-prefect"), *args], env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def _record(env: dict[str, str]) -> Path:
+    return Path(env["PREFECT_HOME"]) / "polyaxon-prefect-server.json"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Iterator[dict[str, str]]:
+    env = {
+        **os.environ,
+        "PREFECT_HOME": str(tmp_path / "prefect"),
+        "POLYAXON_PREFECT_ARTIFACTS_ROOT": str(tmp_path / "artifacts"),
+        "POLYAXON_PREFECT_SERVER_PORT": str(free_port()),
+        "POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT": "120",
+    }
+    for name in ("PREFECT_API_URL", "PREFECT_PROFILE", "POLYAXON_PREFECT_SESSION"):
+        env.pop(name, None)
+    try:
+        yield env
+    finally:
+        _cli(env, "server", "stop")
+
+
+def test_a_server_killed_under_a_job_is_one_line_and_the_jobs_own_result(
+    home: dict[str, str], tmp_path: Path
+) -> None:
+    job = tmp_path / "slow.yaml"
+    job.write_text(SLOW_JOB)
+    started = time.monotonic()
+    process = subprocess.Popen(
+        [str(BIN / "polyaxon-prefect"), "run", "-f", str(job), "--json"],
+        env=home,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # the job is running once its run directory has a log
+        logs = list((tmp_path / "artifacts").glob("*/*/logs/job.log"))
+        if logs and _record(home).exists():
+            break
+        time.sleep(0.2)
+    server = json.loads(_record(home).read_text())["pid"]
+    os.killpg(server, signal.SIGKILL)
+    out, err = process.communicate(timeout=120)
+    took = time.monotonic() - started
+    assert process.returncode == 0, err
+    result = json.loads(out)
+    assert (result["status"], result["outputs"]) == ("succeeded", {"answer": 42})
+    said = [line for line in err.splitlines() if "stopped answering" in line]
+    assert len(said) == 1 and said[0].startswith("error: the Prefect server at http://127.0.0.1:")
+    assert "Traceback" not in err
+    assert took < 90, f"the CLI took {took:.0f} s to end after its server died"
+
+    # The next command starts a server again and marks the run that could not finish crashed.
+    listed = _cli(home, "ls", "--json")
+    assert listed.returncode == 0, listed.stderr
+    rows = {row["name"]: row["status"] for row in json.loads(listed.stdout)}
+    assert rows["slow-answer"] == "failed"
+
+
+def test_a_stale_record_over_another_program_is_removed_and_nothing_is_signalled(
+    home: dict[str, str],
+) -> None:
+    bystander = subprocess.Popen(["sleep", "120"], start_new_session=True)
+    try:
+        record = _record(home)
+        record.parent.mkdir(parents=True)
+        record.write_text(
+            json.dumps(
+                {
+                    "pid": bystander.pid,
+                    "url": f"http://127.0.0.1:{home['POLYAXON_PREFECT_SERVER_PORT']}",
+                    "log": "server.log",
+                    "database": "prefect.db",
+                    "started": 1,
+                }
+            )
+        )
+        stopped = _cli(home, "server", "stop")
+        assert stopped.returncode == 0, stopped.stderr
+        assert stopped.stdout.strip() == (
+            f"not running: removed the record of a server that is gone (pid {bystander.pid} "
+            "is no longer it; nothing was signalled)"
+        )
+        assert bystander.poll() is None, "the unrelated process was signalled"
+        assert not record.exists()
+        assert _cli(home, "server", "status").returncode == 3
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+def test_two_server_starts_at_once_give_one_server_and_two_clean_exits(
+    home: dict[str, str],
+) -> None:
+    port = home["POLYAXON_PREFECT_SERVER_PORT"]
+    starts = [
+        subprocess.Popen(
+            [str(BIN / "polyaxon-prefect"), "server", "start", "--port", port],
+            env=home,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outcomes = [(p.wait(timeout=300), *p.communicate()) for p in starts]
+    assert [code for code, _out, _err in outcomes] == [0, 0], outcomes
+    said = sorted(out.splitlines()[0].split(" at ")[0] for _code, out, _err in outcomes)
+    assert said == ["Prefect server already running", "Prefect server started"]
+    assert all("Traceback" not in err and "sqlalchemy" not in err for _c, _o, err in outcomes)
+    pid = json.loads(_record(home).read_text())["pid"]
+    assert _alive(pid)
