@@ -438,8 +438,26 @@ class _Sweep:
 
     # -- main loop ------------------------------------------------------------------------
 
+    def refused(self, message: str, on_outcome: OutcomeCallback | None) -> Any:
+        """The study cannot be opened (a damaged journal, nothing to resume as asked): the
+        sweep ends failed with that one sentence as its message, no trial run, no traceback."""
+        outcome = RunResult(
+            Status.FAILED,
+            name=self.request.op_name,
+            message=message,
+            uuid=self.context.uuid,
+            artifacts_path=str(self.context.run_artifacts_path),
+            trials=[],
+        )
+        if on_outcome is not None:
+            on_outcome(outcome)
+        return state_for_status(Status.FAILED, message, {"study": None, "best": None, "trials": 0})
+
     def run(self, on_outcome: OutcomeCallback | None) -> Any:
-        study = self.open_study()
+        try:
+            study = self.open_study()
+        except PolyaxonPrefectError as exc:
+            return self.refused(str(exc), on_outcome)
         if self.in_process and not self.request.sweep.deployment:
             self.trial_flow_id = trial_flow_id(self.component, self.request.op_name)
         limit = self.limit()

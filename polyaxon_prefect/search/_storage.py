@@ -1,6 +1,7 @@
 """Where a sweep's Optuna study lives: a journal file, an SQLite file, memory or a server.
 
-The default is an append-only journal file under the artifacts root the caller passes in (the
+The default is the sweep's own append-only journal file under the artifacts root the caller
+passes in (``_journal``: one file per sweep, so no sweep replays or is broken by another's; the
 search package does not resolve the artifacts root itself: that is the runtime's business).
 """
 
@@ -11,15 +12,18 @@ from typing import Any
 
 from optuna.storages import BaseStorage, InMemoryStorage, RDBStorage
 
+from polyaxon_prefect.search._journal import (
+    LEGACY_FILE,
+    damage_error,
+    journal_path,
+    repair_torn_tail,
+)
 from polyaxon_prefect.search._records import SweepStudyError
 
-__all__ = ["DEFAULT_FILE", "MEMORY_URL", "open_storage"]
+__all__ = ["MEMORY_URL", "default_storage", "open_storage", "open_storage_noted"]
 
 MEMORY_URL = ":memory:"
 """One in-memory storage per process (tests, and throwaway sweeps)."""
-
-DEFAULT_FILE = "sweeps.journal"
-"""The journal file, under the artifacts root, used when no storage is given."""
 
 _SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 _MEMORY: dict[str, InMemoryStorage] = {}
@@ -45,51 +49,97 @@ def _sqlite_storage(url: str) -> RDBStorage:
     return storage
 
 
-def _journal_storage(path: Path) -> BaseStorage:
+def _journal_storage(path: Path, notes: list[str]) -> BaseStorage:
     """An append-only journal file: Optuna's storage for one machine without a server.
 
     Every change is one appended line under a file lock, so an ask plus a tell costs about
     2 ms where the same work in an SQLite file costs about 40 ms (each transaction syncs the
     file); several processes can share it (the lock serialises their appends, and a waiting
-    trial claimed by one is seen as running by the others).
+    trial claimed by one is seen as running by the others). A torn last line is cut off first
+    (said in ``notes``); a line Optuna cannot replay is a ``JournalDamagedError`` naming it.
     """
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
 
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = JournalFileOpenLock(str(path))
-    return JournalStorage(JournalFileBackend(str(path), lock_obj=lock))
+    note = repair_torn_tail(path, lock)
+    if note is not None:
+        notes.append(note)
+    try:
+        return JournalStorage(JournalFileBackend(str(path), lock_obj=lock))
+    except (ValueError, KeyError, TypeError, IndexError, AssertionError) as exc:  # bad lines
+        raise damage_error(path, exc) from None
+
+
+def default_storage(artifacts_root: Path | None, study_name: str | None, *, resume: bool) -> str:
+    """The default storage of ``study_name``: its own journal under ``artifacts_root``.
+
+    Resuming a sweep that has no journal of its own, when the shared ``sweeps.journal`` of
+    earlier versions exists, gives that file: the old sweep lives there.
+
+    Raises:
+        SweepStudyError: no artifacts root, or no study name.
+    """
+    if artifacts_root is None or study_name is None:
+        raise SweepStudyError(
+            "a sweep study needs a storage, or an artifacts root and a study name for the "
+            "default one"
+        )
+    path = journal_path(Path(artifacts_root), study_name)
+    legacy = Path(artifacts_root) / LEGACY_FILE
+    if resume and not path.exists() and legacy.is_file():
+        return str(legacy)
+    return str(path)
+
+
+def open_storage_noted(
+    storage: str | None,
+    *,
+    artifacts_root: Path | None = None,
+    study_name: str | None = None,
+    resume: bool = False,
+) -> tuple[BaseStorage, str, list[str]]:
+    """``open_storage``, plus what was repaired on the way (sentences for the sweep's log)."""
+    if storage in (MEMORY_URL, "memory"):
+        return _MEMORY.setdefault(MEMORY_URL, InMemoryStorage()), MEMORY_URL, []
+    if storage is None:
+        storage = default_storage(artifacts_root, study_name, resume=resume)
+    notes: list[str] = []
+    if "://" not in storage:
+        path = Path(storage).expanduser().absolute()
+        if path.suffix.lower() not in _SQLITE_SUFFIXES:
+            return _journal_storage(path, notes), str(path), notes
+        path.parent.mkdir(parents=True, exist_ok=True)
+        storage = f"sqlite:///{path}"
+    if storage.startswith("sqlite:"):
+        return _sqlite_storage(storage), storage, notes
+    return RDBStorage(storage), storage, notes
 
 
 def open_storage(
-    storage: str | None, *, artifacts_root: Path | None = None
+    storage: str | None,
+    *,
+    artifacts_root: Path | None = None,
+    study_name: str | None = None,
+    resume: bool = False,
 ) -> tuple[BaseStorage, str]:
     """The storage for ``storage`` and the URL (or path) it was opened from.
 
     Args:
-        storage: ``None`` (the default journal file, ``artifacts_root / DEFAULT_FILE``), a file
-            path (a journal file, or an SQLite database for ``.db``/``.sqlite`` names),
-            ``":memory:"``, or any Optuna storage URL (``sqlite:///...``,
-            ``postgresql+psycopg2://...``).
-        artifacts_root: Where the default journal file goes; required when ``storage`` is None.
+        storage: ``None`` (the sweep's own journal file under ``artifacts_root``, see
+            ``default_storage``), a file path (a journal file, or an SQLite database for
+            ``.db``/``.sqlite`` names), ``":memory:"``, or any Optuna storage URL
+            (``sqlite:///...``, ``postgresql+psycopg2://...``).
+        artifacts_root: Where the default journal files go; required when ``storage`` is None.
+        study_name: The sweep's study; required when ``storage`` is None.
+        resume: Whether the study is resumed (an old one may live in the legacy shared file).
 
     Raises:
-        SweepStudyError: ``storage`` is None and so is ``artifacts_root``.
+        SweepStudyError: ``storage`` is None and so is ``artifacts_root`` or ``study_name``.
+        JournalDamagedError: the journal file has a line that cannot be replayed.
     """
-    if storage in (MEMORY_URL, "memory"):
-        return _MEMORY.setdefault(MEMORY_URL, InMemoryStorage()), MEMORY_URL
-    if storage is None:
-        if artifacts_root is None:
-            raise SweepStudyError(
-                "a sweep study needs a storage, or an artifacts root for the default one"
-            )
-        storage = str(Path(artifacts_root) / DEFAULT_FILE)
-    if "://" not in storage:
-        path = Path(storage).expanduser().absolute()
-        if path.suffix.lower() not in _SQLITE_SUFFIXES:
-            return _journal_storage(path), str(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        storage = f"sqlite:///{path}"
-    if storage.startswith("sqlite:"):
-        return _sqlite_storage(storage), storage
-    return RDBStorage(storage), storage
+    backend, url, _notes = open_storage_noted(
+        storage, artifacts_root=artifacts_root, study_name=study_name, resume=resume
+    )
+    return backend, url
