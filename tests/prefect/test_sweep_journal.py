@@ -71,6 +71,7 @@ def test_a_sweep_never_opens_a_neighbours_huge_journal(
     monkeypatch.setenv("POLYAXON_PREFECT_ARTIFACTS_ROOT", str(root))
     path = sweep_file(tmp_path, TWO, name="small")
 
+    assert run(path).status == "succeeded"  # the first run registers the flows: not timed
     started = time.monotonic()
     assert run(path).status == "succeeded"
     baseline = time.monotonic() - started
@@ -90,7 +91,8 @@ def test_a_sweep_never_opens_a_neighbours_huge_journal(
     [mine] = _journals(root) - first - {neighbour}
     assert mine.parent == neighbour.parent and mine.stat().st_size < 100_000
     assert (neighbour.stat().st_size, neighbour.stat().st_mtime_ns) == (size, mtime)
-    assert elapsed < 2.0 * baseline + 1.0, (elapsed, baseline)  # a replay would add seconds
+    # opening the neighbour would add its replay (7 s here) to a sweep of about a second
+    assert elapsed < 2.0 * baseline + 1.5, (elapsed, baseline)
 
 
 def _cli(args: list[str], root: Path, api_url: str) -> subprocess.CompletedProcess[str]:
