@@ -11,10 +11,10 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from polyaxon_prefect import __version__
-from polyaxon_prefect._cli_args import add_file_args
+from polyaxon_prefect._cli_args import add_file_args, k8s_namespace, port, text_value
 from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError, Problem
 from polyaxon_prefect.prefect._cli import add_run_parser, cmd_run
 from polyaxon_prefect.prefect._deploy_cli import add_deploy_parser, cmd_deploy
@@ -26,8 +26,25 @@ if TYPE_CHECKING:
 __all__ = ["main"]
 
 
+class UsageError(Exception):
+    """A bad command line: argparse's message, and the (sub-)command it is about."""
+
+    def __init__(self, message: str, prog: str) -> None:
+        super().__init__(message)
+        self.prog = prog
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but an error is raised to `main`, which says it in one line (usage text is
+    what ``--help`` is for), on stdout as JSON too under ``--json``; sub-parsers are of this
+    class as well."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message, self.prog)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="polyaxon-prefect",
         description="Validate, compile and run Polyaxonfiles on Prefect.",
     )
@@ -60,7 +77,9 @@ def _parser() -> argparse.ArgumentParser:
         help="with --target kubernetes: Kubeflow Training Operator resources, or Indexed Jobs "
         "and a headless Service (default: native for legacy files, else kubeflow)",
     )
-    compile_.add_argument("--namespace", default=None, help="with --target kubernetes")
+    compile_.add_argument(
+        "--namespace", default=None, type=k8s_namespace, help="with --target kubernetes"
+    )
     compile_.add_argument(
         "--connections",
         default=None,
@@ -88,8 +107,8 @@ def _add_dashboard_parser(sub: Any) -> None:
         help="the sweeps' Optuna storage (default: the journal file under the artifacts root)",
     )
     dashboard.add_argument("--op", default=None, help="open the newest sweep of this op")
-    dashboard.add_argument("--host", default="127.0.0.1")
-    dashboard.add_argument("--port", type=int, default=8080)
+    dashboard.add_argument("--host", default="127.0.0.1", type=text_value)
+    dashboard.add_argument("--port", type=port, default=8080)
     dashboard.add_argument(
         "--no-browser", dest="browser", action="store_false", help="only print the address"
     )
@@ -250,21 +269,46 @@ def _cmd_upgrade(args: argparse.Namespace) -> int:
     return 0
 
 
-def _on_server(command: Any) -> Any:
+_NO_LASTING_SERVER = (
+    "`{command}` needs a Prefect server that outlives it, and would get a temporary one "
+    "(stopped, with what it made, when the command ends); start one that stays with "
+    "`polyaxon-prefect server start`, or set PREFECT_API_URL"
+)
+
+
+def _on_server(command: Any, *, lasting: bool = False) -> Any:
     """``command`` on the server every command shares (`prefect._connect`: the user's, else
-    the local background server, started if need be); a temporary one is stopped after it."""
+    the local background server, started if need be); a temporary one is stopped after it.
+
+    ``lasting``: what the command makes must outlive it (a deployment), so it refuses a
+    temporary server: where one would be started (idle timeout 0 and no server running),
+    before starting it; where the shared server could not start, before using it."""
 
     def on_server(args: argparse.Namespace) -> int:
         from polyaxon_prefect.prefect._connect import connect
 
+        refusal = PolyaxonPrefectError(_NO_LASTING_SERVER.format(command=args.command))
+        if lasting and _would_be_temporary():
+            raise refusal
         notify = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
         connection = connect(notify, purpose=f"`{args.command}`")
         try:
+            if lasting and connection.temporary is not None:
+                raise refusal
             return int(command(args))
         finally:
             connection.close()
 
     return on_server
+
+
+def _would_be_temporary() -> bool:
+    """Whether `connect` would start a temporary server (its rule 3 with an idle timeout of 0),
+    known without starting one."""
+    from polyaxon_prefect.prefect._background_server import running_server
+    from polyaxon_prefect.prefect._connect import configured_api_url, idle_timeout
+
+    return configured_api_url() is None and idle_timeout() == 0 and running_server() is None
 
 
 _COMMANDS = {
@@ -273,23 +317,58 @@ _COMMANDS = {
     "upgrade": _cmd_upgrade,
     "run": cmd_run,
     "dashboard": _cmd_dashboard,
-    "deploy": _on_server(cmd_deploy),
+    "deploy": _on_server(cmd_deploy, lasting=True),
     "server": cmd_server,
     "ls": _on_server(cmd_ls),
     "get": _on_server(cmd_get),
 }
 
 
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line, or exit 2 with one line on stderr that names the argument and what
+    it takes (and, under ``--json``, ``{"error": ...}`` on stdout)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _parser().parse_args(argv)
+    except UsageError as error:
+        line = f"{error.prog}: error: {error} (see `{error.prog} --help`)"
+        print(line, file=sys.stderr)
+        if "--json" in argv:
+            print(json.dumps({"error": str(error), "usage": error.prog}))
+        raise SystemExit(2) from None
+
+
+def _failed(args: argparse.Namespace, message: str) -> int:
+    """One ``error:`` line on stderr, and under ``--json`` the same as ``{"error": ...}`` on
+    stdout: a script that asked for JSON gets JSON whatever happened."""
+    print(f"error: {message}", file=sys.stderr)
+    if getattr(args, "json", False):
+        print(json.dumps({"error": message}, default=str))
+    return 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``polyaxon-prefect`` console script."""
-    args = _parser().parse_args(argv)
+    import os
+
+    args = parse_args(argv)
     try:
         return _COMMANDS[args.command](args)
     except PolyaxonPrefectError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+        return _failed(args, str(error))
     except KeyboardInterrupt:
         return 130
+    except Exception as error:  # a bug, ours or a library's: one line, not a traceback
+        if os.environ.get("POLYAXON_PREFECT_DEBUG"):
+            raise
+        from polyaxon_prefect.runtime._masking import mask_text
+
+        why = mask_text((str(error).strip().splitlines() or [""])[0])
+        return _failed(
+            args,
+            f"`{args.command}` could not complete: {type(error).__name__}: {why} "
+            "(set POLYAXON_PREFECT_DEBUG=1 to see the traceback)",
+        )
 
 
 if __name__ == "__main__":
