@@ -104,9 +104,14 @@ def _add_dashboard_parser(sub: Any) -> None:
     dashboard.add_argument(
         "--storage",
         default=None,
-        help="the sweeps' Optuna storage (default: the journal file under the artifacts root)",
+        help="an Optuna storage to show whole (default: the newest sweep's own journal file "
+        "under the artifacts root; optuna-dashboard shows one storage at a time)",
     )
-    dashboard.add_argument("--op", default=None, help="open the newest sweep of this op")
+    dashboard.add_argument(
+        "--op",
+        default=None,
+        help="show the newest sweep of this op (default: the newest sweep of any op)",
+    )
     dashboard.add_argument("--host", default="127.0.0.1", type=text_value)
     dashboard.add_argument("--port", type=port, default=8080)
     dashboard.add_argument(
