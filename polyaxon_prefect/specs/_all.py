@@ -243,7 +243,7 @@ from ._validate_params import (
 # `Dag` names `Operation` and `Component` under TYPE_CHECKING only (they import `Dag`); its
 # deferred build resolves them in its own module, so the module gets them here, once they exist.
 # No `model_rebuild`: it would build the whole tree now, for commands that never validate.
-_dag_module.Component, _dag_module.Operation = Component, Operation
+vars(_dag_module).update(Component=Component, Operation=Operation)
 
 __all__ = [
     "BACKENDS",

@@ -1,7 +1,5 @@
 """``build``: an image build that must succeed before the run starts (spec 4.11)."""
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import StrictStr, field_validator

@@ -1,7 +1,5 @@
 """``cache``: whether and how a run may reuse an earlier identical run (spec 8.3)."""
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import StrictStr, field_validator

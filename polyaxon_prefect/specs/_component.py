@@ -4,8 +4,6 @@ Also the fields a component shares with an operation (``_ComponentFields``), and
 union over every runtime.
 """
 
-from __future__ import annotations
-
 import re
 from typing import Annotated, Any, ClassVar, Literal
 

@@ -5,8 +5,6 @@ policy. The median/truncation/diff policies parse but are not acted on there (sp
 modelled here so valid files stay valid, and the runtime decides what it executes.
 """
 
-from __future__ import annotations
-
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 

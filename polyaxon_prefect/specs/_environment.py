@@ -1,7 +1,5 @@
 """``environment``: the pod-level settings of a job or of one replica (spec 4.8)."""
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field, StrictStr

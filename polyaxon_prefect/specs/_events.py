@@ -1,7 +1,5 @@
 """``events``: start an op when another run reaches some statuses (spec 5.5)."""
 
-from __future__ import annotations
-
 import re
 from enum import StrEnum
 from typing import Any

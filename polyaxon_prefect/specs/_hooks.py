@@ -1,7 +1,5 @@
 """``hooks``: operations started after the main run is done (spec 4.10)."""
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import StrictStr, field_validator

@@ -1,8 +1,6 @@
 """What every hyper-parameter kind shares: the normalised value views (``spec``), the parsing
 helpers that turn a written value into them with pointed errors, and the base model."""
 
-from __future__ import annotations
-
 import functools
 import math
 from dataclasses import dataclass

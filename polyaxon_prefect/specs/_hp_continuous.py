@@ -1,8 +1,6 @@
 """The continuous hyper-parameter kinds: the uniform and normal families, plain, quantised
 (``q``) and in log space."""
 
-from __future__ import annotations
-
 from typing import Any, ClassVar, Literal
 
 from polyaxon_prefect.specs._hp_base import (

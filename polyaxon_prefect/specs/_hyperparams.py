@@ -13,8 +13,6 @@ The discrete kinds are here; the shared views, parsing helpers and base model ar
 `_hp_base`, the continuous kinds in `_hp_continuous`. `HpParam` is the union of all sixteen.
 """
 
-from __future__ import annotations
-
 import math
 from datetime import timedelta
 from typing import Annotated, Any, ClassVar, Literal

@@ -1,7 +1,5 @@
 """Component inputs and outputs (spec 2.1) and their value predicates (``validation``)."""
 
-from __future__ import annotations
-
 import re
 from collections.abc import Callable
 from typing import Any

@@ -1,7 +1,5 @@
 """``joins``: feed an op with values gathered from the runs a query selects (spec 5.6)."""
 
-from __future__ import annotations
-
 from typing import Any
 
 from pydantic import StrictStr, model_validator

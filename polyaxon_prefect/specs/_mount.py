@@ -1,7 +1,5 @@
 """``mount`` (local paths uploaded with the run) and ``template`` (not runnable as is)."""
 
-from __future__ import annotations
-
 from typing import Any
 
 from pydantic import AliasChoices, Field, StrictStr, field_validator, model_validator

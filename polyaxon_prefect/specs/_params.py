@@ -1,7 +1,5 @@
 """Operation params (spec 3.1): literal values, or references to another run, op or the DAG."""
 
-from __future__ import annotations
-
 import re
 import uuid
 from typing import Any

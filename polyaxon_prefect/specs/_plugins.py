@@ -1,7 +1,5 @@
 """``plugins``: switches for the helpers Polyaxon adds around a run (spec 4.9)."""
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import StrictStr, field_validator

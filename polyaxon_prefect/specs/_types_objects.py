@@ -4,8 +4,6 @@ They are values of inputs/params and also the payload of ``init`` entries, so th
 from both.
 """
 
-from __future__ import annotations
-
 from typing import Any
 
 from pydantic import Field, StrictInt, StrictStr, field_validator
