@@ -1,12 +1,16 @@
 """Wall time of ``polyaxon-prefect check`` against ``polyaxon check`` (Polyaxon 2.18).
 
-The project promises that checking a Polyaxonfile takes at most half the time Polyaxon's own
-CLI needs. Polyaxon cannot live in this project's environment (it pins Jinja2 below what Prefect
-needs), so it gets its own virtual environment under ``.bench/``, created on first use with pip.
+The target: checking a Polyaxonfile takes at most 0.3x the time Polyaxon's own CLI needs.
+Polyaxon cannot live in this project's environment (it pins Jinja2 below what Prefect needs), so
+it gets its own virtual environment under ``.bench/``, created on first use with pip.
 
 Both CLIs are run as fresh processes, the way a user or a CI step runs them, alternately (ours
 first on even rounds, theirs first on odd ones) so that a noisy machine slows both equally.
-The report gives medians and minimums and the ratio ours/theirs of the medians.
+Both read compiled bytecode, as after a ``pip install`` (which compiles it): the untimed first
+run of each writes it under ``.bench/pycache`` (``PYTHONPYCACHEPREFIX``, even where
+``PYTHONDONTWRITEBYTECODE`` is set; an editable install is never compiled), so that neither CLI
+is timed compiling its sources. The report gives medians and minimums, the ratio ours/theirs of
+the medians, and the target line (``met`` or ``MISSED``).
 
 Before timing, the script also asserts the promise that makes ``check`` fast: neither
 ``import polyaxon_prefect`` nor a full ``check`` run loads ``prefect`` or ``optuna``.
@@ -35,7 +39,8 @@ REPO = Path(__file__).resolve().parent.parent
 DEFAULT_FILE = REPO / "examples" / "quick-start" / "dag.yaml"
 POLYAXON_VERSION = "2.18.0"
 POLYAXON_VENV = REPO / ".bench" / "polyaxon-2.18"
-TARGET_RATIO = 0.5
+PYCACHE = REPO / ".bench" / "pycache"
+TARGET_RATIO = 0.3
 HEAVY = ("prefect", "optuna")
 
 
@@ -94,6 +99,13 @@ def polyaxon_env(home: str) -> dict[str, str]:
         POLYAXON_DISABLE_ERRORS_REPORTING="true",
         POLYAXON_HOME=home,
     )
+    return env
+
+
+def with_bytecode(env: dict[str, str]) -> dict[str, str]:
+    """``env`` where Python reads and writes bytecode caches (under `PYCACHE`)."""
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
     return env
 
 
@@ -175,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     ours = [str(ours_cli), "check", "-f", file.name]
     theirs = [str(theirs_cli), "check", "-f", file.name]
     with tempfile.TemporaryDirectory(prefix="polyaxon-home-") as home:
-        env_ours, env_theirs = dict(os.environ), polyaxon_env(home)
+        env_ours, env_theirs = with_bytecode(dict(os.environ)), with_bytecode(polyaxon_env(home))
         # one untimed run each: fills the page cache and bytecode caches, and checks the file
         for name, command, env in (
             ("polyaxon check", theirs, env_theirs),
@@ -210,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         f"ratio ours/theirs (medians): {ratio:.2f}x; min ratio: "
         f"{min(times['ours']) / min(times['theirs']):.2f}x"
     )
-    print(f"target <= {TARGET_RATIO}x: {'holds' if holds else 'MISSED'}")
+    print(f"target check <= {TARGET_RATIO}x polyaxon check: {'met' if holds else 'MISSED'}")
     if args.json:
         print(
             json.dumps(
