@@ -28,6 +28,7 @@ import uuid
 from pathlib import Path
 from typing import IO
 
+from polyaxon_prefect.exceptions import write_failure
 from polyaxon_prefect.runtime._context import resolve_artifacts_root
 from polyaxon_prefect.runtime._reaper import SESSION_ENV, mark_crashed
 
@@ -57,6 +58,7 @@ class Session:
         os.environ[SESSION_ENV] = self.id
         self._journal: Path | None = None
         self._target: str | None = None
+        self._journal_failed = False
         self.live_groups: set[int] = set()
         """The job process groups running now (what a run waits for when its server is gone)."""
         self._start_reaper()
@@ -128,8 +130,16 @@ class Session:
                     atexit.register(self._remove_journal)
                 with self._journal.open("a", encoding="utf-8") as handle:
                     handle.write(line + "\n")
-            except OSError:  # the journal is a second line of defence only
-                pass
+            except OSError as error:  # a second line of defence only: said once, not fatal
+                if not self._journal_failed:
+                    self._journal_failed = True
+                    where = self._journal or journal_dir()
+                    print(
+                        f"warning: {write_failure(where, error)}: should this process and its "
+                        "reaper both be killed, its flow runs would not be marked crashed",
+                        file=sys.stderr,
+                        flush=True,
+                    )
 
     def _remove_journal(self) -> None:
         if self._journal is not None:
