@@ -13,6 +13,11 @@ with flow heartbeats off:
   after its upstream with ``wait_for`` (the chain) or all at once on a
   ``ThreadPoolTaskRunner(max_workers=concurrency)`` (the fan-out).
 
+Each timed run starts after ``--settle`` seconds of pause: right after a 200-op run, the
+server is still writing its events, and SQLite answers the next run's first request ``503``,
+which costs Prefect's client a 2 s back-off (on whichever side comes second). ``--settle 0``
+shows that effect.
+
 Shapes: ``chain`` (op i depends on op i-1) and ``fanout`` (one root, then 199 ops that depend on
 it, ``concurrency`` at a time). Each case is run ``--runs`` times, alternating the two sides;
 the report gives medians and the ratio polyaxon/prefect, and a ``met``/``MISSED`` line per
@@ -21,7 +26,7 @@ target: the chain at most 1.2x the hand-written flow, the fan-out at most 1.5x.
 Usage::
 
     python benchmarks/dag_overhead.py [--ops 200] [--concurrency 8] [--runs 3] [--command true]
-        [--profile chain]
+        [--profile chain] [--settle 3]
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import cProfile
+import logging
 import os
 import pstats
 import shutil
@@ -110,6 +116,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--profile", metavar="SHAPE", default=None, help="profile one polyaxon run of SHAPE"
     )
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=3.0,
+        help="seconds of pause before each timed run (see the module's docstring)",
+    )
     args = parser.parse_args(argv)
 
     work = Path(tempfile.mkdtemp(prefix="polyaxon-prefect-dag-bench-"))
@@ -143,11 +155,27 @@ def main(argv: list[str] | None = None) -> int:
             f"{shape:<7} polyaxon {ours_m:7.2f} s   hand-written prefect {theirs_m:7.2f} s   "
             f"ratio {ratio:5.2f}   ({(ours_m - theirs_m) / args.ops * 1000:6.1f} ms/op)"
         )
+        for side in ("polyaxon", "prefect"):
+            runs = ", ".join(f"{t:.2f}" for t in results[(shape, side)])
+            backoffs = results.get((shape, side + " 503"), [])
+            print(f"        {side:<8} runs: {runs} s; 503 back-offs: {int(sum(backoffs))}")
         target = TARGETS.get(shape)
         if target is not None:
             verdict = "met" if ratio <= target else "MISSED"
             print(f"target {shape} <= {target}x the hand-written flow: {verdict} ({ratio:.2f}x)")
     return 0
+
+
+class _BackoffCounter(logging.Handler):
+    """Counts the client's back-offs (a ``503`` from the server, then a 2 s sleep)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "Another attempt will be made" in record.getMessage():
+            self.count += 1
 
 
 def _measure(
@@ -158,6 +186,10 @@ def _measure(
     from polyaxon_prefect.prefect._settings import local_run_settings
 
     results: dict[tuple[str, str], list[float]] = {}
+    backoffs = _BackoffCounter()
+    client_logger = logging.getLogger("prefect.client")
+    client_logger.addHandler(backoffs)
+    client_logger.setLevel(logging.DEBUG)  # where Prefect says it backs off
     for shape in shapes:
         path = _dag_file(work, shape, args.ops, args.concurrency, command)
         hand = _hand_written(shape, args.ops, args.concurrency, command)
@@ -184,9 +216,12 @@ def _measure(
             if round_ % 2:
                 order.reverse()
             for side, fn in order:
+                time.sleep(args.settle)  # the server digests the previous run's writes
+                backoffs.count = 0
                 started = time.perf_counter()
                 fn()
                 results.setdefault((shape, side), []).append(time.perf_counter() - started)
+                results.setdefault((shape, side + " 503"), []).append(backoffs.count)
     return results
 
 
