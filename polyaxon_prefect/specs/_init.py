@@ -1,8 +1,6 @@
 """``init``: what to put in place before the main container starts (spec 4.7)."""
 
-from __future__ import annotations
-
-from typing import Any
+from typing import Any, Self
 
 from pydantic import StrictStr, field_validator, model_validator
 from pydantic_core import PydanticCustomError
@@ -68,7 +66,7 @@ class Init(BaseSpec):
         return value
 
     @model_validator(mode="after")
-    def _one_source(self) -> Init:
+    def _one_source(self) -> Self:
         present = [name for name in INIT_SOURCES if getattr(self, name)]
         if len(present) > 1:
             names = ", ".join(type(self).model_fields[name].alias or name for name in present)

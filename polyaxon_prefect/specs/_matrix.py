@@ -6,12 +6,10 @@ discovers at run time (hyperopt without ``algorithm``/``numRuns``, a bayes ``pch
 a distribution) are checked here, so ``check`` reports them before anything runs.
 """
 
-from __future__ import annotations
-
 import math
 import os
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import Field, StrictStr, field_validator, model_validator
 from pydantic_core import PydanticCustomError
@@ -150,7 +148,7 @@ class GridSearch(_Searched):
         return params
 
     @model_validator(mode="after")
-    def _not_too_large(self) -> GridSearch:
+    def _not_too_large(self) -> Self:
         """The product of the params' counts (nothing enumerated), cut to ``numRuns``."""
         lengths = [hp.length for hp in self.params.values()]
         if any(length is None for length in lengths):  # a template: sized at run time
@@ -223,7 +221,7 @@ class UtilityFunction(BaseSpec):
     num_iterations: int | None = None
 
     @model_validator(mode="after")
-    def _knob(self) -> UtilityFunction:
+    def _knob(self) -> Self:
         if self.acquisition_function == "ucb" and self.kappa is None:
             raise PydanticCustomError(
                 "acquisition_parameter",

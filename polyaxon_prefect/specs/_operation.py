@@ -1,8 +1,6 @@
 """``kind: operation`` (spec 3): one component reference plus params, patches and DAG helpers."""
 
-from __future__ import annotations
-
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Self
 
 from pydantic import StrictBool, StrictStr, field_validator, model_validator
 from pydantic_core import PydanticCustomError
@@ -84,7 +82,7 @@ class Operation(_ComponentFields):
         return normalize_params(params)
 
     @model_validator(mode="after")
-    def _one_reference(self) -> Operation:
+    def _one_reference(self) -> Self:
         if self.is_preset:
             return self
         found = [_YAML_NAMES[f] for f in REFERENCE_FIELDS if getattr(self, f)]
@@ -105,7 +103,7 @@ class Operation(_ComponentFields):
         return self
 
     @model_validator(mode="after")
-    def _no_build_with_dag(self) -> Operation:
+    def _no_build_with_dag(self) -> Self:
         if (
             self.build is not None
             and self.component is not None

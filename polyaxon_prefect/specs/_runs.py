@@ -5,9 +5,7 @@ Single-pod kinds (``job``, ``service``, ``notifier``, ``cleaner``, ``tuner``) sh
 the ones a run sets, so executors never hard-code replica names per kind.
 """
 
-from __future__ import annotations
-
-from typing import Annotated, Any, ClassVar, Literal, TypeAlias, get_args
+from typing import Annotated, Any, ClassVar, Literal, Self, TypeAlias, get_args
 
 from annotated_types import Ge
 from pydantic import (
@@ -186,7 +184,7 @@ class _Distributed(BaseSpec):
     ``head``, Dask ``scheduler``)."""
 
     @model_validator(mode="after")
-    def _has_replicas(self) -> _Distributed:
+    def _has_replicas(self) -> Self:
         if all(getattr(self, name) in (None, {}) for name in self.REPLICAS):
             kind = getattr(self, "kind", type(self).__name__)
             names = ", ".join(_yaml_name(type(self), name) for name in self.REPLICAS)

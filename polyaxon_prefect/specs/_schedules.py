@@ -4,10 +4,8 @@ Field sets follow Polyaxon's ``V1CronSchedule``, ``V1IntervalSchedule`` and
 ``V1DateTimeSchedule``; ``kind`` is mandatory in YAML (discriminated union).
 """
 
-from __future__ import annotations
-
 from datetime import datetime, timedelta
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import Field, StrictStr, field_validator, model_validator
 
@@ -48,7 +46,7 @@ class _Window(BaseSpec):
     depends_on_past: BoolOrRef | None = None
 
     @model_validator(mode="after")
-    def _ordered(self) -> _Window:
+    def _ordered(self) -> Self:
         _check_window(self.start_at, self.end_at)
         return self
 

@@ -1,8 +1,6 @@
 """``termination``: retries, timeouts, TTL and idle culling (spec 8.4)."""
 
-from __future__ import annotations
-
-from typing import Annotated
+from typing import Annotated, Self
 
 from annotated_types import Ge
 from pydantic import StrictInt, model_validator
@@ -27,7 +25,7 @@ class ActivityProbe(BaseSpec):
     http: HTTPGetAction | None = None
 
     @model_validator(mode="after")
-    def _one_probe(self) -> ActivityProbe:
+    def _one_probe(self) -> Self:
         if self.exec is not None and self.http is not None:
             raise ValueError("an activity probe is either `exec` or `http`, not both")
         return self
