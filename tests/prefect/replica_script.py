@@ -52,9 +52,13 @@ def ddp() -> None:
 
 
 def fail(folder: str) -> None:
-    """Worker 1 fails at once; every other replica records its pid and waits."""
+    """Worker 1 fails once every other replica has recorded its pid (so the test can check
+    they are all stopped); they wait."""
     marks = Path(folder)
     if os.environ["RANK"] == "2":
+        deadline = time.time() + 60
+        while len(list(marks.glob("pid-*"))) < 2 and time.time() < deadline:
+            time.sleep(0.05)
         (marks / "failed_at").write_text(str(time.time()))
         print("boom: worker 1 lost its data", file=sys.stderr, flush=True)
         sys.exit(3)
