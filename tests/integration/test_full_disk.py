@@ -141,3 +141,47 @@ def test_a_full_artifacts_disk_says_once_where_job_log_was_cut(tmpfs: Path, tmp_
     assert "the full output is in job.log" not in output
     assert seconds < 120
     _no_process_left(home)
+
+
+SWEEP = """\
+version: 1.1
+kind: operation
+matrix:
+  kind: random
+  concurrency: 2
+  numRuns: 300
+  seed: 3
+  params:
+    x: {kind: uniform, value: "0:1"}
+component:
+  name: tiny-sweep
+  inputs: [{name: x, type: float}]
+  run:
+    kind: job
+    container: {command: [python, -c, "pass", "{{ x }}"]}
+"""
+
+
+def test_a_sweep_whose_journal_fills_the_disk_ends_failed_in_one_line(
+    tmpfs: Path, tmp_path: Path
+) -> None:
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text(SWEEP)
+    home = tmp_path / "prefect"
+    (tmpfs / "filler").write_bytes(b"\0" * (2 * 1024 * 1024 - 24 * 1024))  # leave ~24 KB
+    env = _env(home, tmpfs, "0")
+
+    done, seconds = _run(env, spec)
+
+    assert done.returncode == 1, done.stderr[-3000:]
+    said = [line for line in done.stdout.splitlines() if line.startswith("message:")]
+    assert len(said) == 1, done.stdout
+    assert said[0].startswith("message: the sweep's study cannot be written: the disk holding ")
+    assert said[0].endswith(
+        "is full (no space left to write it); the trials in flight were stopped; make room "
+        "there, then run again with --resume"
+    )
+    assert "OSError" not in done.stdout and "Errno" not in done.stdout
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert seconds < SECONDS
+    _no_process_left(home)
