@@ -20,13 +20,11 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
+from polyaxon_prefect.prefect._server import file_lock, healthy, mark_database_ready
 from polyaxon_prefect.runtime._session import pid_alive
 
 __all__ = [
@@ -109,17 +107,8 @@ def _record_path() -> Path:
     return _home() / RECORD_FILE
 
 
-def healthy(api_url: str, timeout: float = 2.0) -> bool:
-    """Whether a Prefect API answers its health check at ``api_url``."""
-    return _healthy(api_url, timeout)
-
-
 def _healthy(api_url: str, timeout: float = 2.0) -> bool:
-    try:
-        with urllib.request.urlopen(f"{api_url}/health", timeout=timeout) as response:
-            return bool(response.status == 200)
-    except (urllib.error.URLError, OSError, ValueError):
-        return False
+    return healthy(api_url, timeout)
 
 
 def _read_record() -> BackgroundServer | None:
@@ -165,21 +154,10 @@ def _port_free(host: str, port: int) -> bool:
     return True
 
 
-@contextlib.contextmanager
-def _start_lock(home: Path) -> Iterator[None]:
-    """One start at a time per Prefect home (POSIX ``flock``): two commands that both find no
-    server start one, and the second uses it."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
-        yield
-        return
-    with open(home / _LOCK_FILE, "a+b") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+def _start_lock(home: Path) -> contextlib.AbstractContextManager[None]:
+    """One start at a time per Prefect home: two commands that both find no server start
+    one, and the second uses it."""
+    return file_lock(home / _LOCK_FILE)
 
 
 def _server_env(host: str, port: int, database_url: str | None) -> dict[str, str]:
@@ -293,6 +271,8 @@ def _spawn(
             )
         time.sleep(0.2)
     _record_path().write_text(json.dumps(asdict(server)), encoding="utf-8")
+    if not database_url:  # it answers, so its database is built: no "first run" wait later
+        mark_database_ready(home)
     return server
 
 

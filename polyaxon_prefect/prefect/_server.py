@@ -49,7 +49,10 @@ __all__ = [
     "LocalServer",
     "ServerStartError",
     "database_problem",
+    "file_lock",
+    "healthy",
     "home_problem",
+    "mark_database_ready",
     "prefect_home",
     "server_failure_reason",
     "start_local_server",
@@ -154,22 +157,36 @@ def _stop_group(process: subprocess.Popen[bytes], grace: float) -> None:
 
 
 @contextlib.contextmanager
-def _first_start_lock(home: Path, first: bool) -> Iterator[None]:
-    """Serialise first starts on one home (POSIX ``flock``; elsewhere, no lock)."""
-    if not first:
-        yield
-        return
+def file_lock(path: Path) -> Iterator[None]:
+    """An exclusive POSIX ``flock`` on ``path`` while the block runs (elsewhere, none): what
+    keeps two commands from starting or migrating one Prefect home together."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - not POSIX
         yield
         return
-    with open(home / _LOCK_FILE, "a+b") as handle:
+    with open(path, "a+b") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def _first_start_lock(home: Path, first: bool) -> Iterator[None]:
+    """Serialise first starts on one home."""
+    if not first:
+        yield
+        return
+    with file_lock(home / _LOCK_FILE):
+        yield
+
+
+def mark_database_ready(home: Path) -> None:
+    """Note that the SQLite database of ``home`` is built (a server answered over it)."""
+    with contextlib.suppress(OSError):
+        (home / _READY_MARKER).touch()
 
 
 def _is_first_start(home: Path) -> bool:
@@ -224,9 +241,10 @@ def database_problem(home: Path, log_text: str, database_url: str | None = None)
     return server_failure_reason(log_text) or home_problem(home)
 
 
-def _healthy(api_url: str) -> bool:
+def healthy(api_url: str, timeout: float = 2.0) -> bool:
+    """Whether a Prefect API answers its health check at ``api_url``."""
     try:
-        with urllib.request.urlopen(f"{api_url}/health", timeout=2) as response:
+        with urllib.request.urlopen(f"{api_url}/health", timeout=timeout) as response:
             return bool(response.status == 200)
     except (urllib.error.URLError, OSError, ValueError):
         return False
@@ -280,7 +298,7 @@ def start_local_server(notify: Callable[[str], None] = lambda _line: None) -> Lo
                 )
             server = _start_and_wait(home, timeout)
             if first:
-                (home / _READY_MARKER).touch()
+                mark_database_ready(home)
     except OSError as error:
         raise ServerStartError(
             f"Prefect's local server cannot start: {write_failure(home, error)}; "
@@ -301,7 +319,7 @@ def _start_and_wait(home: Path, timeout: float) -> LocalServer:
         process = _spawn(port, log)
         api_url = f"http://127.0.0.1:{port}/api"
         session.track_server(process.pid, api_url)
-        while not _healthy(api_url):
+        while not healthy(api_url):
             code = process.poll()
             if code == _PORT_IN_USE_EXIT and _PORT_IN_USE.search(_read_from(log_path, log_from)):
                 port, log_from = _free_port(), _size(log_path)

@@ -12,10 +12,10 @@ Standard library only.
 from __future__ import annotations
 
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from typing import Any
+
+from polyaxon_prefect.prefect._server import healthy
 
 __all__ = ["ServerGone", "ServerWatch", "wait_for_job"]
 
@@ -51,17 +51,9 @@ class ServerWatch:
             if temporary.process.poll() is not None:
                 raise ServerGone(self.connection.ui_url)
             return
-        self._failed = 0 if _answers(self.connection.api_url) else self._failed + 1
+        self._failed = 0 if healthy(self.connection.api_url) else self._failed + 1
         if self._failed >= self.misses:
             raise ServerGone(self.connection.ui_url)
-
-
-def _answers(api_url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{api_url}/health", timeout=2) as response:
-            return bool(response.status == 200)
-    except (urllib.error.URLError, OSError, ValueError):
-        return False
 
 
 def wait_for_job(
