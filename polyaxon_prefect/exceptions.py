@@ -14,6 +14,7 @@ __all__ = [
     "Problem",
     "UnsupportedFeatureError",
     "WriteFailedError",
+    "unwritable_study",
     "write_failure",
 ]
 
@@ -154,6 +155,16 @@ def write_failure(path: object, error: OSError) -> str:
     if code in (errno.EACCES, errno.EPERM):
         return f"{path} cannot be written (permission denied)"
     return f"{path} cannot be written ({error.strerror or error})"
+
+
+def unwritable_study(error: OSError) -> str:
+    """The one line for a sweep whose study storage cannot be written (a full disk, a
+    read-only folder): what, why, and how to go on."""
+    where = write_failure(error.filename or "its storage", error)
+    return (
+        f"the sweep's study cannot be written: {where}; the trials in flight were stopped; "
+        "make room there, then run again with --resume"
+    )
 
 
 class PolyaxonfileError(PolyaxonPrefectError, ValueError):

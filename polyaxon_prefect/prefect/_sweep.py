@@ -52,7 +52,7 @@ from prefect import get_run_logger
 from prefect.context import FlowRunContext
 from prefect.states import Failed
 
-from polyaxon_prefect.exceptions import PolyaxonPrefectError, write_failure
+from polyaxon_prefect.exceptions import PolyaxonPrefectError, unwritable_study
 from polyaxon_prefect.prefect._artifacts import (
     artifact_key,
     markdown_artifact,
@@ -459,7 +459,7 @@ class _Sweep:
         except PolyaxonPrefectError as exc:
             return self.refused(str(exc), on_outcome)
         except OSError as exc:  # the study's storage cannot be written: one line, no trace
-            return self.refused(_unwritable(exc), on_outcome)
+            return self.refused(unwritable_study(exc), on_outcome)
         if self.in_process and not self.request.sweep.deployment:
             self.trial_flow_id = trial_flow_id(self.component, self.request.op_name)
         limit = self.limit()
@@ -477,7 +477,7 @@ class _Sweep:
             except OSError as exc:  # the study's storage cannot be written: one line, no trace
                 for flight in self.flights.values():
                     flight.cancel.set()
-                message = _unwritable(exc)
+                message = unwritable_study(exc)
                 self.logger.error(message)
                 end_trials_task_run(self.client, self.trials_task_run_id, Failed(message=message))
                 return self.refused(message, on_outcome)
@@ -579,16 +579,6 @@ def _new_values(flight: _Flight) -> list[tuple[int, float]]:
 def _safe_url(url: str) -> str:
     """The storage URL without its password."""
     return re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", url)
-
-
-def _unwritable(error: OSError) -> str:
-    """The one line for a study whose storage cannot be written (a full disk, a read-only
-    folder): what, why, and how to go on."""
-    where = write_failure(error.filename or "its storage", error)
-    return (
-        f"the sweep's study cannot be written: {where}; the trials in flight were stopped; "
-        "make room there, then run again with --resume"
-    )
 
 
 def run_sweep_in_flow(
