@@ -84,3 +84,19 @@ def prefect_server(folder: Path, *, ui: bool = False) -> Iterator[dict[str, str]
         yield env
     finally:
         stop(server)
+
+
+def new_home_env(home: Path, artifacts: Path, idle: str) -> dict[str, str]:
+    """The environment of a new user: a Prefect home and artifacts root of the test's own, no
+    server chosen, the shared server on a free port with ``idle`` seconds of idle timeout."""
+    env = {
+        **os.environ,
+        "PREFECT_HOME": str(home),
+        "POLYAXON_PREFECT_ARTIFACTS_ROOT": str(artifacts),
+        "POLYAXON_PREFECT_SERVER_PORT": str(free_port()),
+        "POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT": idle,
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    }
+    for name in ("PREFECT_API_URL", "PREFECT_PROFILE", "POLYAXON_PREFECT_SESSION"):
+        env.pop(name, None)
+    return env

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import free_port
+from tests.integration.conftest import new_home_env
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
 
@@ -54,19 +54,6 @@ def tmpfs(tmp_path: Path) -> Iterator[Path]:
         yield folder
     finally:
         subprocess.run(["umount", "-l", str(folder)], check=False)
-
-
-def _env(home: Path, artifacts: Path, idle: str) -> dict[str, str]:
-    env = {
-        **os.environ,
-        "PREFECT_HOME": str(home),
-        "POLYAXON_PREFECT_ARTIFACTS_ROOT": str(artifacts),
-        "POLYAXON_PREFECT_SERVER_PORT": str(free_port()),
-        "POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT": idle,
-    }
-    for name in ("PREFECT_API_URL", "PREFECT_PROFILE", "POLYAXON_PREFECT_SESSION"):
-        env.pop(name, None)
-    return env
 
 
 def _run(env: dict[str, str], spec: Path) -> tuple[subprocess.CompletedProcess[str], float]:
@@ -109,7 +96,7 @@ def test_a_prefect_home_on_a_full_disk_fails_in_seconds_with_the_servers_reason(
     spec = tmp_path / "noop.yaml"
     spec.write_text(NOOP)
     home = tmpfs / "prefect"
-    env = _env(home, tmp_path / "artifacts", idle)
+    env = new_home_env(home, tmp_path / "artifacts", idle)
 
     done, seconds = _run(env, spec)
 
@@ -126,7 +113,7 @@ def test_a_full_artifacts_disk_says_once_where_job_log_was_cut(tmpfs: Path, tmp_
     spec = tmp_path / "flood.yaml"
     spec.write_text(FLOOD)
     home = tmp_path / "prefect"
-    env = {**_env(home, tmpfs, "0"), "POLYAXON_PREFECT_LOG_LINES_PER_SECOND": "50"}
+    env = {**new_home_env(home, tmpfs, "0"), "POLYAXON_PREFECT_LOG_LINES_PER_SECOND": "50"}
 
     done, seconds = _run(env, spec)
 
@@ -169,7 +156,7 @@ def test_a_sweep_whose_journal_fills_the_disk_ends_failed_in_one_line(
     spec.write_text(SWEEP)
     home = tmp_path / "prefect"
     (tmpfs / "filler").write_bytes(b"\0" * (2 * 1024 * 1024 - 24 * 1024))  # leave ~24 KB
-    env = _env(home, tmpfs, "0")
+    env = new_home_env(home, tmpfs, "0")
 
     done, seconds = _run(env, spec)
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import free_port
+from tests.integration.conftest import new_home_env
 
 pytestmark = pytest.mark.slow
 
@@ -57,16 +57,7 @@ def _gone(pid: int, seconds: float) -> bool:
 
 @pytest.fixture
 def home(tmp_path: Path) -> Iterator[dict[str, str]]:
-    env = {
-        **os.environ,
-        "PREFECT_HOME": str(tmp_path / "prefect"),
-        "POLYAXON_PREFECT_ARTIFACTS_ROOT": str(tmp_path / "artifacts"),
-        "POLYAXON_PREFECT_SERVER_PORT": str(free_port()),
-        "POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT": "8",
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-    }
-    for name in ("PREFECT_API_URL", "PREFECT_PROFILE", "POLYAXON_PREFECT_SESSION"):
-        env.pop(name, None)
+    env = new_home_env(tmp_path / "prefect", tmp_path / "artifacts", "8")
     (tmp_path / "noop.yaml").write_text(NOOP)
     try:
         yield env

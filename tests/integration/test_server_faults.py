@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import free_port
+from tests.integration.conftest import new_home_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.fault]
 
@@ -56,15 +56,7 @@ def _alive(pid: int) -> bool:
 
 @pytest.fixture
 def home(tmp_path: Path) -> Iterator[dict[str, str]]:
-    env = {
-        **os.environ,
-        "PREFECT_HOME": str(tmp_path / "prefect"),
-        "POLYAXON_PREFECT_ARTIFACTS_ROOT": str(tmp_path / "artifacts"),
-        "POLYAXON_PREFECT_SERVER_PORT": str(free_port()),
-        "POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT": "120",
-    }
-    for name in ("PREFECT_API_URL", "PREFECT_PROFILE", "POLYAXON_PREFECT_SESSION"):
-        env.pop(name, None)
+    env = new_home_env(tmp_path / "prefect", tmp_path / "artifacts", "120")
     try:
         yield env
     finally:
