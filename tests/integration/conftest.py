@@ -100,3 +100,25 @@ def new_home_env(home: Path, artifacts: Path, idle: str) -> dict[str, str]:
     for name in ("PREFECT_API_URL", "PREFECT_PROFILE", "POLYAXON_PREFECT_SESSION"):
         env.pop(name, None)
     return env
+
+
+def processes_of(home: Path) -> list[int]:
+    """Processes whose environment names this Prefect home (servers, jobs, reapers)."""
+    marker = f"PREFECT_HOME={home}\0".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                if marker in (entry / "environ").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def no_process_left(home: Path, seconds: float = 15) -> None:
+    """Assert that nothing started over ``home`` still runs (after ``seconds`` of grace)."""
+    deadline = time.monotonic() + seconds
+    while processes_of(home) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert processes_of(home) == []

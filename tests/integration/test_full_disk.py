@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import new_home_env
+from tests.integration.conftest import new_home_env, no_process_left
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
 
@@ -68,27 +68,6 @@ def _run(env: dict[str, str], spec: Path) -> tuple[subprocess.CompletedProcess[s
     return done, time.monotonic() - started
 
 
-def _left_behind(home: Path) -> list[int]:
-    """Processes whose environment names this test's Prefect home (servers, jobs)."""
-    marker = f"PREFECT_HOME={home}\0".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            try:
-                if marker in (entry / "environ").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
-
-
-def _no_process_left(home: Path) -> None:
-    deadline = time.monotonic() + 10
-    while _left_behind(home) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert _left_behind(home) == []
-
-
 @pytest.mark.parametrize("idle", ["0", "600"], ids=["temporary-server", "background-server"])
 def test_a_prefect_home_on_a_full_disk_fails_in_seconds_with_the_servers_reason(
     tmpfs: Path, tmp_path: Path, idle: str
@@ -106,7 +85,7 @@ def test_a_prefect_home_on_a_full_disk_fails_in_seconds_with_the_servers_reason(
     assert re.search(r"database or disk is full|disk holding .* is full", errors[0]), errors
     assert "Traceback" not in done.stderr and "temporary one" not in done.stderr
     assert seconds < SECONDS
-    _no_process_left(home)
+    no_process_left(home)
 
 
 def test_a_full_artifacts_disk_says_once_where_job_log_was_cut(tmpfs: Path, tmp_path: Path) -> None:
@@ -127,7 +106,7 @@ def test_a_full_artifacts_disk_says_once_where_job_log_was_cut(tmpfs: Path, tmp_
     assert log.read_bytes().count(b"\n") == line - 1  # every line before the cut, none after
     assert "the full output is in job.log" not in output
     assert seconds < 120
-    _no_process_left(home)
+    no_process_left(home)
 
 
 SWEEP = """\
@@ -171,4 +150,4 @@ def test_a_sweep_whose_journal_fills_the_disk_ends_failed_in_one_line(
     assert "OSError" not in done.stdout and "Errno" not in done.stdout
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
     assert seconds < SECONDS
-    _no_process_left(home)
+    no_process_left(home)

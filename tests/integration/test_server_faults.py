@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import new_home_env
+from tests.integration.conftest import new_home_env, no_process_left
 
 pytestmark = [pytest.mark.slow, pytest.mark.fault]
 
@@ -93,6 +93,7 @@ def test_a_server_killed_under_a_job_is_one_line_and_the_jobs_own_result(
     assert len(said) == 1 and said[0].startswith("error: the Prefect server at http://127.0.0.1:")
     assert "Traceback" not in err
     assert took < 90, f"the CLI took {took:.0f} s to end after its server died"
+    no_process_left(Path(home["PREFECT_HOME"]))  # the job, its reaper, the dead server
 
     # The next command starts a server again and marks the run that could not finish crashed.
     listed = _cli(home, "ls", "--json")
