@@ -56,7 +56,9 @@ class Connection:
     temporary: LocalServer | None = None
     """A server started for this command alone: stop it at the end (`close`)."""
     user_chosen: bool = False
-    saved_ui_url: str | None = None
+    saved_env: dict[str, str | None] | None = None
+    """What a temporary connection changed in this process's environment, put back by
+    `close` (a later run in the same process must not find a dead server's address)."""
 
     @property
     def outlives_command(self) -> bool:
@@ -73,10 +75,12 @@ class Connection:
             _drain_prefect_workers()
             self.temporary.stop()
             self.temporary = None
-            if self.saved_ui_url is None:
-                os.environ.pop("PREFECT_UI_URL", None)
-            else:
-                os.environ["PREFECT_UI_URL"] = self.saved_ui_url
+            for name, value in (self.saved_env or {}).items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+            _refresh_prefect_settings()
 
 
 def idle_timeout() -> float:
@@ -132,18 +136,27 @@ def configured_api_url() -> str | None:
     return url.rstrip("/") if url else None
 
 
+_TEMPORARY_ENV = ("PREFECT_API_URL", "PREFECT_UI_URL")
+
+
+def _refresh_prefect_settings() -> None:
+    if "prefect.context" in sys.modules:
+        from prefect.context import refresh_global_settings_context
+
+        refresh_global_settings_context()
+
+
 def _use(api_url: str) -> None:
     """Point this process (and what it starts) at ``api_url``. Prefect's settings are rebuilt
     only when Prefect is loaded and they name another server (a rebuild costs ~0.2 s)."""
     os.environ["PREFECT_API_URL"] = api_url
     if "prefect.context" not in sys.modules:
         return  # Prefect reads the environment when it is first imported
-    from prefect.context import refresh_global_settings_context
     from prefect.settings import get_current_settings
 
     current = get_current_settings().api.url
     if current is None or str(current).rstrip("/") != api_url.rstrip("/"):
-        refresh_global_settings_context()
+        _refresh_prefect_settings()
 
 
 def _our_port(api_url: str) -> int | None:
@@ -226,7 +239,7 @@ def _temporary(notify: Notify) -> Connection:
     server = start_local_server(notify=notify)
     connection = Connection(server.api_url, temporary=server)
     # No UI, and gone when the command returns: Prefect's "View at" links would be dead.
-    connection.saved_ui_url = os.environ.get("PREFECT_UI_URL")
+    connection.saved_env = {name: os.environ.get(name) for name in _TEMPORARY_ENV}
     os.environ["PREFECT_UI_URL"] = ""
     _use(server.api_url)
     return connection

@@ -179,3 +179,29 @@ def test_server_start_points_prefect_commands_at_the_same_server(
     back = _run(home, "run", "-f", str(tmp_path / "noop.yaml"))
     assert back.returncode == 0, back.stderr
     assert back.stderr.splitlines()[0].startswith(STARTING.format(port=port))
+
+
+def test_runs_in_one_process_with_temporary_servers_each_get_a_live_one(
+    home: dict[str, str], tmp_path: Path
+) -> None:
+    """With no shared server, each `polyaxon_prefect.run` of one Python process starts its own
+    temporary server and leaves nothing pointing at it once it is stopped: the second run must
+    not try the first one's dead address."""
+    home = {**home, "POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT": "0"}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import polyaxon_prefect, os, sys\n"
+            "print(polyaxon_prefect.run(sys.argv[1]).status)\n"
+            "print(polyaxon_prefect.run(sys.argv[1]).status)\n"
+            "print(os.environ.get('PREFECT_API_URL'))\n",
+            str(tmp_path / "noop.yaml"),
+        ],
+        env=home,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.stdout.split() == ["succeeded", "succeeded", "None"], done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
