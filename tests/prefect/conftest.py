@@ -11,6 +11,7 @@ import os
 import shutil
 import tempfile
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -140,3 +141,34 @@ def make_component(tmp_path: Path) -> Any:
         return write_component(tmp_path, run, **kwargs)
 
     return make
+
+
+MARK = "POLYAXON_PREFECT_TEST_MARK"
+"""An environment variable a test gives the CLI it starts, to find everything it started."""
+
+
+def run_processes(mark: str) -> list[int]:
+    """Live processes (not zombies) whose environment carries ``MARK=mark``."""
+    needle = f"{MARK}={mark}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if needle not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def wait_until(predicate: Any, timeout: float, step: float = 0.1) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(step)
+    return bool(predicate())

@@ -23,47 +23,21 @@ import pytest
 import yaml
 from prefect.client.schemas.objects import StateType
 
+from tests.prefect.conftest import MARK, run_processes, wait_until
+
 pytestmark = [
     pytest.mark.fault,
     pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc (Linux)"),
 ]
 
 PY = sys.executable
-MARK = "POLYAXON_PREFECT_TEST_MARK"
-
-
-def _processes(mark: str) -> list[int]:
-    """Live processes whose environment carries ``MARK=mark`` (the CLI and all it started)."""
-    needle = f"{MARK}={mark}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if needle not in (entry / "environ").read_bytes().split(b"\0"):
-                continue
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z":
-            found.append(int(entry.name))
-    return found
-
-
-def _wait_until(predicate: Any, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return bool(predicate())
 
 
 @pytest.fixture
 def mark() -> Iterator[str]:
     value = uuid.uuid4().hex
     yield value
-    for pid in _processes(value):  # whatever the test asserted, nothing outlives it
+    for pid in run_processes(value):  # whatever the test asserted, nothing outlives it
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
 
@@ -118,7 +92,7 @@ def test_a_million_point_sweep_starts_at_once_and_a_signal_ends_it_stopped(
         stderr=subprocess.PIPE,
         text=True,
     )
-    assert _wait_until(lambda: any(flags.iterdir()) or cli.poll() is not None, 90)
+    assert wait_until(lambda: any(flags.iterdir()) or cli.poll() is not None, 90)
     first_trial = time.monotonic() - started
     assert cli.poll() is None, cli.communicate()
 
@@ -135,7 +109,7 @@ def test_a_million_point_sweep_starts_at_once_and_a_signal_ends_it_stopped(
     assert payload["status"] == "stopped", payload["message"]
     assert {t["status"] for t in payload["trials"]} <= {"stopped"}, payload["trials"]
     assert api.flow_run(payload["flow_run_id"]).state.type == StateType.CANCELLED
-    assert _wait_until(lambda: not _processes(mark), 10), _processes(mark)
+    assert wait_until(lambda: not run_processes(mark), 10), run_processes(mark)
     # the CLI's own start (imports, server check, flow run) takes a few seconds on a busy
     # machine; a sweep that enqueued its million points first took minutes
     assert first_trial < 30, first_trial

@@ -24,38 +24,12 @@ import pytest
 import yaml
 from prefect.client.schemas.objects import StateType
 
+from tests.prefect.conftest import MARK, run_processes, wait_until
+
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc (Linux)")
 
 PY = sys.executable
 CLI = [PY, "-m", "polyaxon_prefect.cli", "run"]
-MARK = "POLYAXON_PREFECT_TEST_MARK"
-
-
-def run_processes(mark: str) -> list[int]:
-    """Live processes (not zombies) whose environment carries ``MARK=mark``."""
-    needle = f"{MARK}={mark}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if needle not in (entry / "environ").read_bytes().split(b"\0"):
-                continue
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z":
-            found.append(int(entry.name))
-    return found
-
-
-def wait_until(predicate: Any, timeout: float, step: float = 0.1) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step)
-    return bool(predicate())
 
 
 _MARKS: list[str] = []
