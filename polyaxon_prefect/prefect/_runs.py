@@ -105,6 +105,13 @@ def _kind(artifacts: list[Any]) -> str:
 
 
 def _duration(run: Any) -> str:
+    """How long it ran; for a run still going, how long it has been running (Prefect adds to
+    ``total_run_time`` only when a run changes state, so it reads 0 until then)."""
+    if run.state is not None and not run.state.is_final() and run.start_time is not None:
+        from datetime import UTC, datetime
+
+        elapsed = (datetime.now(UTC) - run.start_time).total_seconds()
+        return f"{max(elapsed, 0.0):.1f}s so far"
     seconds = run.total_run_time.total_seconds() if run.total_run_time else None
     if not seconds and run.start_time and run.end_time:
         seconds = (run.end_time - run.start_time).total_seconds()

@@ -147,6 +147,7 @@ def test_a_running_job_is_running_then_succeeded(prefect_server: str, tmp_path: 
         assert "running" in shown.stdout and "failed" not in shown.stdout
         run_id = running[0]["id"]
         assert get_run(prefect_server, run_id)["status"] == "running"
+        assert running[0]["duration"].endswith("s so far")  # not a 0 or a blank while it runs
     finally:
         gate.touch()
         out, _ = process.communicate(timeout=120)
