@@ -31,6 +31,7 @@ from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
 from polyaxon_prefect.legacy import LEGACY_KINDS, is_legacy, looks_legacy
 from polyaxon_prefect.loading._compat import normalize_image_params
 from polyaxon_prefect.specs import (
+    MATRIX_SECTION_KINDS,
     Dag,
     LoadedPolyaxonfile,
     Operation,
@@ -167,7 +168,7 @@ class _Loader:
                 [Problem(exc.message, rule=exc.rule, file=str(path), hint=exc.hint)]
             ) from None
         self.files.append(str(path))
-        return parse_yaml(text, file=str(path))
+        return parse_yaml(text, file=str(path), section_kinds=MATRIX_SECTION_KINDS)
 
     def legacy(self, doc: Document) -> Document:
         """Legacy (v0.x) files are converted to v1.1 data before anything else sees them."""

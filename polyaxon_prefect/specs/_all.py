@@ -111,6 +111,9 @@ from ._loaded import (
     LoadedPolyaxonfile,
 )
 from ._matrix import (
+    MATRIX_KINDS,
+    MATRIX_MODELS,
+    MATRIX_SECTION_KINDS,
     Bayes,
     GaussianProcess,
     GridSearch,
@@ -262,6 +265,9 @@ __all__ = [
     "KUBEFLOW_KINDS",
     "LINEAGE_TYPES",
     "MAIN_REPLICAS",
+    "MATRIX_KINDS",
+    "MATRIX_MODELS",
+    "MATRIX_SECTION_KINDS",
     "NAMED_TYPES",
     "NAME_REGEX",
     "NON_DAG_RUNTIMES",
