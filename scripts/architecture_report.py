@@ -67,6 +67,15 @@ KIND_SWITCH_PENDING = {
 }
 """Temporary: modules being rewritten elsewhere; each entry goes when that work lands."""
 
+CYCLE_PENDING = {
+    frozenset(
+        {"polyaxon_prefect.prefect._api", "polyaxon_prefect.prefect._dispatch"}
+        | {"polyaxon_prefect.prefect._hooks"}
+    ): "pending: registries rework (a hook runs a whole op, so `_hooks` imports `_api`; the "
+    "dispatcher is to hand it the runner, as it hands runners their `Children`)",
+}
+"""Temporary: module cycles whose fix is in a module being rewritten elsewhere."""
+
 
 def modules() -> list[Path]:
     return sorted(p for p in PACKAGE.rglob("*.py") if p not in GENERATED)
@@ -274,10 +283,12 @@ def main() -> int:
     )
 
     groups = module_cycles(PACKAGE.name)
+    new = [group for group in groups if frozenset(group) not in CYCLE_PENDING]
     missed += _report(
-        f"module import cycles (function-level imports included): {len(groups)}",
+        f"module import cycles (function-level imports included): {len(groups)} "
+        f"({len(groups) - len(new)} pending rework elsewhere)",
         [" <-> ".join(group) for group in groups],
-        bool(groups),
+        bool(new),
     )
 
     problems = layer_mismatches(ROOT / ".importlinter", ROOT / "ARCHITECTURE.md", PACKAGE.name)
