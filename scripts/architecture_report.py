@@ -55,8 +55,9 @@ KIND_SWITCH_ALLOWED = {
     "search/_kinds/": "the matrix-kind registry (``KINDS``)",
     "runtime/_executors.py": "the executors registry, keyed by (run kind, backend)",
     "prefect/_dispatch.py": "the dispatcher: the one place that picks a runner by op shape",
-    "distributed/_env.py": "the registry of each distributed kind's env contract (``ENV``)",
-    "kubernetes/_kubeflow.py": "the registry of Kubeflow resources, one entry per kind",
+    "distributed/": "each distributed kind's contract, by kind: env (``ENV``), ports, who decides",
+    "kubernetes/": "the manifest builders, by kind: the Kubeflow resources (``KUBEFLOW``), the "
+    "kinds the native backend builds (``NATIVE_KINDS``)",
     "legacy/": "converts the v0 format: the v1 kinds are the data it writes",
 }
 """Where deciding by kind is the module's job, with the reason."""

@@ -56,7 +56,7 @@ def resolve_ref(name: str, param: Any, scope: DagScope) -> Any:
     kind = param.entity_kind
     base: str | None = None
     record: OpRecord | None = None
-    if kind == "dag":
+    if param.reads_dag:
         sources = dag_sources(scope)
     else:
         target = param.entity_ref or ""
