@@ -236,6 +236,7 @@ from ._types_objects import (
     EventType,
     FileType,
     GitType,
+    InitSource,
     PathItem,
     TensorboardType,
 )
@@ -339,6 +340,7 @@ __all__ = [
     "Hyperband",
     "Hyperopt",
     "Init",
+    "InitSource",
     "IntervalSchedule",
     "Iterative",
     "Job",
