@@ -54,8 +54,18 @@ def _is_kind_value(node: ast.expr, kinds: frozenset[str], constants: frozenset[s
 
 
 def _assigned(tree: ast.Module) -> Iterator[tuple[str, ast.expr]]:
-    """Module-level ``NAME = value`` and ``NAME: T = value`` assignments."""
-    for node in tree.body:
+    """``NAME = value`` and ``NAME: T = value`` at module level, and upper-case constants of
+    class bodies (compared as ``self.NAME``; a model's ``kind`` field default is no switch)."""
+    yield from _body_assignments(tree.body)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            for name, value in _body_assignments(node.body):
+                if name.isupper():
+                    yield name, value
+
+
+def _body_assignments(body: list[ast.stmt]) -> Iterator[tuple[str, ast.expr]]:
+    for node in body:
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 if isinstance(target, ast.Name):
@@ -85,7 +95,7 @@ def kind_constants(trees: Iterable[ast.Module], kinds: frozenset[str]) -> frozen
         found |= more
 
 
-def _pattern_hits(pattern: ast.pattern, kinds: frozenset[str], shapes: frozenset[str]) -> bool:
+def _pattern_hits(pattern: ast.pattern, kinds: frozenset[str], shapes: _Shapes) -> bool:
     match pattern:
         case ast.MatchValue(value=ast.Constant(value=str() as value)):
             return value in kinds
@@ -94,19 +104,27 @@ def _pattern_hits(pattern: ast.pattern, kinds: frozenset[str], shapes: frozenset
         case ast.MatchAs(pattern=inner) if inner is not None:
             return _pattern_hits(inner, kinds, shapes)
         case ast.MatchClass(cls=cls):
-            return _class_name(cls) in shapes
+            return shapes.named(cls)
     return False
 
 
-def _class_name(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return None
+@dataclass(frozen=True)
+class _Shapes:
+    """The shape classes as this module can name them: bare names it imported from ``specs``,
+    any attribute spelling (``specs.Dag``)."""
+
+    imported: frozenset[str]
+    every: frozenset[str]
+
+    def named(self, node: ast.expr) -> bool:
+        if isinstance(node, ast.Name):
+            return node.id in self.imported
+        if isinstance(node, ast.Attribute):
+            return node.attr in self.every
+        return False
 
 
-def _shape_test(node: ast.Call, shapes: frozenset[str]) -> bool:
+def _shape_test(node: ast.Call, shapes: _Shapes) -> bool:
     """``isinstance(x, Dag)`` or ``isinstance(x, (Dag, Job))`` with a shape class."""
     if not (isinstance(node.func, ast.Name) and node.func.id == "isinstance"):
         return False
@@ -114,7 +132,7 @@ def _shape_test(node: ast.Call, shapes: frozenset[str]) -> bool:
         return False
     classes = node.args[1]
     candidates = classes.elts if isinstance(classes, ast.Tuple) else [classes]
-    return any(_class_name(c) in shapes for c in candidates)
+    return any(shapes.named(c) for c in candidates)
 
 
 def _specs_names(tree: ast.Module, shapes: frozenset[str]) -> frozenset[str]:
@@ -129,13 +147,18 @@ def _specs_names(tree: ast.Module, shapes: frozenset[str]) -> frozenset[str]:
     return frozenset(names)
 
 
-def _dispatch_dicts(tree: ast.Module) -> set[int]:
-    """Ids of dict literals used as a table: a module constant, or subscripted or ``.get``-ed
-    where it is written (a local ``{"matrix": None}`` update is a field, not a table)."""
+def _dispatch_dicts(tree: ast.Module, kinds: frozenset[str]) -> set[int]:
+    """Ids of dict literals used as a table: a module or class constant, subscripted or
+    ``.get``-ed where it is written, or keyed by two kinds or more wherever it is (a local
+    ``{"matrix": None}`` update names a field, not a table)."""
     tables = {id(value) for _, value in _assigned(tree) if isinstance(value, ast.Dict)}
     for node in ast.walk(tree):
         if isinstance(node, ast.Subscript | ast.Attribute) and isinstance(node.value, ast.Dict):
             tables.add(id(node.value))
+        elif isinstance(node, ast.Dict) and len(node.keys) > 1:
+            keys = [key for key in node.keys if key is not None]
+            if keys and all(_is_kind_value(key, kinds, frozenset()) for key in keys):
+                tables.add(id(node))
     return tables
 
 
@@ -153,8 +176,8 @@ def kind_switches(
     """
     tree = ast.parse(source)
     constants = constants | kind_constants([tree], kinds)
-    shapes = _specs_names(tree, shapes)
-    tables = _dispatch_dicts(tree)
+    named = _Shapes(_specs_names(tree, shapes), shapes)
+    tables = _dispatch_dicts(tree, kinds)
     found: list[Switch] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Compare):
@@ -162,11 +185,11 @@ def kind_switches(
             if any(_is_kind_value(o, kinds, constants) for o in operands):
                 found.append(Switch(node.lineno, "compared with a kind"))
         elif isinstance(node, ast.Match):
-            if any(_pattern_hits(case.pattern, kinds, shapes) for case in node.cases):
+            if any(_pattern_hits(case.pattern, kinds, named) for case in node.cases):
                 found.append(Switch(node.lineno, "match on a kind"))
         elif isinstance(node, ast.Dict) and id(node) in tables:
             if any(k is not None and _is_kind_value(k, kinds, frozenset()) for k in node.keys):
                 found.append(Switch(node.lineno, "table keyed by kind"))
-        elif isinstance(node, ast.Call) and _shape_test(node, shapes):
+        elif isinstance(node, ast.Call) and _shape_test(node, named):
             found.append(Switch(node.lineno, "isinstance of a kind's model"))
     return sorted(found, key=lambda switch: switch.line)

@@ -60,6 +60,24 @@ SWITCHES = {
         def local(kind):
             return kind not in KUBEFLOW_KINDS
     """,
+    "local table": """
+        def run(kind):
+            runners = {"job": 1, "dag": 2}
+            return runners[kind]
+    """,
+    "class constant": """
+        class Runner:
+            SHAPES = ("dag", "matrix")
+
+            def many(self, shape):
+                return shape in self.SHAPES
+    """,
+    "attribute spelling of a model": """
+        from polyaxon_prefect import specs
+
+        def run(op):
+            return isinstance(op.component.run, specs.Dag)
+    """,
     "match on a model": """
         from polyaxon_prefect.specs import Dag
 
