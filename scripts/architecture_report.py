@@ -44,7 +44,7 @@ CLASS_CEILINGS = {
 """Classes over ``MAX_CLASS_LINES`` when the check came in: each may shrink, none may grow
 (split them by concern, then drop the entry)."""
 
-MAX_PRIVATE_MODULE_IMPORTS = 102
+MAX_PRIVATE_MODULE_IMPORTS = 101
 """Imports of another package's private module (``polyaxon_prefect.runtime._job`` from
 ``prefect``) when the check came in. The policy is that a package is used through the names
 its ``__init__`` exports; until the existing imports are moved there, the count may only go
@@ -63,15 +63,18 @@ KIND_SWITCH_ALLOWED = {
 """Where deciding by kind is the module's job, with the reason."""
 
 KIND_SWITCH_PENDING = {
-    "prefect/_request.py": "pending: registries rework (backend chosen by ``KUBEFLOW_KINDS``; "
-    "``specs.default_backend`` is there to call)",
+    "prefect/_request.py": "pending: registries rework (the backend is chosen by "
+    "``KUBEFLOW_KINDS``; ``specs.backend_for`` is there to call)",
 }
 """Temporary: modules being rewritten elsewhere; each entry goes when that work lands."""
 
 CYCLE_PENDING = {
     frozenset(
-        {"polyaxon_prefect.prefect._api", "polyaxon_prefect.prefect._dispatch"}
-        | {"polyaxon_prefect.prefect._hooks"}
+        {
+            "polyaxon_prefect.prefect._api",
+            "polyaxon_prefect.prefect._dispatch",
+            "polyaxon_prefect.prefect._hooks",
+        }
     ): "pending: registries rework (a hook runs a whole op, so `_hooks` imports `_api`; the "
     "dispatcher is to hand it the runner, as it hands runners their `Children`)",
 }
@@ -246,10 +249,10 @@ def main() -> int:
     missed += bool(grown)
 
     places = kind_switch_places()
+    pending = [f"(not checked) {name}: {why}" for name, why in KIND_SWITCH_PENDING.items()]
     missed += _report(
-        f"kind switches outside specs, the registries and the dispatcher: {len(places)} "
-        f"(pending rework elsewhere: {', '.join(sorted(KIND_SWITCH_PENDING))})",
-        places,
+        f"kind switches outside specs, the registries and the dispatcher: {len(places)}",
+        places + pending,
         bool(places),
     )
 
@@ -285,10 +288,14 @@ def main() -> int:
 
     groups = module_cycles(PACKAGE.name)
     new = [group for group in groups if frozenset(group) not in CYCLE_PENDING]
+    rows = [
+        " <-> ".join(group) + (f" ({CYCLE_PENDING[frozenset(group)]})" if group not in new else "")
+        for group in groups
+    ]
     missed += _report(
         f"module import cycles (function-level imports included): {len(groups)} "
         f"({len(groups) - len(new)} pending rework elsewhere)",
-        [" <-> ".join(group) for group in groups],
+        rows,
         bool(new),
     )
 
