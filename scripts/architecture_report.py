@@ -38,7 +38,6 @@ MAX_CLASS_LINES = 300
 
 CLASS_CEILINGS = {
     "loading/_load.py _Loader": 375,
-    "prefect/_sweep.py _Sweep": 441,
     "search/_study.py SweepStudy": 437,
 }
 """Classes over ``MAX_CLASS_LINES`` when the check came in: each may shrink, none may grow
