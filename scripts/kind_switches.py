@@ -4,11 +4,18 @@ A new kind should need a model in ``specs`` and one registry entry; every other 
 compares a kind string grows a branch per kind and quietly misses the next one. This finds the
 switch however it is spelled, so the architecture report cannot be met by rewording it:
 
-- a compare (``==``, ``!=``, ``in``, ``not in``, ``is``) with a kind literal, a tuple, list or
-  set of them, or a module constant holding them (``JOB = "job"``, ``KUBEFLOW_KINDS``);
+- a compare (``==``, ``!=``, ``in``, ``not in``, ``is``) with a kind literal (also spelled in
+  pieces, ``"jo" + "b"``), a tuple, list or set of them, or a module or class constant holding
+  them (``JOB = "job"``, ``KUBEFLOW_KINDS``, ``self.SHAPES``);
 - a ``match`` whose ``case`` patterns are kind literals or shape classes (``case Dag():``);
-- a dict literal keyed by kind literals (a dispatch table);
-- ``isinstance(x, Dag)`` with a shape class (a run or matrix model).
+- a dict literal keyed by kind literals used as a table (a constant, indexed where it is
+  written, or keyed by two kinds or more);
+- ``isinstance(x, Dag)`` with a shape class (a run or matrix model, imported from ``specs``
+  or named as ``specs.Dag``).
+
+Not caught: a kind built at run time (``"".join(...)``, an f-string) or read from elsewhere
+and compared under another name; the probes in ``tests/unit/test_architecture_report.py``
+list the spellings that are.
 
 The kinds and the shape classes are passed in by the caller, which reads them from the models,
 so a kind added to ``specs`` is checked without an edit here.
@@ -46,11 +53,24 @@ def _is_kind_value(node: ast.expr, kinds: frozenset[str], constants: frozenset[s
             return name in constants
         case ast.Attribute(attr=name):
             return name in constants
+        case ast.BinOp(op=ast.Add()) if _folded(node) is not None:
+            # ``"jo" + "b"``: a kind spelled in pieces
+            return _folded(node) in kinds
         case ast.BinOp(left=left, right=right):
             return _is_kind_value(left, kinds, constants) or _is_kind_value(right, kinds, constants)
         case ast.Call(func=ast.Name(id=builder), args=[arg]) if builder in _SET_BUILDERS:
             return _is_kind_value(arg, kinds, constants)
     return False
+
+
+def _folded(node: ast.expr) -> str | None:
+    """The string a ``+`` of string literals makes, or None when it is not one."""
+    if isinstance(node, ast.Constant):
+        return node.value if isinstance(node.value, str) else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _folded(node.left), _folded(node.right)
+        return left + right if left is not None and right is not None else None
+    return None
 
 
 def _assigned(tree: ast.Module) -> Iterator[tuple[str, ast.expr]]:

@@ -60,6 +60,10 @@ SWITCHES = {
         def local(kind):
             return kind not in KUBEFLOW_KINDS
     """,
+    "spelled in pieces": """
+        def run(kind):
+            return kind == "jo" + "b"
+    """,
     "local table": """
         def run(kind):
             runners = {"job": 1, "dag": 2}
