@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from polyaxon_prefect.specs import Component, Dag, LoadedPolyaxonfile, Operation
+from polyaxon_prefect.specs import Component, LoadedPolyaxonfile, Operation, dag_of
 
 __all__ = ["compile_document", "compile_plan"]
 
@@ -34,8 +34,8 @@ def _plan(operation: Operation, component: Component | None, depth: int) -> dict
     plan: dict[str, Any] = {}
     if operation.matrix is not None:
         plan = matrix_plan(operation.matrix)
-    run = component.run if component is not None else None
-    if not isinstance(run, Dag) or not isinstance(run.operations, list):
+    run = dag_of(component.run) if component is not None else None
+    if run is None or not isinstance(run.operations, list):
         return plan
     if depth >= MAX_DAG_DEPTH:
         return plan

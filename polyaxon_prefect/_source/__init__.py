@@ -22,7 +22,7 @@ from polyaxon_prefect._source._limits import (
     read_source,
 )
 from polyaxon_prefect._source._problems import problems_from_validation_error, suggest
-from polyaxon_prefect._source._yaml import Document, Positions, parse_yaml
+from polyaxon_prefect._source._yaml import Document, Positions, SectionKind, parse_yaml
 
 __all__ = [
     "LIMITS",
@@ -35,6 +35,7 @@ __all__ = [
     "Document",
     "Limit",
     "Positions",
+    "SectionKind",
     "SourceError",
     "parse_yaml",
     "problems_from_validation_error",

@@ -15,7 +15,7 @@ PyYAML has it (fast, and no Python recursion however deep the file), with the sa
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +24,7 @@ import yaml
 from polyaxon_prefect._source._limits import MAX_FILE_BYTES, MAX_YAML_DEPTH, MAX_YAML_NODES
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
 
-__all__ = ["Document", "Positions", "parse_yaml"]
+__all__ = ["Document", "Positions", "SectionKind", "parse_yaml"]
 
 Path = tuple[str | int, ...]
 
@@ -211,7 +211,16 @@ _PLAIN_REASONS = (
 )
 
 
-_MATRIX_KINDS = ("grid", "random", "bayes", "hyperband", "hyperopt", "iterative", "mapping")
+@dataclass(frozen=True)
+class SectionKind:
+    """A ``kind:`` value that belongs under a section of its own: met nested under a key that
+    already has a value, it means the section's line was lost (``matrix:`` above
+    ``kind: grid``). ``extra`` finishes the hint for a kind whose section needs more."""
+
+    section: str
+    extra: str = ""
+
+
 _KEY_VALUE = re.compile(r"^\s*(?:-\s+)?([A-Za-z_][\w-]*)\s*:\s*(\S.*)?$")
 
 
@@ -219,7 +228,9 @@ def _indent(text: str) -> int:
     return len(text) - len(text.lstrip(" "))
 
 
-def _nesting_hint(lines: list[str], line: int) -> str | None:
+def _nesting_hint(
+    lines: list[str], line: int, section_kinds: Mapping[str, SectionKind]
+) -> str | None:
     """Explain the most common YAML slip: a key indented under a key that already has a value.
 
     Both broken examples of Polyaxon's own docs are this slip (a mapping whose `matrix:` line was
@@ -248,11 +259,12 @@ def _nesting_hint(lines: list[str], line: int) -> str | None:
     previous_key = previous_match.group(1)
     if _indent(current) <= _indent(previous):
         return None
-    if key == "kind" and value in _MATRIX_KINDS:
-        extra = " and list its configurations under `values:`" if value == "mapping" else ""
+    lost = section_kinds.get(value) if key == "kind" else None
+    if lost is not None:
         return (
-            f"`kind: {value}` is a matrix kind but it is indented under `{previous_key}:` "
-            f"(line {previous_index + 1}); put `matrix:` on its own line above it{extra}"
+            f"`kind: {value}` is a {lost.section} kind but it is indented under "
+            f"`{previous_key}:` (line {previous_index + 1}); put `{lost.section}:` on its own "
+            f"line above it{lost.extra}"
         )
     return (
         f"`{key}` is indented deeper than `{previous_key}:` on line {previous_index + 1}, which "
@@ -261,7 +273,9 @@ def _nesting_hint(lines: list[str], line: int) -> str | None:
     )
 
 
-def _yaml_problem(exc: yaml.YAMLError, file: str | None, text: str) -> Problem:
+def _yaml_problem(
+    exc: yaml.YAMLError, file: str | None, text: str, section_kinds: Mapping[str, SectionKind]
+) -> Problem:
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     line = mark.line + 1 if mark is not None else None
     column = mark.column + 1 if mark is not None else None
@@ -276,7 +290,7 @@ def _yaml_problem(exc: yaml.YAMLError, file: str | None, text: str) -> Problem:
         if 0 < line <= len(source_lines) and "\t" in source_lines[line - 1]:
             hint = "YAML does not allow tabs for indentation; indent with spaces"
         elif "mapping values are not allowed" in raw_reason:
-            hint = _nesting_hint(source_lines, line) or (
+            hint = _nesting_hint(source_lines, line, section_kinds) or (
                 "a `key: value` appears where YAML expected a plain value; check the indentation "
                 "of this line against the one above it, or quote the value if it contains `: `"
             )
@@ -332,8 +346,15 @@ def _python_error(text: str) -> yaml.YAMLError | None:
     return None
 
 
-def parse_yaml(text: str, *, file: str | None = None) -> Document:
-    """Parse one YAML document, keeping positions; raise `PolyaxonfileError` on bad YAML."""
+def parse_yaml(
+    text: str, *, file: str | None = None, section_kinds: Mapping[str, SectionKind] | None = None
+) -> Document:
+    """Parse one YAML document, keeping positions; raise `PolyaxonfileError` on bad YAML.
+
+    ``section_kinds`` are the ``kind:`` values whose section line a mis-indented file may have
+    lost; the reader of a Polyaxonfile passes the matrix kinds (this layer sits below the
+    models, so it is told them rather than keeping its own list).
+    """
     limit = MAX_FILE_BYTES.value
     if len(text) > limit:
         raise PolyaxonfileError(
@@ -362,7 +383,8 @@ def parse_yaml(text: str, *, file: str | None = None) -> Document:
         positions.by_path[()] = _mark(node)
         data = builder.build(node, ())
     except yaml.YAMLError as exc:
-        raise PolyaxonfileError([_yaml_problem(_python_error(text) or exc, file, text)]) from None
+        problem = _yaml_problem(_python_error(text) or exc, file, text, section_kinds or {})
+        raise PolyaxonfileError([problem]) from None
     except _Budget as exc:
         rule = "yaml_too_many_nodes" if "nodes" in exc.message else "yaml_too_deep"
         raise PolyaxonfileError(

@@ -27,14 +27,11 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from polyaxon_prefect.dag._records import MISSING, OpRecord, op_sources, read_path
+from polyaxon_prefect.dag._records import MISSING, DagScope, OpRecord, op_sources, read_path
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
 from polyaxon_prefect.specs import IO, Join, JoinParam, Operation
-
-if TYPE_CHECKING:
-    from polyaxon_prefect.dag._resolve import DagScope
 
 __all__ = ["QueryTerm", "filter_records", "parse_query", "resolve_joins", "sort_records"]
 

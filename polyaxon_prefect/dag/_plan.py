@@ -26,6 +26,7 @@ from polyaxon_prefect.specs import (
     LoadedPolyaxonfile,
     Operation,
     Termination,
+    dag_of,
     is_template,
     op_upstreams,
     topological_stages,
@@ -248,8 +249,8 @@ def plan_dag(source: Operation | Component, *, params: Mapping[str, Any] | None 
             to the component (``run.operations[2].dependencies[0]``).
     """
     operation, component = _split(source)
-    dag = component.run
-    if not isinstance(dag, Dag):
+    dag = dag_of(component.run)
+    if dag is None:
         raise DagError(
             [Problem("this component does not run a dag", rule="dag_kind", path=("run", "kind"))]
         )
@@ -325,8 +326,8 @@ def child_loaded(parent: LoadedPolyaxonfile, op: Operation) -> LoadedPolyaxonfil
     """
     component = op.component
     if component is None:
-        dag = parent.component.run if parent.component is not None else None
-        inlined = inline_component(op, dag) if isinstance(dag, Dag) else None
+        dag = dag_of(parent.component.run) if parent.component is not None else None
+        inlined = inline_component(op, dag) if dag is not None else None
         if inlined is None or inlined.component is None:
             raise DagError(
                 [

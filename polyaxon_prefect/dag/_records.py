@@ -13,7 +13,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["MISSING", "OpRecord", "op_sources", "read_path", "record_artifacts", "record_globals"]
+__all__ = [
+    "MISSING",
+    "DagScope",
+    "OpRecord",
+    "op_sources",
+    "read_path",
+    "record_artifacts",
+    "record_globals",
+]
 
 
 class _Missing:
@@ -134,3 +142,17 @@ def op_sources(record: OpRecord) -> dict[str, Any]:
         "globals": record_globals(record),
         "artifacts": record_artifacts(record),
     }
+
+
+@dataclass(frozen=True)
+class DagScope:
+    """What the ops of one DAG run can read.
+
+    ``inputs`` are the DAG's own typed params, ``globals`` its run's
+    ``RunContext.globals_dict()``, ``records`` the ops finished so far (in the order they
+    finished: joins without ``sort`` keep it).
+    """
+
+    inputs: Mapping[str, Any]
+    globals: Mapping[str, Any]
+    records: Mapping[str, OpRecord]

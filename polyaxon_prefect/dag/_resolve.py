@@ -7,29 +7,14 @@ ops left behind (`OpRecord`s) and the DAG's own inputs and globals (`DagScope`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from polyaxon_prefect.dag._records import MISSING, OpRecord, op_sources, read_path
+from polyaxon_prefect.dag._joins import resolve_joins
+from polyaxon_prefect.dag._records import MISSING, DagScope, OpRecord, op_sources, read_path
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
 from polyaxon_prefect.specs import Status
 
 __all__ = ["DagScope", "dag_sources", "resolve_params", "resolve_ref"]
-
-
-@dataclass(frozen=True)
-class DagScope:
-    """What the ops of one DAG run can read.
-
-    ``inputs`` are the DAG's own typed params, ``globals`` its run's
-    ``RunContext.globals_dict()``, ``records`` the ops finished so far (in the order they
-    finished: joins without ``sort`` keep it).
-    """
-
-    inputs: Mapping[str, Any]
-    globals: Mapping[str, Any]
-    records: Mapping[str, OpRecord]
 
 
 def dag_sources(scope: DagScope) -> dict[str, Any]:
@@ -71,7 +56,7 @@ def resolve_ref(name: str, param: Any, scope: DagScope) -> Any:
     kind = param.entity_kind
     base: str | None = None
     record: OpRecord | None = None
-    if kind == "dag":
+    if param.reads_dag:
         sources = dag_sources(scope)
     else:
         target = param.entity_ref or ""
@@ -138,7 +123,6 @@ def resolve_params(op: Any, scope: DagScope) -> dict[str, Any]:
         PolyaxonfileError: every param that cannot be resolved (rule ``ref_unresolved``) or
             typed (``ref_type``), at once.
     """
-    from polyaxon_prefect.dag._joins import resolve_joins
     from polyaxon_prefect.specs import typed_params
 
     component = op.component

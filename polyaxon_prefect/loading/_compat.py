@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from polyaxon_prefect.exceptions import Problem
+from polyaxon_prefect.specs import is_dag_kind
 
 __all__ = ["normalize_image_params"]
 
@@ -108,7 +109,7 @@ def _walk(
         _normalize_op(op, path, problems)
     component = op.get("component")
     run = component.get("run") if isinstance(component, dict) else None
-    if not isinstance(run, dict) or run.get("kind") != "dag":
+    if not isinstance(run, dict) or not is_dag_kind(run.get("kind")):
         return
     components = {
         c["name"]: c

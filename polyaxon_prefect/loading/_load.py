@@ -22,7 +22,6 @@ from polyaxon_prefect._source import (
     Document,
     Positions,
     SourceError,
-    parse_yaml,
     problems_from_validation_error,
     read_source,
     suggest,
@@ -30,10 +29,12 @@ from polyaxon_prefect._source import (
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
 from polyaxon_prefect.legacy import LEGACY_KINDS, is_legacy, looks_legacy
 from polyaxon_prefect.loading._compat import normalize_image_params
+from polyaxon_prefect.loading._yaml import parse_yaml
 from polyaxon_prefect.specs import (
-    Dag,
     LoadedPolyaxonfile,
     Operation,
+    dag_of,
+    is_dag_kind,
     typed_params,
     validate_dag,
     validate_params,
@@ -331,7 +332,7 @@ class _Loader:
         if not isinstance(component, dict):
             return
         run = component.get("run")
-        if not isinstance(run, dict) or run.get("kind") != "dag":
+        if not isinstance(run, dict) or not is_dag_kind(run.get("kind")):
             return
         operations = run.get("operations")
         if not isinstance(operations, list):
@@ -511,7 +512,7 @@ class _Loader:
             is_template=component.template is not None and bool(component.template.enabled),
         ):
             self.problems.append(self.sources.locate(problem))
-        if isinstance(component.run, Dag):
+        if dag_of(component.run) is not None:
             for problem in validate_dag(component, validate_params=validate_params):
                 self.problems.append(self.sources.locate(problem.prefixed(("component",))))
         # what a sweep only approximates is a property of the file: `check` says it too

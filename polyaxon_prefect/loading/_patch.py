@@ -32,14 +32,7 @@ from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
-from polyaxon_prefect.specs import (
-    DISTRIBUTED_KINDS,
-    Job,
-    RayReplica,
-    replica_names,
-    run_keys,
-    spec_keys,
-)
+from polyaxon_prefect.specs import replica_patch_keys, replica_paths, run_keys
 
 __all__ = [
     "PATCH_STRATEGIES",
@@ -70,11 +63,6 @@ FREE_FORM_KEYS = frozenset(
         "rayStartParams",
     }
 )
-
-# What a replica patch may set: the pod fields plus ``replicas`` (a group's ``indexOverrides``
-# tune single pods and are not patched across groups); Ray groups add their scaling fields.
-_REPLICA_KEYS = spec_keys(Job) - {"kind"} | {"replicas"}
-_RAY_REPLICA_KEYS = spec_keys(RayReplica)
 
 
 def _check_strategy(strategy: Any, path: tuple[str | int, ...] = ("patchStrategy",)) -> str:
@@ -183,16 +171,6 @@ def apply_preset(operation: Mapping[str, Any], preset: Mapping[str, Any]) -> dic
     return _patch(operation, body, strategy, None)
 
 
-def _replica_paths(kind: str, run: Mapping[str, Any]) -> list[tuple[str, ...]]:
-    if kind == "raycluster":
-        paths: list[tuple[str, ...]] = [("head",)] if run.get("head") is not None else []
-        workers = run.get("workers")
-        if isinstance(workers, Mapping):
-            paths += [("workers", group) for group, spec in workers.items() if spec is not None]
-        return paths
-    return [(name,) for name in replica_names(kind) if run.get(name) is not None]
-
-
 def apply_run_patch(
     run: Mapping[str, Any], run_patch: Mapping[str, Any] | None, strategy: str = "post_merge"
 ) -> dict[str, Any]:
@@ -235,11 +213,11 @@ def apply_run_patch(
     if keys is None or set(body) <= keys:
         return _patch(run, body, strategy, None)
 
-    if kind in DISTRIBUTED_KINDS:
-        replica_keys = _RAY_REPLICA_KEYS if kind == "raycluster" else _REPLICA_KEYS
+    replica_keys = replica_patch_keys(kind) if isinstance(kind, str) else None
+    if replica_keys is not None:
         if set(body) <= replica_keys:
             out = copy.deepcopy(dict(run))
-            for path in _replica_paths(kind, run):
+            for path in replica_paths(str(kind), run):
                 parent = out
                 for part in path[:-1]:
                     parent = parent[part]

@@ -28,7 +28,7 @@ from polyaxon_prefect.runtime._hooks import (
     safe_due,
 )
 from polyaxon_prefect.runtime._result import RunResult
-from polyaxon_prefect.specs import op_kind, run_kind
+from polyaxon_prefect.specs import context_kind
 
 __all__ = ["deferred_state_hooks", "run_due_hooks", "state_hooks", "track_request"]
 
@@ -102,7 +102,7 @@ def _context(request: OpRequest, result: RunResult | None, state: Any) -> dict[s
     context = request.run_context or (prepared.context if prepared is not None else None)
     return hook_context(
         uuid=(result.uuid if result is not None else None) or (context.uuid if context else None),
-        kind=run_kind(operation) if op_kind(operation) != "matrix" else "matrix",
+        kind=context_kind(operation),
         name=request.op_name,
         status=str(result.status if result is not None else polyaxon_status(state)),
         message=(result.message if result is not None else "") or (state.message or ""),

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
@@ -24,7 +25,6 @@ from polyaxon_prefect.search._sweep import read_data_section
 
 __all__ = ["CANDIDATES", "AmbiguousRunError", "get_run", "list_runs"]
 
-_KINDS = (("-leaderboard", "matrix"), ("-dag", "dag"), ("-run", "job"))
 _PAGE = 200
 """Artifacts read per request (the API's default upper bound)."""
 CANDIDATES = 20
@@ -96,12 +96,17 @@ def _by_uuid(client: Any, uuid: str) -> Any:
     return None
 
 
-def _kind(artifacts: list[Any]) -> str:
+def _shape(artifacts: list[Any]) -> _Report | None:
     keys = [a.key or "" for a in artifacts]
-    for suffix, kind in _KINDS:
-        if any(key.endswith(suffix) for key in keys):
-            return kind
-    return "-"
+    for report in _REPORTS:
+        if any(key.endswith(report.suffix) for key in keys):
+            return report
+    return None
+
+
+def _kind(artifacts: list[Any]) -> str:
+    report = _shape(artifacts)
+    return report.kind if report is not None else "-"
 
 
 def _duration(run: Any) -> str:
@@ -305,11 +310,23 @@ def _sweep(client: Any, run: Any, artifacts: list[Any]) -> dict[str, Any]:
     }
 
 
-_READERS: dict[str, Callable[[Any, Any, list[Any]], dict[str, Any]]] = {
-    "job": _job,
-    "dag": _dag,
-    "matrix": _sweep,
-}
+@dataclass(frozen=True)
+class _Report:
+    """One op shape as `ls` and `get` see it: the suffix of the report artifact its runner
+    publishes (`prefect._artifacts`), the kind shown for it, and how its details are read."""
+
+    suffix: str
+    kind: str
+    read: Callable[[Any, Any, list[Any]], dict[str, Any]]
+
+
+_REPORTS = (
+    _Report("-leaderboard", "matrix", _sweep),
+    _Report("-dag", "dag", _dag),
+    _Report("-run", "job", _job),
+)
+"""The report readers, one per op shape, checked in this order: the first whose report the
+run has gives its kind."""
 
 
 def get_run(api: str, run: str) -> dict[str, Any] | None:
@@ -323,8 +340,8 @@ def get_run(api: str, run: str) -> dict[str, Any] | None:
             return None
         artifacts = _artifacts(client, [found.id])[found.id]
         row = _row(found, artifacts)
-        reader = _READERS.get(row["kind"])
-        details = reader(client, found, artifacts) if reader is not None else {}
+        report = _shape(artifacts)
+        details = report.read(client, found, artifacts) if report is not None else {}
     ui = api.rstrip("/").removesuffix("/api")
     return {
         **row,

@@ -34,11 +34,6 @@ The UI gets a progress artifact (trials done / total, updated in place), a leade
 from __future__ import annotations
 
 import contextvars
-import dataclasses
-import json
-import re
-import secrets
-import tempfile
 import threading
 import time
 import uuid
@@ -46,60 +41,40 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from uuid import UUID
 
 from prefect import get_run_logger
 from prefect.context import FlowRunContext
 from prefect.states import Failed
 
 from polyaxon_prefect.exceptions import PolyaxonPrefectError, unwritable_study
-from polyaxon_prefect.prefect._artifacts import (
-    artifact_key,
-    markdown_artifact,
-    progress_artifact,
-    table_artifact,
-)
 from polyaxon_prefect.prefect._job import OutcomeCallback
 from polyaxon_prefect.prefect._request import Children, OpRequest, SweepOptions
 from polyaxon_prefect.prefect._states import state_for_status
-from polyaxon_prefect.prefect._trials import (
-    end_trials_task_run,
-    run_deployment_trial,
-    run_job_trial,
-    trial_flow_id,
-    trials_task_run,
-)
-from polyaxon_prefect.runtime import create_run_context, project_name, resolve_artifacts_root
-from polyaxon_prefect.runtime._masking import mask_value
+from polyaxon_prefect.prefect._sweep_board import SweepBoard
+from polyaxon_prefect.prefect._sweep_study import open_sweep_study, study_prefix
+from polyaxon_prefect.prefect._sweep_trials import TrialRunner
+from polyaxon_prefect.prefect._trials import end_trials_task_run, trial_flow_id, trials_task_run
+from polyaxon_prefect.prefect._tuner import TunerFailedError, tuner_suggestions
+from polyaxon_prefect.runtime import create_run_context, project_name
 from polyaxon_prefect.runtime._outputs import tail_metric
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.runtime._session import stop_reason, stop_requested
 from polyaxon_prefect.search._sweep import (
     SweepRun,
-    best_markdown,
-    jsonable,
-    leaderboard_rows,
     trial_dict,
     trial_loaded,
     trial_name,
 )
-from polyaxon_prefect.search._sweep import study_prefix as _study_prefix
-from polyaxon_prefect.specs import DONE_STATUSES, Status
+from polyaxon_prefect.specs import Status
 from polyaxon_prefect.tracking import METRICS_FILE
 
 if TYPE_CHECKING:
-    from polyaxon_prefect.search._study import Suggestion, SweepStudy
+    from polyaxon_prefect.search import Suggestion, SweepStudy
 
 __all__ = ["run_sweep_in_flow", "study_prefix", "trial_loaded", "trial_name"]
 
 _POLL_SECONDS = 0.25
-_PROGRESS_EVERY_SECONDS = 0.5
 _UNLIMITED_THREADS = 256
-
-
-def study_prefix(request: OpRequest) -> str:
-    """``<op>-<hash>`` of the request's op (see `polyaxon_prefect.search.study_prefix`)."""
-    return _study_prefix(request.operation, request.op_name, request.loaded.params, request.params)
 
 
 # ----------------------------------------------------------------------------- the sweep
@@ -140,67 +115,18 @@ class _Sweep:
         )
         self.flights: dict[Future[RunResult], _Flight] = {}
         self.book = SweepRun(self.policies)
-        self.tags = request.tags
         context = FlowRunContext.get()
-        self.flow_run_id = context.flow_run.id if context and context.flow_run else None
-        self.progress_id: Any = None
-        self.progress_at = 0.0
-        self.trial_flow_id: UUID | None = None
-        self.trials_task_run_id: UUID | None = None
-        self.client: Any = None
+        flow_run_id = context.flow_run.id if context and context.flow_run else None
+        self.trials = TrialRunner(request, children, self.in_process, flow_run_id, request.tags)
         self.context = request.run_context or create_run_context(
             request.op_name, project_name(), run_uuid=None
         )
+        self.board = SweepBoard(request.op_name, self.context.uuid)
 
     # -- study ----------------------------------------------------------------------------
 
     def open_study(self) -> SweepStudy:
-        from polyaxon_prefect.search._study import SweepStudy
-
-        options = self.request.sweep
-        input_types = {
-            io.name: str(io.type) for io in (self.component.inputs or []) if io.type is not None
-        }
-        prefix = study_prefix(self.request)
-        artifacts_root = resolve_artifacts_root()
-        resume = options.resume
-        name = options.study_name
-        if resume and name is None:
-            name = SweepStudy.latest(options.storage, prefix, artifacts_root=artifacts_root)
-            if name is None:
-                self.logger.warning(
-                    "--resume: no earlier sweep of this op in the storage; starting a new one"
-                )
-                resume = False
-        if name is None:
-            stamp = time.strftime("%Y%m%d-%H%M%S")
-            name = f"{prefix}-{stamp}-{secrets.token_hex(2)}"
-        study = SweepStudy.open(
-            self.matrix,
-            study_name=name,
-            storage=options.storage,
-            resume=resume,
-            input_types=input_types,
-            artifacts_root=artifacts_root,
-        )
-        for warning in study.warnings:
-            self.logger.warning(warning)
-        if resume and options.study_name is not None:
-            # joining a named study as one more worker: the others' running trials are theirs
-            self.logger.info("joining sweep %s as one more worker", name)
-        elif resume:
-            retried = study.recover()
-            done = [r for r in study.history() if r.status in DONE_STATUSES]
-            self.book.resumed(done)
-            self.logger.info(
-                "resuming sweep %s: %d trial(s) already done%s",
-                name,
-                len(done),
-                f", retrying {retried} left running" if retried else "",
-            )
-        else:
-            self.logger.info("sweep %s (study in %s)", name, _safe_url(study.storage_url))
-        return study
+        return open_sweep_study(self.request, self.book, self.logger)
 
     # -- launching ------------------------------------------------------------------------
 
@@ -236,56 +162,8 @@ class _Sweep:
             sweep=SweepOptions(),
         )
         call = contextvars.copy_context().run
-        future = executor.submit(call, self._run_trial, trial_request, suggestion, run_uuid)
+        future = executor.submit(call, self.trials.run, trial_request, suggestion, run_uuid)
         self.flights[future] = flight
-
-    def _run_trial(self, trial: OpRequest, suggestion: Suggestion, run_uuid: str) -> RunResult:
-        """In a worker thread (with a copy of the flow's context)."""
-        deployment = self.request.sweep.deployment
-        if deployment:
-            files = trial.loaded.files
-            parameters = {
-                "polyaxonfile": str(Path(files[0]).absolute()) if files else "",
-                "params": jsonable(self._deployment_params(trial)),
-                "run_uuid": run_uuid,
-                "index": suggestion.index,
-            }
-            return run_deployment_trial(
-                deployment,
-                parameters=parameters,
-                name=trial.name or "trial",
-                idempotency_key=f"{self.flow_run_id}:{suggestion.number}",
-                tags=self.tags,
-                cancel_event=trial.cancel_event,
-            )
-        if not self.in_process:
-            return self.children.subflow(trial)
-        return self._run_job(trial, suggestion)
-
-    def _deployment_params(self, trial: OpRequest) -> dict[str, Any]:
-        """The values the trial's run loads the file with: the file's literal params, the
-        overrides and the suggestion (outputs' empty placeholders left out)."""
-        outputs = {io.name for io in (self.component.outputs or [])}
-        merged = {**dict(self.request.loaded.params), **dict(trial.params)}
-        return {k: v for k, v in merged.items() if not (k in outputs and v is None)}
-
-    def _run_job(self, trial: OpRequest, suggestion: Suggestion) -> RunResult:
-        """Body of the linking task: prepare the job, run it as a child flow run."""
-        try:
-            job = trial.prepare_job()
-        except PolyaxonPrefectError as exc:
-            return RunResult(Status.FAILED, message=str(exc))
-        assert self.trial_flow_id is not None
-        return run_job_trial(
-            job,
-            flow_id=self.trial_flow_id,
-            name=trial.name or job.op_name,
-            parameters=jsonable(suggestion.params),
-            tags=list(dict.fromkeys([*self.tags, *job.tags])),
-            parent_task_run_id=self.trials_task_run_id,
-            client=self.client,
-            cancel_event=trial.cancel_event,
-        )
 
     # -- watching -------------------------------------------------------------------------
 
@@ -356,85 +234,19 @@ class _Sweep:
 
     def run_tuner(self, study: SweepStudy, tuner_params: dict[str, Any]) -> bool:
         """Run the tuner op; hand its ``suggestions`` output to the study. False: it failed."""
-        from polyaxon_prefect.loading._load import load_polyaxonfile
-
-        tuner = getattr(self.matrix, "tuner", None)
-        if tuner is None:
-            self.stop(study, "the iterative matrix has no `tuner`", Status.FAILED)
+        try:
+            suggestions = tuner_suggestions(self.request, self.children, tuner_params)
+        except TunerFailedError as exc:
+            self.stop(study, str(exc), Status.FAILED)
             return False
         iteration = tuner_params.get("iteration", 0)
-        files = self.request.loaded.files
-        base = Path(files[0]).absolute().parent if files else Path.cwd()
-        op: dict[str, Any] = {"version": 1.1, "kind": "operation", "hubRef": tuner.hub_ref}
-        if tuner.params:
-            op["params"] = dict(tuner.params)
-        with tempfile.TemporaryDirectory(prefix="polyaxon-tuner-") as folder:
-            path = Path(folder) / "tuner.json"
-            path.write_text(json.dumps(op), encoding="utf-8")
-            try:
-                loaded = load_polyaxonfile(
-                    path,
-                    params=tuner_params,
-                    hub_dirs=[base, base / "hub", *_env_hubs()],
-                )
-            except PolyaxonPrefectError as exc:
-                self.stop(study, f"the tuner could not be loaded: {exc}", Status.FAILED)
-                return False
-        loaded = dataclasses.replace(loaded, files=tuple(files))
-        request = self.request.with_(
-            loaded=loaded,
-            params={},
-            run_context=create_run_context(f"{self.request.op_name}-tuner", project_name()),
-            name=f"tuner-{iteration}",
-            cancel_event=None,
-            sweep=SweepOptions(),
-        )
-        result = self.children.subflow(request)
-        suggestions = result.outputs.get("suggestions")
-        if result.status != Status.SUCCEEDED or not isinstance(suggestions, list):
-            reason = (
-                f"the tuner (iteration {iteration}) ended {result.status}"
-                if result.status != Status.SUCCEEDED
-                else "the tuner did not output a `suggestions` list"
-            )
-            self.stop(study, f"{reason}: {result.message}", Status.FAILED)
-            return False
         self.logger.info("tuner iteration %s: %d suggestion(s)", iteration, len(suggestions))
-        study.add_suggestions([dict(s) for s in suggestions])
+        study.add_suggestions(suggestions)
         return True
 
-    # -- UI -------------------------------------------------------------------------------
-
     def progress(self, study: SweepStudy, *, final: bool = False) -> None:
-        now = time.monotonic()
-        if not final and now - self.progress_at < _PROGRESS_EVERY_SECONDS:
-            return
-        self.progress_at = now
-        done = len(self.book.finished)
-        total = study.total or (done + len(self.flights)) or 1
-        value = 100.0 if final else min(100.0, 100.0 * done / total)
-        self.progress_id = progress_artifact(
-            value,
-            key=artifact_key(self.request.op_name, "progress"),
-            description=f"{done} of {study.total if study.total else '?'} trials done",
-            artifact_id=self.progress_id,
-        )
-
-    def artifacts(self, study: SweepStudy, history: list[Any], best: Any) -> None:
-        metric = study.metric_name
-        rows = mask_value(leaderboard_rows(history, metric, study.maximize))
-        name = self.request.op_name
-        table_artifact(
-            rows or [{"rank": None, "trial": None}],
-            key=artifact_key(name, "leaderboard"),
-            description=f"trials of `{name}`" + (f", best {metric} first" if metric else ""),
-        )
-        trials = mask_value([trial_dict(record) for record in history])
-        markdown_artifact(
-            best_markdown(name, mask_value(best), metric, trials),
-            key=artifact_key(name, "best"),
-            description=f"best trial of `{name}` (run {self.context.uuid})",
-        )
+        running = len(self.flights)
+        self.board.progress(study, len(self.book.finished), running, final=final)
 
     # -- main loop ------------------------------------------------------------------------
 
@@ -461,17 +273,18 @@ class _Sweep:
         except OSError as exc:  # the study's storage cannot be written: one line, no trace
             return self.refused(unwritable_study(exc), on_outcome)
         if self.in_process and not self.request.sweep.deployment:
-            self.trial_flow_id = trial_flow_id(self.component, self.request.op_name)
+            self.trials.trial_flow_id = trial_flow_id(self.component, self.request.op_name)
         limit = self.limit()
         self.progress(study, final=False)
         from prefect.client.orchestration import get_client
 
         with (
-            get_client(sync_client=True) as self.client,
+            get_client(sync_client=True) as client,
             ThreadPoolExecutor(max_workers=limit, thread_name_prefix="trial") as executor,
         ):
-            if self.trial_flow_id is not None:
-                self.trials_task_run_id = trials_task_run(self.client, self.flow_run_id)
+            self.trials.client = client
+            if self.trials.trial_flow_id is not None:
+                self.trials.trials_task_run_id = trials_task_run(client, self.trials.flow_run_id)
             try:
                 self.loop(study, executor, limit)
             except OSError as exc:  # the study's storage cannot be written: one line, no trace
@@ -479,15 +292,17 @@ class _Sweep:
                     flight.cancel.set()
                 message = unwritable_study(exc)
                 self.logger.error(message)
-                end_trials_task_run(self.client, self.trials_task_run_id, Failed(message=message))
+                end_trials_task_run(client, self.trials.trials_task_run_id, Failed(message=message))
                 return self.refused(message, on_outcome)
             except BaseException as exc:
                 for flight in self.flights.values():
                     flight.cancel.set()
-                end_trials_task_run(self.client, self.trials_task_run_id, Failed(message=str(exc)))
+                end_trials_task_run(
+                    client, self.trials.trials_task_run_id, Failed(message=str(exc))
+                )
                 raise
             state = self.finish(study, on_outcome)
-            end_trials_task_run(self.client, self.trials_task_run_id, state)
+            end_trials_task_run(client, self.trials.trials_task_run_id, state)
         return state
 
     def check_stop_request(self) -> None:
@@ -538,7 +353,7 @@ class _Sweep:
         best_record = study.best()
         best = trial_dict(best_record) if best_record is not None else None
         self.progress(study, final=True)
-        self.artifacts(study, history, best)
+        self.board.results(study, history, best)
         status, reason, message = self.book.outcome(
             history, study.stop_reason, best["index"] if best is not None else None
         )
@@ -564,21 +379,10 @@ class _Sweep:
 # ----------------------------------------------------------------------------- helpers
 
 
-def _env_hubs() -> list[Path]:
-    from polyaxon_prefect.loading._refs import hub_dirs_from_env
-
-    return hub_dirs_from_env()
-
-
 def _new_values(flight: _Flight) -> list[tuple[int, float]]:
     assert flight.metrics_path is not None and flight.metric is not None
     values, flight.offset = tail_metric(flight.metrics_path, flight.offset, flight.metric)
     return values
-
-
-def _safe_url(url: str) -> str:
-    """The storage URL without its password."""
-    return re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", url)
 
 
 def run_sweep_in_flow(

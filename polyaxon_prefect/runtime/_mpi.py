@@ -15,12 +15,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from polyaxon_prefect.exceptions import Problem, UnsupportedFeatureError
+from polyaxon_prefect.specs import LAUNCHED_KINDS
 
 __all__ = ["LAUNCHED", "MPIRUN", "check_mpirun", "launcher_env", "mpirun_argv"]
 
 MPIRUN = ("mpirun", "mpiexec")
-LAUNCHED: dict[str, tuple[str, ...]] = {"mpijob": ("launcher",)}
-"""Kinds whose other replicas are started by the main one (not as processes of their own)."""
+LAUNCHED: dict[str, tuple[str, ...]] = LAUNCHED_KINDS
+"""Kinds whose other replicas are started by the main one (not as processes of their own),
+and the replicas that run as processes (read from the run models' ``LAUNCHERS``)."""
 _HOSTFILE_FLAGS = ("--hostfile", "-hostfile", "--machinefile", "-machinefile", "-f")
 
 

@@ -1,6 +1,6 @@
 """``init``: what to put in place before the main container starts (spec 4.7)."""
 
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from pydantic import StrictStr, field_validator, model_validator
 from pydantic_core import PydanticCustomError
@@ -13,24 +13,12 @@ from ._types_objects import (
     DockerfileType,
     FileType,
     GitType,
+    InitSource,
     PathItem,
     TensorboardType,
 )
 
 __all__ = ["INIT_SOURCES", "Init"]
-
-INIT_SOURCES = (
-    "artifacts",
-    "paths",
-    "git",
-    "dockerfile",
-    "file",
-    "tensorboard",
-    "lineage_ref",
-    "model_ref",
-    "artifact_ref",
-)
-"""The mutually exclusive things one init entry can fetch (python names)."""
 
 
 class Init(BaseSpec):
@@ -40,6 +28,10 @@ class Init(BaseSpec):
     Only one source per entry, because each entry becomes one init container whose destination
     path is derived from that single source.
     """
+
+    SETTINGS: ClassVar[frozenset[str]] = frozenset({"connection", "path", "container"})
+    """The fields that say where or how, not what to fetch; every other field is a source
+    (`INIT_SOURCES` is read from the fields, so a new source is one new field)."""
 
     artifacts: Templated[ArtifactsType] | None = None
     paths: Templated[list[PathItem] | StrictStr] | None = None
@@ -69,12 +61,15 @@ class Init(BaseSpec):
     def _one_source(self) -> Self:
         present = [name for name in INIT_SOURCES if getattr(self, name)]
         if len(present) > 1:
-            names = ", ".join(type(self).model_fields[name].alias or name for name in present)
+            names = ", ".join(_yaml_names(present))
             raise PydanticCustomError(
                 "init_one_source",
-                "an init entry may set only one of artifacts, paths, git, dockerfile, file, "
-                "tensorboard, lineageRef, modelRef, artifactRef; got {names}",
-                {"names": names, "hint": "split it into one init entry per source"},
+                "an init entry may set only one of {sources}; got {names}",
+                {
+                    "sources": ", ".join(_yaml_names(INIT_SOURCES)),
+                    "names": names,
+                    "hint": "split it into one init entry per source",
+                },
             )
         if isinstance(self.git, GitType) and not self.git.url and not self.connection:
             raise PydanticCustomError(
@@ -89,7 +84,23 @@ class Init(BaseSpec):
         """Which source this entry fetches (python name), or None for connection/container-only."""
         return next((name for name in INIT_SOURCES if getattr(self, name)), None)
 
+    def credential_urls(self) -> list[str]:
+        """The URLs of this entry's source that may embed credentials (a git ``url``), for a
+        run to mask: each source model names its own (`InitSource.CREDENTIAL_URLS`)."""
+        value = getattr(self, self.source) if self.source is not None else None
+        return value.credential_urls() if isinstance(value, InitSource) else []
+
     @property
     def has_template(self) -> bool:
         """Whether a whole sub-section is still a ``{{ template }}``."""
         return any(is_template(getattr(self, name)) for name in type(self).model_fields)
+
+
+INIT_SOURCES: tuple[str, ...] = tuple(
+    name for name in Init.model_fields if name not in Init.SETTINGS
+)
+"""The mutually exclusive things one init entry can fetch (python names), in field order."""
+
+
+def _yaml_names(names: tuple[str, ...] | list[str]) -> list[str]:
+    return [Init.model_fields[name].alias or name for name in names]

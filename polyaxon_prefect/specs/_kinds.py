@@ -9,8 +9,19 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from polyaxon_prefect.specs._dag import Dag
+from polyaxon_prefect.specs._run_kinds import RUN_MODELS
+from polyaxon_prefect.specs._runs import KUBEFLOW_KINDS
 
-__all__ = ["BACKENDS", "OpKind", "op_kind", "run_kind"]
+__all__ = [
+    "BACKENDS",
+    "OpKind",
+    "backend_for",
+    "context_kind",
+    "dag_of",
+    "is_dag_kind",
+    "op_kind",
+    "run_kind",
+]
 
 OpKind = Literal["job", "dag", "matrix"]
 
@@ -40,3 +51,27 @@ def op_kind(operation: Any) -> OpKind:
     if isinstance(getattr(component, "run", None), Dag):
         return "dag"
     return "job"
+
+
+def dag_of(run: Any) -> Dag | None:
+    """``run`` as a `Dag` when it is one (a component's ``run`` section), else None: callers
+    that walk nested DAGs ask here instead of testing the model's class themselves."""
+    return run if isinstance(run, Dag) else None
+
+
+def is_dag_kind(kind: object) -> bool:
+    """Whether ``kind`` (raw data, before validation) names the DAG run kind."""
+    return isinstance(kind, str) and RUN_MODELS.get(kind) is Dag
+
+
+def context_kind(operation: Any) -> str | None:
+    """The ``kind`` a hook's context reports for an op: ``matrix`` for a sweep, else the run
+    kind of its component."""
+    return "matrix" if op_kind(operation) == "matrix" else run_kind(operation)
+
+
+def backend_for(kind: str | None, requested: str, *, in_pipeline: bool) -> str:
+    """The backend that runs an op of run kind ``kind``: the requested one, except that an op
+    of a DAG or sweep whose kind has no Kubeflow resource runs ``local`` (only distributed
+    kinds are sent to a cluster from inside a pipeline)."""
+    return "local" if in_pipeline and kind not in KUBEFLOW_KINDS else requested

@@ -9,11 +9,12 @@ a distribution) are checked here, so ``check`` reports them before anything runs
 import math
 import os
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, ClassVar, Literal, Self, get_args
 
 from pydantic import Field, StrictStr, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from polyaxon_prefect._source import SectionKind
 from polyaxon_prefect.specs._base import BaseSpec, Ref, is_template, split_csv
 from polyaxon_prefect.specs._early_stopping import (
     EarlyStopping,
@@ -29,6 +30,9 @@ from polyaxon_prefect.specs._or_ref import (
 )
 
 __all__ = [
+    "MATRIX_KINDS",
+    "MATRIX_MODELS",
+    "MATRIX_SECTION_KINDS",
     "MAX_GRID_DEFAULT",
     "MAX_GRID_ENV",
     "Bayes",
@@ -98,6 +102,10 @@ class Tuner(BaseSpec):
 
 class _Matrix(BaseSpec):
     """Fields every kind shares."""
+
+    layout_hint: ClassVar[str] = ""
+    """What else a ``matrix:`` section of this kind needs, said when a mis-indented file lost
+    its ``matrix:`` line (see `MATRIX_SECTION_KINDS`)."""
 
     concurrency: PositiveIntOrRef | None = None
     early_stopping: list[EarlyStopping] | None = None
@@ -302,6 +310,8 @@ class Mapping(_Matrix):
     kind: Literal["mapping"] = "mapping"
     values: list[Any] | Ref
 
+    layout_hint: ClassVar[str] = " and list its configurations under `values:`"
+
     @field_validator("values")
     @classmethod
     def _same_keys(cls, values: list[Any] | str) -> list[Any] | str:
@@ -345,3 +355,16 @@ Matrix = Annotated[
     Field(discriminator="kind"),
 ]
 """Any matrix kind, chosen by its ``kind``."""
+
+MATRIX_MODELS: tuple[type[_Matrix], ...] = get_args(get_args(Matrix)[0])
+"""The model of each matrix kind, read from the `Matrix` union (a kind added there is here)."""
+
+MATRIX_KINDS: tuple[str, ...] = tuple(m.model_fields["kind"].default for m in MATRIX_MODELS)
+"""Every matrix ``kind`` string, in the union's order."""
+
+MATRIX_SECTION_KINDS: dict[str, SectionKind] = {
+    model.model_fields["kind"].default: SectionKind("matrix", model.layout_hint)
+    for model in MATRIX_MODELS
+}
+"""The matrix kinds as the YAML reader's ``section_kinds``: ``kind: grid`` nested under a key
+with a value means the file lost its ``matrix:`` line."""

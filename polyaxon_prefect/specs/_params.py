@@ -203,6 +203,11 @@ class Param(BaseSpec):
         return self.ref.partition(".")[0]
 
     @property
+    def reads_dag(self) -> bool:
+        """Whether this is a ``ref: dag`` param (it reads the DAG's own inputs and globals)."""
+        return self.entity_kind == "dag"
+
+    @property
     def entity_ref(self) -> str | None:
         """The op name of ``ops.<name>``, the uuid of ``runs.<uuid>``; ``None`` otherwise."""
         if self.ref is None or self.ref == "dag":

@@ -7,13 +7,30 @@ instead of keeping their own lists.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cache
+from typing import Any
 
 from ._base import BaseSpec
 from ._dag import Dag
-from ._runs import MAIN_REPLICAS, NON_DAG_RUNTIMES, REPLICA_NAMES
+from ._runs import (
+    MAIN_REPLICAS,
+    NON_DAG_RUNTIMES,
+    REPLICA_NAMES,
+    Job,
+    RayCluster,
+    RayReplica,
+)
 
-__all__ = ["RUN_MODELS", "main_replica", "replica_names", "run_keys", "spec_keys"]
+__all__ = [
+    "RUN_MODELS",
+    "main_replica",
+    "replica_names",
+    "replica_patch_keys",
+    "replica_paths",
+    "run_keys",
+    "spec_keys",
+]
 
 _RUNTIMES: tuple[type[BaseSpec], ...] = (*NON_DAG_RUNTIMES, Dag)
 
@@ -46,3 +63,27 @@ def main_replica(kind: str) -> str | None:
     """The YAML name of the replica that leads a ``kind`` run (``chief``, ``master``,
     ``launcher``...); None for a kind that is not distributed."""
     return MAIN_REPLICAS.get(kind)
+
+
+def replica_patch_keys(kind: str) -> frozenset[str] | None:
+    """The YAML keys a ``runPatch`` may set on every replica of a ``kind`` run; None for a kind
+    without replicas. A replica is a pod plus its ``replicas`` count (a group's
+    ``indexOverrides`` tune single pods and are not patched across groups); a Ray worker group
+    adds its scaling fields."""
+    if kind not in REPLICA_NAMES:
+        return None
+    if RUN_MODELS[kind] is RayCluster:
+        return spec_keys(RayReplica)
+    return spec_keys(Job) - {"kind"} | {"replicas"}
+
+
+def replica_paths(kind: str, run: Mapping[str, Any]) -> list[tuple[str, ...]]:
+    """Where the replicas of the raw ``run`` section of ``kind`` are (YAML keys), for the ones
+    it sets: one key per replica, ``("workers", <group>)`` per Ray worker group."""
+    if RUN_MODELS.get(kind) is RayCluster:
+        paths: list[tuple[str, ...]] = [("head",)] if run.get("head") is not None else []
+        workers = run.get("workers")
+        if isinstance(workers, Mapping):
+            paths += [("workers", group) for group, spec in workers.items() if spec is not None]
+        return paths
+    return [(name,) for name in replica_names(kind) if run.get(name) is not None]

@@ -30,6 +30,7 @@ __all__ = [
     "DISTRIBUTED_KINDS",
     "DISTRIBUTED_RUNTIMES",
     "KUBEFLOW_KINDS",
+    "LAUNCHED_KINDS",
     "MAIN_REPLICAS",
     "NON_DAG_RUNTIMES",
     "REPLICA_NAMES",
@@ -182,6 +183,9 @@ class _Distributed(BaseSpec):
     """The YAML name of the replica that leads the job: it runs the entrypoint a single-pod
     run would (TF ``chief``, PyTorch ``master``, MPI ``launcher``, MXNet ``scheduler``, Ray
     ``head``, Dask ``scheduler``)."""
+    LAUNCHERS: ClassVar[tuple[str, ...]] = ()
+    """The YAML names of the replicas that start the others themselves (MPI's ``launcher``
+    runs ``mpirun`` over the workers); empty when each replica is a process of its own."""
 
     @model_validator(mode="after")
     def _has_replicas(self) -> Self:
@@ -255,6 +259,7 @@ class MPIJob(_Kubeflow):
 
     REPLICAS: ClassVar[tuple[str, ...]] = ("launcher", "worker")
     MAIN_REPLICA: ClassVar[str] = "launcher"
+    LAUNCHERS: ClassVar[tuple[str, ...]] = ("launcher",)
 
     kind: Literal["mpijob"] = "mpijob"
     slots_per_worker: IntOrRef | None = None
@@ -420,6 +425,14 @@ MAIN_REPLICAS: dict[str, str] = {
     model.model_fields["kind"].default: model.MAIN_REPLICA for model in DISTRIBUTED_RUNTIMES
 }
 """The YAML name of the leading replica of each distributed kind (``MAIN_REPLICA``)."""
+
+LAUNCHED_KINDS: dict[str, tuple[str, ...]] = {
+    model.model_fields["kind"].default: model.LAUNCHERS
+    for model in DISTRIBUTED_RUNTIMES
+    if model.LAUNCHERS
+}
+"""The distributed kinds whose replicas are started by some of them, and those replicas'
+YAML names (``LAUNCHERS``): only they run as processes of their own."""
 
 AnyReplica = KFReplica | RayReplica | DaskReplica
 

@@ -4,7 +4,7 @@ They are values of inputs/params and also the payload of ``init`` entries, so th
 from both.
 """
 
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field, StrictInt, StrictStr, field_validator
 
@@ -18,6 +18,7 @@ __all__ = [
     "EventType",
     "FileType",
     "GitType",
+    "InitSource",
     "PathItem",
     "TensorboardType",
 ]
@@ -37,8 +38,24 @@ def _check_pairs(value: Any) -> Any:
     return value
 
 
-class GitType(BaseSpec):
+class InitSource(BaseSpec):
+    """A structured value an ``init`` entry can fetch, and where it may carry credentials."""
+
+    CREDENTIAL_URLS: ClassVar[tuple[str, ...]] = ()
+    """The fields holding a URL that may embed credentials (``https://user:token@host/...``):
+    what a run masks in its logs. A new source with a URL names its field here, and masking
+    follows without a per-kind branch."""
+
+    def credential_urls(self) -> list[str]:
+        """The URLs set in `CREDENTIAL_URLS` fields (templates left out: not yet a URL)."""
+        values = (getattr(self, name) for name in self.CREDENTIAL_URLS)
+        return [value for value in values if isinstance(value, str) and not is_template(value)]
+
+
+class GitType(InitSource):
     """A repository to clone: ``url`` (or a connection's), ``revision`` and extra ``flags``."""
+
+    CREDENTIAL_URLS: ClassVar[tuple[str, ...]] = ("url",)
 
     url: StrictStr | None = None
     revision: StrictStr | None = None
@@ -50,7 +67,7 @@ class GitType(BaseSpec):
         return value if is_template(value) else split_csv(value)
 
 
-class ArtifactsType(BaseSpec):
+class ArtifactsType(InitSource):
     """Files and directories to pull from an artifacts store (``[src, dst]`` renames)."""
 
     files: Templated[list[PathItem]] | None = None
@@ -63,7 +80,7 @@ class ArtifactsType(BaseSpec):
         return _check_pairs(value)
 
 
-class DockerfileType(BaseSpec):
+class DockerfileType(InitSource):
     """A Dockerfile generated from a short description (used by build init containers)."""
 
     image: StrictStr
@@ -88,7 +105,7 @@ class DockerfileType(BaseSpec):
         return _check_pairs(value)
 
 
-class FileType(BaseSpec):
+class FileType(InitSource):
     """A file written from inline ``content`` (``chmod: +x`` for scripts)."""
 
     kind: StrictStr | None = None
@@ -97,7 +114,7 @@ class FileType(BaseSpec):
     chmod: StrictStr | None = None
 
 
-class TensorboardType(BaseSpec):
+class TensorboardType(InitSource):
     """A tensorboard over the logs of some runs; ``uuids``/``plugins`` accept a comma string."""
 
     port: Templated[StrictInt] | None = None

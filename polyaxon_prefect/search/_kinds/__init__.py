@@ -6,7 +6,8 @@ only lookup, so a kind missing here fails with one error that names it.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.search._kinds._base import (
@@ -26,6 +27,11 @@ from polyaxon_prefect.search._kinds._iterative import IterativeKind
 from polyaxon_prefect.search._kinds._mapping import MappingKind
 from polyaxon_prefect.search._kinds._random import Random
 
+if TYPE_CHECKING:
+    from optuna.samplers import BaseSampler
+
+    from polyaxon_prefect.search._samplers import Dimension
+
 __all__ = [
     "KINDS",
     "BaseKind",
@@ -36,6 +42,7 @@ __all__ = [
     "TemplateError",
     "TunedKind",
     "UnknownMatrixKindError",
+    "build_sampler",
     "get_kind",
 ]
 
@@ -71,3 +78,21 @@ def get_kind(name: str) -> MatrixKind[Any]:
         raise UnknownMatrixKindError(
             f"the search has no matrix kind `{name}` (known: {known})"
         ) from None
+
+
+def build_sampler(
+    matrix: Any, space: Mapping[str, Dimension], *, seed: int, deterministic: bool = True
+) -> tuple[BaseSampler, list[str]]:
+    """The sampler for a searching matrix (``bayes``, ``hyperopt``), and what it could not honour.
+
+    The matrix kind's registry entry builds it. ``deterministic`` tells the Gaussian process
+    that a repeated point gives the same value (Polyaxon has no such setting; pass False for a
+    noisy metric).
+
+    Raises:
+        ValueError: the matrix's kind is not searched by a sampler (grid, random, ...).
+    """
+    kind = get_kind(matrix.kind)
+    if not kind.searched:
+        raise ValueError(f"the {matrix.kind} matrix is not searched by a sampler")
+    return kind.sampler(matrix, space, seed=seed, deterministic=deterministic)

@@ -20,7 +20,6 @@ Optuna's samplers are seeded once: a sweep run in one go is reproducible from it
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from optuna.distributions import BaseDistribution
 from optuna.samplers import BaseSampler, RandomSampler, TPESampler
@@ -34,7 +33,6 @@ __all__ = [
     "Dimension",
     "GaussianProcessSampler",
     "bayes_sampler",
-    "build_sampler",
     "hyperopt_sampler",
     "optuna_space",
 ]
@@ -49,23 +47,3 @@ def hyperopt_sampler(
     if algorithm == "rand":
         return RandomSampler(seed=seed)
     return AnnealSampler(distributions, seed=seed)
-
-
-def build_sampler(
-    matrix: Any, space: Mapping[str, Dimension], *, seed: int, deterministic: bool = True
-) -> tuple[BaseSampler, list[str]]:
-    """The sampler for a searching matrix (``bayes``, ``hyperopt``), and what it could not honour.
-
-    The matrix kind's registry entry builds it. ``deterministic`` tells the Gaussian process
-    that a repeated point gives the same value (Polyaxon has no such setting; pass False for a
-    noisy metric).
-
-    Raises:
-        ValueError: the matrix's kind is not searched by a sampler (grid, random, ...).
-    """
-    from polyaxon_prefect.search._kinds import get_kind
-
-    kind = get_kind(matrix.kind)
-    if not kind.searched:
-        raise ValueError(f"the {matrix.kind} matrix is not searched by a sampler")
-    return kind.sampler(matrix, space, seed=seed, deterministic=deterministic)

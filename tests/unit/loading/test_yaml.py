@@ -4,8 +4,10 @@ from pathlib import Path
 
 import pytest
 
+from polyaxon_prefect._source import parse_yaml as parse_source_yaml
 from polyaxon_prefect.exceptions import PolyaxonfileError
 from polyaxon_prefect.loading._yaml import parse_yaml
+from polyaxon_prefect.specs import MATRIX_KINDS
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "broken"
 
@@ -67,3 +69,22 @@ def test_seed_misindented_url_ref_explains_the_fix() -> None:
     assert problem.line == 8
     assert "`urlRef`" in problem.hint
     assert "same level as `name`" in problem.hint
+
+
+@pytest.mark.parametrize("kind", MATRIX_KINDS)
+def test_every_matrix_kind_nested_under_a_value_names_the_lost_matrix_line(kind: str) -> None:
+    text = f"version: 1.1\nkind: operation\nname: sweep\n  kind: {kind}\n"
+    with pytest.raises(PolyaxonfileError) as info:
+        parse_yaml(text, file="f.yaml")
+    hint = info.value.problems[0].hint or ""
+    assert f"`kind: {kind}` is a matrix kind" in hint
+    assert "`matrix:` on its own line" in hint
+
+
+def test_the_source_reader_alone_knows_no_kinds() -> None:
+    text = "version: 1.1\nkind: operation\nname: sweep\n  kind: grid\n"
+    with pytest.raises(PolyaxonfileError) as info:
+        parse_source_yaml(text, file="f.yaml")
+    hint = info.value.problems[0].hint or ""
+    assert "matrix" not in hint
+    assert "indented deeper" in hint

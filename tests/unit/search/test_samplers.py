@@ -13,10 +13,10 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution
 from optuna.exceptions import ExperimentalWarning
 from optuna.samplers import GPSampler
 
+from polyaxon_prefect.search._kinds import build_sampler
 from polyaxon_prefect.search._samplers import (
     AnnealSampler,
     GaussianProcessSampler,
-    build_sampler,
     optuna_space,
 )
 from polyaxon_prefect.search._study import SweepStudy
