@@ -14,7 +14,9 @@ matrix  `run_sweep_in_flow`          a task running the sweep as subflow a subfl
 
 ``matrix`` wins over ``dag``: an op with a matrix whose component is a DAG is a sweep of DAGs.
 A job's run kind is looked up in the executors registry (`polyaxon_prefect.runtime`): a kind
-with no executor is refused, with a problem that names it, before anything runs.
+with no executor is refused, with a problem that names it, before anything runs. The
+Kubernetes executors join that registry here (`register_backends`), when a request asks for
+their backend, so a local run never loads the cluster code.
 
 `prepare_request` runs before any flow run exists and before Prefect is imported (the CLI
 prepares a job, then starts its server, then imports Prefect, whose settings are read once), so
@@ -27,6 +29,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect.prefect._request import Children, OpRequest, OpTask, SweepOptions
+from polyaxon_prefect.runtime._job import LOCAL
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.specs import OpKind, op_kind
 
@@ -44,6 +47,7 @@ __all__ = [
     "describe_request",
     "op_kind",
     "prepare_request",
+    "register_backends",
     "request_flow",
     "run_request",
     "run_request_in_flow",
@@ -81,10 +85,23 @@ _RUNNERS: dict[OpKind, Runner] = {"job": _run_job, "dag": _run_dag, "matrix": _r
 """How each kind runs inside the current flow run (`run_request_in_flow`)."""
 
 
+def register_backends(backend: str) -> None:
+    """Register the executors of ``backend`` unless it is the local one (the runtime's own):
+    the start-up step of every request, explicit rather than an import's side effect, and
+    repeatable (a registered executor is registered once)."""
+    if backend == LOCAL:
+        return
+    from polyaxon_prefect.prefect._kubernetes import register_cluster_executors
+
+    register_cluster_executors()
+
+
 def prepare_request(request: OpRequest) -> OpRequest:
-    """``request`` ready to run: a job is prepared now (a bad param or an unsupported kind
-    raises here, before any flow run exists); a DAG or a sweep prepares each child when it
-    starts (a child's bad param fails that child, not the whole run)."""
+    """``request`` ready to run: its backend's executors registered, a job prepared now (a bad
+    param or an unsupported kind raises here, before any flow run exists); a DAG or a sweep
+    prepares each child when it starts (a child's bad param fails that child, not the whole
+    run)."""
+    register_backends(request.backend)
     if op_kind(request.operation) != "job" or request.prepared is not None:
         return request
     return request.with_(prepared=request.prepare_job())
@@ -105,6 +122,7 @@ def run_request_in_flow(request: OpRequest, on_outcome: OutcomeCallback | None =
     The artifacts its ops made in the background exist before the flow run ends."""
     from polyaxon_prefect.prefect._artifacts import flush_artifacts
 
+    register_backends(request.backend)
     try:
         return _RUNNERS[op_kind(request.operation)](request, on_outcome)
     finally:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect.kubernetes import (
+    NATIVE_KINDS,
     ApiTarget,
     PoolSettings,
     RunState,
@@ -46,6 +47,7 @@ from polyaxon_prefect.kubernetes import (
 )
 from polyaxon_prefect.runtime._cluster import PreparedManifests, prepare_cluster
 from polyaxon_prefect.runtime._executors import register_executor
+from polyaxon_prefect.runtime._options import PrepareOptions
 from polyaxon_prefect.runtime._outcome import JobResult
 from polyaxon_prefect.runtime._session import stop_requested
 from polyaxon_prefect.specs import KUBEFLOW_KINDS, Status
@@ -59,6 +61,7 @@ __all__ = [
     "ClusterExecutor",
     "load_credentials",
     "pool_settings",
+    "register_cluster_executors",
     "run_on_cluster",
 ]
 
@@ -83,8 +86,8 @@ class ClusterExecutor:
 
     backend: str
 
-    def prepare(self, loaded: Any, **options: Any) -> PreparedManifests:
-        return prepare_cluster(loaded, backend=self.backend, **options)
+    def prepare(self, loaded: Any, options: PrepareOptions = PrepareOptions()) -> PreparedManifests:
+        return prepare_cluster(loaded, self.backend, options)
 
     def execute(
         self,
@@ -96,9 +99,15 @@ class ClusterExecutor:
         return run_on_cluster(prepared, on_line=on_line, cancel_event=cancel_event)
 
 
-for _backend in ("kubeflow", "native"):
-    for _kind in sorted(KUBEFLOW_KINDS):
-        register_executor(_kind, _backend, ClusterExecutor(_backend))
+def register_cluster_executors() -> None:
+    """Register the ``kubeflow`` executor for every Kubeflow kind and the ``native`` one for
+    the kinds that run without an operator (not ``mpijob``, whose launcher needs it): called
+    by the dispatcher for a run on a Kubernetes backend, so a local run never loads this
+    module; calling it again changes nothing."""
+    for kind in sorted(KUBEFLOW_KINDS):
+        register_executor(kind, "kubeflow", ClusterExecutor("kubeflow"))
+    for kind in sorted(NATIVE_KINDS):
+        register_executor(kind, "native", ClusterExecutor("native"))
 
 
 def load_credentials() -> KubernetesCredentials:
