@@ -48,7 +48,7 @@ from polyaxon_prefect.kubernetes import (
 from polyaxon_prefect.runtime._cluster import PreparedManifests, prepare_cluster
 from polyaxon_prefect.runtime._executors import register_executor
 from polyaxon_prefect.runtime._options import PrepareOptions
-from polyaxon_prefect.runtime._outcome import JobResult
+from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.runtime._session import stop_requested
 from polyaxon_prefect.specs import KUBEFLOW_KINDS, Status
 
@@ -95,7 +95,7 @@ class ClusterExecutor:
         *,
         on_line: LineCallback | None = None,
         cancel_event: threading.Event | None = None,
-    ) -> JobResult:
+    ) -> RunResult:
         return run_on_cluster(prepared, on_line=on_line, cancel_event=cancel_event)
 
 
@@ -158,11 +158,11 @@ def run_on_cluster(
     credentials: KubernetesCredentials | None = None,
     settings: PoolSettings | None = None,
     poll_interval: float | None = None,
-) -> JobResult:
+) -> RunResult:
     """Submit ``prepared``'s manifests, watch them to the end, and say how the run ended.
 
     Never raises for what the cluster did: API errors and pod failures become a failed
-    `JobResult` whose message says what to do. Runs its own event loop in a worker thread, so
+    `RunResult` whose message says what to do. Runs its own event loop in a worker thread, so
     it can be called from synchronous code inside or outside a running loop.
     """
     settings = settings if settings is not None else pool_settings()
@@ -207,7 +207,7 @@ class _Submission:
     def say(self, text: str) -> None:
         self.on_line("stdout", text)
 
-    async def run(self) -> JobResult:
+    async def run(self) -> RunResult:
         async with (
             self.credentials.get_client("custom_objects") as custom,
             self.credentials.get_client("batch") as batch,
@@ -235,7 +235,7 @@ class _Submission:
             return None
         return {"apiVersion": "v1", "kind": "Pod", "name": pod_name, "uid": uid}
 
-    async def _run(self) -> JobResult:
+    async def _run(self) -> RunResult:
         status, message = Status.FAILED, ""
         try:
             owner = await self._owner()
@@ -254,7 +254,7 @@ class _Submission:
             # a Kubeflow run the cluster ended is the operator's to clean (cleanPodPolicy, TTL)
             if self.created and not (self.kubeflow and self.ended_in_cluster):
                 await self._delete_all()
-        return JobResult(status, {}, {}, message, None)
+        return RunResult(status, message=message)
 
     async def _watch(self) -> tuple[Status, str]:
         timeout = self.prepared.timeout

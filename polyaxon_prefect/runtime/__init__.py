@@ -40,7 +40,6 @@ from polyaxon_prefect.runtime._process import ProcessResult, mask_secrets, run_p
 if TYPE_CHECKING:
     from polyaxon_prefect.runtime._executors import EXECUTORS, Executor, executor_for
     from polyaxon_prefect.runtime._job import (
-        JobResult,
         PreparedJob,
         execute_job,
         prepare_container,
@@ -57,7 +56,6 @@ __all__ = [
     "ConnectionsFile",
     "EnvVar",
     "Executor",
-    "JobResult",
     "OutputsError",
     "PrepareOptions",
     "PreparedJob",
@@ -90,9 +88,7 @@ __getattr__ = lazy_attributes(
     __name__,
     {
         **dict.fromkeys(("EXECUTORS", "Executor", "executor_for"), "_executors"),
-        **dict.fromkeys(
-            ("JobResult", "PreparedJob", "execute_job", "prepare_container", "prepare_job"), "_job"
-        ),
+        **dict.fromkeys(("PreparedJob", "execute_job", "prepare_container", "prepare_job"), "_job"),
         "merge_params": "_params",
     },
 )

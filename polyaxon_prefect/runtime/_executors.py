@@ -30,7 +30,7 @@ from polyaxon_prefect.specs import BACKENDS, KUBEFLOW_KINDS
 
 if TYPE_CHECKING:
     from polyaxon_prefect.loading import LoadedPolyaxonfile
-    from polyaxon_prefect.runtime._outcome import JobResult
+    from polyaxon_prefect.runtime._result import RunResult
 
 __all__ = [
     "BACKENDS",
@@ -74,11 +74,11 @@ class Executor(Protocol):
         *,
         on_line: LineCallback | None = None,
         cancel_event: threading.Event | None = None,
-    ) -> JobResult: ...
+    ) -> RunResult: ...
 
 
 Prepare = Callable[["LoadedPolyaxonfile", PrepareOptions], PreparedJob]
-Execute = Callable[..., "JobResult"]
+Execute = Callable[..., "RunResult"]
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ class LocalExecutor:
         *,
         on_line: LineCallback | None = None,
         cancel_event: threading.Event | None = None,
-    ) -> JobResult:
+    ) -> RunResult:
         return self.execute_fn(prepared, on_line=on_line, cancel_event=cancel_event)
 
 
@@ -133,7 +133,7 @@ class _Registered:
         *,
         on_line: LineCallback | None = None,
         cancel_event: threading.Event | None = None,
-    ) -> JobResult:
+    ) -> RunResult:
         if (prepared.run_kind, prepared.backend) != (self.kind, self.backend):
             raise ValueError(
                 f"a `{prepared.run_kind}` op prepared for the `{prepared.backend}` backend "

@@ -53,7 +53,6 @@ from polyaxon_prefect.runtime._masking import (
 from polyaxon_prefect.runtime._options import PrepareOptions
 from polyaxon_prefect.runtime._outcome import (
     LOG_FILE,
-    JobResult,
     failed,
     finish_ttl,
     job_outcome,
@@ -75,6 +74,7 @@ from polyaxon_prefect.runtime._render import (
     render_run_connections,
     render_scalar,
 )
+from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.specs import BACKENDS, Status
 from polyaxon_prefect.tracking import METRICS_FILE, OUTPUTS_FILE
 
@@ -88,7 +88,6 @@ __all__ = [
     "ONE_PROCESS_KINDS",
     "BuildNotSupportedError",
     "InitStep",
-    "JobResult",
     "PrepareOptions",
     "PreparedJob",
     "execute_job",
@@ -405,11 +404,11 @@ def execute_job(
     *,
     on_line: Callable[[str, str], None] | None = None,
     cancel_event: threading.Event | None = None,
-) -> JobResult:
+) -> RunResult:
     """Run the init steps and the process of ``job``, then read back its outputs and metrics.
 
     Never raises for what the job itself did: a failed init step, a command that does not
-    exist, a non-zero exit, a timeout or invalid outputs all come back as a `JobResult` with
+    exist, a non-zero exit, a timeout or invalid outputs all come back as a `RunResult` with
     status ``failed`` (``stopped`` when ``cancel_event`` was set, ``skipped`` for a build op
     prepared with ``skip_builds``) and a message a user can act on. Secrets are masked in
     every line given to ``on_line`` and in the message; outputs and metrics are the values
@@ -420,12 +419,9 @@ def execute_job(
     removed first, so a retry never reports stale values.
     """
     if job.is_build:
-        return JobResult(
-            status=Status.SKIPPED,
-            outputs={},
-            metrics={},
+        return RunResult(
+            Status.SKIPPED,
             message=f"build `{job.op_name}` skipped: the local runtime has no image builder",
-            process=None,
         )
     ended = _before_process(job, on_line, cancel_event)
     if ended is None:
@@ -452,7 +448,7 @@ def _before_process(
     job: PreparedJob,
     on_line: Callable[[str, str], None] | None,
     cancel_event: threading.Event | None,
-) -> JobResult | None:
+) -> RunResult | None:
     """Make the run's directories, drop an earlier attempt's outputs and run the init steps;
     the result of a job that ends here (failed, or cancelled), else None."""
     ctx = job.context
@@ -467,5 +463,5 @@ def _before_process(
     except OSError as exc:
         return failed(f"cannot prepare the run directory: {exc}", job.secrets)
     if cancel_event is not None and cancel_event.is_set():
-        return JobResult(Status.STOPPED, {}, {}, "cancelled before the process started", None)
+        return RunResult(Status.STOPPED, message="cancelled before the process started")
     return None

@@ -56,13 +56,13 @@ from polyaxon_prefect.runtime._locate import locate_problems
 from polyaxon_prefect.runtime._mpi import LAUNCHED, check_mpirun, launcher_env, mpirun_argv
 from polyaxon_prefect.runtime._options import PrepareOptions
 from polyaxon_prefect.runtime._outcome import (
-    JobResult,
     failed,
     finish_ttl,
     job_outcome,
     process_message,
 )
 from polyaxon_prefect.runtime._process import ProcessResult, run_process
+from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.specs import Status
 from polyaxon_prefect.tracking import METRICS_FILE, OUTPUTS_FILE
 
@@ -245,7 +245,7 @@ def execute_replicas(
     *,
     on_line: Callable[[str, str], None] | None = None,
     cancel_event: threading.Event | None = None,
-) -> JobResult:
+) -> RunResult:
     """Start every replica of ``prepared`` (a `PreparedReplicas`) and wait for the job's end.
 
     Never raises for what the replicas did: the result is the main replica's (`job_outcome`)
@@ -264,7 +264,7 @@ def _before_replicas(
     prepared: PreparedReplicas,
     on_line: Callable[[str, str], None] | None,
     cancel_event: threading.Event | None,
-) -> JobResult | None:
+) -> RunResult | None:
     """The main replica's directories and init steps (as a job's), then each other replica's
     folders and the init steps it does not share with the main one."""
     ended = _before_process(prepared, on_line, cancel_event)
@@ -386,7 +386,7 @@ def _run_replicas(
     prepared: PreparedReplicas,
     on_line: Callable[[str, str], None] | None,
     cancel_event: threading.Event | None,
-) -> JobResult:
+) -> RunResult:
     plan = prepared.plan
     assert plan is not None
     group = _Replicas(prepared, on_line)
@@ -443,11 +443,12 @@ def _outcome(
     ended: Mapping[str, _Ended],
     decision: Decision,
     cancelled: bool,
-) -> JobResult:
+) -> RunResult:
     main = ended.get(prepared.replicas[0].name)
     if cancelled:
         process = main.result if main is not None else None
-        return JobResult("stopped", {}, {}, "cancelled: every replica was stopped", process)
+        message = "cancelled: every replica was stopped"
+        return RunResult(Status.STOPPED, message=message, process=process)
     if decision.state == "succeeded" and main is not None and main.result is not None:
         return job_outcome(prepared, main.result)
     name = decision.replica or plan.main.name
