@@ -26,12 +26,12 @@ the runners and Prefect are imported where they are used.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from polyaxon_prefect.prefect._request import Children, OpRequest, OpTask, SweepOptions
 from polyaxon_prefect.runtime._job import LOCAL
 from polyaxon_prefect.runtime._result import RunResult
-from polyaxon_prefect.specs import OpKind, op_kind
+from polyaxon_prefect.specs import OpKind, Status, op_kind
 
 if TYPE_CHECKING:
     from prefect import Flow
@@ -154,14 +154,19 @@ def request_flow(
     def run_operation() -> Any:
         return run_request_in_flow(request, record)
 
-    return flow(
-        run_operation,
-        name=flow_name(name or request.flow_name),
-        flow_run_name=flow_name(request.name or request.op_name),
-        description=f"Polyaxon op `{request.op_name}`",
-        validate_parameters=False,
+    options: dict[str, Any] = {
+        "name": flow_name(name or request.flow_name),
+        "flow_run_name": flow_name(request.name or request.op_name),
+        "description": f"Polyaxon op `{request.op_name}`",
+        "validate_parameters": False,
         **state_hooks(request, seen),  # Polyaxon `hooks`, when the op has any
-    )
+    }
+    return flow(**options)(run_operation)
+
+
+def final_state(op_flow: Flow[[], Any]) -> State:
+    """Run ``op_flow`` (a sync flow, as every flow here is) and return its final state."""
+    return cast("State", op_flow(return_state=True))
 
 
 def _result_of(state: State, request: OpRequest, outcomes: list[RunResult]) -> RunResult:
@@ -175,7 +180,7 @@ def _result_of(state: State, request: OpRequest, outcomes: list[RunResult]) -> R
         return outcomes[-1].with_(name=request.op_name, flow_run_id=run_id)
     context = request.run_context
     return RunResult(
-        polyaxon_status(state),
+        Status(polyaxon_status(state)),
         uuid=context.uuid if context else None,
         name=request.op_name,
         artifacts_path=str(context.run_artifacts_path) if context else None,
@@ -207,7 +212,7 @@ def run_request(
     op_flow = request_flow(request, name=flow_name, on_outcome=record)
     job_tags = request.prepared.tags if request.prepared is not None else request.tags
     with local_run_settings(), tags(*job_tags):
-        state = op_flow(return_state=True)
+        state = final_state(op_flow)
     if request.prepared is not None and request.run_context is None:
         request = request.with_(run_context=request.prepared.context)
     return _result_of(state, request, outcomes)
@@ -232,8 +237,7 @@ class _SubflowOpTask:
         request, outcomes = self.request, self.outcomes
 
         def run_subflow_op() -> State:
-            child_flow = request_flow(request, on_outcome=outcomes.append)
-            state = child_flow(return_state=True)
+            state = final_state(request_flow(request, on_outcome=outcomes.append))
             if outcomes:
                 outcome = outcomes[-1]
                 return state_for_status(
@@ -242,13 +246,12 @@ class _SubflowOpTask:
             return state_for_status(polyaxon_status(state), state.message or "")
 
         runner = task(
-            run_subflow_op,
             name=SUBFLOW_TASK_NAME,
             task_run_name=flow_name(request.name or request.op_name),
             cache_policy=NO_CACHE,
             persist_result=False,
-        )
-        return runner.submit(wait_for=wait_for)
+        )(run_subflow_op)
+        return runner.submit(wait_for=wait_for, return_state=False)
 
     def result(self, state: State) -> RunResult:
         from polyaxon_prefect.prefect._states import polyaxon_status
@@ -258,7 +261,7 @@ class _SubflowOpTask:
             outcome = self.outcomes[-1]
             return outcome.with_(message=outcome.message or state.message or "")
         return RunResult(
-            polyaxon_status(state),
+            Status(polyaxon_status(state)),
             uuid=context.uuid if context else None,
             artifacts_path=str(context.run_artifacts_path) if context else None,
             message=state.message or "",
@@ -288,7 +291,7 @@ class _Dispatcher:
         outcomes: list[RunResult] = []
         child = request_flow(request, on_outcome=outcomes.append)
         with local_run_settings():
-            state = child(return_state=True)
+            state = final_state(child)
         return _result_of(state, request, outcomes)
 
     def runs_in_process(self, request: OpRequest) -> bool:

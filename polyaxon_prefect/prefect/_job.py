@@ -130,7 +130,7 @@ def task_result(state: State, job: PreparedJob) -> RunResult:
         value = result_value(state)
         if isinstance(value, RunResult):
             return value
-    status = polyaxon_status(state)
+    status = Status(polyaxon_status(state))
     return RunResult(
         status,
         uuid=job.context.uuid,
@@ -316,12 +316,11 @@ def job_flow(
         return run_op_in_flow(prepared, on_outcome)
 
     return flow(
-        run_op,
         name=flow_name(name or prepared.op_name),
         flow_run_name=flow_name(prepared.op_name),
         description=f"Polyaxon op `{prepared.op_name}`",
         validate_parameters=False,
-    )
+    )(run_op)
 
 
 # ----------------------------------------------------------------------------- DAG job ops

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from polyaxon_prefect.kubernetes import (
     NATIVE_KINDS,
     ApiTarget,
+    Backend,
     PoolSettings,
     RunState,
     api_error_message,
@@ -84,7 +85,7 @@ LineCallback = Callable[[str, str], None]
 class ClusterExecutor:
     """Runs a distributed op's manifests on the ``backend`` (``kubeflow`` or ``native``)."""
 
-    backend: str
+    backend: Backend
 
     def prepare(self, loaded: Any, options: PrepareOptions = PrepareOptions()) -> PreparedManifests:
         return prepare_cluster(loaded, self.backend, options)

@@ -18,11 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from polyaxon_prefect.exceptions import UnsupportedFeatureError
 from polyaxon_prefect.loading._load import LoadedPolyaxonfile
 from polyaxon_prefect.runtime._connections import Connection
 from polyaxon_prefect.runtime._context import RunContext
 from polyaxon_prefect.runtime._executors import executor_for
 from polyaxon_prefect.runtime._job import LOCAL, PreparedJob
+from polyaxon_prefect.runtime._locate import locate_problems
 from polyaxon_prefect.runtime._options import PrepareOptions
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.specs import KUBEFLOW_KINDS, run_kind
@@ -89,17 +91,16 @@ class OpRequest:
 
     @property
     def op_name(self) -> str:
-        operation = self.loaded.operation
-        return str(operation.name or operation.component.name or "op")
+        return str(self.operation.name or self.component.name or "op")
 
     @property
     def flow_name(self) -> str:
         """The flow this op's runs are grouped under: the component's name, else the op's."""
-        return str(self.operation.component.name or self.op_name)
+        return str(self.component.name or self.op_name)
 
     @property
     def tags(self) -> list[str]:
-        return [str(t) for t in (self.operation.component.tags or []) if t]
+        return [str(t) for t in (self.component.tags or []) if t]
 
     def with_(self, **changes: Any) -> OpRequest:
         """A copy with ``changes`` applied."""
@@ -123,7 +124,11 @@ class OpRequest:
         kind = run_kind(self.operation)
         local = kind not in KUBEFLOW_KINDS and self.in_pipeline
         backend = LOCAL if local else self.backend
-        job = executor_for(kind, backend).prepare(self.loaded, self.prepare_options)
+        try:
+            executor = executor_for(kind, backend)
+        except UnsupportedFeatureError as exc:  # located in the file, as prepare's problems are
+            raise UnsupportedFeatureError(locate_problems(exc.problems, self.loaded)) from None
+        job = executor.prepare(self.loaded, self.prepare_options)
         if self.use_cache or job.cache_key is None:
             return job
         return dataclasses.replace(job, cache_read=False)

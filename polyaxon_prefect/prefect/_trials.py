@@ -230,7 +230,7 @@ def _trials_body() -> None:
     """Never called: the task whose one run per sweep is the parent of its trial flow runs."""
 
 
-_TRIALS_TASK = task(_trials_body, name="trials", cache_policy=NO_CACHE, persist_result=False)
+_TRIALS_TASK = task(name="trials", cache_policy=NO_CACHE, persist_result=False)(_trials_body)
 
 
 def trials_task_run(client: Any, flow_run_id: UUID | None) -> UUID | None:
@@ -305,10 +305,11 @@ def run_deployment_trial(
     resumed sweep from creating the same trial twice. Cancelling the event moves the run to
     ``Cancelling``: its worker stops the infrastructure (kills the process, deletes the pod).
     """
+    from prefect.client.schemas.objects import FlowRun
     from prefect.deployments import run_deployment
     from prefect.futures import PrefectFlowRunFuture
 
-    flow_run = run_deployment(
+    flow_run: FlowRun = run_deployment(  # type: ignore[assignment]  # sync here
         deployment,
         parameters=dict(parameters),
         timeout=0,
@@ -317,7 +318,7 @@ def run_deployment_trial(
         tags=tags,
         as_subflow=True,
     )
-    future = PrefectFlowRunFuture(flow_run_id=flow_run.id)
+    future: PrefectFlowRunFuture[Any] = PrefectFlowRunFuture(flow_run_id=flow_run.id)
     cancelled = False
     while True:
         future.wait(timeout=poll_seconds)
@@ -327,7 +328,7 @@ def run_deployment_trial(
         if cancel_event is not None and cancel_event.is_set() and not cancelled:
             _cancel_flow_run(flow_run.id)
             cancelled = True
-    status = polyaxon_status(state)
+    status = Status(polyaxon_status(state))
     payload: dict[str, Any] = {}
     if state.type == StateType.COMPLETED:
         with contextlib.suppress(Exception):  # results live where the worker stored them
@@ -335,7 +336,7 @@ def run_deployment_trial(
             if isinstance(data, dict):
                 payload = data
     return RunResult(
-        status=str(payload.get("status") or status),
+        status=Status(payload.get("status") or status),
         outputs=dict(payload.get("outputs") or {}),
         metrics=dict(payload.get("metrics") or {}),
         uuid=payload.get("uuid") or parameters.get("run_uuid"),

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
-from polyaxon_prefect.kubernetes import ARTIFACTS_PATH, base_name, build_manifests
+from polyaxon_prefect.kubernetes import ARTIFACTS_PATH, Backend, base_name, build_manifests
 from polyaxon_prefect.loading import TemplateError, build_context, render_value
 from polyaxon_prefect.runtime._context import RunContext, new_run_context
 from polyaxon_prefect.runtime._job import PreparedJob
@@ -142,7 +142,7 @@ def _rendered_run(loaded: Any, values: Mapping[str, Any], run_context: RunContex
     component = operation.component
     given: frozenset[str] = getattr(loaded, "given_params", frozenset())
     globals_ = run_context.globals_dict()
-    typed = template_params(component, operation, values, globals_, given)
+    typed = template_params(component, operation, dict(values), globals_, given)
     problems = Problems()
     try:
         context = build_context(typed, globals=globals_)
@@ -155,7 +155,7 @@ def _rendered_run(loaded: Any, values: Mapping[str, Any], run_context: RunContex
 
 
 def prepare_cluster(
-    loaded: Any, backend: str, options: PrepareOptions = PrepareOptions()
+    loaded: Any, backend: Backend, options: PrepareOptions = PrepareOptions()
 ) -> PreparedManifests:
     """Render ``loaded``'s distributed run and build its ``backend`` manifests.
 
@@ -192,7 +192,7 @@ def prepare_cluster(
             named,
             backend=backend,
             connections=catalog,
-            artifacts_store=store,  # type: ignore[arg-type]
+            artifacts_store=store,
         )
     except PolyaxonfileError as exc:
         raise PolyaxonfileError(locate_problems(exc.problems, loaded)) from None

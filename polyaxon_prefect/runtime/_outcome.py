@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -92,7 +92,8 @@ def job_outcome(job: PreparedJob, result: ProcessResult) -> RunResult:
     except OutputsError as exc:
         logged = {}
         problems.append(Problem(str(exc), rule="outputs_file", file=outputs_file))
-    metrics = get_last_metrics(read_metrics(ctx.run_outputs_path))
+    rows: list[Mapping[str, Any]] = list(read_metrics(ctx.run_outputs_path))
+    metrics = get_last_metrics(rows)
 
     if result.succeeded:
         if not problems:

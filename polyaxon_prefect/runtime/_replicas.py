@@ -117,9 +117,11 @@ def prepare_replicas(
         UnsupportedFeatureError: an MPI job on a machine without ``mpirun``.
     """
     operation = loaded.operation
-    plan = plan_replicas(operation.component.run)
+    component = operation.component
+    assert component is not None  # a loaded operation has its component inlined
+    plan = plan_replicas(component.run)
     if options.run_context is None:  # one run context for every replica
-        name = operation.name or operation.component.name or "job"
+        name = operation.name or component.name or "job"
         options = dataclasses.replace(options, run_context=new_run_context(name))
     available = _machine_gpus() if any(gpu_request(r) for r in plan.replicas) else []
     gpus = gpu_slices(plan.replicas, available)

@@ -119,3 +119,20 @@ def test_the_kubernetes_executors_are_registered_by_an_explicit_call() -> None:
     assert ("mpijob", "native") not in EXECUTORS
     with pytest.raises(UnsupportedFeatureError, match="run kind `mpijob` cannot run on the"):
         executor_for("mpijob", "native")
+
+
+def test_a_kind_with_no_executor_is_located_in_the_file(tmp_path: Path) -> None:
+    """The refusal points at the line of `kind:`, like every other problem of the file."""
+    from polyaxon_prefect.prefect._request import OpRequest
+
+    path = tmp_path / "polyaxonfile.yaml"
+    path.write_text(
+        "version: 1.1\nkind: component\nrun:\n  kind: service\n  container: {command: [echo]}\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(UnsupportedFeatureError) as info:
+        OpRequest(load_polyaxonfile(path)).prepare_job()
+    [problem] = info.value.problems
+    assert problem.rule == "unsupported_kind"
+    assert (problem.file, problem.line) == (str(path), 4)
+    assert problem.format().startswith(f"{path}:4:")
