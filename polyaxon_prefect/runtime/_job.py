@@ -242,11 +242,12 @@ def prepare_container(
 
 
 def _secrets(job: _RenderedJob, values: Mapping[str, Any]) -> tuple[str, ...]:
-    """The connections' secrets and the credentials written into a URL (a git init step's, a
-    connection's, a param's), remembered so this process masks them wherever they appear."""
+    """The connections' secrets and the credentials written into a URL (the ``url`` of any init
+    step's source, a connection's, a param's), remembered so this process masks them wherever
+    they appear."""
     secrets = with_url_credentials(
         job.secrets,
-        [getattr(step.spec, "url", None) for step in job.steps if step.kind == "git"],
+        [getattr(step.spec, "url", None) for step in job.steps],
         [dict(conn.schema_ or {}) for conn in job.used],
         jsonable_params(values),
     )
