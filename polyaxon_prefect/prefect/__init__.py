@@ -17,11 +17,10 @@ apply_env_defaults()
 if TYPE_CHECKING:
     from polyaxon_prefect.prefect._api import RunResult, run, to_flow
     from polyaxon_prefect.prefect._deploy import deploy, polyaxonfile_flow
-    from polyaxon_prefect.prefect._job import OpOutcome, job_flow, job_task, run_op_in_flow
+    from polyaxon_prefect.prefect._job import job_flow, job_task, run_op_in_flow
     from polyaxon_prefect.prefect._trial_flow import trial_flow
 
 __all__ = [
-    "OpOutcome",
     "RunResult",
     "deploy",
     "job_flow",
@@ -39,7 +38,6 @@ _LAZY = {
     "RunResult": "polyaxon_prefect.prefect._api",
     "run": "polyaxon_prefect.prefect._api",
     "to_flow": "polyaxon_prefect.prefect._api",
-    "OpOutcome": "polyaxon_prefect.prefect._job",
     "job_flow": "polyaxon_prefect.prefect._job",
     "job_task": "polyaxon_prefect.prefect._job",
     "run_op_in_flow": "polyaxon_prefect.prefect._job",

@@ -170,7 +170,7 @@ def to_flow(
     from prefect import flow
 
     from polyaxon_prefect.prefect._connect import configured_api_url, connect, idle_timeout
-    from polyaxon_prefect.prefect._dispatch import run_request_in_flow
+    from polyaxon_prefect.prefect._dispatch import run_hook_op, run_request_in_flow
     from polyaxon_prefect.prefect._hooks import deferred_state_hooks, track_request
     from polyaxon_prefect.prefect._job import flow_name
     from polyaxon_prefect.prefect._params import flow_params, flow_signature
@@ -214,7 +214,7 @@ def to_flow(
         name=flow_name(name),
         flow_run_name=flow_name(operation.name or name),
         description=getattr(component, "description", None) or f"Polyaxon component `{name}`",
-        **(deferred_state_hooks() if hooks_of(operation) else {}),  # Polyaxon `hooks`
+        **(deferred_state_hooks(run_hook_op) if hooks_of(operation) else {}),  # Polyaxon `hooks`
     )
 
 

@@ -33,6 +33,7 @@ from typing import Any
 from prefect import flow
 
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
+from polyaxon_prefect.prefect._dispatch import run_hook_op
 from polyaxon_prefect.prefect._hooks import deferred_state_hooks
 from polyaxon_prefect.runtime._schedules import DeploymentSchedule, deployment_schedule
 
@@ -123,7 +124,7 @@ generic_flow = flow(
     _run_generic,
     name="polyaxonfile",
     description="Runs the Polyaxonfile given as `polyaxonfile` (a path or URL) with `params`.",
-    **deferred_state_hooks(),
+    **deferred_state_hooks(run_hook_op),
 )
 
 
@@ -160,7 +161,7 @@ def deployed_flow() -> Any:
         name=typed.name,
         flow_run_name=typed.flow_run_name,
         description=typed.description,
-        **deferred_state_hooks(),
+        **deferred_state_hooks(run_hook_op),
     )
 
 

@@ -14,7 +14,9 @@ matrix  `run_sweep_in_flow`          a task running the sweep as subflow a subfl
 
 ``matrix`` wins over ``dag``: an op with a matrix whose component is a DAG is a sweep of DAGs.
 A job's run kind is looked up in the executors registry (`polyaxon_prefect.runtime`): a kind
-with no executor is refused, with a problem that names it, before anything runs.
+with no executor is refused, with a problem that names it, before anything runs. The
+Kubernetes executors join that registry here (`register_backends`), when a request asks for
+their backend, so a local run never loads the cluster code.
 
 `prepare_request` runs before any flow run exists and before Prefect is imported (the CLI
 prepares a job, then starts its server, then imports Prefect, whose settings are read once), so
@@ -24,11 +26,11 @@ the runners and Prefect are imported where they are used.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from polyaxon_prefect.prefect._request import Children, OpRequest, OpTask, SweepOptions
 from polyaxon_prefect.runtime._result import RunResult
-from polyaxon_prefect.specs import OpKind, op_kind
+from polyaxon_prefect.specs import LOCAL, OpKind, Status, op_kind
 
 if TYPE_CHECKING:
     from prefect import Flow
@@ -44,6 +46,7 @@ __all__ = [
     "describe_request",
     "op_kind",
     "prepare_request",
+    "register_backends",
     "request_flow",
     "run_request",
     "run_request_in_flow",
@@ -81,10 +84,23 @@ _RUNNERS: dict[OpKind, Runner] = {"job": _run_job, "dag": _run_dag, "matrix": _r
 """How each kind runs inside the current flow run (`run_request_in_flow`)."""
 
 
+def register_backends(backend: str) -> None:
+    """Register the executors of ``backend`` unless it is the local one (the runtime's own):
+    the start-up step of every request, explicit rather than an import's side effect, and
+    repeatable (a registered executor is registered once)."""
+    if backend == LOCAL:
+        return
+    from polyaxon_prefect.prefect._kubernetes import register_cluster_executors
+
+    register_cluster_executors()
+
+
 def prepare_request(request: OpRequest) -> OpRequest:
-    """``request`` ready to run: a job is prepared now (a bad param or an unsupported kind
-    raises here, before any flow run exists); a DAG or a sweep prepares each child when it
-    starts (a child's bad param fails that child, not the whole run)."""
+    """``request`` ready to run: its backend's executors registered, a job prepared now (a bad
+    param or an unsupported kind raises here, before any flow run exists); a DAG or a sweep
+    prepares each child when it starts (a child's bad param fails that child, not the whole
+    run)."""
+    register_backends(request.backend)
     if op_kind(request.operation) != "job" or request.prepared is not None:
         return request
     return request.with_(prepared=request.prepare_job())
@@ -105,6 +121,7 @@ def run_request_in_flow(request: OpRequest, on_outcome: OutcomeCallback | None =
     The artifacts its ops made in the background exist before the flow run ends."""
     from polyaxon_prefect.prefect._artifacts import flush_artifacts
 
+    register_backends(request.backend)
     try:
         return _RUNNERS[op_kind(request.operation)](request, on_outcome)
     finally:
@@ -136,14 +153,19 @@ def request_flow(
     def run_operation() -> Any:
         return run_request_in_flow(request, record)
 
-    return flow(
-        run_operation,
-        name=flow_name(name or request.flow_name),
-        flow_run_name=flow_name(request.name or request.op_name),
-        description=f"Polyaxon op `{request.op_name}`",
-        validate_parameters=False,
-        **state_hooks(request, seen),  # Polyaxon `hooks`, when the op has any
-    )
+    options: dict[str, Any] = {
+        "name": flow_name(name or request.flow_name),
+        "flow_run_name": flow_name(request.name or request.op_name),
+        "description": f"Polyaxon op `{request.op_name}`",
+        "validate_parameters": False,
+        **state_hooks(request, seen, run_hook_op),  # Polyaxon `hooks`, when the op has any
+    }
+    return flow(**options)(run_operation)
+
+
+def final_state(op_flow: Flow[[], Any]) -> State:
+    """Run ``op_flow`` (a sync flow, as every flow here is) and return its final state."""
+    return cast("State", op_flow(return_state=True))
 
 
 def _result_of(state: State, request: OpRequest, outcomes: list[RunResult]) -> RunResult:
@@ -157,7 +179,7 @@ def _result_of(state: State, request: OpRequest, outcomes: list[RunResult]) -> R
         return outcomes[-1].with_(name=request.op_name, flow_run_id=run_id)
     context = request.run_context
     return RunResult(
-        polyaxon_status(state),
+        Status(polyaxon_status(state)),
         uuid=context.uuid if context else None,
         name=request.op_name,
         artifacts_path=str(context.run_artifacts_path) if context else None,
@@ -189,10 +211,17 @@ def run_request(
     op_flow = request_flow(request, name=flow_name, on_outcome=record)
     job_tags = request.prepared.tags if request.prepared is not None else request.tags
     with local_run_settings(), tags(*job_tags):
-        state = op_flow(return_state=True)
+        state = final_state(op_flow)
     if request.prepared is not None and request.run_context is None:
         request = request.with_(run_context=request.prepared.context)
     return _result_of(state, request, outcomes)
+
+
+def run_hook_op(loaded: Any, connections: Any) -> RunResult:
+    """A Polyaxon hook's op, run as a top-level flow run on the server the ended run used (the
+    run that fires it is connected already)."""
+    request = OpRequest(loaded=loaded, connections=connections)
+    return run_request(request, flow_name=loaded.component.name)
 
 
 class _SubflowOpTask:
@@ -214,8 +243,7 @@ class _SubflowOpTask:
         request, outcomes = self.request, self.outcomes
 
         def run_subflow_op() -> State:
-            child_flow = request_flow(request, on_outcome=outcomes.append)
-            state = child_flow(return_state=True)
+            state = final_state(request_flow(request, on_outcome=outcomes.append))
             if outcomes:
                 outcome = outcomes[-1]
                 return state_for_status(
@@ -224,13 +252,12 @@ class _SubflowOpTask:
             return state_for_status(polyaxon_status(state), state.message or "")
 
         runner = task(
-            run_subflow_op,
             name=SUBFLOW_TASK_NAME,
             task_run_name=flow_name(request.name or request.op_name),
             cache_policy=NO_CACHE,
             persist_result=False,
-        )
-        return runner.submit(wait_for=wait_for)
+        )(run_subflow_op)
+        return runner.submit(wait_for=wait_for, return_state=False)
 
     def result(self, state: State) -> RunResult:
         from polyaxon_prefect.prefect._states import polyaxon_status
@@ -240,7 +267,7 @@ class _SubflowOpTask:
             outcome = self.outcomes[-1]
             return outcome.with_(message=outcome.message or state.message or "")
         return RunResult(
-            polyaxon_status(state),
+            Status(polyaxon_status(state)),
             uuid=context.uuid if context else None,
             artifacts_path=str(context.run_artifacts_path) if context else None,
             message=state.message or "",
@@ -270,7 +297,7 @@ class _Dispatcher:
         outcomes: list[RunResult] = []
         child = request_flow(request, on_outcome=outcomes.append)
         with local_run_settings():
-            state = child(return_state=True)
+            state = final_state(child)
         return _result_of(state, request, outcomes)
 
     def runs_in_process(self, request: OpRequest) -> bool:

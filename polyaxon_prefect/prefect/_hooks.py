@@ -30,9 +30,14 @@ from polyaxon_prefect.runtime._hooks import (
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.specs import context_kind
 
-__all__ = ["deferred_state_hooks", "run_due_hooks", "state_hooks", "track_request"]
+__all__ = ["HookRunner", "deferred_state_hooks", "run_due_hooks", "state_hooks", "track_request"]
 
 StateHook = Callable[[Any, Any, Any], None]
+
+HookRunner = Callable[[Any, Any], RunResult]
+"""Runs a hook's loaded op with the ended run's connections, as a top-level flow run. The
+dispatcher hands it in (`polyaxon_prefect.prefect._dispatch.run_hook_op`), as it hands runners
+their `Children`, so this module never imports the dispatcher that imports it."""
 
 _BY_FLOW_RUN: dict[str, tuple[OpRequest, list[RunResult]]] = {}
 """The request each running flow run of a `to_flow` flow runs (its op is known only once the
@@ -51,15 +56,16 @@ def track_request(request: OpRequest) -> list[RunResult]:
     return outcomes
 
 
-def deferred_state_hooks() -> dict[str, list[StateHook]]:
+def deferred_state_hooks(run_hook: HookRunner) -> dict[str, list[StateHook]]:
     """State hooks for a flow whose op is loaded when it runs (`to_flow`, the deployable
-    `polyaxonfile` flow): they run the hooks of the request the flow run tracked."""
+    `polyaxonfile` flow): they run the hooks of the request the flow run tracked, each through
+    ``run_hook``."""
 
     def run_polyaxon_hooks(flow: Any, flow_run: Any, state: Any) -> None:
         del flow
         tracked = _BY_FLOW_RUN.pop(str(flow_run.id), None)
         if tracked is not None and hooks_of(tracked[0].operation):
-            _run_and_log(flow_run, state, *tracked)
+            _run_and_log(flow_run, state, *tracked, run_hook)
 
     return {name: [run_polyaxon_hooks] for name in _STATE_HOOKS}
 
@@ -67,15 +73,18 @@ def deferred_state_hooks() -> dict[str, list[StateHook]]:
 _STATE_HOOKS = ("on_completion", "on_failure", "on_cancellation", "on_crashed")
 
 
-def state_hooks(request: OpRequest, outcomes: list[RunResult]) -> dict[str, list[StateHook]]:
+def state_hooks(
+    request: OpRequest, outcomes: list[RunResult], run_hook: HookRunner
+) -> dict[str, list[StateHook]]:
     """The ``flow(...)`` keyword arguments that run ``request``'s hooks when its flow run ends
-    (none when it has no hooks); ``outcomes`` is filled by the flow with the op's result."""
+    (none when it has no hooks); ``outcomes`` is filled by the flow with the op's result, and
+    each due hook's op runs through ``run_hook``."""
     if not hooks_of(request.operation):
         return {}
 
     def run_polyaxon_hooks(flow: Any, flow_run: Any, state: Any) -> None:
         del flow
-        _run_and_log(flow_run, state, request, outcomes)
+        _run_and_log(flow_run, state, request, outcomes, run_hook)
 
     return {
         "on_completion": [run_polyaxon_hooks],
@@ -85,12 +94,19 @@ def state_hooks(request: OpRequest, outcomes: list[RunResult]) -> dict[str, list
     }
 
 
-def _run_and_log(flow_run: Any, state: Any, request: OpRequest, outcomes: list[RunResult]) -> None:
+def _run_and_log(
+    flow_run: Any,
+    state: Any,
+    request: OpRequest,
+    outcomes: list[RunResult],
+    run_hook: HookRunner,
+) -> None:
     """Run the due hooks of the op that just ended; one log line each on its flow run."""
     from prefect.logging.loggers import flow_run_logger
 
     logger = flow_run_logger(flow_run)
-    for ok, line in run_due_hooks(request, outcomes[-1] if outcomes else None, state):
+    result = outcomes[-1] if outcomes else None
+    for ok, line in run_due_hooks(request, result, state, run_hook):
         (logger.info if ok else logger.warning)(line)
 
 
@@ -112,10 +128,10 @@ def _context(request: OpRequest, result: RunResult | None, state: Any) -> dict[s
 
 
 def run_due_hooks(
-    request: OpRequest, result: RunResult | None, state: Any
+    request: OpRequest, result: RunResult | None, state: Any, run_hook: HookRunner
 ) -> list[tuple[bool, str]]:
-    """Run every hook of ``request`` due for how it ended; per hook, whether it went well and
-    a line saying so."""
+    """Run every hook of ``request`` due for how it ended, each through ``run_hook``; per hook,
+    whether it went well and a line saying so."""
     context = _context(request, result, state)
     lines: list[tuple[bool, str]] = []
     for hook in hooks_of(request.operation):
@@ -125,7 +141,7 @@ def run_due_hooks(
         if not due:
             continue
         try:
-            outcome = _run_hook(request, hook, context)
+            outcome = _run_hook(request, hook, context, run_hook)
         except Exception as exc:  # a hook never breaks the op it reports on
             lines.append((False, f"hook `{hook.hub_ref}` could not run: {exc}"))
             continue
@@ -146,11 +162,12 @@ def _load(hook: Any, context: dict[str, Any], folder: Path, declared: set[str]) 
     return load_polyaxonfile(path)
 
 
-def _run_hook(request: OpRequest, hook: Any, context: dict[str, Any]) -> RunResult:
+def _run_hook(
+    request: OpRequest, hook: Any, context: dict[str, Any], run_hook: HookRunner
+) -> RunResult:
     """Load the hook's operation (its defaults as declared params where its component has
-    such inputs) and run it as a top-level flow run, in a thread of its own so that it is not
-    taken for a subflow of the run that just ended."""
-    from polyaxon_prefect.prefect._api import run_loaded
+    such inputs) and run it through ``run_hook`` as a top-level flow run, in a thread of its
+    own so that it is not taken for a subflow of the run that just ended."""
 
     with tempfile.TemporaryDirectory(prefix="polyaxon-hook-") as tmp:
         folder = Path(tmp)
@@ -163,7 +180,7 @@ def _run_hook(request: OpRequest, hook: Any, context: dict[str, Any]) -> RunResu
 
         def work() -> None:
             try:
-                box["result"] = run_loaded(loaded, connections=request.connections)
+                box["result"] = run_hook(loaded, request.connections)
             except BaseException as exc:
                 box["error"] = exc
 

@@ -56,7 +56,6 @@ __all__ = [
     "SKIPPED_STATE_NAME",
     "TIMED_OUT_STATE_NAME",
     "UPSTREAM_FAILED_STATE_NAME",
-    "OpOutcome",
     "OutcomeCallback",
     "flow_name",
     "job_flow",
@@ -71,9 +70,6 @@ __all__ = [
 ]
 
 TASK_NAME = "run_job_op"
-
-OpOutcome = RunResult
-"""The name runners use for the `RunResult` they report (one type: see `RunResult`)."""
 
 OutcomeCallback = Callable[[RunResult], None]
 
@@ -92,8 +88,23 @@ def flow_name(name: str) -> str:
 def run_job_op_body(
     job: PreparedJob, cancel_event: threading.Event | None = None, *, report: bool = False
 ) -> Any:
-    """The body of ``run_job_op``: the op (`execute_job_op`), its lines streamed to the task
-    run's log, its result as the task's state (a plain `RunResult` return on success).
+    """The body of ``run_job_op``: the op (`run_op_in_task`), its result as the task's state
+    (`task_return`)."""
+    return task_return(run_op_in_task(job, cancel_event, report=report))
+
+
+def task_return(result: RunResult) -> Any:
+    """What a job's task returns for ``result``: the `RunResult` itself on success (Prefect
+    makes it ``Completed``), else its final state (which Prefect retries when it failed)."""
+    if result.succeeded and not result.cached:
+        return result
+    return state_for_result(result, data=result)
+
+
+def run_op_in_task(
+    job: PreparedJob, cancel_event: threading.Event | None = None, *, report: bool = False
+) -> RunResult:
+    """One attempt of the op (`execute_job_op`), its lines streamed to the task run's log.
 
     ``report``: the op's params, outputs and metrics table goes on this task run (a DAG's op;
     a job run alone gets it on its flow run, `run_op_in_flow`)."""
@@ -110,9 +121,7 @@ def run_job_op_body(
     if report:  # a DAG op: its downstream op need not wait for the API (see the function)
         rows, key, description = _report_args(job, result)
         table_artifact_soon(rows, key=key, description=description)
-    if result.succeeded and not result.cached:
-        return result
-    return state_for_result(result, data=result)
+    return result
 
 
 def task_result(state: State, job: PreparedJob) -> RunResult:
@@ -121,7 +130,7 @@ def task_result(state: State, job: PreparedJob) -> RunResult:
         value = result_value(state)
         if isinstance(value, RunResult):
             return value
-    status = polyaxon_status(state)
+    status = Status(polyaxon_status(state))
     return RunResult(
         status,
         uuid=job.context.uuid,
@@ -307,26 +316,28 @@ def job_flow(
         return run_op_in_flow(prepared, on_outcome)
 
     return flow(
-        run_op,
         name=flow_name(name or prepared.op_name),
         flow_run_name=flow_name(prepared.op_name),
         description=f"Polyaxon op `{prepared.op_name}`",
         validate_parameters=False,
-    )
+    )(run_op)
 
 
 # ----------------------------------------------------------------------------- DAG job ops
 
-_JOBS: dict[str, tuple[PreparedJob, threading.Event]] = {}
+_JOBS: dict[str, JobOpTask] = {}
 _JOB_TASKS: dict[tuple[Any, ...], Task[..., Any]] = {}
 _JOB_TASKS_LOCK = threading.Lock()
 
 
 def run_job_op(name: str, run: str) -> Any:
     """The body of a DAG job op's task run: ``name`` names the task run (the op), ``run`` is
-    the op's run uuid, the key of its prepared job (never a parameter: its env has secrets)."""
-    job, cancel = _JOBS[run]
-    return run_job_op_body(job, cancel, report=True)
+    the op's run uuid, the key of its `JobOpTask` (never a parameter: its job's env has
+    secrets). Each attempt's result is kept on the `JobOpTask`, which hands it to the DAG."""
+    op = _JOBS[run]
+    op.outcome = None  # an attempt that crashes must not leave an earlier one's result
+    op.outcome = run_op_in_task(op.job, op.cancel, report=True)
+    return task_return(op.outcome)
 
 
 def _shared_job_task(job: PreparedJob) -> Task[..., Any]:
@@ -351,19 +362,25 @@ class JobOpTask:
 
     def __init__(self, job: PreparedJob, cancel: threading.Event) -> None:
         self.job = job
+        self.cancel = cancel
         self.key = job.context.uuid
-        _JOBS[self.key] = (job, cancel)
+        self.outcome: RunResult | None = None
+        """The `RunResult` of the task run's last attempt, once it reported one."""
+        _JOBS[self.key] = self
 
     def submit(self, wait_for: list[Any]) -> Any:
         shared = _shared_job_task(self.job)
         return shared.submit(flow_name(self.job.op_name), self.key, wait_for=wait_for)
 
     def result(self, state: State) -> RunResult:
-        """How the op ended; a success's message is its task run's (a cache hit says so)."""
-        result = task_result(state, self.job)
+        """How the op ended: the result its last attempt reported (a cache hit says so), or,
+        when no attempt reported one (cancelled or crashed first), what its state says."""
+        result = self.outcome
+        if result is None:
+            return task_result(state, self.job).with_(message=state.message or "")
         if result.cached:
             return result.with_(message=f"cache hit: reused the outputs of run {result.uuid}")
-        return result.with_(message=state.message or "")
+        return result
 
     def release(self) -> None:
         _JOBS.pop(self.key, None)

@@ -31,7 +31,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect.kubernetes import (
+    NATIVE_KINDS,
     ApiTarget,
+    Backend,
     PoolSettings,
     RunState,
     api_error_message,
@@ -44,9 +46,10 @@ from polyaxon_prefect.kubernetes import (
     replica_name,
     run_selector,
 )
+from polyaxon_prefect.runtime import PrepareOptions
 from polyaxon_prefect.runtime._cluster import PreparedManifests, prepare_cluster
 from polyaxon_prefect.runtime._executors import register_executor
-from polyaxon_prefect.runtime._outcome import JobResult
+from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.runtime._session import stop_requested
 from polyaxon_prefect.specs import KUBEFLOW_KINDS, Status
 
@@ -59,6 +62,7 @@ __all__ = [
     "ClusterExecutor",
     "load_credentials",
     "pool_settings",
+    "register_cluster_executors",
     "run_on_cluster",
 ]
 
@@ -81,10 +85,10 @@ LineCallback = Callable[[str, str], None]
 class ClusterExecutor:
     """Runs a distributed op's manifests on the ``backend`` (``kubeflow`` or ``native``)."""
 
-    backend: str
+    backend: Backend
 
-    def prepare(self, loaded: Any, **options: Any) -> PreparedManifests:
-        return prepare_cluster(loaded, backend=self.backend, **options)
+    def prepare(self, loaded: Any, options: PrepareOptions = PrepareOptions()) -> PreparedManifests:
+        return prepare_cluster(loaded, self.backend, options)
 
     def execute(
         self,
@@ -92,13 +96,19 @@ class ClusterExecutor:
         *,
         on_line: LineCallback | None = None,
         cancel_event: threading.Event | None = None,
-    ) -> JobResult:
+    ) -> RunResult:
         return run_on_cluster(prepared, on_line=on_line, cancel_event=cancel_event)
 
 
-for _backend in ("kubeflow", "native"):
-    for _kind in sorted(KUBEFLOW_KINDS):
-        register_executor(_kind, _backend, ClusterExecutor(_backend))
+def register_cluster_executors() -> None:
+    """Register the ``kubeflow`` executor for every Kubeflow kind and the ``native`` one for
+    the kinds that run without an operator (not ``mpijob``, whose launcher needs it): called
+    by the dispatcher for a run on a Kubernetes backend, so a local run never loads this
+    module; calling it again changes nothing."""
+    for kind in sorted(KUBEFLOW_KINDS):
+        register_executor(kind, "kubeflow", ClusterExecutor("kubeflow"))
+    for kind in sorted(NATIVE_KINDS):
+        register_executor(kind, "native", ClusterExecutor("native"))
 
 
 def load_credentials() -> KubernetesCredentials:
@@ -149,11 +159,11 @@ def run_on_cluster(
     credentials: KubernetesCredentials | None = None,
     settings: PoolSettings | None = None,
     poll_interval: float | None = None,
-) -> JobResult:
+) -> RunResult:
     """Submit ``prepared``'s manifests, watch them to the end, and say how the run ended.
 
     Never raises for what the cluster did: API errors and pod failures become a failed
-    `JobResult` whose message says what to do. Runs its own event loop in a worker thread, so
+    `RunResult` whose message says what to do. Runs its own event loop in a worker thread, so
     it can be called from synchronous code inside or outside a running loop.
     """
     settings = settings if settings is not None else pool_settings()
@@ -198,7 +208,7 @@ class _Submission:
     def say(self, text: str) -> None:
         self.on_line("stdout", text)
 
-    async def run(self) -> JobResult:
+    async def run(self) -> RunResult:
         async with (
             self.credentials.get_client("custom_objects") as custom,
             self.credentials.get_client("batch") as batch,
@@ -226,7 +236,7 @@ class _Submission:
             return None
         return {"apiVersion": "v1", "kind": "Pod", "name": pod_name, "uid": uid}
 
-    async def _run(self) -> JobResult:
+    async def _run(self) -> RunResult:
         status, message = Status.FAILED, ""
         try:
             owner = await self._owner()
@@ -245,7 +255,7 @@ class _Submission:
             # a Kubeflow run the cluster ended is the operator's to clean (cleanPodPolicy, TTL)
             if self.created and not (self.kubeflow and self.ended_in_cluster):
                 await self._delete_all()
-        return JobResult(status, {}, {}, message, None)
+        return RunResult(status, message=message)
 
     async def _watch(self) -> tuple[Status, str]:
         timeout = self.prepared.timeout

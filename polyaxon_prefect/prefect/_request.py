@@ -1,9 +1,12 @@
-"""What to run: data only, shared by the dispatcher and every runner.
+"""What to run: an `OpRequest`, shared by the dispatcher and every runner.
 
 An `OpRequest` says *what* to run (the loaded operation plus the values it receives) and how
-its children inherit (connections, builds, the stop event); it does not say how: that is the
-dispatcher's one decision (`polyaxon_prefect.prefect._dispatch`). Keeping the data apart from
-the dispatcher lets the DAG and sweep runners import it without importing each other.
+its children inherit (connections, builds, the stop event, the backend). `OpRequest.prepare_job`
+prepares a job op through the executor registered for its run kind and backend
+(`polyaxon_prefect.runtime.executor_for`); which kind of runner an op needs is the dispatcher's
+one decision (`polyaxon_prefect.prefect._dispatch`), which also registers the Kubernetes
+executors. Keeping the request apart from the dispatcher lets the DAG and sweep runners import
+it without importing each other.
 """
 
 from __future__ import annotations
@@ -13,16 +16,18 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from polyaxon_prefect.exceptions import UnsupportedFeatureError
 from polyaxon_prefect.loading._load import LoadedPolyaxonfile
-from polyaxon_prefect.prefect import _kubernetes  # noqa: F401  (registers kubeflow, native)
+from polyaxon_prefect.runtime import PreparedJob, PrepareOptions, executor_for, locate_problems
 from polyaxon_prefect.runtime._connections import Connection
 from polyaxon_prefect.runtime._context import RunContext
-from polyaxon_prefect.runtime._executors import executor_for
-from polyaxon_prefect.runtime._job import PreparedJob
 from polyaxon_prefect.runtime._result import RunResult
-from polyaxon_prefect.specs import KUBEFLOW_KINDS, run_kind
+from polyaxon_prefect.specs import LOCAL, backend_for, run_kind
+
+if TYPE_CHECKING:
+    from polyaxon_prefect.specs import Component, Operation
 
 __all__ = ["Children", "OpRequest", "OpTask", "SweepOptions"]
 
@@ -62,7 +67,7 @@ class OpRequest:
     sweep: SweepOptions = field(default_factory=SweepOptions)
     prepared: PreparedJob | None = None
     """A job op's prepared job, when it was prepared before its flow run (`prepare_request`)."""
-    backend: str = "local"
+    backend: str = LOCAL
     """Where distributed replicas run (``local``, ``kubeflow``, ``native``). A single-process
     job inside a DAG runs as a local process whatever it says (in the flow run's pod on a
     cluster); a job run alone on a Kubernetes backend is refused, as it would not run where
@@ -72,40 +77,36 @@ class OpRequest:
     cache; its successes are still recorded, so a later run reuses the freshest result."""
 
     @property
-    def operation(self) -> Any:
+    def operation(self) -> Operation:
         return self.loaded.operation
 
     @property
-    def component(self) -> Any:
-        return self.loaded.operation.component
+    def component(self) -> Component:
+        component = self.loaded.operation.component
+        assert component is not None  # a loaded operation has its component inlined
+        return component
 
     @property
     def op_name(self) -> str:
-        operation = self.loaded.operation
-        return str(operation.name or operation.component.name or "op")
+        return str(self.operation.name or self.component.name or "op")
 
     @property
     def flow_name(self) -> str:
         """The flow this op's runs are grouped under: the component's name, else the op's."""
-        return str(self.operation.component.name or self.op_name)
+        return str(self.component.name or self.op_name)
 
     @property
     def tags(self) -> list[str]:
-        return [str(t) for t in (self.operation.component.tags or []) if t]
+        return [str(t) for t in (self.component.tags or []) if t]
 
     def with_(self, **changes: Any) -> OpRequest:
         """A copy with ``changes`` applied."""
         return dataclasses.replace(self, **changes)
 
-    def prepare_job(self) -> PreparedJob:
-        """The job this request runs, prepared now by the executor of its run kind and backend
-        (its problems raise here, before it runs; a kind with no executor is refused)."""
-        kind = run_kind(self.operation)
-        local = kind not in KUBEFLOW_KINDS and self.in_pipeline
-        backend = "local" if local else self.backend
-        executor = executor_for(kind, backend)
-        job = executor.prepare(
-            self.loaded,
+    @property
+    def prepare_options(self) -> PrepareOptions:
+        """How this request's job is prepared (its executor's `PrepareOptions`)."""
+        return PrepareOptions(
             run_context=self.run_context,
             params=self.params,
             connections=self.connections,
@@ -113,6 +114,17 @@ class OpRequest:
             skip_builds=self.skip_builds,
             base_dir=self.base_dir,
         )
+
+    def prepare_job(self) -> PreparedJob:
+        """The job this request runs, prepared now by the executor of its run kind and backend
+        (its problems raise here, before it runs; a kind with no executor is refused)."""
+        kind = run_kind(self.operation)
+        backend = backend_for(kind, self.backend, in_pipeline=self.in_pipeline)
+        try:
+            executor = executor_for(kind, backend)
+        except UnsupportedFeatureError as exc:  # located in the file, as prepare's problems are
+            raise UnsupportedFeatureError(locate_problems(exc.problems, self.loaded)) from None
+        job = executor.prepare(self.loaded, self.prepare_options)
         if self.use_cache or job.cache_key is None:
             return job
         return dataclasses.replace(job, cache_read=False)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -48,7 +48,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TRIAL_FLOW_NAME",
-    "TrialResult",
     "end_trials_task_run",
     "run_deployment_trial",
     "run_job_trial",
@@ -57,10 +56,6 @@ __all__ = [
 ]
 
 TRIAL_FLOW_NAME = "polyaxon-trial"
-
-
-TrialResult = RunResult
-"""How one trial ended (the one `RunResult` type)."""
 
 
 # ----------------------------------------------------------------------------- job trials
@@ -168,7 +163,7 @@ def run_job_trial(
     client: Any,
     cancel_event: threading.Event | None = None,
     show_running_after: float = SHOW_RUNNING_AFTER_SECONDS,
-) -> TrialResult:
+) -> RunResult:
     """Run one job trial as a child flow run recorded through the API (module docstring,
     `_TrialRun`), under ``parent_task_run_id`` (the sweep's ``trials`` task run).
 
@@ -194,13 +189,7 @@ def run_job_trial(
         run.warning("attempt %d of %d failed; retrying", attempt, attempts)
 
     try:
-        result = execute_job_op(
-            job,
-            on_line=on_line,
-            cancel_event=cancel_event,
-            attempts=retries(job) + 1,
-            on_retry=on_retry,
-        )
+        result = _with_retries(job, on_line, cancel_event, on_retry)
     except BaseException as exc:
         run.finish(Failed(message=f"trial crashed: {exc}"))
         raise
@@ -208,6 +197,24 @@ def run_job_trial(
         run.error(result.message)
     state = state_for_result(result, prefix=_prefix(job, result))
     return result.with_(flow_run_id=run.finish(state))
+
+
+def _with_retries(
+    job: PreparedJob,
+    on_line: Callable[[str, str], None],
+    cancel_event: threading.Event | None,
+    on_retry: Callable[[int, int], None],
+) -> RunResult:
+    """The trial's attempts: ``termination.maxRetries`` more while it fails (`retries`, the
+    count Prefect's task retries apply to a job op), never after a stop."""
+    attempts = retries(job) + 1
+    for attempt in range(1, attempts):
+        result = execute_job_op(job, on_line=on_line, cancel_event=cancel_event)
+        stopped = cancel_event is not None and cancel_event.is_set()
+        if result.status != Status.FAILED or stopped:
+            return result
+        on_retry(attempt, attempts)
+    return execute_job_op(job, on_line=on_line, cancel_event=cancel_event)
 
 
 def _prefix(job: PreparedJob, result: RunResult) -> str:
@@ -223,7 +230,7 @@ def _trials_body() -> None:
     """Never called: the task whose one run per sweep is the parent of its trial flow runs."""
 
 
-_TRIALS_TASK = task(_trials_body, name="trials", cache_policy=NO_CACHE, persist_result=False)
+_TRIALS_TASK = task(name="trials", cache_policy=NO_CACHE, persist_result=False)(_trials_body)
 
 
 def trials_task_run(client: Any, flow_run_id: UUID | None) -> UUID | None:
@@ -291,17 +298,18 @@ def run_deployment_trial(
     tags: list[str],
     cancel_event: threading.Event | None = None,
     poll_seconds: float = 1.0,
-) -> TrialResult:
+) -> RunResult:
     """Run one trial as a run of ``deployment`` (``flow/deployment``) and wait for it.
 
     The idempotency key (the sweep's flow run id and the trial number) keeps a retried or
     resumed sweep from creating the same trial twice. Cancelling the event moves the run to
     ``Cancelling``: its worker stops the infrastructure (kills the process, deletes the pod).
     """
+    from prefect.client.schemas.objects import FlowRun
     from prefect.deployments import run_deployment
     from prefect.futures import PrefectFlowRunFuture
 
-    flow_run = run_deployment(
+    flow_run: FlowRun = run_deployment(  # type: ignore[assignment]  # sync here
         deployment,
         parameters=dict(parameters),
         timeout=0,
@@ -310,7 +318,7 @@ def run_deployment_trial(
         tags=tags,
         as_subflow=True,
     )
-    future = PrefectFlowRunFuture(flow_run_id=flow_run.id)
+    future: PrefectFlowRunFuture[Any] = PrefectFlowRunFuture(flow_run_id=flow_run.id)
     cancelled = False
     while True:
         future.wait(timeout=poll_seconds)
@@ -320,7 +328,7 @@ def run_deployment_trial(
         if cancel_event is not None and cancel_event.is_set() and not cancelled:
             _cancel_flow_run(flow_run.id)
             cancelled = True
-    status = polyaxon_status(state)
+    status = Status(polyaxon_status(state))
     payload: dict[str, Any] = {}
     if state.type == StateType.COMPLETED:
         with contextlib.suppress(Exception):  # results live where the worker stored them
@@ -328,7 +336,7 @@ def run_deployment_trial(
             if isinstance(data, dict):
                 payload = data
     return RunResult(
-        status=str(payload.get("status") or status),
+        status=Status(payload.get("status") or status),
         outputs=dict(payload.get("outputs") or {}),
         metrics=dict(payload.get("metrics") or {}),
         uuid=payload.get("uuid") or parameters.get("run_uuid"),

@@ -33,16 +33,25 @@ from polyaxon_prefect.runtime._errors import (
     RunRuntimeError,
     UnknownConnectionError,
 )
+from polyaxon_prefect.runtime._options import PrepareOptions
 from polyaxon_prefect.runtime._outputs import read_metrics, read_outputs, validate_outputs
 from polyaxon_prefect.runtime._process import ProcessResult, mask_secrets, run_process
 
 if TYPE_CHECKING:
     from polyaxon_prefect.runtime._executors import EXECUTORS, Executor, executor_for
-    from polyaxon_prefect.runtime._job import JobResult, PreparedJob, execute_job, prepare_job
+    from polyaxon_prefect.runtime._init import INIT_HANDLERS
+    from polyaxon_prefect.runtime._job import (
+        PreparedJob,
+        execute_job,
+        prepare_container,
+        prepare_job,
+    )
+    from polyaxon_prefect.runtime._locate import locate_problems
     from polyaxon_prefect.runtime._params import merge_params
 
 __all__ = [
     "EXECUTORS",
+    "INIT_HANDLERS",
     "CommandNotFoundError",
     "Connection",
     "ConnectionResource",
@@ -50,8 +59,8 @@ __all__ = [
     "ConnectionsFile",
     "EnvVar",
     "Executor",
-    "JobResult",
     "OutputsError",
+    "PrepareOptions",
     "PreparedJob",
     "ProcessResult",
     "ProcessStartError",
@@ -65,9 +74,11 @@ __all__ = [
     "executor_for",
     "get_connection",
     "load_connections",
+    "locate_problems",
     "mask_secrets",
     "merge_params",
     "new_run_context",
+    "prepare_container",
     "prepare_job",
     "project_name",
     "read_metrics",
@@ -81,7 +92,9 @@ __getattr__ = lazy_attributes(
     __name__,
     {
         **dict.fromkeys(("EXECUTORS", "Executor", "executor_for"), "_executors"),
-        **dict.fromkeys(("JobResult", "PreparedJob", "execute_job", "prepare_job"), "_job"),
+        **dict.fromkeys(("PreparedJob", "execute_job", "prepare_container", "prepare_job"), "_job"),
         "merge_params": "_params",
+        "INIT_HANDLERS": "_init",
+        "locate_problems": "_locate",
     },
 )

@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
-from polyaxon_prefect.kubernetes import ARTIFACTS_PATH, base_name, build_manifests
+from polyaxon_prefect.kubernetes import ARTIFACTS_PATH, Backend, base_name, build_manifests
 from polyaxon_prefect.loading import TemplateError, build_context, render_value
 from polyaxon_prefect.runtime._context import RunContext, new_run_context
 from polyaxon_prefect.runtime._job import PreparedJob
 from polyaxon_prefect.runtime._locate import locate_problems
+from polyaxon_prefect.runtime._options import PrepareOptions
 from polyaxon_prefect.runtime._params import (
     jsonable_params,
     merge_params,
@@ -141,7 +142,7 @@ def _rendered_run(loaded: Any, values: Mapping[str, Any], run_context: RunContex
     component = operation.component
     given: frozenset[str] = getattr(loaded, "given_params", frozenset())
     globals_ = run_context.globals_dict()
-    typed = template_params(component, operation, values, globals_, given)
+    typed = template_params(component, operation, dict(values), globals_, given)
     problems = Problems()
     try:
         context = build_context(typed, globals=globals_)
@@ -154,27 +155,19 @@ def _rendered_run(loaded: Any, values: Mapping[str, Any], run_context: RunContex
 
 
 def prepare_cluster(
-    loaded: Any,
-    *,
-    backend: str,
-    run_context: RunContext | None = None,
-    params: Mapping[str, Any] | None = None,
-    connections: Any = None,
-    in_pipeline: bool = False,
-    skip_builds: bool = False,
-    base_dir: Path | None = None,
+    loaded: Any, backend: Backend, options: PrepareOptions = PrepareOptions()
 ) -> PreparedManifests:
     """Render ``loaded``'s distributed run and build its ``backend`` manifests.
 
     The objects are named after the op plus the run's short uuid, so two runs of one file
     never collide in a namespace. ``connections`` (this machine's) are not used: a cluster's
-    come from the file named by ``POLYAXON_PREFECT_K8S_CONNECTIONS``.
+    come from the file named by ``POLYAXON_PREFECT_K8S_CONNECTIONS``; ``in_pipeline`` and
+    ``skip_builds`` are this machine's too.
 
     Raises:
         PolyaxonfileError: bad params, template errors, and every problem the manifest builder
             finds (each located in the file).
     """
-    del connections, in_pipeline, skip_builds  # this machine's; the cluster has its own
     operation = loaded.operation
     component = operation.component
     if component is None:
@@ -182,8 +175,10 @@ def prepare_cluster(
             [Problem("the operation has no component to run", rule="no_component")]
         )
     op_name = operation.name or component.name or "job"
-    values = merge_params(component, operation, getattr(loaded, "params", {}) or {}, params or {})
-    run_context = cluster_context(run_context or new_run_context(op_name))
+    values = merge_params(
+        component, operation, getattr(loaded, "params", {}) or {}, options.params or {}
+    )
+    run_context = cluster_context(options.run_context or new_run_context(op_name))
     run = _rendered_run(loaded, values, run_context)
     named = operation.model_copy(
         update={
@@ -197,7 +192,7 @@ def prepare_cluster(
             named,
             backend=backend,
             connections=catalog,
-            artifacts_store=store,  # type: ignore[arg-type]
+            artifacts_store=store,
         )
     except PolyaxonfileError as exc:
         raise PolyaxonfileError(locate_problems(exc.problems, loaded)) from None
@@ -207,7 +202,7 @@ def prepare_cluster(
         op_name=op_name,
         argv=[],
         env={},
-        cwd=base_dir or Path.cwd(),
+        cwd=options.base_dir or Path.cwd(),
         image=None,
         secrets=(),
         timeout=float(timeout) if isinstance(timeout, int | float) else None,

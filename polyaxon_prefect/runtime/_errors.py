@@ -57,5 +57,5 @@ class InitStepError(Exception):
     """An init step failed; the message names the step and the cause.
 
     Not a `RunRuntimeError`: it never leaves the runtime, `execute_job` turns it into a failed
-    `JobResult` whose message is this one.
+    `RunResult` whose message is this one.
     """

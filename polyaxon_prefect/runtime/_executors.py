@@ -1,29 +1,36 @@
 """Which executor runs an op of a given run kind, on a given backend.
 
 The one place that maps a run kind to the code that runs it, so a new kind or backend (the
-replicas of a distributed run; Kubeflow or native Kubernetes manifests) registers an executor
-here instead of adding a branch to every runner; a kind with no executor is refused here, with a
-hint saying where it can run.
+replicas of a distributed run on this machine; Kubeflow or native Kubernetes manifests, which
+the Prefect layer registers) adds an executor here instead of a branch to every runner. Every
+lookup fails loudly: a kind with no executor is refused with a hint saying where it can run,
+and what an executor prepares is stamped with the kind and backend it was registered for, so
+it can only ever be run by that same executor.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import import_module
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from polyaxon_prefect.exceptions import Problem, UnsupportedFeatureError
+from polyaxon_prefect.runtime._job import (
+    LOCAL,
+    ONE_PROCESS_KINDS,
+    PreparedJob,
+    execute_job,
+    prepare_job,
+)
+from polyaxon_prefect.runtime._options import PrepareOptions
+from polyaxon_prefect.runtime._replicas import execute_replicas, prepare_replicas
 from polyaxon_prefect.specs import BACKENDS, KUBEFLOW_KINDS
 
 if TYPE_CHECKING:
     from polyaxon_prefect.loading import LoadedPolyaxonfile
-    from polyaxon_prefect.runtime._connections import Connection
-    from polyaxon_prefect.runtime._context import RunContext
-    from polyaxon_prefect.runtime._job import PreparedJob
-    from polyaxon_prefect.runtime._outcome import JobResult
+    from polyaxon_prefect.runtime._result import RunResult
 
 __all__ = [
     "BACKENDS",
@@ -31,14 +38,12 @@ __all__ = [
     "LOCAL",
     "Executor",
     "JobExecutor",
+    "LocalExecutor",
     "ReplicasExecutor",
     "executor_for",
-    "refuse_unless_one_process",
     "register_executor",
+    "runnable_kinds",
 ]
-
-LOCAL = BACKENDS[0]
-"""The backend that runs processes on this machine (``kubeflow`` and ``native`` come later)."""
 
 _HINTS = {
     "dag": "a dag runs as a pipeline: use the pipeline runner, not a single job",
@@ -47,9 +52,11 @@ _HINTS = {
 }
 _DEFAULT_HINT = (
     "this kind has no executor on this backend (Ray and Dask clusters are not run; the "
-    "Kubernetes backends run the six Kubeflow kinds); use `kind: job`, or a Kubeflow kind "
+    "Kubernetes backends run the Kubeflow kinds); use `kind: job`, or a Kubeflow kind "
     "for replicas"
 )
+
+LineCallback = Callable[[str, str], None]
 
 
 class Executor(Protocol):
@@ -58,73 +65,115 @@ class Executor(Protocol):
     for what the op did)."""
 
     def prepare(
-        self,
-        loaded: LoadedPolyaxonfile,
-        *,
-        run_context: RunContext | None = None,
-        params: Mapping[str, Any] | None = None,
-        connections: Mapping[str, Connection] | None = None,
-        in_pipeline: bool = False,
-        skip_builds: bool = False,
-        base_dir: Path | None = None,
+        self, loaded: LoadedPolyaxonfile, options: PrepareOptions = PrepareOptions()
     ) -> PreparedJob: ...
 
     def execute(
         self,
         prepared: PreparedJob,
         *,
-        on_line: Callable[[str, str], None] | None = None,
+        on_line: LineCallback | None = None,
         cancel_event: threading.Event | None = None,
-    ) -> JobResult: ...
+    ) -> RunResult: ...
+
+
+Prepare = Callable[["LoadedPolyaxonfile", PrepareOptions], PreparedJob]
+Execute = Callable[..., "RunResult"]
 
 
 @dataclass(frozen=True)
 class LocalExecutor:
-    """An executor whose two steps are functions of one runtime module, imported on first use
-    (so looking an executor up stays as light as the registry): ``job`` runs one process
-    (`runtime._job`), a distributed kind one process per replica (`runtime._replicas`)."""
+    """An executor made of two runtime functions: ``job`` runs one process (`prepare_job`,
+    `execute_job`), a distributed kind one process per replica (`prepare_replicas`,
+    `execute_replicas`)."""
 
-    module: str
-    prepare_name: str
-    execute_name: str
+    prepare_fn: Prepare
+    execute_fn: Execute
 
-    def _function(self, name: str) -> Callable[..., Any]:
-        function: Callable[..., Any] = getattr(import_module(self.module), name)
-        return function
+    def prepare(
+        self, loaded: LoadedPolyaxonfile, options: PrepareOptions = PrepareOptions()
+    ) -> PreparedJob:
+        return self.prepare_fn(loaded, options)
 
-    def prepare(self, loaded: LoadedPolyaxonfile, **options: Any) -> PreparedJob:
-        prepared: PreparedJob = self._function(self.prepare_name)(loaded, **options)
-        return prepared
+    def execute(
+        self,
+        prepared: PreparedJob,
+        *,
+        on_line: LineCallback | None = None,
+        cancel_event: threading.Event | None = None,
+    ) -> RunResult:
+        return self.execute_fn(prepared, on_line=on_line, cancel_event=cancel_event)
 
-    def execute(self, prepared: PreparedJob, **options: Any) -> JobResult:
-        result: JobResult = self._function(self.execute_name)(prepared, **options)
-        return result
 
-
-JobExecutor = LocalExecutor("polyaxon_prefect.runtime._job", "prepare_job", "execute_job")
+JobExecutor = LocalExecutor(prepare_job, execute_job)
 """A ``kind: job`` op as one local process: `prepare_job`, then `execute_job`."""
 
-ReplicasExecutor = LocalExecutor(
-    "polyaxon_prefect.runtime._replicas", "prepare_replicas", "execute_replicas"
-)
+ReplicasExecutor = LocalExecutor(prepare_replicas, execute_replicas)
 """A distributed op (``tfjob``, ``pytorchjob``...) as one local process per replica."""
 
 
-EXECUTORS: dict[tuple[str, str], Executor] = {
-    ("job", LOCAL): JobExecutor,
-    ("notifier", LOCAL): JobExecutor,  # a job whose process posts a run's end (hub notifiers)
-    **dict.fromkeys(((kind, LOCAL) for kind in sorted(KUBEFLOW_KINDS)), ReplicasExecutor),
-}
-"""The executor of each ``(run kind, backend)``."""
+@dataclass(frozen=True)
+class _Registered:
+    """An executor as registered for ``(kind, backend)``: what it prepares says so, so that
+    `execute_job_op` finds this same executor again (a kind cannot fall through to another)."""
+
+    kind: str
+    backend: str
+    executor: Executor
+
+    def prepare(
+        self, loaded: LoadedPolyaxonfile, options: PrepareOptions = PrepareOptions()
+    ) -> PreparedJob:
+        prepared = self.executor.prepare(loaded, options)
+        return dataclasses.replace(prepared, run_kind=self.kind, backend=self.backend)
+
+    def execute(
+        self,
+        prepared: PreparedJob,
+        *,
+        on_line: LineCallback | None = None,
+        cancel_event: threading.Event | None = None,
+    ) -> RunResult:
+        if (prepared.run_kind, prepared.backend) != (self.kind, self.backend):
+            raise ValueError(
+                f"a `{prepared.run_kind}` op prepared for the `{prepared.backend}` backend "
+                f"cannot run as `{self.kind}` on `{self.backend}`"
+            )
+        return self.executor.execute(prepared, on_line=on_line, cancel_event=cancel_event)
+
+
+EXECUTORS: dict[tuple[str, str], Executor] = {}
+"""The executor of each ``(run kind, backend)``: the local ones below; the Kubernetes ones
+when the Prefect layer registers them (`polyaxon_prefect.prefect._dispatch.register_backends`)."""
 
 
 def register_executor(kind: str, backend: str, executor: Executor) -> None:
     """Register ``executor`` for ``(kind, backend)``: how a layer above the runtime (the
     Prefect layer's Kubernetes executors, which need a cluster client) plugs a backend in
-    without the runtime importing it."""
+    without the runtime importing it. Registering the same executor again changes nothing.
+
+    Raises:
+        ValueError: an unknown backend, or another executor already registered there.
+    """
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; one of {', '.join(BACKENDS)}")
-    EXECUTORS[(kind, backend)] = executor
+    current = EXECUTORS.get((kind, backend))
+    if isinstance(current, _Registered) and current.executor == executor:
+        return
+    if current is not None:
+        raise ValueError(f"run kind `{kind}` already has an executor on `{backend}`")
+    EXECUTORS[(kind, backend)] = _Registered(kind, backend, executor)
+
+
+for _kind in ONE_PROCESS_KINDS:
+    register_executor(_kind, LOCAL, JobExecutor)
+for _kind in sorted(KUBEFLOW_KINDS):
+    register_executor(_kind, LOCAL, ReplicasExecutor)
+
+
+def runnable_kinds(backend: str = LOCAL) -> list[str]:
+    """The run kinds with an executor on ``backend``, in registration order."""
+    return [kind for kind, where in EXECUTORS if where == backend]
 
 
 def executor_for(kind: str | None, backend: str = LOCAL) -> Executor:
@@ -137,7 +186,7 @@ def executor_for(kind: str | None, backend: str = LOCAL) -> Executor:
     executor = EXECUTORS.get((kind or "", backend))
     if executor is not None:
         return executor
-    runnable = " or ".join(f"`{k}`" for k, b in EXECUTORS if b == backend) or "no kind"
+    runnable = " or ".join(f"`{k}`" for k in runnable_kinds(backend)) or "no kind"
     where = "the local runtime" if backend == LOCAL else f"the `{backend}` backend"
     raise UnsupportedFeatureError(
         [
@@ -146,28 +195,6 @@ def executor_for(kind: str | None, backend: str = LOCAL) -> Executor:
                 rule="unsupported_kind",
                 path=("component", "run", "kind"),
                 hint=_HINTS.get(kind or "", _DEFAULT_HINT),
-            )
-        ]
-    )
-
-
-def refuse_unless_one_process(kind: str | None) -> None:
-    """Refuse (as `executor_for` does) a kind that does not run as one process: `prepare_job`
-    prepares a single container, a distributed kind is prepared by its own executor.
-
-    Raises:
-        UnsupportedFeatureError: rule ``unsupported_kind``, located at ``component.run.kind``.
-    """
-    if executor_for(kind) is JobExecutor:
-        return
-    raise UnsupportedFeatureError(
-        [
-            Problem(
-                f"run kind `{kind}` cannot run as one process: it has replicas",
-                rule="unsupported_kind",
-                path=("component", "run", "kind"),
-                hint=f"run it through its executor: `executor_for({kind!r}).prepare(...)`, "
-                "as `polyaxon_prefect.run` does",
             )
         ]
     )

@@ -38,6 +38,7 @@ __all__ = [
     "INIT_HANDLERS",
     "InitRun",
     "InitStep",
+    "init_handler",
     "init_steps",
     "render_init_list",
     "run_init",
@@ -202,6 +203,14 @@ def _init_step(
             hint="fetch the files with a `paths` or `git` init step instead",
         )
         return None
+    if source is not None and source not in INIT_HANDLERS:
+        problems.add(
+            f"init `{source}` cannot run locally: no handler runs it",
+            "unsupported_init",
+            (*where, source),
+            hint=f"use one of: {', '.join(sorted(INIT_HANDLERS))}",
+        )
+        return None
     if source is None and entry.container is not None:
         container = entry.container
         argv = render_argv(container.command, context, (*where, "container", "command"), problems)
@@ -362,8 +371,8 @@ def _container(step: InitStep, run: InitRun) -> None:
         raise InitStepError(process_message(result, job.timeout))
 
 
-def _nothing(step: InitStep, run: InitRun) -> None:
-    """A bare connection: its env is already in the job's env."""
+def _connection(step: InitStep, run: InitRun) -> None:
+    """A bare connection: its env is already in the job's env, so there is nothing to fetch."""
 
 
 InitHandler = Callable[[InitStep, InitRun], None]
@@ -375,9 +384,24 @@ INIT_HANDLERS: dict[str, InitHandler] = {
     "paths": _paths,
     "artifacts": _artifacts,
     "container": _container,
-    "connection": _nothing,
+    "connection": _connection,
 }
-"""How each init source runs, by `InitStep.kind`."""
+"""How each init source runs, by `InitStep.kind`. A source with no entry is refused when the
+job is prepared (rule ``unsupported_init``) and, should a step still reach `run_init`, fails
+the job there: a step never does nothing silently."""
+
+
+def init_handler(kind: str) -> InitHandler:
+    """The handler of init source ``kind``.
+
+    Raises:
+        InitStepError: no handler is registered for ``kind``.
+    """
+    handler = INIT_HANDLERS.get(kind)
+    if handler is None:
+        known = ", ".join(sorted(INIT_HANDLERS))
+        raise InitStepError(f"no handler runs init `{kind}` (the handled sources: {known})")
+    return handler
 
 
 def run_init(
@@ -393,7 +417,7 @@ def run_init(
     run = InitRun(job, base, roots, on_line, cancel_event)
     for step in job.init:
         try:
-            INIT_HANDLERS.get(step.kind, _nothing)(step, run)
+            init_handler(step.kind)(step, run)
         except InitStepError as exc:
             raise InitStepError(f"{step.describe()} failed: {exc}") from None
         except (OSError, ValueError) as exc:

@@ -1,19 +1,17 @@
-"""Turn a validated ``kind: job`` operation into a local process run, and run it.
+"""Turn a validated single-container operation into a local process run, and run it.
 
 Two steps with a clean boundary, so the flow layer, DAG ops and matrix trials can all reuse them:
 
-* `prepare_job` does everything that can fail *before* anything runs: it merges params, renders
-  ``command``/``args``/``env``/``workingDir``/``init`` with params, ``globals`` and connections,
-  resolves connections and their secrets, and computes the cache key. Every template error is
-  reported at once, located at its field.
-* `execute_job` runs the init steps and the process (no shell: each argv element reaches the
-  program as one argument, so a param value like ``"; touch pwned"`` stays a literal), then reads
-  back the outputs and metrics the process logged and checks them against the declared outputs.
+* `prepare_container` does everything that can fail *before* anything runs, for any run with one
+  container (a job, a replica of a distributed run, a new single-pod kind): it merges params,
+  renders the container, ``env``, ``init``, connections and run settings (every template error
+  reported at once, located at its field) and computes the cache key. `prepare_job` is the
+  ``job`` executor's step: it refuses the kinds that do not run as one terminating process.
+* `execute_job` runs the init steps and the process (no shell: a param value like
+  ``"; touch pwned"`` stays one literal argument), then reads back the outputs and metrics.
 
-This module only orchestrates; each step lives in its own module (``_params``, ``_render``,
-``_init``, ``_build``, ``_cache_key``, ``_locate``, ``_outcome``) so that a replica of a
-distributed run can be prepared with the same steps. Nothing here imports Prefect: retries,
-caching and state names are the flow layer's job.
+Each step lives in its own module (``_params``, ``_render``, ``_init``, ``_build``,
+``_cache_key``, ``_locate``, ``_outcome``); nothing here imports Prefect.
 """
 
 from __future__ import annotations
@@ -26,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
+from polyaxon_prefect.exceptions import PolyaxonfileError, Problem, UnsupportedFeatureError
 from polyaxon_prefect.loading import ParamValue, build_context
 from polyaxon_prefect.runtime._build import BuildNotSupportedError, check_build
 from polyaxon_prefect.runtime._cache_key import cache_enabled, cache_key
@@ -39,7 +37,6 @@ from polyaxon_prefect.runtime._connections import (
 from polyaxon_prefect.runtime._context import DEFAULT_PROJECT, RunContext, new_run_context
 from polyaxon_prefect.runtime._dockerfile import render_dockerfile
 from polyaxon_prefect.runtime._errors import InitStepError, ProcessStartError
-from polyaxon_prefect.runtime._executors import LOCAL, refuse_unless_one_process
 from polyaxon_prefect.runtime._init import (
     InitStep,
     init_steps,
@@ -53,9 +50,9 @@ from polyaxon_prefect.runtime._masking import (
     remember_secrets,
     with_url_credentials,
 )
+from polyaxon_prefect.runtime._options import PrepareOptions
 from polyaxon_prefect.runtime._outcome import (
     LOG_FILE,
-    JobResult,
     failed,
     finish_ttl,
     job_outcome,
@@ -77,7 +74,14 @@ from polyaxon_prefect.runtime._render import (
     render_run_connections,
     render_scalar,
 )
-from polyaxon_prefect.specs import Status
+from polyaxon_prefect.runtime._result import RunResult
+from polyaxon_prefect.specs import (
+    LOCAL,
+    ONE_PROCESS_KINDS,
+    InitSource,
+    Status,
+    runs_as_one_process,
+)
 from polyaxon_prefect.tracking import METRICS_FILE, OUTPUTS_FILE
 
 if TYPE_CHECKING:
@@ -85,13 +89,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_PROJECT",
+    "LOCAL",
     "LOG_FILE",
+    "ONE_PROCESS_KINDS",
     "BuildNotSupportedError",
     "InitStep",
-    "JobResult",
+    "PrepareOptions",
     "PreparedJob",
     "execute_job",
     "merge_params",
+    "prepare_container",
     "prepare_job",
     "render_dockerfile",
 ]
@@ -134,46 +141,66 @@ class PreparedJob:
 
 
 def prepare_job(
-    loaded: LoadedPolyaxonfile,
-    *,
-    run_context: RunContext | None = None,
-    params: Mapping[str, Any] | None = None,
-    connections: Mapping[str, Connection] | None = None,
-    in_pipeline: bool = False,
-    skip_builds: bool = False,
-    base_dir: Path | None = None,
+    loaded: LoadedPolyaxonfile, options: PrepareOptions | None = None, **keywords: Any
 ) -> PreparedJob:
     """Resolve a loaded job operation into argv, env, cwd, init steps and run settings.
 
-    Args:
-        loaded: a `LoadedPolyaxonfile` (operation with its component inlined, typed params).
-        run_context: the run's identity and directories; a new one (project from
-            ``POLYAXON_PREFECT_PROJECT``, else ``default``) is created when omitted.
-        params: overrides: typed values, or strings parsed by the input's declared type.
-        connections: the connections by name; default: `load_connections()` (env var file).
-        in_pipeline: the op runs inside a DAG/matrix, which turns the cache on by default.
-        skip_builds: prepare build ops as skipped instead of raising `BuildNotSupportedError`.
-        base_dir: the Polyaxonfile's folder (default: the folder of ``loaded.files[0]``).
+    ``options`` says how (`PrepareOptions`); its fields may be given as ``keywords`` instead
+    (``prepare_job(loaded, params={"lr": 0.1})``), not both.
 
     Raises:
         PolyaxonfileError: bad or missing params, template errors (every one, located).
-        UnsupportedFeatureError: a run kind or init source that cannot run locally.
+        UnsupportedFeatureError: a run kind that does not run as one process (it has replicas,
+            ops or a server), or an init source that cannot run locally.
         BuildNotSupportedError: a build op without ``skip_builds``.
         UnknownConnectionError: a connection name the connections file does not define.
         ConnectionsError: a connection's local secret/config map is missing.
     """
+    if options is not None and keywords:
+        raise TypeError("give `options` or its fields as keywords, not both")
+    kind = getattr(_component_of(loaded.operation).run, "kind", None)
+    if not runs_as_one_process(kind):
+        raise UnsupportedFeatureError([_not_one_process(kind)])
+    job, _ = prepare_container(loaded, options or PrepareOptions(**keywords))
+    return job
+
+
+def _not_one_process(kind: str | None) -> Problem:
+    one_process = " or ".join(f"`{k}`" for k in ONE_PROCESS_KINDS)
+    return Problem(
+        f"run kind `{kind}` cannot run as one process: only {one_process} can",
+        rule="unsupported_kind",
+        path=("component", "run", "kind"),
+        hint=f"run it through its executor: `executor_for({kind!r}).prepare(...)`, "
+        "as `polyaxon_prefect.run` does",
+    )
+
+
+def prepare_container(
+    loaded: LoadedPolyaxonfile, options: PrepareOptions, run: Any = None
+) -> tuple[PreparedJob, Mapping[str, Any]]:
+    """Prepare ``run`` (default: the component's run), one container, as a local process:
+    the step every single-container kind shares, whatever its kind (a job, each replica of a
+    distributed run, a server). Returns the job and the context its templates were rendered
+    with (params, ``globals``, connections), for the kind's own fields.
+
+    Raises what `prepare_job` raises, except for the run kind, which is not looked at.
+    """
     operation = loaded.operation
     component = _component_of(operation)
-    refuse_unless_one_process(getattr(component.run, "kind", None))
-    base = _base_dir(loaded, base_dir)
+    base = _base_dir(loaded, options.base_dir)
     op_name = operation.name or component.name or "job"
-    values = merge_params(component, operation, getattr(loaded, "params", {}) or {}, params or {})
+    values = merge_params(
+        component, operation, getattr(loaded, "params", {}) or {}, options.params or {}
+    )
+    run_context = options.run_context
     if run_context is None:  # directories are made by execute_job, not for a failed prepare
         run_context = new_run_context(op_name)
     given: frozenset[str] = getattr(loaded, "given_params", frozenset())
     typed = template_params(component, operation, values, run_context.globals_dict(), given)
-    job = _render_job(loaded, values, typed, run_context, connections, in_pipeline, base)
-    is_build, notes = check_build(operation, component, job.steps, op_name, skip_builds)
+    run = run if run is not None else component.run
+    job = _render_job(loaded, run, values, typed, run_context, options, base)
+    is_build, notes = check_build(operation, component, job.steps, op_name, options.skip_builds)
     secrets = _secrets(job, values)
     key = (
         cache_key(
@@ -188,7 +215,7 @@ def prepare_job(
         else None
     )
     timeout = getattr(job.termination, "timeout", None)
-    return PreparedJob(
+    prepared = PreparedJob(
         op_name=op_name,
         argv=python_argv(job.container.argv),
         env=_environment(component, operation, values, run_context, job),
@@ -209,19 +236,25 @@ def prepare_job(
         base_dir=base,
         notes=tuple(notes),
     )
+    return prepared, job.context
 
 
 def _secrets(job: _RenderedJob, values: Mapping[str, Any]) -> tuple[str, ...]:
-    """The connections' secrets and the credentials written into a URL (a git init step's, a
-    connection's, a param's), remembered so this process masks them wherever they appear."""
+    """The connections' secrets and the credentials written into a URL (the URLs each init
+    source's model names in `InitSource.CREDENTIAL_URLS`, a connection's, a param's),
+    remembered so this process masks them wherever they appear."""
     secrets = with_url_credentials(
         job.secrets,
-        [getattr(step.spec, "url", None) for step in job.steps if step.kind == "git"],
+        [url for step in job.steps for url in _credential_urls(step.spec)],
         [dict(conn.schema_ or {}) for conn in job.used],
         jsonable_params(values),
     )
     remember_secrets(secrets)
     return secrets
+
+
+def _credential_urls(spec: object) -> list[str]:
+    return spec.credential_urls() if isinstance(spec, InitSource) else []
 
 
 def _component_of(operation: Any) -> Any:
@@ -256,21 +289,24 @@ class _RenderedJob:
     cache: Any
     cache_on: bool
     tags: tuple[str, ...]
+    context: Mapping[str, Any]
+    """What the templates were rendered with: params, ``globals`` and connections."""
 
 
 def _render_job(
     loaded: LoadedPolyaxonfile,
+    run: Any,
     values: Mapping[str, Any],
     params: dict[str, ParamValue],
     run_context: RunContext,
-    connections: Mapping[str, Connection] | None,
-    in_pipeline: bool,
+    options: PrepareOptions,
     base: Path,
 ) -> _RenderedJob:
-    """Render every section, collecting every problem; raise them all at once, located."""
+    """Render every section of ``run``, collecting every problem; raise them all at once,
+    located."""
     operation = loaded.operation
     component = operation.component
-    run = component.run
+    connections = options.connections
     globals_ = run_context.globals_dict()
     problems = Problems()
     base_context = build_context(params, globals=globals_)
@@ -289,7 +325,7 @@ def _render_job(
     init_path = ("component", "run", "init")
     steps = init_steps(init_entries, context, run_context, problems, init_path, len(to_init))
     termination, cache, tags = _run_settings(operation, component, context, problems)
-    cache_on = cache_enabled(cache, in_pipeline, context, problems)
+    cache_on = cache_enabled(cache, options.in_pipeline, context, problems)
     if problems.items:
         raise PolyaxonfileError(locate_problems(problems.items, loaded))
     return _RenderedJob(
@@ -304,6 +340,7 @@ def _render_job(
         cache,
         cache_on,
         tags,
+        context,
     )
 
 
@@ -370,11 +407,11 @@ def execute_job(
     *,
     on_line: Callable[[str, str], None] | None = None,
     cancel_event: threading.Event | None = None,
-) -> JobResult:
+) -> RunResult:
     """Run the init steps and the process of ``job``, then read back its outputs and metrics.
 
     Never raises for what the job itself did: a failed init step, a command that does not
-    exist, a non-zero exit, a timeout or invalid outputs all come back as a `JobResult` with
+    exist, a non-zero exit, a timeout or invalid outputs all come back as a `RunResult` with
     status ``failed`` (``stopped`` when ``cancel_event`` was set, ``skipped`` for a build op
     prepared with ``skip_builds``) and a message a user can act on. Secrets are masked in
     every line given to ``on_line`` and in the message; outputs and metrics are the values
@@ -385,12 +422,9 @@ def execute_job(
     removed first, so a retry never reports stale values.
     """
     if job.is_build:
-        return JobResult(
-            status=Status.SKIPPED,
-            outputs={},
-            metrics={},
+        return RunResult(
+            Status.SKIPPED,
             message=f"build `{job.op_name}` skipped: the local runtime has no image builder",
-            process=None,
         )
     ended = _before_process(job, on_line, cancel_event)
     if ended is None:
@@ -417,7 +451,7 @@ def _before_process(
     job: PreparedJob,
     on_line: Callable[[str, str], None] | None,
     cancel_event: threading.Event | None,
-) -> JobResult | None:
+) -> RunResult | None:
     """Make the run's directories, drop an earlier attempt's outputs and run the init steps;
     the result of a job that ends here (failed, or cancelled), else None."""
     ctx = job.context
@@ -432,5 +466,5 @@ def _before_process(
     except OSError as exc:
         return failed(f"cannot prepare the run directory: {exc}", job.secrets)
     if cancel_event is not None and cancel_event.is_set():
-        return JobResult(Status.STOPPED, {}, {}, "cancelled before the process started", None)
+        return RunResult(Status.STOPPED, message="cancelled before the process started")
     return None

@@ -1,10 +1,10 @@
 """One job op, executed the same way for every caller: a top-level job, a DAG op, a sweep trial.
 
-`execute_job_op` is the op around the process: the op cache (a succeeded run with the same key
-is reused, nothing else ever is), ``termination.maxRetries`` for callers that have no engine to
-retry for them (a trial's flow run is recorded, not run by Prefect's engine), and the one message
-a failed job ends with. It returns a `RunResult`; how that result becomes a Prefect state is the
-Prefect layer's one mapping (`polyaxon_prefect.prefect._states`).
+`execute_job_op` is one attempt of the op around the process: the op cache (a succeeded run
+with the same key is reused, nothing else ever is) and the one message a failed job ends with.
+It never retries: ``termination.maxRetries`` is the Prefect layer's (`retries`). It returns a
+`RunResult`; how that result becomes a Prefect state is the Prefect layer's one mapping
+(`polyaxon_prefect.prefect._states`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.runtime._cache import CacheHit, RunCache
 from polyaxon_prefect.runtime._executors import executor_for
-from polyaxon_prefect.runtime._job import JobResult, PreparedJob
+from polyaxon_prefect.runtime._job import PreparedJob
 from polyaxon_prefect.runtime._masking import mask_text, mask_value
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.specs import Status
@@ -40,14 +40,17 @@ _TAIL_LINES = 10
 def retries(job: PreparedJob) -> int:
     """How many times a failed attempt of ``job`` is retried (``termination.maxRetries``).
 
-    The one retry policy: Prefect applies it where Prefect's engine runs the op (a job's task
-    run, so the UI counts the attempts); `execute_job_op` applies it where the run is recorded
-    without the engine (a sweep trial's flow run).
+    The one retry mechanism is Prefect's task retries: a job op is a task run, so Prefect
+    reruns a failed attempt, waits and counts the attempts where users look for them (the
+    task run's run count in the UI). A sweep's job trial is the exception by design: it is
+    recorded as a flow run without Prefect's engine (the engine's cost per trial was the whole
+    cost of a sweep of short trials), so `polyaxon_prefect.prefect._trials` replays this same
+    count around `execute_job_op`, logging each retry on the trial's flow run.
     """
     return max(int(job.max_retries or 0), 0)
 
 
-def failure_message(job: PreparedJob, result: JobResult) -> str:
+def failure_message(job: PreparedJob, result: RunResult) -> str:
     """The job's own message, or one built from how its process ended and its last stderr."""
     message = result.message.strip()
     process = result.process
@@ -57,8 +60,8 @@ def failure_message(job: PreparedJob, result: JobResult) -> str:
         if tail:
             message += "; last lines of stderr:\n" + "\n".join(tail)
     for problem in result.problems:
-        if getattr(problem, "message", str(problem)) not in message:
-            message += f"\n{problem.format() if hasattr(problem, 'format') else problem}"
+        if problem.message not in message:
+            message += f"\n{problem.format()}"
     return mask_text(message or f"job `{job.op_name}` failed", job.secrets)
 
 
@@ -86,8 +89,10 @@ def _cache_store(job: PreparedJob, result: RunResult, on_line: LineCallback) -> 
         on_line("stderr", f"could not record the run in the cache: {exc}")
 
 
-def _from_job_result(job: PreparedJob, result: JobResult) -> RunResult:
-    """How the process ended, as the op's result."""
+def _as_op_result(job: PreparedJob, result: RunResult) -> RunResult:
+    """What the executor reported, as the op's result: the run's identity added, a failure's
+    message made whole (`failure_message`), a success's outputs kept (a failure passes none
+    downstream)."""
     context = job.context
     base = RunResult(
         Status.SUCCEEDED,
@@ -136,40 +141,31 @@ def execute_job_op(
     *,
     on_line: LineCallback,
     cancel_event: threading.Event | None = None,
-    attempts: int = 1,
-    on_retry: Callable[[int, int], Any] | None = None,
 ) -> RunResult:
-    """Run ``job`` as an op: reuse a cached success, else run its process (up to ``attempts``
-    times while it fails, never after a stop), remember a success for its cache key.
+    """Run ``job`` as an op, once: reuse a cached success, else run its process and remember a
+    success for its cache key (retries are the caller's: `retries`).
 
     The executor that prepared ``job`` runs it (`PreparedJob.run_kind`): one process for a
     job, one per replica for a distributed job, so every caller runs both the same way.
 
     ``cancel_event`` stops the process when set (early stopping, pruning, Ctrl-C): the op ends
-    ``stopped``. ``on_retry(attempt, attempts)`` is told before each new attempt.
+    ``stopped``.
     """
     cached = cached_result(job)
     if cached is not None:
         return cached
-    result: RunResult | None = None
-    for attempt in range(1, max(attempts, 1) + 1):
-        try:
-            executor = executor_for(job.run_kind, job.backend)
-            raw = executor.execute(job, on_line=on_line, cancel_event=cancel_event)
-        except PolyaxonPrefectError as exc:  # command not found, bad outputs file, ...
-            return RunResult(
-                Status.FAILED,
-                uuid=job.context.uuid,
-                name=job.op_name,
-                artifacts_path=str(job.context.run_artifacts_path),
-                message=mask_text(str(exc), job.secrets),
-            )
-        result = _from_job_result(job, raw)
-        if result.status != Status.FAILED or (cancel_event is not None and cancel_event.is_set()):
-            break
-        if attempt < attempts and on_retry is not None:
-            on_retry(attempt, attempts)
-    assert result is not None
+    try:
+        executor = executor_for(job.run_kind, job.backend)
+        raw = executor.execute(job, on_line=on_line, cancel_event=cancel_event)
+    except PolyaxonPrefectError as exc:  # command not found, bad outputs file, ...
+        return RunResult(
+            Status.FAILED,
+            uuid=job.context.uuid,
+            name=job.op_name,
+            artifacts_path=str(job.context.run_artifacts_path),
+            message=mask_text(str(exc), job.secrets),
+        )
+    result = _as_op_result(job, raw)
     if result.succeeded:
         _cache_store(job, result, on_line)
     return result

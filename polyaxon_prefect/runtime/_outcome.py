@@ -1,4 +1,4 @@
-"""How a job ended: its `JobResult`, read back from the process and the files it wrote.
+"""How a job ended: its `RunResult`, read back from the process and the files it wrote.
 
 Apart from `execute_job` so that every way of running processes (a job, an init container,
 later the replicas of a distributed run) words a failure, and reads outputs, the same way.
@@ -9,8 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +18,7 @@ from polyaxon_prefect.runtime._errors import OutputsError
 from polyaxon_prefect.runtime._masking import mask_text
 from polyaxon_prefect.runtime._outputs import read_metrics, read_outputs, validate_outputs
 from polyaxon_prefect.runtime._process import ProcessResult
+from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.specs import Status
 from polyaxon_prefect.tracking import OUTPUTS_FILE, get_last_metrics
 
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LOG_FILE",
-    "JobResult",
     "failed",
     "finish_ttl",
     "job_outcome",
@@ -40,25 +39,9 @@ LOG_FILE = "job.log"
 _STDERR_LINES_IN_MESSAGE = 5
 
 
-@dataclass(frozen=True)
-class JobResult:
-    """How a job ended, in Polyaxon's status words (succeeded, failed, stopped, skipped)."""
-
-    status: str
-    outputs: dict[str, Any]
-    metrics: dict[str, Any]
-    message: str
-    process: ProcessResult | None
-    problems: list[Problem] = field(default_factory=list)
-
-    @property
-    def succeeded(self) -> bool:
-        return self.status == Status.SUCCEEDED
-
-
-def failed(message: str, secrets: Sequence[str]) -> JobResult:
+def failed(message: str, secrets: Sequence[str]) -> RunResult:
     """A job that failed before its process ran (or could start); the message masked."""
-    return JobResult(Status.FAILED, {}, {}, mask_text(message, secrets), None)
+    return RunResult(Status.FAILED, message=mask_text(message, secrets))
 
 
 def process_message(result: ProcessResult, timeout: float | None) -> str:
@@ -97,7 +80,7 @@ def finish_ttl(job: PreparedJob) -> None:
         )
 
 
-def job_outcome(job: PreparedJob, result: ProcessResult) -> JobResult:
+def job_outcome(job: PreparedJob, result: ProcessResult) -> RunResult:
     """The result of ``job`` whose process ended as ``result``: its outputs read back and
     checked against the declared ones, its last metrics, its status and message (masked)."""
     ctx = job.context
@@ -109,7 +92,8 @@ def job_outcome(job: PreparedJob, result: ProcessResult) -> JobResult:
     except OutputsError as exc:
         logged = {}
         problems.append(Problem(str(exc), rule="outputs_file", file=outputs_file))
-    metrics = get_last_metrics(read_metrics(ctx.run_outputs_path))
+    rows: list[Mapping[str, Any]] = list(read_metrics(ctx.run_outputs_path))
+    metrics = get_last_metrics(rows)
 
     if result.succeeded:
         if not problems:
@@ -127,8 +111,8 @@ def job_outcome(job: PreparedJob, result: ProcessResult) -> JobResult:
         message = process_message(result, job.timeout)
     if result.log_cut:  # the run's message must not let "the full output is in" stand
         message += f" ({result.log_cut})"
-    return JobResult(
-        status=status,
+    return RunResult(
+        status,
         outputs=outputs,
         metrics=metrics,
         message=mask_text(message, job.secrets),

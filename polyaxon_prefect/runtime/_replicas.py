@@ -4,7 +4,7 @@ The local backend of the distributed kinds. What the replicas are, which variabl
 gets and when the job is over are pure decisions (`polyaxon_prefect.distributed`); this module
 only makes them happen:
 
-* `prepare_replicas` prepares each replica's container with `prepare_job` itself (params,
+* `prepare_replicas` prepares each replica's container with `prepare_container` (params,
   rendering, env, connections, init, cache settings: nothing is re-implemented), so a replica
   behaves exactly like a job would; GPUs are sliced and ``mpirun`` checked here, so a job that
   cannot start fails before any flow run exists.
@@ -32,7 +32,6 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect import tracking
@@ -49,27 +48,26 @@ from polyaxon_prefect.distributed import (
     replica_env,
 )
 from polyaxon_prefect.exceptions import PolyaxonfileError, UnsupportedFeatureError
-from polyaxon_prefect.runtime._context import RunContext, new_run_context
+from polyaxon_prefect.runtime._context import new_run_context
 from polyaxon_prefect.runtime._errors import InitStepError, RunRuntimeError
-from polyaxon_prefect.runtime._executors import LOCAL
 from polyaxon_prefect.runtime._init import run_init
-from polyaxon_prefect.runtime._job import PreparedJob, _before_process, prepare_job
+from polyaxon_prefect.runtime._job import LOCAL, PreparedJob, _before_process, prepare_container
 from polyaxon_prefect.runtime._locate import locate_problems
 from polyaxon_prefect.runtime._mpi import LAUNCHED, check_mpirun, launcher_env, mpirun_argv
+from polyaxon_prefect.runtime._options import PrepareOptions
 from polyaxon_prefect.runtime._outcome import (
-    JobResult,
     failed,
     finish_ttl,
     job_outcome,
     process_message,
 )
 from polyaxon_prefect.runtime._process import ProcessResult, run_process
-from polyaxon_prefect.specs import Job, Status
+from polyaxon_prefect.runtime._result import RunResult
+from polyaxon_prefect.specs import Status
 from polyaxon_prefect.tracking import METRICS_FILE, OUTPUTS_FILE
 
 if TYPE_CHECKING:
     from polyaxon_prefect.loading import LoadedPolyaxonfile
-    from polyaxon_prefect.runtime._connections import Connection
 
 __all__ = ["PreparedReplica", "PreparedReplicas", "execute_replicas", "prepare_replicas"]
 
@@ -84,7 +82,7 @@ _OUTPUT_VARS = (tracking.ENV_OUTPUTS_PATH, tracking.POLYAXON_ENV_OUTPUTS_PATH)
 
 @dataclass(frozen=True)
 class PreparedReplica:
-    """One replica's process, prepared: its job (its container, via `prepare_job`) and the
+    """One replica's process, prepared: its job (its container, via `prepare_container`) and the
     GPUs it sees."""
 
     replica: Replica
@@ -109,26 +107,22 @@ class PreparedReplicas(PreparedJob):
 
 
 def prepare_replicas(
-    loaded: LoadedPolyaxonfile,
-    *,
-    run_context: RunContext | None = None,
-    params: Mapping[str, Any] | None = None,
-    connections: Mapping[str, Connection] | None = None,
-    in_pipeline: bool = False,
-    skip_builds: bool = False,
-    base_dir: Path | None = None,
+    loaded: LoadedPolyaxonfile, options: PrepareOptions = PrepareOptions()
 ) -> PreparedReplicas:
     """Prepare every replica of ``loaded``'s distributed run, like `prepare_job` a job.
 
     Raises:
-        PolyaxonfileError: what `prepare_job` raises, located at the replica's section.
+        PolyaxonfileError: what `prepare_container` raises, located at the replica's section.
         NotEnoughGpusError: more GPUs requested than this machine has.
         UnsupportedFeatureError: an MPI job on a machine without ``mpirun``.
     """
     operation = loaded.operation
-    plan = plan_replicas(operation.component.run)
-    if run_context is None:
-        run_context = new_run_context(operation.name or operation.component.name or "job")
+    component = operation.component
+    assert component is not None  # a loaded operation has its component inlined
+    plan = plan_replicas(component.run)
+    if options.run_context is None:  # one run context for every replica
+        name = operation.name or component.name or "job"
+        options = dataclasses.replace(options, run_context=new_run_context(name))
     available = _machine_gpus() if any(gpu_request(r) for r in plan.replicas) else []
     gpus = gpu_slices(plan.replicas, available)
     launched = LAUNCHED.get(plan.kind)
@@ -139,18 +133,7 @@ def prepare_replicas(
             continue
         job = by_spec.get(id(replica.spec))
         if job is None:
-            job = by_spec[id(replica.spec)] = _prepare_one(
-                loaded,
-                replica,
-                dict(
-                    run_context=run_context,
-                    params=params,
-                    connections=connections,
-                    in_pipeline=in_pipeline,
-                    skip_builds=skip_builds,
-                    base_dir=base_dir,
-                ),
-            )
+            job = by_spec[id(replica.spec)] = _prepare_one(loaded, replica, options)
         own = _own_outputs(job, replica, plan)
         replicas.append(PreparedReplica(replica, own, gpus[replica.name]))
     if launched is not None:
@@ -205,19 +188,11 @@ def _machine_gpus() -> list[str]:
     return [str(i) for i, _ in enumerate(x for x in listing.splitlines() if x.startswith("GPU "))]
 
 
-def _prepare_one(loaded: Any, replica: Replica, kwargs: dict[str, Any]) -> PreparedJob:
+def _prepare_one(loaded: Any, replica: Replica, options: PrepareOptions) -> PreparedJob:
     """``replica``'s container prepared as a job's; its problems located at its section."""
-    spec = replica.spec
-    run = Job.model_validate(
-        spec.model_dump(exclude={"replicas", "index_overrides"}, exclude_unset=True, by_alias=True)
-    )
-    operation = loaded.operation
-    component = operation.component.model_copy(update={"run": run})
-    one = dataclasses.replace(
-        loaded, operation=operation.model_copy(update={"component": component})
-    )
     try:
-        return prepare_job(one, **kwargs)
+        job, _ = prepare_container(loaded, options, run=replica.spec)
+        return job
     except PolyaxonfileError as exc:
         if type(exc) not in (PolyaxonfileError, UnsupportedFeatureError):
             raise
@@ -272,7 +247,7 @@ def execute_replicas(
     *,
     on_line: Callable[[str, str], None] | None = None,
     cancel_event: threading.Event | None = None,
-) -> JobResult:
+) -> RunResult:
     """Start every replica of ``prepared`` (a `PreparedReplicas`) and wait for the job's end.
 
     Never raises for what the replicas did: the result is the main replica's (`job_outcome`)
@@ -291,7 +266,7 @@ def _before_replicas(
     prepared: PreparedReplicas,
     on_line: Callable[[str, str], None] | None,
     cancel_event: threading.Event | None,
-) -> JobResult | None:
+) -> RunResult | None:
     """The main replica's directories and init steps (as a job's), then each other replica's
     folders and the init steps it does not share with the main one."""
     ended = _before_process(prepared, on_line, cancel_event)
@@ -413,7 +388,7 @@ def _run_replicas(
     prepared: PreparedReplicas,
     on_line: Callable[[str, str], None] | None,
     cancel_event: threading.Event | None,
-) -> JobResult:
+) -> RunResult:
     plan = prepared.plan
     assert plan is not None
     group = _Replicas(prepared, on_line)
@@ -470,11 +445,12 @@ def _outcome(
     ended: Mapping[str, _Ended],
     decision: Decision,
     cancelled: bool,
-) -> JobResult:
+) -> RunResult:
     main = ended.get(prepared.replicas[0].name)
     if cancelled:
         process = main.result if main is not None else None
-        return JobResult("stopped", {}, {}, "cancelled: every replica was stopped", process)
+        message = "cancelled: every replica was stopped"
+        return RunResult(Status.STOPPED, message=message, process=process)
     if decision.state == "succeeded" and main is not None and main.result is not None:
         return job_outcome(prepared, main.result)
     name = decision.replica or plan.main.name

@@ -1,18 +1,24 @@
-"""How a run ended: one type for a job, a DAG op, a sweep trial, a DAG and a sweep.
+"""How a run ended: one type for an executor's run, a job, a DAG op, a sweep trial, a DAG and a
+sweep.
 
-`RunResult` is what `polyaxon_prefect.run` returns and what every runner hands to its caller
-(a DAG's scheduler, a sweep, the CLI), so a status, its message and the outputs are carried the
-same way at every depth. Polyaxon's status words are `polyaxon_prefect.specs.Status`.
+`RunResult` is what every executor reports, what `polyaxon_prefect.run` returns and what every
+runner hands to its caller (a DAG's scheduler, a sweep, the CLI), so a status, its message and
+the outputs are carried the same way at every depth. Polyaxon's status words are
+`polyaxon_prefect.specs.Status`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect.runtime._masking import mask_value
 from polyaxon_prefect.specs import Status
+
+if TYPE_CHECKING:
+    from polyaxon_prefect.exceptions import Problem
+    from polyaxon_prefect.runtime._process import ProcessResult
 
 __all__ = ["RunResult"]
 
@@ -26,7 +32,7 @@ class RunResult:
     cache hit, since its outputs are the ones returned); ``flow_run_id`` finds it in Prefect.
     """
 
-    status: str
+    status: Status
     uuid: str | None = None
     name: str = ""
     outputs: dict[str, Any] = field(default_factory=dict)
@@ -46,6 +52,16 @@ class RunResult:
     timed_out: bool = field(default=False, compare=False)
     """The job was killed at its deadline (its Prefect state is named ``TimedOut``); not part of
     `to_dict`, the message says it."""
+    process: ProcessResult | None = field(default=None, compare=False, repr=False)
+    """How the op's (main) process ended, as its executor saw it; None when none ran. Not part
+    of `to_dict`."""
+    problems: list[Problem] = field(default_factory=list, compare=False)
+    """What was wrong with what the process left (an invalid outputs file); not part of
+    `to_dict`, the message says it."""
+
+    def __post_init__(self) -> None:
+        # A status word given as a plain string ("succeeded") is one of Polyaxon's.
+        object.__setattr__(self, "status", Status(self.status))
 
     @property
     def succeeded(self) -> bool:
@@ -58,8 +74,9 @@ class RunResult:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (``--json`` prints exactly this): ``ops`` only for a DAG, ``trials`` and
         ``best`` only for a sweep, ``reason`` only when the run was stopped early."""
-        data = asdict(self)
-        del data["timed_out"]
+        data = asdict(dataclasses.replace(self, process=None, problems=[]))
+        for key in ("timed_out", "process", "problems"):
+            del data[key]
         for key in ("ops", "trials", "best"):
             if data[key] is None:
                 del data[key]

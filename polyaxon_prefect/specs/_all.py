@@ -103,6 +103,8 @@ from ._joins import (
 )
 from ._kinds import (
     BACKENDS,
+    LOCAL,
+    ONE_PROCESS_KINDS,
     OpKind,
     backend_for,
     context_kind,
@@ -110,6 +112,7 @@ from ._kinds import (
     is_dag_kind,
     op_kind,
     run_kind,
+    runs_as_one_process,
 )
 from ._loaded import (
     LoadedPolyaxonfile,
@@ -273,6 +276,7 @@ __all__ = [
     "KUBEFLOW_KINDS",
     "LAUNCHED_KINDS",
     "LINEAGE_TYPES",
+    "LOCAL",
     "MAIN_REPLICAS",
     "MATRIX_KINDS",
     "MATRIX_MODELS",
@@ -281,6 +285,7 @@ __all__ = [
     "NAME_REGEX",
     "NON_DAG_RUNTIMES",
     "OBJECT_TYPES",
+    "ONE_PROCESS_KINDS",
     "PLUGIN_DEFAULTS",
     "REFERENCE_FIELDS",
     "REPLICA_NAMES",
@@ -427,6 +432,7 @@ __all__ = [
     "replica_paths",
     "run_keys",
     "run_kind",
+    "runs_as_one_process",
     "slug",
     "spec_keys",
     "split_csv",

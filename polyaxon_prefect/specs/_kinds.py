@@ -14,6 +14,8 @@ from polyaxon_prefect.specs._runs import KUBEFLOW_KINDS
 
 __all__ = [
     "BACKENDS",
+    "LOCAL",
+    "ONE_PROCESS_KINDS",
     "OpKind",
     "backend_for",
     "context_kind",
@@ -21,6 +23,7 @@ __all__ = [
     "is_dag_kind",
     "op_kind",
     "run_kind",
+    "runs_as_one_process",
 ]
 
 OpKind = Literal["job", "dag", "matrix"]
@@ -28,6 +31,9 @@ OpKind = Literal["job", "dag", "matrix"]
 BACKENDS = ("local", "kubeflow", "native")
 """Where an op's processes can run: this machine, Kubeflow operator resources, or native
 Kubernetes Indexed Jobs (a backend runs a kind once an executor is registered for the pair)."""
+
+LOCAL = BACKENDS[0]
+"""The backend that runs processes on this machine."""
 
 
 def run_kind(operation: Any) -> str | None:
@@ -68,6 +74,17 @@ def context_kind(operation: Any) -> str | None:
     """The ``kind`` a hook's context reports for an op: ``matrix`` for a sweep, else the run
     kind of its component."""
     return "matrix" if op_kind(operation) == "matrix" else run_kind(operation)
+
+
+ONE_PROCESS_KINDS = ("job", "notifier")
+"""The run kinds that run as one container that terminates (a notifier is a job whose process
+posts a run's end): the job executor prepares and runs each of them."""
+
+
+def runs_as_one_process(kind: str | None) -> bool:
+    """Whether an op of run kind ``kind`` is one terminating process (no replicas, ops or
+    server)."""
+    return kind in ONE_PROCESS_KINDS
 
 
 def backend_for(kind: str | None, requested: str, *, in_pipeline: bool) -> str:

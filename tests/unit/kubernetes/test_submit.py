@@ -21,8 +21,12 @@ import pytest
 
 from polyaxon_prefect.kubernetes._cluster import PoolSettings
 from polyaxon_prefect.loading import load_polyaxonfile
-from polyaxon_prefect.prefect._kubernetes import ClusterExecutor, run_on_cluster
-from polyaxon_prefect.runtime import executor_for
+from polyaxon_prefect.prefect._kubernetes import (
+    ClusterExecutor,
+    register_cluster_executors,
+    run_on_cluster,
+)
+from polyaxon_prefect.runtime import PrepareOptions, executor_for
 from tests.unit.kubernetes.fake_cluster import NAMESPACE, credentials, ever, fake_cluster, live
 
 pytestmark = pytest.mark.asyncio
@@ -141,7 +145,9 @@ run:
 """
     )
     loaded = load_polyaxonfile(source)
-    prepared = ClusterExecutor("kubeflow").prepare(loaded, params={"workers": 3, "lr": 0.5})
+    prepared = ClusterExecutor("kubeflow").prepare(
+        loaded, PrepareOptions(params={"workers": 3, "lr": 0.5})
+    )
     (job,) = prepared.manifests
     specs = job["spec"]["pytorchReplicaSpecs"]
     assert specs["Worker"]["replicas"] == 3
@@ -263,6 +269,7 @@ async def test_native_legacy_tensorflow_runs_until_the_chief_completes_then_clea
     """The seed's master + 7 workers + 3 ps, with worker 2's own resources: the parameter
     servers never finish, the chief decides, and every Job and the Service are deleted."""
     loaded = load_polyaxonfile(LEGACY_TF)
+    register_cluster_executors()  # what the dispatcher does for a Kubernetes backend
     prepared = executor_for("tfjob", "native").prepare(loaded)
     async with fake_cluster("succeed") as k:
         result, lines = await _submit(k, prepared)

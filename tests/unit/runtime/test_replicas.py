@@ -13,7 +13,7 @@ import pytest
 from polyaxon_prefect.distributed import NotEnoughGpusError
 from polyaxon_prefect.exceptions import PolyaxonfileError, UnsupportedFeatureError
 from polyaxon_prefect.loading import load_polyaxonfile
-from polyaxon_prefect.runtime import create_run_context, executor_for
+from polyaxon_prefect.runtime import PrepareOptions, create_run_context, executor_for
 from polyaxon_prefect.runtime._mpi import mpirun_argv
 
 
@@ -30,7 +30,8 @@ def _prepare(tmp_path: Path, run: str, **kwargs):
     loaded = _load(tmp_path, textwrap.dedent(run))
     kind = loaded.operation.component.run.kind
     context = create_run_context("t", "proj", artifacts_root=tmp_path / "artifacts")
-    return executor_for(kind).prepare(loaded, run_context=context, connections={}, **kwargs)
+    options = PrepareOptions(run_context=context, connections={}, **kwargs)
+    return executor_for(kind).prepare(loaded, options)
 
 
 def test_more_gpus_than_the_machine_has_is_refused_at_prepare(tmp_path: Path, monkeypatch):
