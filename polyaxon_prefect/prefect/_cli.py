@@ -258,7 +258,7 @@ def _use_local_server() -> ConnectionT:
     return connection
 
 
-_SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
+_SIGNAL_EXIT: dict[int, int] = {signal.SIGINT: 130, signal.SIGTERM: 143}
 if hasattr(signal, "SIGHUP"):
     _SIGNAL_EXIT[signal.SIGHUP] = 129
 _HARD_STOP_SECONDS = 20.0

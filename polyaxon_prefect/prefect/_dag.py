@@ -71,12 +71,11 @@ def _marker_task(op_name: str, status: str, message: str) -> Any:
         return state_for_status(status, message)
 
     return task(
-        dag_op_marker,
         name=MARKER_TASK_NAME,
         task_run_name=flow_name(op_name),
         cache_policy=NO_CACHE,
         persist_result=False,
-    )
+    )(dag_op_marker)
 
 
 @dataclass
@@ -198,6 +197,7 @@ class _DagFlow:
         uuid = result.uuid or context.uuid
         globals_ = context.globals_dict()
         globals_["uuid"] = uuid
+        op = self.plan.ops[name]
         record = OpRecord(
             name=name,
             status=result.status,
@@ -210,8 +210,8 @@ class _DagFlow:
             message=result.message,
             started_at=flight.started_at,
             finished_at=time.time(),
-            kind=op_kind(self.plan.ops[name]),
-            component=self.plan.ops[name].component.name,
+            kind=op_kind(op),
+            component=op.component.name if op.component is not None else None,
         )
         detail = {
             key: getattr(result, key)

@@ -120,11 +120,10 @@ def _run_generic(polyaxonfile: str, params: dict[str, Any] | None = None) -> Any
 
 
 generic_flow = flow(
-    _run_generic,
     name="polyaxonfile",
     description="Runs the Polyaxonfile given as `polyaxonfile` (a path or URL) with `params`.",
     **deferred_state_hooks(),
-)
+)(_run_generic)
 
 
 def deployed_flow() -> Any:
@@ -156,12 +155,11 @@ def deployed_flow() -> Any:
     guarded.__signature__ = inspect.signature(typed.fn)  # type: ignore[attr-defined]
     guarded.__annotations__ = dict(typed.fn.__annotations__)
     return flow(
-        guarded,
         name=typed.name,
         flow_run_name=typed.flow_run_name,
         description=typed.description,
         **deferred_state_hooks(),
-    )
+    )(guarded)
 
 
 def __getattr__(name: str) -> Any:
