@@ -132,7 +132,7 @@ class _DagFlow:
         self.done_queue.put("")  # wake the loop
         return True
 
-    def stop_all(self, status: str, reason: str) -> None:
+    def stop_all(self, status: Status, reason: str) -> None:
         if self.dag.stop(status, reason):
             self._stopping(reason)
 
@@ -142,7 +142,7 @@ class _DagFlow:
             flight.cancel.set()
 
     # -- applying actions -----------------------------------------------------------------
-    def log_end(self, name: str, status: str, message: str, cached_from: str = "") -> None:
+    def log_end(self, name: str, status: Status, message: str, cached_from: str = "") -> None:
         _live.notify(self.name, name, status, cached_from)
         text = f"op `{name}`: {status}"
         if message and status != Status.SUCCEEDED:
@@ -200,7 +200,7 @@ class _DagFlow:
         op = self.plan.ops[name]
         record = OpRecord(
             name=name,
-            status=result.status,
+            status=Status(result.status),
             uuid=uuid,
             inputs=flight.inputs,
             outputs=dict(result.outputs),

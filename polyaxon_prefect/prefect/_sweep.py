@@ -342,7 +342,7 @@ class _Sweep:
         if decision is not None:
             self.stopping(study, decision.reason)
 
-    def stop(self, study: SweepStudy, reason: str, status: str) -> None:
+    def stop(self, study: SweepStudy, reason: str, status: Status) -> None:
         if self.book.stop(reason, status) is not None:
             self.stopping(study, reason)
 

@@ -48,7 +48,13 @@ from polyaxon_prefect.search._attrs import decode, encode
 from polyaxon_prefect.search._journal import LEGACY_FILE, study_name_of, sweep_journals
 from polyaxon_prefect.search._kinds import IndexedKind, MatrixKind, TunedKind, get_kind
 from polyaxon_prefect.search._pruning import build_pruner
-from polyaxon_prefect.search._records import Suggestion, SweepStudyError, TrialRecord
+from polyaxon_prefect.search._records import (
+    PENDING,
+    Suggestion,
+    SweepStudyError,
+    TrialRecord,
+    TrialStatus,
+)
 from polyaxon_prefect.search._samplers import Dimension, optuna_space
 from polyaxon_prefect.search._storage import open_storage, open_storage_noted
 from polyaxon_prefect.specs import Status
@@ -96,15 +102,16 @@ def _sampler(
     return sampler, space, warnings
 
 
-def _status(trial: FrozenTrial) -> str:
+def _status(trial: FrozenTrial) -> TrialStatus:
     """The Polyaxon status of a trial (the one ``tell`` recorded, once it has finished)."""
     if trial.state == TrialState.WAITING:
-        return "pending"
+        return PENDING
     if trial.state == TrialState.RUNNING:
         return Status.RUNNING
-    status = trial.user_attrs.get("status")
-    if status:
-        return str(status)
+    recorded = trial.user_attrs.get("status")
+    if recorded:
+        with contextlib.suppress(ValueError):  # a word that is not a status: read the state
+            return Status(recorded)
     return {TrialState.COMPLETE: Status.SUCCEEDED, TrialState.PRUNED: Status.STOPPED}.get(
         trial.state, Status.FAILED
     )
@@ -449,7 +456,7 @@ class SweepStudy:
         self,
         number: int,
         *,
-        status: str,
+        status: Status,
         value: float | None = None,
         outputs: Mapping[str, Any] | None = None,
         metrics: Mapping[str, Any] | None = None,
