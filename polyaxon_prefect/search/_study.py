@@ -57,7 +57,14 @@ from polyaxon_prefect.search._records import (
 )
 from polyaxon_prefect.search._samplers import Dimension, optuna_space
 from polyaxon_prefect.search._storage import open_storage, open_storage_noted
-from polyaxon_prefect.specs import Status
+from polyaxon_prefect.specs import (
+    Bayes,
+    Hyperband,
+    Hyperopt,
+    Matrix,
+    MetricEarlyStopping,
+    Status,
+)
 
 __all__ = ["Suggestion", "SweepStudy", "SweepStudyError", "TrialRecord"]
 
@@ -66,18 +73,19 @@ optuna.logging.set_verbosity(optuna.logging.WARNING)
 _PREFIX = "polyaxon:"
 
 
-def _metric(matrix: Any) -> tuple[str | None, bool]:
+def _metric(matrix: Matrix) -> tuple[str | None, bool]:
     """The metric the sweep optimises and whether larger is better.
 
     ``bayes``/``hyperopt``/``hyperband`` name it; other kinds borrow the first metric early
     stopping's, so ``best()`` still means something.
     """
-    metric = getattr(matrix, "metric", None)
-    if metric is not None:
-        return metric.name, str(metric.optimization) == "maximize"
-    for stopping in getattr(matrix, "early_stopping", None) or ():
-        if getattr(stopping, "kind", "") == "metric_early_stopping":
-            return stopping.metric, str(stopping.optimization) == "maximize"
+    match matrix:
+        case Bayes(metric=metric) | Hyperband(metric=metric) | Hyperopt(metric=metric):
+            return metric.name, str(metric.optimization) == "maximize"
+    for stopping in matrix.early_stopping or ():
+        match stopping:
+            case MetricEarlyStopping(metric=name, optimization=optimization):
+                return name, str(optimization) == "maximize"
     return None, False
 
 
