@@ -43,6 +43,7 @@ def _plan(operation: Operation, component: Component | None, depth: int) -> dict
     for op in run.operations:
         inlined = inline_component(op, run)
         child = _plan(op, inlined.component if inlined is not None else None, depth + 1)
+        assert op.name is not None  # a Dag refuses an op without a name
         if child:
             ops[op.name] = child
     if ops:

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from polyaxon_prefect._source._yaml import Positions
 from polyaxon_prefect.exceptions import NO_VALUE, Problem
@@ -45,8 +46,11 @@ def _data_path(data: Any, loc: Sequence[str | int]) -> tuple[tuple[str | int, ..
         if isinstance(current, dict) and step in current:
             current = current[step]
             path.append(step)
-        elif isinstance(current, dict) and isinstance(step, str) and _snake_hit(current, step):
-            key = _snake_hit(current, step)
+        elif (
+            isinstance(current, dict)
+            and isinstance(step, str)
+            and (key := _snake_hit(current, step)) is not None
+        ):
             current = current[key]
             path.append(key)
         elif isinstance(current, list) and isinstance(step, int) and 0 <= step < len(current):
@@ -164,7 +168,7 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _message(error: dict[str, Any], root: Any, value: Any) -> tuple[str, str | None]:
+def _message(error: ErrorDetails, root: Any, value: Any) -> tuple[str, str | None]:
     kind = error["type"]
     loc = error["loc"]
     ctx = error.get("ctx") or {}

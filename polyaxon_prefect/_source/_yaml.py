@@ -70,14 +70,14 @@ _Loader.add_implicit_resolver(
 )
 
 
-_CLoaderBase: Any = getattr(yaml, "CSafeLoader", None)
-if _CLoaderBase is not None:
+_FastLoader: type[yaml.CSafeLoader] | type[_Loader]
+if yaml.__with_libyaml__:  # PyYAML defines CSafeLoader only when built with libyaml
 
-    class _CLoader(_CLoaderBase):  # type: ignore[misc,valid-type]
+    class _CLoader(yaml.CSafeLoader):
         """libyaml's parser with `_Loader`'s resolvers (no base 60)."""
 
     _CLoader.yaml_implicit_resolvers = _Loader.yaml_implicit_resolvers
-    _FastLoader: Any = _CLoader
+    _FastLoader = _CLoader
 else:  # pragma: no cover - PyYAML built without libyaml
     _FastLoader = _Loader
 
@@ -326,7 +326,9 @@ def _control_problem(text: str, file: str | None) -> Problem | None:
     )
 
 
-def _problem_at(message: str, rule: str, node: yaml.Node | None, file: str | None, hint: str):
+def _problem_at(
+    message: str, rule: str, node: yaml.Node | None, file: str | None, hint: str
+) -> Problem:
     line, column = _mark(node) if node is not None else (None, None)
     return Problem(message, rule=rule, file=file, line=line, column=column, hint=hint)
 

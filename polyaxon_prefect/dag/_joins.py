@@ -192,7 +192,7 @@ def _holds(term: QueryTerm, value: Any) -> bool:
     elif term.op in ("contains", "startswith", "endswith"):
         items = value if isinstance(value, list | tuple) else [value]
         needle = term.values[0].lower()
-        check = {
+        check: Callable[[str], bool] = {
             "contains": lambda s: needle in s,
             "startswith": lambda s: s.startswith(needle),
             "endswith": lambda s: s.endswith(needle),
@@ -204,7 +204,7 @@ def _holds(term: QueryTerm, value: Any) -> bool:
         bounds = [b for b in given if b is not None]
         if number is None or len(bounds) != len(given) or math.isnan(number):
             return False
-        compare = {
+        compare: Callable[[], bool] = {
             "gt": lambda: number > bounds[0],
             "ge": lambda: number >= bounds[0],
             "lt": lambda: number < bounds[0],

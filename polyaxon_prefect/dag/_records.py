@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from polyaxon_prefect.specs import Status
+
 __all__ = [
     "MISSING",
     "DagScope",
@@ -40,7 +42,7 @@ MISSING: Any = _Missing()
 class OpRecord:
     """What a DAG op run exposes to refs, conditions and joins of later ops.
 
-    ``status`` is a Polyaxon status word (``succeeded``, ``failed``, ``stopped``, ``skipped``,
+    ``status`` is how it ended (``succeeded``, ``failed``, ``stopped``, ``skipped``,
     ``upstream_failed``). ``inputs`` are the params it ran with; ``metrics`` the last value of each
     metric; ``globals`` its run's ``RunContext.globals_dict()`` (empty for an op that never ran).
     ``kind`` (``job``, ``dag``, ``matrix``), ``component`` (its component's name) and ``tags`` are
@@ -48,7 +50,7 @@ class OpRecord:
     """
 
     name: str
-    status: str
+    status: Status
     uuid: str | None = None
     inputs: Mapping[str, Any] = field(default_factory=dict)
     outputs: Mapping[str, Any] = field(default_factory=dict)

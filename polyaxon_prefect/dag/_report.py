@@ -17,7 +17,7 @@ from polyaxon_prefect.specs import Status, op_kind
 __all__ = ["dag_final_status", "dag_markdown", "dag_outputs", "dag_summary", "ops_table"]
 
 
-def dag_final_status(statuses: Mapping[str, str]) -> str:
+def dag_final_status(statuses: Mapping[str, str]) -> Status:
     """Polyaxon's pipeline status from its ops' final statuses.
 
     ``failed`` if any op failed (``upstream_failed`` alone does not fail the DAG: an

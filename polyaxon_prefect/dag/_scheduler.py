@@ -45,7 +45,7 @@ class Mark:
     """Op ``name`` ends ``status`` without running (already recorded by the `DagRun`)."""
 
     name: str
-    status: str
+    status: Status
     message: str
 
 
@@ -53,7 +53,7 @@ class Mark:
 class OpState:
     """Where one op of the run stands."""
 
-    status: str | None = None
+    status: Status | None = None
     """The final status, None while undecided or running."""
     running: bool = False
     stop_requested: bool = False
@@ -105,7 +105,7 @@ class DagRun:
         return dict(self._records)
 
     @property
-    def statuses(self) -> dict[str, str | None]:
+    def statuses(self) -> dict[str, Status | None]:
         return {name: state.status for name, state in self.ops.items()}
 
     @property
@@ -189,7 +189,7 @@ class DagRun:
         return Launch(name, params)
 
     # -- recording ----------------------------------------------------------------------
-    def mark(self, name: str, status: str, message: str, **record: Any) -> Mark:
+    def mark(self, name: str, status: Status, message: str, **record: Any) -> Mark:
         """End ``name`` without running it (also for an op that could not be started)."""
         now = time.time()
         op = self.plan.ops[name]
@@ -240,7 +240,7 @@ class DagRun:
         state.stop_requested = True
         return True
 
-    def stop(self, status: str, reason: str) -> bool:
+    def stop(self, status: Status, reason: str) -> bool:
         """Stop the whole DAG (once): nothing more starts; returns whether this call decided."""
         if self.decision is not None:
             return False
@@ -261,7 +261,7 @@ class DagRun:
         return decision
 
     # -- the end ------------------------------------------------------------------------
-    def final_status(self) -> str:
+    def final_status(self) -> Status:
         """The decision's status (early stopping, a stop), else from the ops' statuses; an
         op that failed fails the DAG even when a metric target was reached."""
         statuses = {name: str(s) for name, s in self.statuses.items()}

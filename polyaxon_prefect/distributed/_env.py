@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from polyaxon_prefect.distributed._topology import Replica, ReplicaPlan
+from polyaxon_prefect.specs import MPIJob, PytorchElasticPolicy, PytorchJob
 
 __all__ = [
     "DEFAULT_PORTS",
@@ -120,9 +121,12 @@ def tf_env(plan: ReplicaPlan, replica: Replica, cluster: Cluster) -> dict[str, s
 def torch_env(plan: ReplicaPlan, replica: Replica, cluster: Cluster) -> dict[str, str]:
     """``MASTER_ADDR``/``MASTER_PORT`` of the main replica, ``WORLD_SIZE``, ``RANK``, and the
     ``PET_*`` defaults torchrun reads (``nprocPerNode``, elastic rendezvous)."""
-    run = plan.run
+    match plan.run:
+        case PytorchJob(n_proc_per_node=per_node, elastic_policy=elastic):
+            nproc = _int(per_node)
+        case _:
+            nproc, elastic = None, None
     master = plan.main
-    nproc = _int(getattr(run, "n_proc_per_node", None))
     env = {
         "PYTHONUNBUFFERED": "1",
         "MASTER_ADDR": cluster.host(master),
@@ -136,30 +140,31 @@ def torch_env(plan: ReplicaPlan, replica: Replica, cluster: Cluster) -> dict[str
     }
     if nproc is not None:
         env["PET_NPROC_PER_NODE"] = str(nproc)
-    elastic = getattr(run, "elastic_policy", None)
     if elastic is not None:
         env.update(_torch_elastic(plan, elastic, cluster))
     return env
 
 
-def _torch_elastic(plan: ReplicaPlan, elastic: object, cluster: Cluster) -> dict[str, str]:
-    low = _int(getattr(elastic, "min_replicas", None))
-    high = _int(getattr(elastic, "max_replicas", None))
-    host = getattr(elastic, "rdvz_host", None) or cluster.host(plan.main)
-    port = _int(getattr(elastic, "rdvz_port", None)) or cluster.port(plan.main)
+def _torch_elastic(
+    plan: ReplicaPlan, elastic: PytorchElasticPolicy, cluster: Cluster
+) -> dict[str, str]:
+    low = _int(elastic.min_replicas)
+    high = _int(elastic.max_replicas)
+    host = elastic.rdvz_host or cluster.host(plan.main)
+    port = _int(elastic.rdvz_port) or cluster.port(plan.main)
     env = {
         "PET_NNODES": f"{low or plan.size}:{high or plan.size}",
-        "PET_RDZV_BACKEND": str(getattr(elastic, "rdvz_backend", None) or "c10d"),
+        "PET_RDZV_BACKEND": str(elastic.rdvz_backend or "c10d"),
         "PET_RDZV_ENDPOINT": f"{host}:{port}",
-        "PET_RDZV_ID": str(getattr(elastic, "rdvz_id", None) or cluster.job_id),
+        "PET_RDZV_ID": str(elastic.rdvz_id or cluster.job_id),
     }
-    restarts = _int(getattr(elastic, "max_restarts", None))
+    restarts = _int(elastic.max_restarts)
     if restarts is not None:
         env["PET_MAX_RESTARTS"] = str(restarts)
-    nproc = _int(getattr(elastic, "n_proc_per_node", None))
+    nproc = _int(elastic.n_proc_per_node)
     if nproc is not None:
         env["PET_NPROC_PER_NODE"] = str(nproc)
-    if getattr(elastic, "standalone", None) is True:
+    if elastic.standalone is True:
         env["PET_STANDALONE"] = "true"
     return env
 
@@ -201,7 +206,7 @@ def _mx_endpoints(plan: ReplicaPlan, type_: str, cluster: Cluster) -> list[dict[
 def mpi_hostfile(plan: ReplicaPlan, cluster: Cluster) -> str:
     """The operator's ``/etc/mpi/hostfile``: one ``<host> slots=<slotsPerWorker>`` line per
     worker; workers sharing a host (all of them, locally) make one line with their slots added."""
-    slots = _int(getattr(plan.run, "slots_per_worker", None)) or 1
+    slots = (_int(plan.run.slots_per_worker) if isinstance(plan.run, MPIJob) else None) or 1
     workers = plan.of_type("worker") or (plan.main,)
     per_host: dict[str, int] = {}
     for worker in workers:

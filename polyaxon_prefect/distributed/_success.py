@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from polyaxon_prefect.distributed._topology import Replica, ReplicaPlan
-from polyaxon_prefect.specs import FAILED_STATUSES, MAIN_REPLICAS, Status
+from polyaxon_prefect.specs import FAILED_STATUSES, MAIN_REPLICAS, Status, TFJob
 
 __all__ = ["WORKER_ZERO_DECIDES", "Decision", "decide", "deciders"]
 
@@ -44,7 +44,7 @@ def deciders(plan: ReplicaPlan) -> tuple[Replica, ...]:
     """The replicas whose success is the job's."""
     if plan.main.type == MAIN_REPLICAS.get(plan.kind):
         return (plan.main,)
-    policy = getattr(plan.run, "success_policy", None)
+    policy = plan.run.success_policy if isinstance(plan.run, TFJob) else None
     if plan.kind in WORKER_ZERO_DECIDES and policy != _ALL_WORKERS:
         return (plan.main,)
     return plan.of_type("worker") or plan.replicas

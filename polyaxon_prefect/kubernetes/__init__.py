@@ -52,6 +52,7 @@ __all__ = [
     "BACKENDS",
     "CRD_PLURALS",
     "KUBEFLOW",
+    "NATIVE_KINDS",
     "ApiTarget",
     "Backend",
     "PoolSettings",

@@ -82,7 +82,9 @@ def _service(target: Target, port_name: str, port: int) -> dict[str, Any]:
     }
 
 
-def _job_spec(cut: Segment, template: dict[str, Any], termination: Termination | None) -> dict:
+def _job_spec(
+    cut: Segment, template: dict[str, Any], termination: Termination | None
+) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "completionMode": "Indexed",
         "completions": cut.length,
@@ -106,7 +108,7 @@ def _job_spec(cut: Segment, template: dict[str, Any], termination: Termination |
 
 def _job(
     cut: Segment, target: Target, plan: ReplicaPlan, cluster: Cluster
-) -> tuple[dict[str, Any], list]:
+) -> tuple[dict[str, Any], list[Problem]]:
     kind = KUBEFLOW[plan.kind]
     replicas = plan.of_type(cut.group.name)[cut.offset : cut.offset + cut.length]
     contract = native_contract(plan, replicas, cluster)

@@ -92,7 +92,9 @@ def _merged_environment(
     return base
 
 
-def _container(replica: KFReplica, override: ReplicaOverride | None, pod: PodInput) -> dict:
+def _container(
+    replica: KFReplica, override: ReplicaOverride | None, pod: PodInput
+) -> dict[str, Any]:
     main = replica.container
     given = main.to_dict() if main is not None and not isinstance(main, str) else {}
     container: dict[str, Any] = {"name": pod.container_name}

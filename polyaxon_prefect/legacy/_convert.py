@@ -300,10 +300,10 @@ class _Converter(RunConverter, MatrixConverter):
                     (sources[key], key),
                     "already declared in `inputs`; the declaration only sets its default value",
                 )
-                for io in inputs:
-                    if io["name"] == key:
-                        io["value"] = value
-                        io["isOptional"] = True
+                for existing in inputs:
+                    if existing["name"] == key:
+                        existing["value"] = value
+                        existing["isOptional"] = True
                 continue
             io: dict[str, Any] = {"name": str(key)}
             io_type = infer_type(value)

@@ -9,6 +9,7 @@ when it sits in a component reached through ``pathRef`` three DAG levels down.
 from __future__ import annotations
 
 import copy
+import os
 import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -548,11 +549,11 @@ def _sorted(problems: list[Problem]) -> list[Problem]:
 
 
 def load_polyaxonfile(
-    path: str | Path,
-    presets: Sequence[str | Path] = (),
+    path: str | os.PathLike[str],
+    presets: Sequence[str | os.PathLike[str]] = (),
     params: Mapping[str, Any] | None = None,
     *,
-    hub_dirs: Sequence[str | Path] = (),
+    hub_dirs: Sequence[str | os.PathLike[str]] = (),
     url_timeout: float | None = None,
 ) -> LoadedPolyaxonfile:
     """Load, resolve and validate a Polyaxonfile; raise `PolyaxonfileError` with every problem.
@@ -582,10 +583,10 @@ def load_polyaxonfile(
 
 
 def load_operation_for_signature(
-    path: str | Path,
-    presets: Sequence[str | Path] = (),
+    path: str | os.PathLike[str],
+    presets: Sequence[str | os.PathLike[str]] = (),
     *,
-    hub_dirs: Sequence[str | Path] = (),
+    hub_dirs: Sequence[str | os.PathLike[str]] = (),
     url_timeout: float | None = 10.0,
 ) -> Operation:
     """The operation of a file assembled (presets, refs) and validated as a model, without the

@@ -78,7 +78,7 @@ def _check_strategy(strategy: Any, path: tuple[str | int, ...] = ("patchStrategy
                 )
             ]
         )
-    return strategy
+    return str(strategy)
 
 
 def patch(current: Any, new: Any, strategy: str = "post_merge") -> Any:
@@ -105,7 +105,9 @@ def _patch(current: Any, new: Any, strategy: str, key: Any) -> Any:
     return copy.deepcopy(current if strategy == "pre_merge" else new)
 
 
-def _patch_mapping(current: Mapping, new: Mapping, strategy: str, key: Any) -> dict:
+def _patch_mapping(
+    current: Mapping[Any, Any], new: Mapping[Any, Any], strategy: str, key: Any
+) -> dict[Any, Any]:
     if key in SAME_KIND_KEYS and current.get("kind") != new.get("kind"):
         keep_current = strategy in ("isnull", "pre_merge")
         return copy.deepcopy(dict(current if keep_current else new))
@@ -168,7 +170,7 @@ def apply_preset(operation: Mapping[str, Any], preset: Mapping[str, Any]) -> dic
         for key, value in preset.items()
         if key not in ("isPreset", "patchStrategy", "version", "kind")
     }
-    return _patch(operation, body, strategy, None)
+    return _patch_mapping(operation, body, strategy, None)
 
 
 def apply_run_patch(
@@ -211,7 +213,7 @@ def apply_run_patch(
     body = {key: value for key, value in run_patch.items() if key != "kind"}
     keys = run_keys(kind) if isinstance(kind, str) else None
     if keys is None or set(body) <= keys:
-        return _patch(run, body, strategy, None)
+        return _patch_mapping(run, body, strategy, None)
 
     replica_keys = replica_patch_keys(kind) if isinstance(kind, str) else None
     if replica_keys is not None:

@@ -386,7 +386,7 @@ def _resolve_hub(
 
 def _resolve_dag(
     ref: str,
-    dag_components: Mapping[str, dict] | None,
+    dag_components: Mapping[str, dict[str, Any]] | None,
     op_name: Any,
     *,
     at: tuple[str | int, ...],
@@ -433,7 +433,7 @@ def resolve_reference(
     *,
     base_dir: Path,
     hub_dirs: Sequence[Path] = (),
-    dag_components: Mapping[str, dict] | None = None,
+    dag_components: Mapping[str, dict[str, Any]] | None = None,
     url_timeout: float | None = None,
     url_max_bytes: int | None = None,
     file: str | None = None,

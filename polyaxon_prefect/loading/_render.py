@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from jinja2 import StrictUndefined, TemplateSyntaxError, UndefinedError
-from jinja2.sandbox import SecurityError
+from jinja2 import StrictUndefined, Template, TemplateSyntaxError, UndefinedError
+from jinja2.exceptions import SecurityError
 from jinja2.utils import missing
 
 from polyaxon_prefect.exceptions import PolyaxonPrefectError, Problem
@@ -99,8 +99,10 @@ def map_format(value: Any, pattern: str, variable_name: str | None = None) -> st
     Meant for ``{{ items | map('map_format', '--x=%s') | join(' ') }}``.
     """
     if variable_name:
-        return pattern % {variable_name: value}
-    return pattern % value
+        formatted: str = pattern % {variable_name: value}
+    else:
+        formatted = pattern % value
+    return formatted
 
 
 # --------------------------------------------------------------------------------------------------
@@ -157,7 +159,7 @@ class _Namespace:
     def __eq__(self, other: object) -> bool:
         if isinstance(other, _Namespace):
             return self._data == other._data
-        return _plain(self) == other
+        return bool(_plain(self) == other)
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -220,7 +222,7 @@ _ENV.policies["json.dumps_kwargs"] = {"sort_keys": True, "default": _json_defaul
 
 
 @lru_cache(maxsize=1024)
-def _compile(source: str) -> Any:
+def _compile(source: str) -> Template:
     return _ENV.from_string(source)
 
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from jinja2 import nodes as jinja_nodes
-from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
+from jinja2.exceptions import SecurityError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from polyaxon_prefect._source import Limit
 
@@ -36,6 +37,7 @@ MAX_TEMPLATE_ITERATIONS = Limit(
 TEMPLATE_TIMEOUT = Limit("POLYAXON_PREFECT_TEMPLATE_TIMEOUT", 2, "seconds for one render")
 _MAX_POWER_BITS = 4096
 _ITER_NAME = "__polyaxon_prefect_bounded_iter"
+_T = TypeVar("_T")
 
 
 class _Budget(threading.local):
@@ -55,7 +57,8 @@ def _tick() -> None:
         raise _over(f"the render took longer than {TEMPLATE_TIMEOUT.value} s")
 
 
-def check_size(value: Any) -> Any:
+def check_size(value: _T) -> _T:
+    """``value``, unless it is a sized value over the limit (then a `SecurityError`)."""
     if (
         isinstance(value, str | list | tuple | dict | bytes)
         and len(value) > MAX_TEMPLATE_SIZE.value

@@ -114,7 +114,8 @@ def run_loaded(
     )
     connection = connect(_notify)  # the shared server, as the CLI's
     try:
-        return run_request(request, flow_name=loaded.component.name)
+        component = loaded.component
+        return run_request(request, flow_name=component.name if component is not None else None)
     finally:
         connection.close()
 
@@ -171,7 +172,7 @@ def to_flow(
 
     from polyaxon_prefect.prefect._connect import configured_api_url, connect, idle_timeout
     from polyaxon_prefect.prefect._dispatch import run_hook_op, run_request_in_flow
-    from polyaxon_prefect.prefect._hooks import deferred_state_hooks, track_request
+    from polyaxon_prefect.prefect._hooks import StateHooks, deferred_state_hooks, track_request
     from polyaxon_prefect.prefect._job import flow_name
     from polyaxon_prefect.prefect._params import flow_params, flow_signature
     from polyaxon_prefect.prefect._request import OpRequest
@@ -209,13 +210,13 @@ def to_flow(
         "return": Any,
     }
     name = getattr(component, "name", None) or file.stem
+    hooks: StateHooks = deferred_state_hooks(run_hook_op) if hooks_of(operation) else {}
     return flow(
-        polyaxon_op,
         name=flow_name(name),
         flow_run_name=flow_name(operation.name or name),
         description=getattr(component, "description", None) or f"Polyaxon component `{name}`",
-        **(deferred_state_hooks(run_hook_op) if hooks_of(operation) else {}),  # Polyaxon `hooks`
-    )
+        **hooks,  # Polyaxon `hooks`
+    )(polyaxon_op)
 
 
 BACKEND_ENV = "POLYAXON_PREFECT_BACKEND"

@@ -234,7 +234,7 @@ def _live_table(enabled: bool) -> Iterator[None]:
 
 def _failure_json(message: str) -> dict[str, Any]:
     return {
-        "status": "failed",
+        "status": Status.FAILED,
         "uuid": None,
         "name": None,
         "outputs": {},
@@ -258,7 +258,7 @@ def _use_local_server() -> ConnectionT:
     return connection
 
 
-_SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
+_SIGNAL_EXIT: dict[int, int] = {signal.SIGINT: 130, signal.SIGTERM: 143}
 if hasattr(signal, "SIGHUP"):
     _SIGNAL_EXIT[signal.SIGHUP] = 129
 _HARD_STOP_SECONDS = 20.0
@@ -399,7 +399,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             session.close()
     if result is None:  # interrupted before the run started
         if args.json:
-            _json_line(_failure_json("interrupted before the run started") | {"status": "stopped"})
+            _json_line(
+                _failure_json("interrupted before the run started") | {"status": Status.STOPPED}
+            )
         return interrupts.exit_code or 130
     if args.json:
         _json_line(result.to_dict())

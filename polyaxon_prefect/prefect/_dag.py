@@ -71,12 +71,11 @@ def _marker_task(op_name: str, status: str, message: str) -> Any:
         return state_for_status(status, message)
 
     return task(
-        dag_op_marker,
         name=MARKER_TASK_NAME,
         task_run_name=flow_name(op_name),
         cache_policy=NO_CACHE,
         persist_result=False,
-    )
+    )(dag_op_marker)
 
 
 @dataclass
@@ -133,7 +132,7 @@ class _DagFlow:
         self.done_queue.put("")  # wake the loop
         return True
 
-    def stop_all(self, status: str, reason: str) -> None:
+    def stop_all(self, status: Status, reason: str) -> None:
         if self.dag.stop(status, reason):
             self._stopping(reason)
 
@@ -143,7 +142,7 @@ class _DagFlow:
             flight.cancel.set()
 
     # -- applying actions -----------------------------------------------------------------
-    def log_end(self, name: str, status: str, message: str, cached_from: str = "") -> None:
+    def log_end(self, name: str, status: Status, message: str, cached_from: str = "") -> None:
         _live.notify(self.name, name, status, cached_from)
         text = f"op `{name}`: {status}"
         if message and status != Status.SUCCEEDED:
@@ -198,9 +197,10 @@ class _DagFlow:
         uuid = result.uuid or context.uuid
         globals_ = context.globals_dict()
         globals_["uuid"] = uuid
+        op = self.plan.ops[name]
         record = OpRecord(
             name=name,
-            status=result.status,
+            status=Status(result.status),
             uuid=uuid,
             inputs=flight.inputs,
             outputs=dict(result.outputs),
@@ -210,8 +210,8 @@ class _DagFlow:
             message=result.message,
             started_at=flight.started_at,
             finished_at=time.time(),
-            kind=op_kind(self.plan.ops[name]),
-            component=self.plan.ops[name].component.name,
+            kind=op_kind(op),
+            component=op.component.name if op.component is not None else None,
         )
         detail = {
             key: getattr(result, key)

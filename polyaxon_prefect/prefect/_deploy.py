@@ -121,11 +121,10 @@ def _run_generic(polyaxonfile: str, params: dict[str, Any] | None = None) -> Any
 
 
 generic_flow = flow(
-    _run_generic,
     name="polyaxonfile",
     description="Runs the Polyaxonfile given as `polyaxonfile` (a path or URL) with `params`.",
     **deferred_state_hooks(run_hook_op),
-)
+)(_run_generic)
 
 
 def deployed_flow() -> Any:
@@ -157,12 +156,11 @@ def deployed_flow() -> Any:
     guarded.__signature__ = inspect.signature(typed.fn)  # type: ignore[attr-defined]
     guarded.__annotations__ = dict(typed.fn.__annotations__)
     return flow(
-        guarded,
         name=typed.name,
         flow_run_name=typed.flow_run_name,
         description=typed.description,
         **deferred_state_hooks(run_hook_op),
-    )
+    )(guarded)
 
 
 def __getattr__(name: str) -> Any:

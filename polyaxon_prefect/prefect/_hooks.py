@@ -17,7 +17,7 @@ import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from polyaxon_prefect.prefect._request import OpRequest
 from polyaxon_prefect.runtime._hooks import (
@@ -30,7 +30,17 @@ from polyaxon_prefect.runtime._hooks import (
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.specs import context_kind
 
-__all__ = ["HookRunner", "deferred_state_hooks", "run_due_hooks", "state_hooks", "track_request"]
+if TYPE_CHECKING:
+    from prefect.flows import FlowStateHook
+
+__all__ = [
+    "HookRunner",
+    "StateHooks",
+    "deferred_state_hooks",
+    "run_due_hooks",
+    "state_hooks",
+    "track_request",
+]
 
 StateHook = Callable[[Any, Any, Any], None]
 
@@ -38,6 +48,17 @@ HookRunner = Callable[[Any, Any], RunResult]
 """Runs a hook's loaded op with the ended run's connections, as a top-level flow run. The
 dispatcher hands it in (`polyaxon_prefect.prefect._dispatch.run_hook_op`), as it hands runners
 their `Children`, so this module never imports the dispatcher that imports it."""
+
+
+class StateHooks(TypedDict, total=False):
+    """The ``flow(...)`` keyword arguments that attach state hooks, typed so that
+    ``flow(**hooks)`` is checked against Prefect's signature."""
+
+    on_completion: list[FlowStateHook[..., Any]]
+    on_failure: list[FlowStateHook[..., Any]]
+    on_cancellation: list[FlowStateHook[..., Any]]
+    on_crashed: list[FlowStateHook[..., Any]]
+
 
 _BY_FLOW_RUN: dict[str, tuple[OpRequest, list[RunResult]]] = {}
 """The request each running flow run of a `to_flow` flow runs (its op is known only once the
@@ -56,7 +77,7 @@ def track_request(request: OpRequest) -> list[RunResult]:
     return outcomes
 
 
-def deferred_state_hooks(run_hook: HookRunner) -> dict[str, list[StateHook]]:
+def deferred_state_hooks(run_hook: HookRunner) -> StateHooks:
     """State hooks for a flow whose op is loaded when it runs (`to_flow`, the deployable
     `polyaxonfile` flow): they run the hooks of the request the flow run tracked, each through
     ``run_hook``."""
@@ -67,15 +88,10 @@ def deferred_state_hooks(run_hook: HookRunner) -> dict[str, list[StateHook]]:
         if tracked is not None and hooks_of(tracked[0].operation):
             _run_and_log(flow_run, state, *tracked, run_hook)
 
-    return {name: [run_polyaxon_hooks] for name in _STATE_HOOKS}
+    return _on_every_end(run_polyaxon_hooks)
 
 
-_STATE_HOOKS = ("on_completion", "on_failure", "on_cancellation", "on_crashed")
-
-
-def state_hooks(
-    request: OpRequest, outcomes: list[RunResult], run_hook: HookRunner
-) -> dict[str, list[StateHook]]:
+def state_hooks(request: OpRequest, outcomes: list[RunResult], run_hook: HookRunner) -> StateHooks:
     """The ``flow(...)`` keyword arguments that run ``request``'s hooks when its flow run ends
     (none when it has no hooks); ``outcomes`` is filled by the flow with the op's result, and
     each due hook's op runs through ``run_hook``."""
@@ -86,11 +102,15 @@ def state_hooks(
         del flow
         _run_and_log(flow_run, state, request, outcomes, run_hook)
 
+    return _on_every_end(run_polyaxon_hooks)
+
+
+def _on_every_end(hook: FlowStateHook[..., Any]) -> StateHooks:
     return {
-        "on_completion": [run_polyaxon_hooks],
-        "on_failure": [run_polyaxon_hooks],
-        "on_cancellation": [run_polyaxon_hooks],
-        "on_crashed": [run_polyaxon_hooks],
+        "on_completion": [hook],
+        "on_failure": [hook],
+        "on_cancellation": [hook],
+        "on_crashed": [hook],
     }
 
 

@@ -118,7 +118,7 @@ def load_credentials() -> KubernetesCredentials:
 
     name = os.environ.get(CREDENTIALS_ENV)
     if name:
-        loaded: KubernetesCredentials = KubernetesCredentials.load(name)  # type: ignore[assignment]
+        loaded: KubernetesCredentials = KubernetesCredentials.load(name)
         return loaded
     path = (os.environ.get("KUBECONFIG") or "").split(os.pathsep)[0]
     if path:

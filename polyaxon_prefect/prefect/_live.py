@@ -18,15 +18,17 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import IO
 
+from polyaxon_prefect.specs import Status
+
 __all__ = ["LiveTable", "finish", "live_table", "notify", "start"]
 
 _COLORS = {
-    "succeeded": "32",
-    "failed": "31",
-    "upstream_failed": "31",
-    "stopped": "33",
-    "skipped": "36",
-    "running": "34",
+    Status.SUCCEEDED: "32",
+    Status.FAILED: "31",
+    Status.UPSTREAM_FAILED: "31",
+    Status.STOPPED: "33",
+    Status.SKIPPED: "36",
+    Status.RUNNING: "34",
 }
 
 
@@ -40,11 +42,11 @@ class LiveTable:
         self.lock = threading.Lock()
         self.width = 12
         self.started: dict[tuple[str, str], float] = {}
-        self.statuses: dict[str, dict[str, str]] = {}
+        self.statuses: dict[str, dict[str, Status]] = {}
         self.notes: dict[tuple[str, str], str] = {}
         self.t0 = time.monotonic()
 
-    def _status(self, status: str) -> str:
+    def _status(self, status: Status) -> str:
         text = f"{status:<15}"
         code = _COLORS.get(status)
         return f"\x1b[{code}m{text}\x1b[0m" if self.color and code else text
@@ -55,18 +57,18 @@ class LiveTable:
 
     def start(self, dag: str, ops: Sequence[str]) -> None:
         with self.lock:
-            self.statuses[dag] = dict.fromkeys(ops, "created")
+            self.statuses[dag] = dict.fromkeys(ops, Status.CREATED)
             self.width = max([self.width, *(len(o) for o in ops)])
             self._write(f"{'op':<{self.width}}  {'status':<15}  time    (dag {dag})")
 
-    def update(self, dag: str, op: str, status: str, cached_from: str | None = None) -> None:
+    def update(self, dag: str, op: str, status: Status, cached_from: str | None = None) -> None:
         with self.lock:
             self.statuses.setdefault(dag, {})[op] = status
             note = _cache_note(cached_from)
             if note:
                 self.notes[(dag, op)] = note
             now = time.monotonic()
-            if status == "running":
+            if status == Status.RUNNING:
                 self.started[(dag, op)] = now
                 elapsed = ""
             else:
@@ -74,7 +76,7 @@ class LiveTable:
                 elapsed = f"{now - began:6.1f}s" if began is not None else ""
             self._write(f"{op:<{self.width}}  {self._row_status(status, note)}  {elapsed}")
 
-    def finish(self, dag: str, status: str) -> None:
+    def finish(self, dag: str, status: Status) -> None:
         with self.lock:
             ops = self.statuses.pop(dag, {})
             self._write(f"dag {dag}: {self._status(status).rstrip()}")
@@ -82,7 +84,7 @@ class LiveTable:
                 note = self.notes.pop((dag, op), "")
                 self._write(f"  {op:<{self.width}}  {self._row_status(op_status, note)}")
 
-    def _row_status(self, status: str, note: str) -> str:
+    def _row_status(self, status: Status, note: str) -> str:
         """The status cell, with the cache note after the status word when there is one."""
         if not note:
             return self._status(status)
@@ -97,7 +99,7 @@ def start(dag: str, ops: Sequence[str]) -> None:
         table.start(dag, ops)
 
 
-def notify(dag: str, op: str, status: str, cached_from: str | None = None) -> None:
+def notify(dag: str, op: str, status: Status, cached_from: str | None = None) -> None:
     """Report that op ``op`` of DAG ``dag`` is now ``status`` (no-op without a table);
     ``cached_from``: the run whose outputs a cache hit reused."""
     for table in list(_TABLES):
@@ -108,7 +110,7 @@ def _cache_note(cached_from: str | None) -> str:
     return f"(cached from run {cached_from})" if cached_from else ""
 
 
-def finish(dag: str, status: str) -> None:
+def finish(dag: str, status: Status) -> None:
     for table in list(_TABLES):
         table.finish(dag, status)
 

@@ -98,7 +98,7 @@ def _annotation(spec: TypeSpec) -> Any:
     if spec.name == "none":
         return type(None)
     if spec.name == "literal" and spec.literals:
-        return Literal[spec.literals]  # type: ignore[valid-type]
+        return Literal[spec.literals]
     if spec.name in ("list", "set", "tuple"):
         item = _annotation(spec.args[0]) if len(spec.args) == 1 else Any
         return list[item]  # type: ignore[valid-type]
@@ -140,7 +140,7 @@ def _constrained(io: Any, base: Any) -> Any:
         and not any(is_template(o) for o in options if isinstance(o, str))
         and all(isinstance(o, base) and not isinstance(o, bool) for o in options)
     ):
-        base = Literal[tuple(options)]  # type: ignore[valid-type]
+        base = Literal[tuple(options)]
     field_kwargs: dict[str, Any] = {}
     if base in (int, float):
         for bound in _BOUNDS:

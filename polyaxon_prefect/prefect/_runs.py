@@ -22,6 +22,7 @@ from typing import Any
 from uuid import UUID
 
 from polyaxon_prefect.search._sweep import read_data_section
+from polyaxon_prefect.specs import Status
 
 __all__ = ["CANDIDATES", "AmbiguousRunError", "get_run", "list_runs"]
 
@@ -132,7 +133,7 @@ def _started(run: Any) -> str:
 def _status(run: Any) -> str:
     from polyaxon_prefect.prefect._states import polyaxon_status
 
-    return str(polyaxon_status(run.state)) if run.state is not None else "created"
+    return str(polyaxon_status(run.state)) if run.state is not None else Status.CREATED
 
 
 def _row(run: Any, artifacts: list[Any]) -> dict[str, Any]:

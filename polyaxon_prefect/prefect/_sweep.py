@@ -98,7 +98,9 @@ class _Sweep:
         self.request = request
         self.children = children
         self.operation = request.operation
-        self.matrix = self.operation.matrix
+        matrix = self.operation.matrix
+        assert matrix is not None  # the dispatcher sends only ops with a matrix here
+        self.matrix = matrix
         self.component = self.operation.component
         self.logger = get_run_logger()
         trial = request.with_(loaded=trial_loaded(request.loaded, {}))
@@ -220,7 +222,7 @@ class _Sweep:
         if decision is not None:
             self.stopping(study, decision.reason)
 
-    def stop(self, study: SweepStudy, reason: str, status: str) -> None:
+    def stop(self, study: SweepStudy, reason: str, status: Status) -> None:
         if self.book.stop(reason, status) is not None:
             self.stopping(study, reason)
 

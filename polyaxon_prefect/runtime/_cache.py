@@ -98,7 +98,7 @@ class RunCache:
         """Record a *succeeded* run for ``key`` (call it for nothing else)."""
         record = {
             "version": _RECORD_VERSION,
-            "status": "succeeded",
+            "status": Status.SUCCEEDED,
             "uuid": uuid,
             "outputs": outputs,
             "metrics": metrics,

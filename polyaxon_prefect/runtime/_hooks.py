@@ -32,7 +32,7 @@ def hooks_of(operation: Any) -> list[Any]:
 def hook_context(
     *,
     uuid: str | None,
-    kind: str,
+    kind: str | None,
     name: str,
     status: str,
     message: str,

@@ -25,11 +25,12 @@ import queue
 import shutil
 import signal as _signal
 import subprocess
+import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO
 
@@ -229,8 +230,8 @@ def run_process(
         runner.close_log()
         if _IS_POSIX and not runner.group_alive():
             session.untrack_group(proc.pid)
-    return ProcessResult(
-        **result,
+    return replace(
+        result,
         log_path=str(log_path) if log_file is not None else None,
         log_cut=log_file.cut if log_file is not None else None,
     )
@@ -242,10 +243,10 @@ def _spawn(
     """Start the child in its own process group (one kill reaches all it starts), no shell,
     no stdin, both pipes text."""
     group: dict[str, object] = {}
-    if _IS_POSIX:
-        group["start_new_session"] = True
-    else:  # pragma: no cover - exercised on Windows only
+    if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
         group["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP
+    else:
+        group["start_new_session"] = True
     try:
         return subprocess.Popen(
             argv,
@@ -396,7 +397,8 @@ class _Runner:
     # -- the calling thread ---------------------------------------------------------------
     def wait(
         self, started: float, timeout: float | None, cancel_event: threading.Event | None
-    ) -> dict[str, object]:
+    ) -> ProcessResult:
+        """How the child ended; the caller adds what it knows of the log file."""
         deadline = started + timeout if timeout is not None else None
         timed_out = cancelled = False
         exited_at: float | None = None
@@ -436,16 +438,16 @@ class _Runner:
         self._finish_group()
         self._note_skipped(final=True)
         returncode = self.proc.returncode
-        return {
-            "returncode": returncode,
-            "signal": -returncode if returncode < 0 else None,
-            "timed_out": timed_out,
-            "duration": time.monotonic() - started,
-            "stdout_tail": list(self.tails["stdout"]),
-            "stderr_tail": list(self.tails["stderr"]),
-            "cancelled": cancelled,
-            "lines_not_relayed": self.skipped + self.dropped,
-        }
+        return ProcessResult(
+            returncode=returncode,
+            signal=-returncode if returncode < 0 else None,
+            timed_out=timed_out,
+            duration=time.monotonic() - started,
+            stdout_tail=list(self.tails["stdout"]),
+            stderr_tail=list(self.tails["stderr"]),
+            cancelled=cancelled,
+            lines_not_relayed=self.skipped + self.dropped,
+        )
 
     def _deliver(self, block_for: float, *, ended: bool) -> None:
         try:

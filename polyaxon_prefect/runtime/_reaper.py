@@ -69,7 +69,7 @@ def _stop_groups(pgids: Iterable[int]) -> None:
 def _session_pids(session: str) -> list[int]:
     """Processes whose environment carries this session (Linux only; elsewhere none)."""
     marker = f"{SESSION_ENV}={session}".encode()
-    found = []
+    found: list[int] = []
     proc = Path("/proc")
     if not proc.is_dir():
         return found
@@ -120,6 +120,16 @@ def _post(url: str, body: object) -> object:
     return json.loads(payload) if payload else None
 
 
+def _run_ids(payload: object) -> list[str]:
+    """The ids in a ``/filter`` answer; an answer that is not a list of runs (an error body, a
+    proxy's page) has none, rather than its keys or characters being taken for runs."""
+    if not isinstance(payload, list):
+        return []
+    return [
+        run["id"] for run in payload if isinstance(run, dict) and isinstance(run.get("id"), str)
+    ]
+
+
 def _crash(api: str, kind: str, run_id: str) -> None:
     state = {
         "type": "CRASHED",
@@ -145,16 +155,16 @@ def mark_crashed(api: str, flow_runs: list[str]) -> None:
             "limit": 200,
         },
     )
-    for run in [*(found or []), *(children or [])]:  # type: ignore[misc]
+    for run_id in [*_run_ids(found), *_run_ids(children)]:
         with contextlib.suppress(Exception):
-            _crash(api, "flow_runs", run["id"])
+            _crash(api, "flow_runs", run_id)
     tasks = _post(
         f"{api}/task_runs/filter",
         {"flow_runs": {"id": {"any_": flow_runs}}, "task_runs": {"state": not_final}, "limit": 200},
     )
-    for run in tasks or []:  # type: ignore[union-attr]
+    for run_id in _run_ids(tasks):
         with contextlib.suppress(Exception):
-            _crash(api, "task_runs", run["id"])
+            _crash(api, "task_runs", run_id)
 
 
 def main(argv: list[str]) -> int:

@@ -13,7 +13,9 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from polyaxon_prefect.loading import (
     TemplateError,
@@ -40,6 +42,7 @@ __all__ = [
 ]
 
 _PYTHON_NAMES = frozenset({"python", "python3"})
+_Model = TypeVar("_Model", bound=BaseModel)
 
 
 def has_template(value: Any) -> bool:
@@ -110,8 +113,10 @@ def render_argv(
         value = read_literal(text)
         if isinstance(value, list):
             native = _expression_value(items, context)
-            if native is _TEXT or isinstance(native, list | tuple):
-                return _as_args(value if native is _TEXT else list(native))
+            if native is _TEXT:
+                return _as_args(value)
+            if isinstance(native, list | tuple):
+                return _as_args(list(native))
         return [text] if text.strip() else []
     argv: list[str] = []
     for index, item in enumerate(items):
@@ -132,8 +137,8 @@ def render_argv(
 
 
 def render_model(
-    value: Any, model: type, context: Mapping[str, Any], path: PathT, problems: Problems
-) -> Any:
+    value: Any, model: type[_Model], context: Mapping[str, Any], path: PathT, problems: Problems
+) -> _Model | None:
     """Render a (possibly templated) section and validate it back into ``model``."""
     if value is None:
         return None

@@ -27,6 +27,15 @@ from optuna.pruners import BasePruner, NopPruner
 from optuna.study import Study
 from optuna.trial import FrozenTrial, TrialState
 
+from polyaxon_prefect.specs import (
+    DiffStoppingPolicy,
+    EarlyStopping,
+    MedianStoppingPolicy,
+    MetricEarlyStopping,
+    StoppingPolicy,
+    TruncationStoppingPolicy,
+)
+
 __all__ = ["PolicyPruner", "build_pruner"]
 
 
@@ -118,21 +127,30 @@ class PolicyPruner(BasePruner):
         return value < best - slack if self.maximize else value > best + slack
 
 
-def build_pruner(early_stopping: Sequence[Any] | None) -> BasePruner:
+def build_pruner(early_stopping: Sequence[EarlyStopping] | None) -> BasePruner:
     """The pruner for the first metric early stopping that has a policy (Optuna's no-op pruner
     when none has one)."""
-    for policy_holder in early_stopping or ():
-        policy = getattr(policy_holder, "policy", None)
-        if policy is None:
-            continue
-        kind = policy.kind
-        return PolicyPruner(
-            kind,
-            maximize=str(policy_holder.optimization) == "maximize",
-            percent=None if kind == "median" else _number(policy.percent, "percent"),
-            evaluation_interval=int(_number(policy.evaluation_interval, "evaluationInterval", 1)),
-            min_interval=int(_number(policy.min_interval, "minInterval", 0)),
-            min_samples=int(_number(policy.min_samples, "minSamples", 1)),
-            include_succeeded=bool(getattr(policy, "include_succeeded", None) or False),
-        )
+    for stopping in early_stopping or ():
+        match stopping:
+            case MetricEarlyStopping(policy=policy) if policy is not None:
+                return _policy_pruner(policy, maximize=str(stopping.optimization) == "maximize")
     return NopPruner()
+
+
+def _policy_pruner(policy: StoppingPolicy, *, maximize: bool) -> PolicyPruner:
+    match policy:
+        case MedianStoppingPolicy():
+            percent, include_succeeded = None, False
+        case TruncationStoppingPolicy(percent=given, include_succeeded=include):
+            percent, include_succeeded = _number(given, "percent"), bool(include or False)
+        case DiffStoppingPolicy(percent=given):
+            percent, include_succeeded = _number(given, "percent"), False
+    return PolicyPruner(
+        policy.kind,
+        maximize=maximize,
+        percent=percent,
+        evaluation_interval=int(_number(policy.evaluation_interval, "evaluationInterval", 1)),
+        min_interval=int(_number(policy.min_interval, "minInterval", 0)),
+        min_samples=int(_number(policy.min_samples, "minSamples", 1)),
+        include_succeeded=include_succeeded,
+    )

@@ -7,11 +7,18 @@ next, need neither Optuna nor the study class.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final, Literal
 
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
+from polyaxon_prefect.specs import Status
 
-__all__ = ["Suggestion", "SweepStudyError", "TrialRecord"]
+__all__ = ["PENDING", "Suggestion", "SweepStudyError", "TrialRecord", "TrialStatus"]
+
+PENDING: Final = "pending"
+"""A trial the study handed out that has not started: the study's own word, not a Polyaxon
+status, so it is kept apart from `Status`."""
+
+TrialStatus = Status | Literal["pending"]
 
 
 class SweepStudyError(PolyaxonPrefectError):
@@ -35,7 +42,7 @@ class TrialRecord:
     number: int
     index: int
     params: dict[str, Any]
-    status: str
+    status: TrialStatus
     value: float | None
     outputs: dict[str, Any]
     metrics: dict[str, Any]

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy
 
+    from polyaxon_prefect.specs import HpParam
+
 __all__ = ["hp_values", "reachable_values", "sample_hp", "space_size"]
 
 _UNIFORM_FAMILY = frozenset({"uniform", "quniform", "loguniform", "qloguniform"})
@@ -31,7 +33,7 @@ def _require_rendered(hp: Any) -> None:
         raise ValueError(f"`{hp.kind}` value {hp.value!r} is a template: render it before sampling")
 
 
-def hp_values(hp: Any) -> list[Any] | None:
+def hp_values(hp: HpParam) -> list[Any] | None:
     """Every value of a discrete hp in enumeration order; None for a continuous distribution.
 
     ``pchoice`` counts as discrete (its values, in the order written), as in hypertune.

@@ -50,7 +50,7 @@ class StopDecision:
     """Why the sweep stops, and the status it ends as (``succeeded`` or ``failed``)."""
 
     reason: str
-    status: str
+    status: Status
 
 
 def _number(value: Any) -> float | None:

@@ -48,10 +48,19 @@ from polyaxon_prefect.search._attrs import decode, encode
 from polyaxon_prefect.search._journal import LEGACY_FILE, study_name_of, sweep_journals
 from polyaxon_prefect.search._kinds import IndexedKind, MatrixKind, TunedKind, get_kind
 from polyaxon_prefect.search._pruning import build_pruner
-from polyaxon_prefect.search._records import Suggestion, SweepStudyError, TrialRecord
+from polyaxon_prefect.search._records import (
+    PENDING,
+    Suggestion,
+    SweepStudyError,
+    TrialRecord,
+    TrialStatus,
+)
 from polyaxon_prefect.search._samplers import Dimension, optuna_space
 from polyaxon_prefect.search._storage import open_storage, open_storage_noted
-from polyaxon_prefect.specs import Status
+from polyaxon_prefect.specs import (
+    Matrix,
+    Status,
+)
 
 __all__ = ["Suggestion", "SweepStudy", "SweepStudyError", "TrialRecord"]
 
@@ -60,19 +69,9 @@ optuna.logging.set_verbosity(optuna.logging.WARNING)
 _PREFIX = "polyaxon:"
 
 
-def _metric(matrix: Any) -> tuple[str | None, bool]:
-    """The metric the sweep optimises and whether larger is better.
-
-    ``bayes``/``hyperopt``/``hyperband`` name it; other kinds borrow the first metric early
-    stopping's, so ``best()`` still means something.
-    """
-    metric = getattr(matrix, "metric", None)
-    if metric is not None:
-        return metric.name, str(metric.optimization) == "maximize"
-    for stopping in getattr(matrix, "early_stopping", None) or ():
-        if getattr(stopping, "kind", "") == "metric_early_stopping":
-            return stopping.metric, str(stopping.optimization) == "maximize"
-    return None, False
+def _metric(matrix: Matrix) -> tuple[str | None, bool]:
+    """The metric the sweep optimises and whether larger is better (`Matrix.objective`)."""
+    return matrix.objective()
 
 
 def _seed(matrix: Any) -> int:
@@ -96,15 +95,16 @@ def _sampler(
     return sampler, space, warnings
 
 
-def _status(trial: FrozenTrial) -> str:
+def _status(trial: FrozenTrial) -> TrialStatus:
     """The Polyaxon status of a trial (the one ``tell`` recorded, once it has finished)."""
     if trial.state == TrialState.WAITING:
-        return "pending"
+        return PENDING
     if trial.state == TrialState.RUNNING:
         return Status.RUNNING
-    status = trial.user_attrs.get("status")
-    if status:
-        return str(status)
+    recorded = trial.user_attrs.get("status")
+    if recorded:
+        with contextlib.suppress(ValueError):  # a word that is not a status: read the state
+            return Status(recorded)
     return {TrialState.COMPLETE: Status.SUCCEEDED, TrialState.PRUNED: Status.STOPPED}.get(
         trial.state, Status.FAILED
     )
@@ -449,7 +449,7 @@ class SweepStudy:
         self,
         number: int,
         *,
-        status: str,
+        status: Status,
         value: float | None = None,
         outputs: Mapping[str, Any] | None = None,
         metrics: Mapping[str, Any] | None = None,

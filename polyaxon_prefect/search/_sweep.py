@@ -247,14 +247,14 @@ class SweepRun:
         self.finished = [RunSummary(r.status, {**r.metrics, **r.outputs}) for r in done]
 
     @staticmethod
-    def trial_status(status: str, cancelled: bool) -> str:
+    def trial_status(status: str, cancelled: bool) -> Status:
         """The status a finished trial is told as: a cancelled trial (pruned, early stopping,
         a stop) that failed on its way out is ``stopped``; anything not final is ``failed``."""
         if cancelled and status in (Status.FAILED, Status.STOPPED):
             return Status.STOPPED
         if status not in DONE_STATUSES:
             return Status.FAILED
-        return status
+        return Status(status)
 
     def trial_finished(
         self, status: str, metrics: Mapping[str, Any], total: int | None
@@ -268,7 +268,7 @@ class SweepRun:
             self.decision = decision
         return decision
 
-    def stop(self, reason: str, status: str) -> StopDecision | None:
+    def stop(self, reason: str, status: Status) -> StopDecision | None:
         """Stop the sweep (once): returns the decision when this call made it."""
         if self.decision is not None:
             return None
@@ -277,7 +277,7 @@ class SweepRun:
 
     def outcome(
         self, history: Sequence[Any], study_stop_reason: str | None, best_index: int | None
-    ) -> tuple[str, str, str]:
+    ) -> tuple[Status, str, str]:
         """``(status, reason, message)`` of the finished sweep (module docstring of the Prefect
         layer's sweep: a decision's status, else ``failed`` when a trial failed)."""
         counts: dict[str, int] = {}

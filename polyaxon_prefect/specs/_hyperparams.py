@@ -196,11 +196,12 @@ class HpRange(_HpParam):
     def _enumerate(self, spec: RangeSpec) -> list[Any]:
         import numpy as np
 
-        return np.arange(spec.start, spec.stop, spec.step).tolist()
+        return list(np.arange(spec.start, spec.stop, spec.step).tolist())
 
     def _count(self, spec: RangeSpec) -> int:
         """``len(np.arange(...))``: numpy's own ``ceil((stop - start) / step)``."""
-        return max(0, math.ceil((spec.stop - spec.start) / spec.step))
+        steps: int = math.ceil((spec.stop - spec.start) / spec.step)
+        return max(0, steps)
 
     def _value_at(self, spec: RangeSpec, index: int) -> Any:
         """What ``np.arange`` puts at ``index``: ``start + i * step`` for ints; for floats numpy
@@ -268,7 +269,7 @@ class HpLinSpace(_Space):
     def _enumerate(self, spec: SpaceSpec) -> list[Any]:
         import numpy as np
 
-        return np.linspace(spec.start, spec.stop, spec.num).tolist()
+        return list(np.linspace(spec.start, spec.stop, spec.num).tolist())
 
     def _value_at(self, spec: SpaceSpec, index: int) -> Any:
         return _linspace_at(spec.start, spec.stop, spec.num, index)
@@ -285,7 +286,7 @@ class HpLogSpace(_Space):
         import numpy as np
 
         base = 10.0 if spec.base is None else spec.base
-        return np.logspace(spec.start, spec.stop, spec.num, base=base).tolist()
+        return list(np.logspace(spec.start, spec.stop, spec.num, base=base).tolist())
 
     def _value_at(self, spec: SpaceSpec, index: int) -> Any:
         """``base ** linspace``: the exponent exactly as numpy's; the power is C's ``pow``,
@@ -311,7 +312,7 @@ class HpGeomSpace(_Space):
     def _enumerate(self, spec: SpaceSpec) -> list[Any]:
         import numpy as np
 
-        return np.geomspace(spec.start, spec.stop, spec.num).tolist()
+        return list(np.geomspace(spec.start, spec.stop, spec.num).tolist())
 
     def _value_at(self, spec: SpaceSpec, index: int) -> Any:
         """numpy's steps: ``10 ** linspace(log10 |start|, log10 |stop|)`` with both ends set
@@ -350,7 +351,8 @@ class HpDateRange(_HpParam):
         return [self._value_at(spec, i) for i in range(self._count(spec))]
 
     def _count(self, spec: RangeSpec) -> int:
-        return max(0, -(-(spec.stop - spec.start).days // spec.step))
+        steps: int = -(-(spec.stop - spec.start).days // spec.step)
+        return max(0, steps)
 
     def _value_at(self, spec: RangeSpec, index: int) -> Any:
         return spec.start + timedelta(days=spec.step * index)
@@ -391,7 +393,8 @@ class HpDateTimeRange(_HpParam):
         return [self._value_at(spec, i) for i in range(self._count(spec))]
 
     def _count(self, spec: RangeSpec) -> int:
-        return max(0, math.ceil((spec.stop - spec.start) / spec.step))
+        steps: int = math.ceil((spec.stop - spec.start) / spec.step)
+        return max(0, steps)
 
     def _value_at(self, spec: RangeSpec, index: int) -> Any:
         return spec.start + spec.step * index

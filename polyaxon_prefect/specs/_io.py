@@ -309,7 +309,7 @@ class IO(BaseSpec):
 
 
 def _effective_validation(data: dict[str, Any]) -> Validation | None:
-    validation = data.get("validation")
+    validation: Validation | None = data.get("validation")
     options = data.get("options")
     if options is None:
         return validation

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from polyaxon_prefect.specs._component import Component
 from polyaxon_prefect.specs._dag import Dag
+from polyaxon_prefect.specs._operation import Operation
 from polyaxon_prefect.specs._run_kinds import RUN_MODELS
 from polyaxon_prefect.specs._runs import KUBEFLOW_KINDS
 
@@ -36,27 +38,29 @@ LOCAL = BACKENDS[0]
 """The backend that runs processes on this machine."""
 
 
-def run_kind(operation: Any) -> str | None:
+def run_kind(operation: Operation) -> str | None:
     """The ``run.kind`` of the operation's component (``job``, ``dag``, ``tfjob``, ...)."""
-    component = getattr(operation, "component", None)
-    run = getattr(component, "run", None)
-    kind = getattr(run, "kind", None)
-    return str(kind) if kind is not None else None
+    match operation.component:
+        case Component(run=run):
+            return run.kind
+        case _:
+            return None
 
 
-def op_kind(operation: Any) -> OpKind:
+def op_kind(operation: Operation) -> OpKind:
     """``matrix`` for an op with a matrix, ``dag`` for a DAG component, else ``job``.
 
     ``matrix`` wins over ``dag``: an op with a matrix whose component is a DAG is a sweep of
     DAGs. Other run kinds (services, distributed jobs) are ``job`` here: the executors registry
     (`polyaxon_prefect.runtime`) runs them or refuses them with a problem that says why.
     """
-    if getattr(operation, "matrix", None) is not None:
-        return "matrix"
-    component = getattr(operation, "component", None)
-    if isinstance(getattr(component, "run", None), Dag):
-        return "dag"
-    return "job"
+    match operation:
+        case Operation(matrix=matrix) if matrix is not None:
+            return "matrix"
+        case Operation(component=Component(run=Dag())):
+            return "dag"
+        case _:
+            return "job"
 
 
 def dag_of(run: Any) -> Dag | None:
@@ -70,7 +74,7 @@ def is_dag_kind(kind: object) -> bool:
     return isinstance(kind, str) and RUN_MODELS.get(kind) is Dag
 
 
-def context_kind(operation: Any) -> str | None:
+def context_kind(operation: Operation) -> str | None:
     """The ``kind`` a hook's context reports for an op: ``matrix`` for a sweep, else the run
     kind of its component."""
     return "matrix" if op_kind(operation) == "matrix" else run_kind(operation)
@@ -91,4 +95,4 @@ def backend_for(kind: str | None, requested: str, *, in_pipeline: bool) -> str:
     """The backend that runs an op of run kind ``kind``: the requested one, except that an op
     of a DAG or sweep whose kind has no Kubeflow resource runs ``local`` (only distributed
     kinds are sent to a cluster from inside a pipeline)."""
-    return "local" if in_pipeline and kind not in KUBEFLOW_KINDS else requested
+    return LOCAL if in_pipeline and kind not in KUBEFLOW_KINDS else requested

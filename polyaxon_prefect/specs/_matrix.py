@@ -18,6 +18,7 @@ from polyaxon_prefect._source import SectionKind
 from polyaxon_prefect.specs._base import BaseSpec, Ref, is_template, split_csv
 from polyaxon_prefect.specs._early_stopping import (
     EarlyStopping,
+    MetricEarlyStopping,
     OptimizationMetric,
     OptimizationResource,
 )
@@ -114,6 +115,21 @@ class _Matrix(BaseSpec):
         """The hyper-parameters by name, in the order written (empty for ``mapping``)."""
         params = getattr(self, "params", None)
         return dict(params) if params else {}
+
+    def objective(self) -> tuple[str | None, bool]:
+        """The metric the sweep optimises and whether larger is better.
+
+        ``bayes``/``hyperopt``/``hyperband`` name it; other kinds borrow the first metric early
+        stopping's, so a sweep's best still means something.
+        """
+        match self:
+            case Bayes(metric=metric) | Hyperband(metric=metric) | Hyperopt(metric=metric):
+                return metric.name, str(metric.optimization) == "maximize"
+        for stopping in self.early_stopping or ():
+            match stopping:
+                case MetricEarlyStopping(metric=name, optimization=optimization):
+                    return name, str(optimization) == "maximize"
+        return None, False
 
 
 class _Searched(_Matrix):

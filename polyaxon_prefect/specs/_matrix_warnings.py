@@ -16,6 +16,7 @@ from typing import Any
 from polyaxon_prefect.exceptions import Problem
 
 from ._dag import Dag
+from ._matrix import Bayes, GaussianProcess, Matrix, UtilityFunction
 from ._operation import Operation
 
 __all__ = ["CLOSED_FORM_NUS", "QUANTILE_EPS", "matrix_warnings", "nearest_nu"]
@@ -63,12 +64,13 @@ def _warning(message: str, path: Path, hint: str, value: Any) -> Problem:
     )
 
 
-def _of_matrix(matrix: Any) -> Iterator[Problem]:
-    utility = getattr(matrix, "utility_function", None)
-    process = getattr(utility, "gaussian_process", None)
-    if process is not None and process.kernel == "matern":
-        nu = float(process.nu)
-        if nu not in CLOSED_FORM_NUS:
+def _of_matrix(matrix: Matrix) -> Iterator[Problem]:
+    match matrix:
+        case Bayes(
+            utility_function=UtilityFunction(
+                gaussian_process=GaussianProcess(kernel="matern", nu=nu)
+            )
+        ) if nu not in CLOSED_FORM_NUS:
             yield _warning(
                 f"`nu: {nu:g}` has no closed form (only 0.5, 1.5 and 2.5 do): the Gaussian "
                 f"process uses {nearest_nu(nu):g} instead",

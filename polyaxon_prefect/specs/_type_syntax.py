@@ -9,6 +9,7 @@ declared and only fails when a value has to be checked against it (`parse_value`
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -165,7 +166,8 @@ _ALIASES = {
     "Decimal": "float",
 }
 
-CONSTRAINED = {
+# a constrained name: (the scalar it parses as, its predicate, the predicate in words)
+CONSTRAINED: dict[str, tuple[str, Callable[[Any], bool], str]] = {
     "PositiveInt": ("int", lambda v: v > 0, "greater than 0"),
     "NegativeInt": ("int", lambda v: v < 0, "less than 0"),
     "NonNegativeInt": ("int", lambda v: v >= 0, "greater than or equal to 0"),

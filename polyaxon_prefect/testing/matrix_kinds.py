@@ -77,13 +77,15 @@ class MatrixKindTestCase:
 
     def drive(self, study: SweepStudy) -> list[Suggestion]:
         """Ask and tell one trial at a time until the study is finished; the suggestions."""
+        from polyaxon_prefect.specs import Status
+
         asked: list[Suggestion] = []
         while len(asked) <= self.max_trials:
             suggestion = study.ask()
             if suggestion is not None:
                 asked.append(suggestion)
                 value = toy_objective(suggestion.params)
-                study.tell(suggestion.number, status="succeeded", value=value)
+                study.tell(suggestion.number, status=Status.SUCCEEDED, value=value)
                 continue
             if study.is_finished():
                 return asked

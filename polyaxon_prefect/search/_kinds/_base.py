@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from optuna.samplers import BaseSampler
 
     from polyaxon_prefect.search._samplers import Dimension
+    from polyaxon_prefect.specs import HpParam, Matrix
 
 __all__ = [
     "PLAN_LISTED",
@@ -65,7 +66,7 @@ def rendered(label: str, value: Any) -> Any:
     return value
 
 
-def rendered_params(matrix: Any) -> dict[str, Any]:
+def rendered_params(matrix: Matrix) -> dict[str, HpParam]:
     """The matrix's hyper-parameters, refusing any whose value is still a template."""
     params = matrix.hp_params()
     for name, hp in params.items():

@@ -15,7 +15,7 @@ from typing import Any
 
 from polyaxon_prefect.search._kinds._base import BaseKind, StudyHandle, rendered
 from polyaxon_prefect.search._random import random_suggestions
-from polyaxon_prefect.search._records import TrialRecord
+from polyaxon_prefect.search._records import PENDING, TrialRecord
 from polyaxon_prefect.search._space import space_size
 from polyaxon_prefect.specs import Hyperband, Status
 
@@ -150,7 +150,7 @@ class HyperbandKind(BaseKind[Hyperband]):
             for r in study.history()
             if r.attrs.get("bracket") == bracket and r.attrs.get("rung") == rung
         ]
-        if any(r.status in ("pending", "running") for r in mine):
+        if any(r.status in (PENDING, Status.RUNNING) for r in mine):
             return
         plan = _drawn_plan(study)
         keep = plan[bracket][rung + 1][0] if rung + 1 < len(plan[bracket]) else 0

@@ -86,7 +86,8 @@ class GP:
         d = x.shape[1]
         bounds = [(math.log(0.01), math.log(20.0))] * d
         bounds += [(math.log(0.05), math.log(20.0)), (math.log(noise_floor), math.log(1.0))]
-        best_theta, best_value = None, math.inf
+        best_theta: np.ndarray | None = None
+        best_value = math.inf
         for start in starts:
             start = np.clip(start, [b[0] for b in bounds], [b[1] for b in bounds])
             result = minimize(
@@ -156,7 +157,7 @@ def acquisition(
     z = (best - mean - eps / scale) / std
     if kind == "poi":
         return np.asarray(log_ndtr(z))
-    return np.log(std) + log_h(z)
+    return np.asarray(np.log(std) + log_h(z))
 
 
 def optimize_acquisition(
