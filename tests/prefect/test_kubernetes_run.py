@@ -23,6 +23,8 @@ import polyaxon_prefect
 from polyaxon_prefect.prefect._kubernetes import POLL_ENV
 from tests.process.kubernetes.fake_cluster import ever, fake_cluster, kubeconfig, live
 
+pytestmark = pytest.mark.cluster
+
 _ROOT = Path(__file__).resolve().parents[2]
 PYTORCH = _ROOT / "examples" / "distributed" / "pytorchjob.yaml"
 

@@ -15,7 +15,6 @@ import pytest
 from polyaxon_prefect.exceptions import PolyaxonfileError
 from polyaxon_prefect.loading._render import TemplateError, render_value
 
-
 # ----------------------------------------------------------------------------- 5: templates
 
 
