@@ -6,8 +6,11 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import optuna
 import pytest
+from optuna.samplers import GPSampler
 
 from polyaxon_prefect.search._samplers import (
     GaussianProcessSampler,
@@ -16,7 +19,7 @@ from polyaxon_prefect.search._samplers import (
 )
 from polyaxon_prefect.search._study import SweepStudy
 from tests.unit.search._matrices import matrix
-from tests.unit.search.test_samplers import BAYES, METRIC, PARAMS, _run
+from tests.unit.search.test_samplers import BAYES, METRIC, PARAMS, _bayes, _objective, _run
 
 pytestmark = pytest.mark.slow
 
@@ -41,6 +44,60 @@ def test_each_sampler_builds_and_is_reproducible_from_its_seed(data: dict) -> No
     assert runs[0] == runs[1]
     other, _ = build_sampler(m, space, seed=6)
     assert [t.params for t in _run(other, space, 6).trials] != runs[0]
+
+
+def _drawn_by_the_model(sampler: Any, trials: int) -> list[bool]:
+    """For each of ``trials`` trials of the BAYES matrix in turn: whether ``sampler`` draws it from
+    its model (a relative sample) rather than at random."""
+    space = optuna_space(matrix(BAYES).hp_params())
+    distributions = {name: dim.distribution for name, dim in space.items()}
+    study = optuna.create_study(sampler=sampler)
+    drawn = []
+    for _ in range(trials):
+        trial = study.ask(distributions)
+        frozen = study.trials[-1]
+        relative = sampler.sample_relative(
+            study, frozen, sampler.infer_relative_search_space(study, frozen)
+        )
+        drawn.append(relative != {})
+        study.tell(trial, _objective({n: space[n].decode(v) for n, v in trial.params.items()}))
+    return drawn
+
+
+def _suggestions(sampler: Any, trials: int) -> list[dict[str, Any]]:
+    space = optuna_space(matrix(BAYES).hp_params())
+    return [trial.params for trial in _run(sampler, space, trials).trials]
+
+
+def test_bayes_without_utility_function_is_optunas_gp_sampler() -> None:
+    sampler, notes = _bayes()
+    assert isinstance(sampler, GPSampler)
+    assert (sampler.n_startup, sampler.deterministic) == (2, True)
+    assert any("GPSampler" in n and "log-EI" in n for n in notes)
+    noisy, _ = _bayes(deterministic=False)
+    assert isinstance(noisy, GPSampler) and noisy.deterministic is False
+    # numInitialRuns: 2 random trials, then the Gaussian process
+    assert _drawn_by_the_model(sampler, 4) == [False, False, True, True]
+
+
+def test_ei_without_eps_and_a_matern_5_2_kernel_stay_on_gp_sampler() -> None:
+    utility = {
+        "acquisitionFunction": "ei",
+        "eps": 0.0,
+        "numWarmup": 500,
+        "numIterations": 4,
+        "gaussianProcess": {"kernel": "matern", "nu": 2.5},
+    }
+    sampler, notes = _bayes(utility)
+    assert isinstance(sampler, GPSampler)
+    assert (sampler.num_warmup, sampler.num_iterations) == (500, 4)
+    assert notes == []
+    # they reach GPSampler's search of the acquisition: with GPSampler's own numbers (2048
+    # random points, 10 local searches) it suggests what it suggests without a utilityFunction
+    own, _ = _bayes({**utility, "numWarmup": 2048, "numIterations": 10})
+    default, _ = _bayes()
+    assert _suggestions(own, 3) == _suggestions(default, 3)
+    assert _suggestions(sampler, 3)[2] != _suggestions(default, 3)[2]
 
 
 @pytest.mark.process

@@ -9,7 +9,7 @@ import optuna
 import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution
 from optuna.exceptions import ExperimentalWarning
-from optuna.samplers import GPSampler
+from optuna.trial import TrialState
 
 from polyaxon_prefect.search._samplers import (
     AnnealSampler,
@@ -42,12 +42,36 @@ def _run(sampler, space, trials: int, objective=_objective) -> optuna.Study:
     return study
 
 
-def test_tpe_arguments_are_explicit() -> None:
+def test_tpe_is_multivariate_and_counts_the_trials_in_flight() -> None:
+    """tpe spells out ``multivariate`` and ``constant_liar`` (their defaults changed in Optuna 5):
+    it draws the params jointly, and a trial still running steers the next suggestion (a failed
+    one does not)."""
     m = matrix(
         {"kind": "hyperopt", "algorithm": "tpe", "numRuns": 6, "metric": METRIC, "params": PARAMS}
     )
-    sampler, _ = build_sampler(m, optuna_space(m.hp_params()), seed=1)
-    assert sampler._multivariate is True and sampler._constant_liar is True
+    space = optuna_space(m.hp_params())
+    distributions = {name: dim.distribution for name, dim in space.items()}
+
+    def next_suggestion(in_flight: TrialState) -> tuple[dict, list[str]]:
+        sampler, _ = build_sampler(m, space, seed=1)
+        study = optuna.create_study(sampler=sampler)
+        for i in range(10):  # tpe's 10 start-up trials, the same in both studies
+            study.enqueue_trial({"x": -3 + 0.6 * i, "c": "abc"[i % 3], "n": 1 + i % 5})
+            trial = study.ask(distributions)
+            study.tell(trial, _objective({n: space[n].decode(v) for n, v in trial.params.items()}))
+        study.enqueue_trial({"x": 1.0, "c": "b", "n": 3})
+        flight = study.ask(distributions)
+        if in_flight == TrialState.FAIL:
+            study.tell(flight, state=TrialState.FAIL)
+        following = study.ask(distributions)
+        return following.params, sorted(
+            sampler.infer_relative_search_space(study, study.trials[-1])
+        )
+
+    running, joint = next_suggestion(TrialState.RUNNING)
+    failed, _ = next_suggestion(TrialState.FAIL)
+    assert joint == ["c", "n", "x"]  # multivariate: one joint draw of every param
+    assert running != failed  # constant liar: the trial in flight counts
 
 
 BAYES = {
@@ -66,30 +90,6 @@ def _bayes(utility: dict | None = None, **kwargs: Any) -> tuple[Any, list[str]]:
         # the experimental GPSampler arguments are set on purpose and must not leak out
         warnings.simplefilter("error", ExperimentalWarning)
         return build_sampler(m, optuna_space(m.hp_params()), seed=1, **kwargs)
-
-
-def test_bayes_without_utility_function_is_optunas_gp_sampler() -> None:
-    sampler, notes = _bayes()
-    assert isinstance(sampler, GPSampler)
-    assert sampler._n_startup_trials == 2 and sampler._deterministic is True
-    assert any("GPSampler" in n and "log-EI" in n for n in notes)
-    noisy, _ = _bayes(deterministic=False)
-    assert isinstance(noisy, GPSampler) and noisy._deterministic is False
-
-
-def test_ei_without_eps_and_a_matern_5_2_kernel_stay_on_gp_sampler() -> None:
-    sampler, notes = _bayes(
-        {
-            "acquisitionFunction": "ei",
-            "eps": 0.0,
-            "numWarmup": 500,
-            "numIterations": 4,
-            "gaussianProcess": {"kernel": "matern", "nu": 2.5},
-        }
-    )
-    assert isinstance(sampler, GPSampler)
-    assert (sampler._n_preliminary_samples, sampler._n_local_search) == (500, 4)
-    assert notes == []
 
 
 @pytest.mark.parametrize(
