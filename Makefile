@@ -2,7 +2,7 @@
 #   make example   -- installs into .venv, then runs the quick-start DAG (train, conditional sweep, report)
 #   make test      -- installs into .venv, then lints and runs the test suite
 #   make test-fast -- the edit-run loop: tests/unit without lint and without the tests marked
-#                     process/server/cluster/browser/slow (pyproject.toml) -- about 25 s
+#                     process/server/cluster/browser/slow (pyproject.toml) -- under 30 s
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin

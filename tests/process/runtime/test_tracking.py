@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,16 @@ from polyaxon_prefect.runtime import create_run_context, read_metrics, read_outp
 from tests.unit.runtime.test_tracking import _RUN_ENV
 
 pytestmark = pytest.mark.process
+
+
+@pytest.fixture(autouse=True)
+def _fresh_tracking(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """As in tests/unit/runtime/test_tracking.py: no run's environment, a fresh module state."""
+    for name in _RUN_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(tracking, "_state", {"artifacts": None, "outputs": None, "warned": False})
+    yield
+
 
 PY = sys.executable
 
