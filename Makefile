@@ -1,11 +1,13 @@
 # Two commands do all set-up on a fresh machine with Python >= 3.11:
 #   make example   -- installs into .venv, then runs the quick-start DAG (train, conditional sweep, report)
 #   make test      -- installs into .venv, then lints and runs the test suite
+#   make test-fast -- the edit-run loop: tests/unit without lint and without the tests marked
+#                     process/server/cluster/browser/slow (pyproject.toml) -- under 30 s
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup example test lint bench
+.PHONY: setup example test test-fast lint bench
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +30,11 @@ lint: setup
 
 test: lint
 	$(BIN)/pytest -q
+
+FAST := not process and not server and not cluster and not browser and not slow
+
+test-fast: setup
+	$(BIN)/pytest -q -m "$(FAST)" tests/unit
 
 bench: setup
 	$(BIN)/python benchmarks/check_speed.py

@@ -18,6 +18,31 @@ CORPUS = ROOT / "tests" / "corpus"
 EXAMPLES = ROOT / "examples"
 
 
+FAST_LOOP_EXCLUDES = ("process", "server", "cluster", "browser", "slow")
+"""The markers `make test-fast` deselects (registered, with their meaning, in pyproject.toml)."""
+
+FOLDER_MARKS = {"prefect": ("server", "process")}
+"""Markers every test of a folder of tests/ carries: each test of tests/prefect runs on the
+folder's Prefect test server, and its jobs run as child processes."""
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    tests = ROOT / "tests"
+    for item in items:
+        path = Path(item.path)
+        if not path.is_relative_to(tests):
+            continue
+        folder = path.relative_to(tests).parts[0]
+        for name in FOLDER_MARKS.get(folder, ()):
+            item.add_marker(name)
+        if folder == "process" and not any(item.get_closest_marker(m) for m in FAST_LOOP_EXCLUDES):
+            raise pytest.UsageError(
+                f"{item.nodeid}: a test in tests/process/ says why it is not in tests/unit: "
+                f"mark it (or its file, with `pytestmark`) with one of {FAST_LOOP_EXCLUDES}"
+            )
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--update-golden",

@@ -144,6 +144,7 @@ def test_upgrade_prints_v11_that_checks(tmp_path: Path, capsys: pytest.CaptureFi
     assert "valid (tfjob" in capsys.readouterr().out
 
 
+@pytest.mark.process
 def test_console_script_runs_in_a_subprocess() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "polyaxon_prefect.cli", "check", "-f", str(QUICK / "dag.yaml")],
@@ -155,6 +156,7 @@ def test_console_script_runs_in_a_subprocess() -> None:
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.process
 def test_check_does_not_import_prefect_or_optuna() -> None:
     code = (
         "import sys; import polyaxon_prefect; from polyaxon_prefect.cli import main; "

@@ -75,6 +75,7 @@ def _cli(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[
     )
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("argv", [["ls", "--json"], ["get", "some-run", "--json"]])
 def test_json_commands_print_json_when_no_server_answers(tmp_path: Path, argv: list[str]) -> None:
     done = _cli(tmp_path, *argv, PREFECT_API_URL=UNREACHABLE)
@@ -84,6 +85,7 @@ def test_json_commands_print_json_when_no_server_answers(tmp_path: Path, argv: l
     assert done.stderr.strip() == f"error: {error}"
 
 
+@pytest.mark.process
 def test_deploy_refuses_a_temporary_server_before_starting_one(tmp_path: Path) -> None:
     done = _cli(
         tmp_path,

@@ -109,6 +109,7 @@ def test_default_compile_output_is_unchanged(capsys: pytest.CaptureFixture[str])
     assert yaml.safe_load(default)["kind"] == "operation"
 
 
+@pytest.mark.process
 def test_compile_kubernetes_does_not_import_prefect() -> None:
     code = (
         "import sys; from polyaxon_prefect.cli import main; "

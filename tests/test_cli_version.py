@@ -5,7 +5,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 import polyaxon_prefect
+
+pytestmark = pytest.mark.process
 
 
 def test_version_prints_the_package_version_without_importing_prefect() -> None:

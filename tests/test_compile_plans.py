@@ -161,6 +161,7 @@ def test_compile_document_itself_is_unchanged() -> None:
     assert compile_plan(load_polyaxonfile(QUICK / "typed.yaml", params={"epochs": 1})) is None
 
 
+@pytest.mark.process
 def test_compile_imports_neither_prefect_nor_optuna() -> None:
     script = (
         "import sys, io, contextlib\n"

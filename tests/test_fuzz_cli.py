@@ -192,6 +192,7 @@ FUZZ = settings(
 )
 
 
+@pytest.mark.process
 @FUZZ
 @given(data=st.data())
 def test_random_command_lines_end_with_an_exit_code_and_no_traceback(

@@ -21,7 +21,7 @@ import pytest
 
 from tests.integration.conftest import new_home_env, no_process_left
 
-pytestmark = [pytest.mark.fault, pytest.mark.slow]
+pytestmark = [pytest.mark.fault, pytest.mark.slow, pytest.mark.process, pytest.mark.server]
 
 BIN = Path(sys.executable).parent
 NOOP = (

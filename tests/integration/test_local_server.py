@@ -18,7 +18,7 @@ import pytest
 
 from tests.integration.conftest import free_port
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.process, pytest.mark.server]
 
 BIN = Path(sys.executable).parent
 NOOP = (

@@ -23,7 +23,7 @@ import pytest
 
 from tests.integration.conftest import new_home_env
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.process, pytest.mark.server]
 
 BIN = Path(sys.executable).parent
 NOOP = (

@@ -25,7 +25,7 @@ from polyaxon_prefect.loading._load import load_polyaxonfile
 from polyaxon_prefect.search._study import SweepStudy
 from tests.integration.conftest import free_port
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.process, pytest.mark.server]
 
 
 def _pg_bin() -> Path | None:

@@ -25,7 +25,7 @@ import pytest
 
 from tests.integration.conftest import prefect_server
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.process, pytest.mark.server, pytest.mark.browser]
 
 REPO = Path(__file__).parents[2]
 BIN = Path(sys.executable).parent

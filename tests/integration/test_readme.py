@@ -315,6 +315,8 @@ def test_make_lines_run_the_makefile_recipe() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.process
+@pytest.mark.server
 @pytest.mark.parametrize("name", sorted(journeys()))
 def test_readme_journey(name: str, journey: Journey) -> None:
     assert name in CHECKS, f"README journey {name!r} has no checks in this file"

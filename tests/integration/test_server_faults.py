@@ -17,7 +17,7 @@ import pytest
 
 from tests.integration.conftest import new_home_env, no_process_left
 
-pytestmark = [pytest.mark.slow, pytest.mark.fault]
+pytestmark = [pytest.mark.slow, pytest.mark.fault, pytest.mark.process, pytest.mark.server]
 
 BIN = Path(sys.executable).parent
 SLOW_JOB = """\

@@ -19,7 +19,7 @@ import pytest
 
 from tests.integration.conftest import prefect_server, stop
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.process, pytest.mark.server]
 
 REPO = Path(__file__).parents[2]
 BIN = Path(sys.executable).parent

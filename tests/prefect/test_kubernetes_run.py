@@ -1,7 +1,7 @@
 """``run --backend kubeflow|native`` end to end through Prefect, against a FAKE cluster.
 
 The Kubernetes API server here is kmock's emulator on loopback plus a fake operator (see
-``tests/unit/kubernetes/fake_cluster.py``): no Kubernetes API server can run where these tests
+``tests/process/kubernetes/fake_cluster.py``): no Kubernetes API server can run where these tests
 run. Everything else is real: the Prefect flow and task runs on the test server, the executor
 registry, the kubeconfig read from ``KUBECONFIG``, and the HTTP calls a cluster would get.
 """
@@ -21,7 +21,9 @@ import yaml
 
 import polyaxon_prefect
 from polyaxon_prefect.prefect._kubernetes import POLL_ENV
-from tests.unit.kubernetes.fake_cluster import ever, fake_cluster, kubeconfig, live
+from tests.process.kubernetes.fake_cluster import ever, fake_cluster, kubeconfig, live
+
+pytestmark = pytest.mark.cluster
 
 _ROOT = Path(__file__).resolve().parents[2]
 PYTORCH = _ROOT / "examples" / "distributed" / "pytorchjob.yaml"

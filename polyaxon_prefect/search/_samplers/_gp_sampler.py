@@ -171,7 +171,45 @@ class _OneThreadGPSampler(GPSampler):
     acquisition; the many small tensor operations around them still start OpenMP threads that
     fight NumPy's for the cores (three times slower on a busy 2-core machine). The previous
     thread count is restored after each suggestion, so trials run in this process keep theirs.
+
+    It keeps the settings it was built from as public attributes, as ``GaussianProcessSampler``
+    does: ``n_startup``, ``deterministic``, ``num_warmup`` and ``num_iterations`` (None: GPSampler's
+    own number).
     """
+
+    def __init__(
+        self,
+        *,
+        seed: int,
+        n_startup: int,
+        deterministic: bool,
+        num_warmup: int | None = None,
+        num_iterations: int | None = None,
+    ) -> None:
+        import warnings as _warnings
+
+        from optuna.exceptions import ExperimentalWarning
+
+        with _warnings.catch_warnings():
+            # ``deterministic_objective`` is set on purpose: no need to tell the user it is new
+            _warnings.simplefilter("ignore", ExperimentalWarning)
+            super().__init__(
+                seed=seed,
+                n_startup_trials=n_startup,
+                deterministic_objective=deterministic,
+                # the search space is fixed: only single-valued params are drawn independently
+                warn_independent_sampling=False,
+            )
+        self.n_startup = n_startup
+        self.deterministic = deterministic
+        self.num_warmup = num_warmup
+        self.num_iterations = num_iterations
+        # Polyaxon's acquisition optimiser: ``numWarmup`` random points, then local searches
+        # from ``numIterations`` starts; GPSampler's two knobs mean the same
+        if num_warmup is not None:
+            self._n_preliminary_samples = num_warmup
+        if num_iterations is not None:
+            self._n_local_search = num_iterations
 
     def sample_relative(
         self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
@@ -194,28 +232,19 @@ def _optuna_gp_sampler(
         import torch  # noqa: F401  (GPSampler imports it lazily, at its first use)
     except ImportError:
         return None
-    import warnings as _warnings
-
-    from optuna.exceptions import ExperimentalWarning
-
-    with _warnings.catch_warnings():
-        # ``deterministic_objective`` is set on purpose: no need to tell the user it is new
-        _warnings.simplefilter("ignore", ExperimentalWarning)
-        sampler = _OneThreadGPSampler(
-            seed=seed,
-            n_startup_trials=max(1, n_startup),
-            deterministic_objective=deterministic,
-            # the search space is fixed: only single-valued params are drawn independently
-            warn_independent_sampling=False,
-        )
+    num_warmup = num_iterations = None
     if utility is not None:
-        # Polyaxon's acquisition optimiser: ``numWarmup`` random points, then local searches
-        # from ``numIterations`` starts; GPSampler's two knobs mean the same
         if utility.num_warmup is not None:
-            sampler._n_preliminary_samples = max(1, int(utility.num_warmup))
+            num_warmup = max(1, int(utility.num_warmup))
         if utility.num_iterations is not None:
-            sampler._n_local_search = max(2, int(utility.num_iterations))
-    return sampler
+            num_iterations = max(2, int(utility.num_iterations))
+    return _OneThreadGPSampler(
+        seed=seed,
+        n_startup=max(1, n_startup),
+        deterministic=deterministic,
+        num_warmup=num_warmup,
+        num_iterations=num_iterations,
+    )
 
 
 def bayes_sampler(

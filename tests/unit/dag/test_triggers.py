@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -193,15 +191,3 @@ def test_doc_file_is_the_generated_truth_table() -> None:
         "docs/dag-triggers.md is stale: regenerate it with "
         "`python -m polyaxon_prefect.dag._triggers > docs/dag-triggers.md`"
     )
-
-
-def test_module_prints_the_truth_table() -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "polyaxon_prefect.dag._triggers"],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-    )
-    assert result.stdout == truth_table_markdown()
-    assert "| `one_succeeded` | `run` | `upstream_failed` |" in result.stdout

@@ -13,8 +13,6 @@ from polyaxon_prefect.cli import main
 from polyaxon_prefect.exceptions import PolyaxonfileError
 from polyaxon_prefect.legacy import upgrade_text
 from polyaxon_prefect.loading._load import load_polyaxonfile
-from polyaxon_prefect.runtime import create_run_context
-from polyaxon_prefect.runtime._job import execute_job, prepare_job
 
 IF_FILE = """
 version: 1
@@ -34,32 +32,6 @@ def _write(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "polyaxonfile.yml"
     path.write_text(textwrap.dedent(text).lstrip().replace("PYTHON", sys.executable))
     return path
-
-
-def _run(path: Path, tmp_path: Path, **params: object) -> str:
-    loaded = load_polyaxonfile(path, params=params)
-    ctx = create_run_context("legacy-if", "proj", artifacts_root=tmp_path / "artifacts")
-    lines: list[str] = []
-    result = execute_job(
-        prepare_job(loaded, run_context=ctx, connections={}),
-        on_line=lambda _stream, line: lines.append(line),
-    )
-    assert result.succeeded, result.message
-    return "".join(lines)
-
-
-@pytest.mark.parametrize(("lr", "printed"), [(0.1, "large 0.1"), (0.01, "small 0.01")])
-def test_the_if_operator_runs_the_branch_its_condition_picks(
-    tmp_path: Path, lr: float, printed: str
-) -> None:
-    path = _write(tmp_path, IF_FILE)
-    assert printed in _run(path, tmp_path, lr=lr)
-
-
-def test_the_if_operator_without_else_runs_nothing_when_false(tmp_path: Path) -> None:
-    text = IF_FILE.replace("      else_do: PYTHON -c \"print('small {{ lr }}')\"\n", "")
-    path = _write(tmp_path, text.replace("{{ lr > 0.05 }}", "lr > 0.5"))
-    assert "large" not in _run(path, tmp_path)
 
 
 def test_upgrade_writes_the_condition_as_jinja_and_says_so(tmp_path: Path) -> None:

@@ -4,8 +4,6 @@ at its line, without importing Optuna (the sweep no longer logs it a second time
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -84,16 +82,3 @@ def test_a_plain_random_sweep_has_no_warning(tmp_path: Path) -> None:
     random = DAG.replace("kind: hyperopt\n      algorithm: tpe", "kind: random")
     path.write_text(random.replace("      metric: {name: loss, optimization: minimize}\n", ""))
     assert load_polyaxonfile(path).warnings == ()
-
-
-def test_checking_a_bayes_file_imports_no_optuna() -> None:
-    code = (
-        "import sys; from polyaxon_prefect.cli import main; "
-        f"rc = main(['check', '-f', {str(BAYES)!r}]); "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('prefect', 'optuna'))); "
-        "sys.exit(rc)"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().splitlines()[-1] == "[]"
-    assert "warning: `nu: 1.9`" in done.stderr

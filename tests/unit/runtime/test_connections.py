@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,10 +11,8 @@ from polyaxon_prefect.runtime import (
     ConnectionsError,
     UnknownConnectionError,
     connection_env,
-    connections_env,
     get_connection,
     load_connections,
-    run_process,
 )
 from polyaxon_prefect.runtime._connections import ENV_CONNECTIONS
 
@@ -210,18 +207,3 @@ def test_secrets_dir_from_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("POLYAXON_PREFECT_SECRETS_DIR", str(tmp_path))
     conns = load_connections(_write(tmp_path, "- {name: c, kind: slack, secret: {name: s}}\n"))
     assert connection_env(conns["c"], environ={})[0] == {"TOKEN": "abcdef"}
-
-
-def test_connection_secrets_are_masked_in_a_real_process(tmp_path: Path) -> None:
-    (tmp_path / "s.env").write_text("API_TOKEN=tok-very-secret\n")
-    text = "- {name: a, kind: http, schema: {url: 'http://x'}, secret: {name: s}}\n"
-    conns = load_connections(_write(tmp_path, text))
-    env, secrets = connections_env(conns.values(), secrets_dir=tmp_path, environ={})
-    result = run_process(
-        [sys.executable, "-c", "import os; print('token is', os.environ['API_TOKEN'])"],
-        env={"PATH": "/usr/bin:/bin", **env},
-        cwd=tmp_path,
-        timeout=30,
-        secrets=secrets,
-    )
-    assert result.stdout_tail == ["token is ***"]

@@ -4,10 +4,8 @@ argument, the value that arrives unrendered, the masked text."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import socket
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -60,19 +58,6 @@ def closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def bare_repo(tmp_path: Path) -> Path:
-    work = tmp_path / "src"
-    work.mkdir()
-    (work / "train.py").write_text("print('hi')\n", encoding="utf-8")
-    git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
-    subprocess.run([*git, "init", "-q", str(work)], check=True)
-    subprocess.run([*git, "-C", str(work), "add", "."], check=True)
-    subprocess.run([*git, "-C", str(work), "commit", "-qm", "first"], check=True)
-    bare = tmp_path / "repo.git"
-    subprocess.run(["git", "clone", "-q", "--bare", str(work), str(bare)], check=True)
-    return bare
-
-
 def snapshot(folder: Path) -> dict[str, str]:
     return {
         str(p.relative_to(folder)): p.read_text() for p in sorted(folder.rglob("*")) if p.is_file()
@@ -113,48 +98,6 @@ def test_1_a_url_ending_in_dotdot_is_refused_and_deletes_nothing(tmp_path: Path)
     assert snapshot(tmp_path / "area") == before and target.is_dir()
 
 
-@needs_git
-def test_1_a_url_starting_with_a_dash_is_never_an_option(tmp_path: Path):
-    pwned = tmp_path / "pwned"
-    url = f"--upload-pack=touch {pwned}"
-    path = job_with_init(tmp_path, [{"git": {"url": url}}])
-
-    result, _ = run(path, tmp_path)
-
-    assert result.status == "failed"
-    assert not pwned.exists()
-
-
-@needs_git
-def test_1_a_clone_lands_in_the_run_and_a_relative_escape_is_refused(tmp_path: Path):
-    bare = bare_repo(tmp_path)
-    ok = job_with_init(tmp_path, [{"git": {"url": f"file://{bare}"}}])
-
-    result, _ = run(ok, tmp_path)
-
-    assert result.status == "succeeded", result.message
-    clones = list((tmp_path / "runs").rglob("repo/train.py"))
-    assert len(clones) == 1
-    escape = job_with_init(tmp_path, [{"git": {"url": f"file://{bare}"}, "path": "../../../out"}])
-    result, _ = run(escape, tmp_path)
-    assert result.status == "failed" and "outside the run's context directory" in result.message
-    assert not (tmp_path / "out").exists()
-
-
-@needs_git
-def test_1_an_explicit_absolute_destination_that_is_not_empty_is_refused(tmp_path: Path):
-    bare = bare_repo(tmp_path)
-    target = tmp_path / "mine"
-    (target / "repo").mkdir(parents=True)
-    (target / "repo" / "notes.txt").write_text("mine", encoding="utf-8")
-    path = job_with_init(tmp_path, [{"git": {"url": f"file://{bare}"}, "path": str(target)}])
-
-    result, _ = run(path, tmp_path)
-
-    assert result.status == "failed" and "not empty" in result.message
-    assert snapshot(target) == {"repo/notes.txt": "mine"}
-
-
 # ----------------------------------------------------------------------------- 2: init file
 
 
@@ -184,11 +127,6 @@ def test_2_paths_never_copy_out_of_the_run(tmp_path: Path):
 # ----------------------------------------------------------------------------- 3, 4: args
 
 
-def _argv(lines: list[str]) -> list[str]:
-    [line] = [line for line in lines if line.startswith("ARGV=")]
-    return list(json.loads(line[len("ARGV=") :]))
-
-
 def echo_component(tmp_path: Path, input_type: str = "str") -> Path:
     return component(
         tmp_path,
@@ -200,62 +138,12 @@ def echo_component(tmp_path: Path, input_type: str = "str") -> Path:
     )
 
 
-def test_3_a_str_param_that_looks_like_a_list_is_one_argument(tmp_path: Path):
-    result, lines = run(echo_component(tmp_path), tmp_path, {"msg": "['--evil-flag', 'x']"})
-
-    assert result.status == "succeeded"
-    assert _argv(lines) == ["['--evil-flag', 'x']"]
-
-
-def test_3_a_list_param_still_becomes_several_arguments(tmp_path: Path):
-    result, lines = run(echo_component(tmp_path, "list"), tmp_path, {"msg": '["-a", "b"]'})
-
-    assert result.status == "succeeded"
-    assert _argv(lines) == ["-a", "b"]
-
-
-@pytest.mark.parametrize(
-    "value", ["{{ 7*7 }}", "{{ globals }}", "{% for i in range(3) %}x{% endfor %}"]
-)
-def test_4_a_value_given_with_p_is_data_never_a_template(tmp_path: Path, value: str):
-    result, lines = run(echo_component(tmp_path), tmp_path, {"msg": value})
-
-    assert result.status == "succeeded"
-    assert _argv(lines) == [value]
-
-
-def test_4_a_template_written_in_the_file_is_still_rendered(tmp_path: Path):
-    path = component(
-        tmp_path,
-        {
-            "inputs": [{"name": "msg", "type": "str", "value": "{{ 6 * 7 }}", "isOptional": True}],
-            "run": {"kind": "job", "container": {"command": [PY, "-c", ECHO_ARGV, "{{ msg }}"]}},
-        },
-    )
-
-    _result, lines = run(path, tmp_path)
-
-    assert _argv(lines) == ["42"]
-
-
 def test_4_a_templated_value_for_an_int_input_is_a_type_error(tmp_path: Path):
     with pytest.raises(PolyaxonfileError, match="param `msg`"):
         run(echo_component(tmp_path, "int"), tmp_path, {"msg": "{{ 7*7 }}"})
 
 
 # ----------------------------------------------------------------------------- 7, 8, 9: secrets
-
-
-def test_9_credentials_in_a_git_url_never_show(tmp_path: Path):
-    token = "ghp_TOKEN0123456789abcdef"
-    url = f"https://user:{token}@127.0.0.1:{closed_port()}/org/repo.git"
-    path = job_with_init(tmp_path, [{"git": {"url": url}}])
-
-    result, lines = run(path, tmp_path)
-
-    assert result.status == "failed"
-    assert token not in result.message and "***@127.0.0.1" in result.message
-    assert not [line for line in lines if token in line]
 
 
 def test_7_8_masking_is_for_people_the_values_stay_data():
@@ -267,57 +155,6 @@ def test_7_8_masking_is_for_people_the_values_stay_data():
     assert shown == {"token": "x-***", "n": 3, "nested": [{"url": "https://***@h/x"}]}
     assert outputs["token"] == f"x-{secret}"  # the data itself is untouched
     assert mask_text(f"see {secret} at https://a:b@c/d", [secret]) == "see *** at https://***@c/d"
-
-
-def test_8_a_job_returns_its_real_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    secret = "s3cr3t-VALUE-777"
-    secrets_dir = tmp_path / "secrets"
-    secrets_dir.mkdir()
-    (secrets_dir / "creds.env").write_text(f"API_TOKEN={secret}\n", encoding="utf-8")
-    monkeypatch.setenv("POLYAXON_PREFECT_SECRETS_DIR", str(secrets_dir))
-    connections = tmp_path / "connections.yaml"
-    connections.write_text(
-        yaml.safe_dump(
-            [
-                {
-                    "name": "api",
-                    "kind": "http",
-                    "schema": {"url": "https://x"},
-                    "secret": {"name": "creds"},
-                }
-            ]
-        ),
-        encoding="utf-8",
-    )
-    code = (
-        "import os; from polyaxon_prefect import tracking; "
-        "print('token is', os.environ['API_TOKEN']); "
-        "tracking.log_outputs(token=os.environ['API_TOKEN'])"
-    )
-    path = component(
-        tmp_path,
-        {
-            "outputs": [{"name": "token", "type": "str"}],
-            "run": {
-                "kind": "job",
-                "connections": ["api"],
-                "container": {"command": [PY, "-c", code]},
-            },
-        },
-    )
-    lines: list[str] = []
-    job = prepare_job(
-        load_polyaxonfile(path),
-        run_context=context(tmp_path),
-        connections=load_connections(connections),
-    )
-
-    result = execute_job(job, on_line=lambda _s, line: lines.append(line))
-
-    assert result.status == "succeeded"
-    assert result.outputs == {"token": secret}  # data for the ops downstream
-    assert "token is ***" in lines and not [line for line in lines if secret in line]
-    assert secret not in json.dumps(mask_value(result.outputs, job.secrets))
 
 
 # ----------------------------------------------------------------------------- 18: connections

@@ -10,10 +10,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
-import resource
-import subprocess
-import sys
 import time
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -252,40 +248,3 @@ def test_a_million_point_sweep_opens_at_once_and_asks_by_index() -> None:
     assert elapsed < 2.0, elapsed
     study.tell(first.number, status="failed")
     assert [r.index for r in study.history()] == [0, 1]
-
-
-# -- check and compile in a capped address space --------------------------------------------
-
-_CAP = 3 * 1024**3
-
-
-def _capped() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (_CAP, _CAP))
-
-
-@pytest.mark.parametrize("command", ["check", "compile"])
-def test_check_and_compile_of_a_ten_million_grid_fit_in_3_gb(tmp_path: Path, command: str) -> None:
-    params = (
-        '    x: {kind: range, value: "0:100000:1"}\n'
-        "    y: {kind: linspace, value: {start: 0, stop: 1, num: 100}}\n"
-    )
-    path = _grid_file(tmp_path, params)
-    env = {**os.environ, MAX_GRID_ENV: str(10**7), "OPENBLAS_NUM_THREADS": "1"}
-
-    done = subprocess.run(
-        [sys.executable, "-m", "polyaxon_prefect.cli", command, "-f", str(path)],
-        capture_output=True,
-        text=True,
-        env=env,
-        preexec_fn=_capped,
-        timeout=120,
-        check=False,
-    )
-
-    assert done.returncode == 0, done.stderr
-    assert "Traceback" not in done.stderr and "MemoryError" not in done.stderr
-    if command == "check":
-        assert "a grid sweep of 10000000 trials of job `big`" in done.stdout
-    else:
-        assert "total: 10000000" in done.stdout and "10000000 points" in done.stdout
-        assert done.stdout.count("- x: ") == 10

@@ -53,8 +53,11 @@ SAMPLES: dict[str, list[dict[str, Any]]] = {
     "iterative": [{"kind": "iterative", "maxIterations": 3, "seed": 7}],
 }  # fmt: skip
 
+SLOW_KINDS = {"bayes"}
+"""Kinds whose conformance run takes seconds (Gaussian-process fits): not in `make test-fast`."""
+
 CASES = [
-    pytest.param(data, id=f"{kind}-{position}")
+    pytest.param(data, id=f"{kind}-{position}", marks=[pytest.mark.slow] * (kind in SLOW_KINDS))
     for kind, samples in SAMPLES.items()
     for position, data in enumerate(samples)
 ]

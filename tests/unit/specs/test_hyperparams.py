@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
@@ -440,14 +438,3 @@ def test_classes_are_frozen_and_spec_is_consistent() -> None:
     assert HpLogUniform(value=[-3, 0]).spec == DistSpec(-3, 0)
     assert HpNormal(value=[0, 2]).spec.scale == 2
     assert HpQLogNormal(value=[0, 1, 1]).spec.q == 1
-
-
-def test_module_does_not_import_numpy() -> None:
-    code = (
-        "import sys; import polyaxon_prefect.specs._hyperparams, polyaxon_prefect.specs._matrix; "
-        "print('numpy' in sys.modules)"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout
-    assert out.strip() == "False"

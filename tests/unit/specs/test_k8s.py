@@ -3,11 +3,6 @@ and accept what Polyaxon accepts (snake_case keys, templates, its command/env le
 
 from __future__ import annotations
 
-import importlib.util
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,8 +19,6 @@ from polyaxon_prefect.specs._k8s import (
     Toleration,
     Volume,
 )
-
-REPO = Path(__file__).resolve().parents[3]
 
 REALISTIC_CONTAINER: dict[str, Any] = {
     "name": "trainer",
@@ -238,40 +231,6 @@ def test_models_are_frozen() -> None:
     toleration = Toleration.model_validate({"key": "gpu", "operator": "Exists"})
     with pytest.raises(ValidationError, match="frozen"):
         toleration.key = "cpu"  # type: ignore[misc]
-
-
-def test_import_is_light() -> None:
-    code = (
-        "import sys, polyaxon_prefect.specs._k8s\n"
-        "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('kubernetes', 'kubernetes_asyncio', 'kubernetes_validate', 'prefect', 'optuna'))\n"
-        "assert not bad, bad\n"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
-
-
-def _load_generator() -> Any:
-    path = REPO / "scripts" / "gen_k8s_models.py"
-    spec = importlib.util.spec_from_file_location("gen_k8s_models", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_generated_module_is_up_to_date(tmp_path: Path) -> None:
-    if importlib.util.find_spec("kubernetes_validate") is None:
-        pytest.skip("kubernetes-validate (the generator's schema source) is not installed")
-    if shutil.which("ruff", path=str(Path(sys.executable).parent)) is None and not shutil.which(
-        "ruff"
-    ):
-        pytest.skip("ruff (used to format the generated module) is not installed")
-    generator = _load_generator()
-    target = tmp_path / "_k8s.py"
-    assert generator.main(["--output", str(target)]) == 0
-    assert target.read_text() == Path(_k8s.__file__).read_text(), (
-        "polyaxon_prefect/specs/_k8s.py is stale: run scripts/gen_k8s_models.py"
-    )
 
 
 def test_field_names_match_the_kubernetes_python_client() -> None:

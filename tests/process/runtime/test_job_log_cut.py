@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.fault]
+pytestmark = [pytest.mark.fault, pytest.mark.process]
 
 LIMIT = 64 * 1024
 DRIVER = r"""

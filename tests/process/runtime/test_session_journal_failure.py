@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.fault]
+pytestmark = [pytest.mark.fault, pytest.mark.process]
 
 SCRIPT = """
 from polyaxon_prefect.runtime._session import current_session

@@ -27,9 +27,9 @@ from polyaxon_prefect.prefect._kubernetes import (
     run_on_cluster,
 )
 from polyaxon_prefect.runtime import PrepareOptions, executor_for
-from tests.unit.kubernetes.fake_cluster import NAMESPACE, credentials, ever, fake_cluster, live
+from tests.process.kubernetes.fake_cluster import NAMESPACE, credentials, ever, fake_cluster, live
 
-pytestmark = pytest.mark.asyncio
+pytestmark = [pytest.mark.asyncio, pytest.mark.cluster]
 
 _ROOT = Path(__file__).resolve().parents[3]
 PYTORCH = _ROOT / "examples" / "distributed" / "pytorchjob.yaml"

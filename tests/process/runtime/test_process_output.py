@@ -11,6 +11,8 @@ import pytest
 
 from polyaxon_prefect.runtime._process import ENV_LOG_LINES_PER_SECOND, run_process
 
+pytestmark = pytest.mark.process
+
 PY = sys.executable
 SECRET = "TOPSECRET-0123456789"
 
