@@ -9,7 +9,7 @@ Polyaxonfile itself is not a form field: its path or URL travels in the deployme
 variables (``env``: ``POLYAXON_PREFECT_FILE``), which every work pool type passes to the flow
 run's process, so the form shows only the component's inputs. The file is read at each run.
 
-The Polyaxonfile's ``schedule`` becomes the deployment's (`runtime._schedules`), and its
+The Polyaxonfile's ``schedule`` becomes the deployment's (`prefect._deploy_schedules`), and its
 ``hooks`` run as state hooks of the flow run (`prefect._hooks`).
 
 A deployment is named after the operation (its ``name``, else its component's), under the flow
@@ -33,8 +33,8 @@ from typing import Any
 from prefect import flow
 
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
+from polyaxon_prefect.prefect._deploy_schedules import DeploymentSchedule, deployment_schedule
 from polyaxon_prefect.prefect._hooks import deferred_state_hooks
-from polyaxon_prefect.runtime._schedules import DeploymentSchedule, deployment_schedule
 
 __all__ = [
     "DEPENDS_ON_PAST_ENV",
