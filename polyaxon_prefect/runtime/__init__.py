@@ -39,7 +39,7 @@ from polyaxon_prefect.runtime._process import ProcessResult, mask_secrets, run_p
 if TYPE_CHECKING:
     from polyaxon_prefect.runtime._executors import EXECUTORS, Executor, executor_for
     from polyaxon_prefect.runtime._job import JobResult, PreparedJob, execute_job, prepare_job
-    from polyaxon_prefect.runtime._params import merge_params
+    from polyaxon_prefect.runtime._param_values import merge_params
 
 __all__ = [
     "EXECUTORS",
@@ -82,6 +82,6 @@ __getattr__ = lazy_attributes(
     {
         **dict.fromkeys(("EXECUTORS", "Executor", "executor_for"), "_executors"),
         **dict.fromkeys(("JobResult", "PreparedJob", "execute_job", "prepare_job"), "_job"),
-        "merge_params": "_params",
+        "merge_params": "_param_values",
     },
 )

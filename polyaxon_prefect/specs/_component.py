@@ -14,7 +14,7 @@ from ._base import BaseSpec, is_template, split_csv
 from ._build import Build
 from ._cache import Cache
 from ._dag import Dag
-from ._hooks import Hook
+from ._hook_spec import Hook
 from ._io import IO
 from ._mount import Mount, Template
 from ._or_ref import BoolOrRef, FloatOrRef
