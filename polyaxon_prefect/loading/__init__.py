@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from polyaxon_prefect._lazy import lazy_attributes
 
 if TYPE_CHECKING:
+    from polyaxon_prefect._source._yaml import parse_yaml
     from polyaxon_prefect.loading._load import (
         load_operation_for_signature,
         load_polyaxonfile,
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
         render_text,
         render_value,
     )
-    from polyaxon_prefect.loading._yaml import parse_yaml
     from polyaxon_prefect.specs import LoadedPolyaxonfile
 
 _LAZY = {
@@ -55,7 +55,7 @@ _LAZY = {
     "evaluate_expression": "_render",
     "read_literal": "_render",
     "render_text": "_render",
-    "parse_yaml": "_yaml",
+    "parse_yaml": "polyaxon_prefect._source._yaml",
 }
 
 __all__ = [

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
+from polyaxon_prefect._source._yaml import parse_yaml
 from polyaxon_prefect.exceptions import PolyaxonfileError
-from polyaxon_prefect.loading._yaml import parse_yaml
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "broken"
 

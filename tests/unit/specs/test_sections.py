@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from polyaxon_prefect.loading._yaml import parse_yaml
+from polyaxon_prefect._source._yaml import parse_yaml
 from polyaxon_prefect.specs._build import Build
 from polyaxon_prefect.specs._cache import Cache
 from polyaxon_prefect.specs._environment import Environment
