@@ -69,7 +69,7 @@ from polyaxon_prefect.prefect._trials import (
     trial_flow_id,
     trials_task_run,
 )
-from polyaxon_prefect.runtime import create_run_context, project_name, resolve_artifacts_root
+from polyaxon_prefect.runtime import new_run_context, project_name, resolve_artifacts_root
 from polyaxon_prefect.runtime._masking import mask_value
 from polyaxon_prefect.runtime._outputs import tail_metric
 from polyaxon_prefect.runtime._result import RunResult
@@ -148,8 +148,9 @@ class _Sweep:
         self.trial_flow_id: UUID | None = None
         self.trials_task_run_id: UUID | None = None
         self.client: Any = None
-        self.context = request.run_context or create_run_context(
-            request.op_name, project_name(), run_uuid=None
+        self.context = (
+            request.run_context
+            or new_run_context(request.op_name, project_name(), run_uuid=None).make_dirs()
         )
 
     # -- study ----------------------------------------------------------------------------
@@ -215,12 +216,12 @@ class _Sweep:
         index = suggestion.index
         name = trial_name(index, suggestion.params)
         run_uuid = uuid.uuid4().hex
-        context = create_run_context(
+        context = new_run_context(
             f"{self.request.op_name}-trial-{index}",
             project_name(),
             run_uuid=run_uuid,
             iteration=index,
-        )
+        ).make_dirs()
         metrics_path = context.run_outputs_path / METRICS_FILE
         watched = metrics_path if self.prune_metric else None
         flight = _Flight(suggestion, cancel, watched, self.prune_metric)
@@ -384,7 +385,9 @@ class _Sweep:
         request = self.request.with_(
             loaded=loaded,
             params={},
-            run_context=create_run_context(f"{self.request.op_name}-tuner", project_name()),
+            run_context=new_run_context(
+                f"{self.request.op_name}-tuner", project_name()
+            ).make_dirs(),
             name=f"tuner-{iteration}",
             cancel_event=None,
             sweep=SweepOptions(),
