@@ -56,8 +56,8 @@ def table_artifact_soon(rows: Sequence[dict[str, Any]], *, key: str, description
     """`table_artifact`, created by a background thread: the caller does not wait for the API.
 
     A DAG op's report is made when its process has ended, on the path to its downstream op:
-    waiting for the API there (~20 ms) would add that much to every op of a chain. The run's
-    context is copied, so the artifact lands on the same task and flow run; `flush_artifacts`
+    waiting for the API there (a round trip) would add that much to every op of a chain. The
+    run's context is copied, so the artifact lands on the same task and flow run; `flush_artifacts`
     waits for them before the run that started them ends.
     """
     global _POOL
