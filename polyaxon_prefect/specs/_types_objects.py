@@ -20,13 +20,14 @@ __all__ = [
     "GitType",
     "PathItem",
     "TensorboardType",
+    "check_pairs",
 ]
 
 PathItem = StrictStr | list[StrictStr]
 """A path, or a ``[source, destination]`` pair."""
 
 
-def _check_pairs(value: Any) -> Any:
+def check_pairs(value: Any) -> Any:
     """``[src, dst]`` items must have exactly two parts; anything else is a typo."""
     if isinstance(value, list):
         for item in value:
@@ -60,7 +61,7 @@ class ArtifactsType(BaseSpec):
     @field_validator("files", "dirs")
     @classmethod
     def _pairs(cls, value: Any) -> Any:
-        return _check_pairs(value)
+        return check_pairs(value)
 
 
 class DockerfileType(BaseSpec):
@@ -85,7 +86,7 @@ class DockerfileType(BaseSpec):
     @field_validator("copy_", "post_run_copy")
     @classmethod
     def _pairs(cls, value: Any) -> Any:
-        return _check_pairs(value)
+        return check_pairs(value)
 
 
 class FileType(BaseSpec):
