@@ -40,5 +40,4 @@ class BayesKind(SearchedKind[Bayes]):
     ) -> tuple[BaseSampler, list[str]]:
         from polyaxon_prefect.search._samplers import bayes_sampler
 
-        distributions = {name: dim.distribution for name, dim in space.items()}
-        return bayes_sampler(matrix, distributions, seed, deterministic)
+        return bayes_sampler(matrix, seed, deterministic)

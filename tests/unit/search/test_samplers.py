@@ -11,11 +11,10 @@ import optuna
 import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution
 from optuna.exceptions import ExperimentalWarning
-from optuna.samplers import GPSampler
+from optuna.samplers import GPSampler, TPESampler
 
 from polyaxon_prefect.search._samplers import (
     AnnealSampler,
-    GaussianProcessSampler,
     build_sampler,
     optuna_space,
 )
@@ -117,65 +116,43 @@ def test_ei_without_eps_and_a_matern_5_2_kernel_stay_on_gp_sampler() -> None:
 
 
 @pytest.mark.parametrize(
-    ("utility", "expected"),
+    "utility",
     [
-        ({"acquisitionFunction": "ucb", "kappa": 1.5}, {"acquisition": "ucb", "kappa": 1.5}),
-        ({"acquisitionFunction": "poi", "eps": 0.1}, {"acquisition": "poi", "eps": 0.1}),
-        ({"acquisitionFunction": "ei", "eps": 0.2}, {"acquisition": "ei", "eps": 0.2}),
-        (
-            {"acquisitionFunction": "ei", "eps": 0.0, "gaussianProcess": {"kernel": "matern"}},
-            {"kernel": "matern", "nu": 1.5},
-        ),
-        (
-            {"acquisitionFunction": "ei", "eps": 0.0, "gaussianProcess": {"kernel": "rbf"}},
-            {"kernel": "rbf"},
-        ),
-        (
-            {
-                "acquisitionFunction": "ei",
-                "eps": 0.0,
-                "gaussianProcess": {"nu": 2.5, "lengthScale": 0.2, "numRestartsOptimizer": 3},
-            },
-            {"length_scale": 0.2, "num_restarts": 3, "nu": 2.5},
-        ),
-    ],
-    ids=["ucb", "poi", "ei-eps", "matern-1.5", "rbf", "length-scale-restarts"],
-)
-def test_settings_gp_sampler_cannot_honour_use_the_numpy_process(
-    utility: dict, expected: dict
-) -> None:
-    sampler, notes = _bayes({"numWarmup": 300, "numIterations": 3, **utility})
-    assert isinstance(sampler, GaussianProcessSampler)
-    assert {key: getattr(sampler, key) for key in expected} == expected
-    assert (sampler.num_warmup, sampler.num_iterations, sampler.n_startup) == (300, 3, 2)
-    assert notes == []
-
-
-def test_a_nu_without_closed_form_is_rounded_and_the_file_warns() -> None:
-    sampler, notes = _bayes(
+        {"acquisitionFunction": "ucb", "kappa": 1.5},
+        {"acquisitionFunction": "poi", "eps": 0.1},
+        {"acquisitionFunction": "ei", "eps": 0.2},
+        {"acquisitionFunction": "ei", "eps": 0.0, "gaussianProcess": {"kernel": "matern"}},
+        {"acquisitionFunction": "ei", "eps": 0.0, "gaussianProcess": {"kernel": "rbf"}},
         {
-            "acquisitionFunction": "ucb",
-            "kappa": 1.2,
-            "gaussianProcess": {"kernel": "matern", "nu": 1.9},
-        }
-    )
-    assert isinstance(sampler, GaussianProcessSampler) and sampler.nu == 1.5
+            "acquisitionFunction": "ei",
+            "eps": 0.0,
+            "gaussianProcess": {"nu": 2.5, "lengthScale": 0.2, "numRestartsOptimizer": 3},
+        },
+        {"acquisitionFunction": "ucb", "kappa": 1.2, "gaussianProcess": {"nu": 1.9}},
+    ],
+    ids=["ucb", "poi", "ei-eps", "matern-1.5", "rbf", "length-scale-restarts", "nu-1.9"],
+)
+def test_settings_gp_sampler_cannot_honour_are_approximated_by_it(utility: dict) -> None:
+    sampler, notes = _bayes({"numWarmup": 300, "numIterations": 3, **utility})
+    assert isinstance(sampler, GPSampler)
+    assert (sampler._n_preliminary_samples, sampler._n_local_search) == (300, 3)
+    assert sampler._n_startup_trials == 2
     assert notes == []  # loading warns about it (tests/unit/loading/test_matrix_warnings.py)
 
 
-def test_without_torch_bayes_falls_back_to_the_numpy_process_and_says_so(
+def test_without_torch_bayes_falls_back_to_tpe_and_says_so(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` now raises ImportError
     sampler, notes = _bayes()
-    assert isinstance(sampler, GaussianProcessSampler)
-    assert (sampler.acquisition, sampler.kernel, sampler.nu) == ("ei", "matern", 2.5)
-    assert any("needs torch" in n and "numpy Gaussian process instead" in n for n in notes)
+    assert isinstance(sampler, TPESampler)
+    assert sampler._multivariate is True and sampler._n_startup_trials == 2
+    assert any("needs torch" in n and "TPE" in n for n in notes)
     study = SweepStudy.open(matrix(BAYES), study_name=f"no-torch-{id(notes)}", storage=":memory:")
     assert any("needs torch" in n for n in study.warnings)
-    # settings only the numpy process honours need no torch and no warning
+    # a utilityFunction changes nothing: no Gaussian process without torch
     ucb, notes = _bayes({"acquisitionFunction": "ucb", "kappa": 2.0})
-    assert isinstance(ucb, GaussianProcessSampler) and notes == []
+    assert isinstance(ucb, TPESampler) and any("needs torch" in n for n in notes)
 
 
 def test_torch_is_imported_only_when_a_bayes_study_is_built() -> None:
@@ -281,20 +258,3 @@ def test_anneal_beats_random_on_a_quadratic() -> None:
         rand = _run(optuna.samplers.RandomSampler(seed=seed), space, 60, _quadratic).best_value
         wins += anneal < rand
     assert wins >= 4
-
-
-def test_gaussian_process_finds_a_smooth_minimum() -> None:
-    space = optuna_space(
-        matrix(
-            {
-                "kind": "bayes",
-                "numInitialRuns": 5,
-                "maxIterations": 10,
-                "metric": METRIC,
-                "params": {"x": {"kind": "uniform", "value": [-4, 4]}},
-            }
-        ).hp_params()
-    )
-    sampler = GaussianProcessSampler({"x": space["x"].distribution}, seed=0, n_startup=5)
-    study = _run(sampler, space, 15, lambda p: (p["x"] - 1.3) ** 2)
-    assert study.best_value < 1e-3
