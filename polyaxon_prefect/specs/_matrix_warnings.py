@@ -24,7 +24,7 @@ QUANTILE_EPS = 1e-6
 """How far from 0 and 1 the quantile of a normal-family param stays (about +-4.75 sigma)."""
 
 _GP_SAMPLER_NU = 2.5
-"""The only Matern smoothness Optuna's ``GPSampler`` has."""
+"""The only Matern smoothness of the search's Gaussian process (Optuna's ``GPSampler``)."""
 
 _SEARCHED = ("bayes", "hyperopt")
 """The matrix kinds whose params a sampler searches (the others enumerate or draw them)."""
@@ -35,9 +35,10 @@ Path = tuple[str | int, ...]
 
 
 def utility_gaps(utility: Any) -> list[str]:
-    """The settings of a bayes ``utilityFunction`` that Optuna's ``GPSampler`` (log expected
-    improvement, a Matern 5/2 kernel whose lengthscales it fits) does not honour, spelled as
-    in a file (``gaussianProcess`` defaults included); empty when it honours them all."""
+    """The settings of a bayes ``utilityFunction`` that the search's one model (Optuna's
+    ``GPSampler``, or the same on numpy without torch: log expected improvement, a Matern 5/2
+    kernel whose lengthscales it fits) does not honour, spelled as in a file
+    (``gaussianProcess`` defaults included); empty when it honours them all."""
     if utility is None:
         return []
     gaps = []
@@ -88,9 +89,9 @@ def _of_matrix(matrix: Any) -> Iterator[Problem]:
     gaps = utility_gaps(getattr(matrix, "utility_function", None))
     if gaps:
         yield _warning(
-            f"`utilityFunction` asks for {', '.join(gaps)}: the search uses Optuna's GPSampler, "
-            "log expected improvement under a Matern 5/2 kernel with lengthscales fitted to the "
-            "data",
+            f"`utilityFunction` asks for {', '.join(gaps)}: the search uses log expected "
+            "improvement under a Matern 5/2 kernel with lengthscales fitted to the data "
+            "(Optuna's GPSampler)",
             ("utilityFunction",),
             "drop these settings (or `utilityFunction`) to search with nothing approximated",
             gaps,

@@ -40,4 +40,5 @@ class BayesKind(SearchedKind[Bayes]):
     ) -> tuple[BaseSampler, list[str]]:
         from polyaxon_prefect.search._samplers import bayes_sampler
 
-        return bayes_sampler(matrix, seed, deterministic)
+        distributions = {name: dim.distribution for name, dim in space.items()}
+        return bayes_sampler(matrix, distributions, seed, deterministic)

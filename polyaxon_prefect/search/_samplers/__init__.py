@@ -3,17 +3,17 @@
 Laid out as Optuna lays out ``samplers/_gp``:
 
 - ``_space``: Polyaxon's hyper-parameters as Optuna distributions (``optuna_space``);
-- ``_encoder``: the unit-cube encoding and the sampler base of ``_anneal``;
-- ``_gp_sampler``: ``bayes``: Optuna's ``GPSampler`` (its TPE when torch is missing), and why
-  there is no Gaussian process of our own;
+- ``_encoder``: the unit-cube encoding and the sampler base shared by the two samplers below;
+- ``_gp``: the numpy Gaussian process and its acquisition (math only), for bayes without torch;
+- ``_gp_sampler``: ``bayes``: Optuna's ``GPSampler``, else ``GaussianProcessSampler`` on ``_gp``;
 - ``_anneal``: hyperopt's ``anneal``.
 
 ``hyperopt``'s ``tpe`` is Optuna's ``TPESampler`` with ``multivariate`` and ``constant_liar``
 spelled out (their defaults changed in Optuna 5), ``rand`` its ``RandomSampler``.
 
-The anneal sampler draws from a generator seeded by ``(seed, trial number)``, so a sweep shared
-by two processes, or resumed, makes the same choices as one that ran in one go. Optuna's
-samplers are seeded once: a sweep run in one go is reproducible from its seed.
+The samplers of this package draw from a generator seeded by ``(seed, trial number)``, so a
+sweep shared by two processes, or resumed, makes the same choices as one that ran in one go.
+Optuna's samplers are seeded once: a sweep run in one go is reproducible from its seed.
 """
 
 from __future__ import annotations
@@ -25,12 +25,13 @@ from optuna.distributions import BaseDistribution
 from optuna.samplers import BaseSampler, RandomSampler, TPESampler
 
 from polyaxon_prefect.search._samplers._anneal import AnnealSampler
-from polyaxon_prefect.search._samplers._gp_sampler import bayes_sampler
+from polyaxon_prefect.search._samplers._gp_sampler import GaussianProcessSampler, bayes_sampler
 from polyaxon_prefect.search._samplers._space import Dimension, optuna_space
 
 __all__ = [
     "AnnealSampler",
     "Dimension",
+    "GaussianProcessSampler",
     "bayes_sampler",
     "build_sampler",
     "hyperopt_sampler",

@@ -1,8 +1,8 @@
 """A fixed search space encoded into the unit cube, and the sampler base built on it.
 
-The anneal sampler works on ``[0, 1]^D``: floats (log-aware) are one axis each, numeric
-categories one ordinal axis snapped to the nearest value, other categories one-hot. Its
-per-trial generator is seeded by ``(seed, trial number)``, so a sweep shared by
+The Gaussian-process and anneal samplers both work on ``[0, 1]^D``: floats (log-aware) are one
+axis each, numeric categories one ordinal axis snapped to the nearest value, other categories
+one-hot. Their per-trial generator is seeded by ``(seed, trial number)``, so a sweep shared by
 two processes, or resumed, makes the same choices as one that ran in one go.
 """
 
@@ -41,9 +41,8 @@ def _nearest(choices: tuple[Any, ...], target: float) -> Any:
 
 
 class Encoder:
-    """Maps params to ``[0, 1]^D`` and one coordinate back (`decode_one`): floats (log-aware),
-    numeric categories as one ordinal axis snapped to the nearest value, other categories
-    one-hot."""
+    """Maps params to ``[0, 1]^D`` and back: floats (log-aware), numeric categories as one
+    ordinal axis snapped to the nearest value, other categories one-hot (decoded by argmax)."""
 
     def __init__(self, space: Mapping[str, BaseDistribution]) -> None:
         self.space = dict(space)
@@ -97,6 +96,30 @@ class Encoder:
             elif how == "onehot":
                 x[start + self._choices[name].index(value)] = 1.0
         return x
+
+    def decode(self, x: np.ndarray) -> dict[str, Any]:
+        """The params at point ``x`` (clipped to the cube, snapped to the nearest choice)."""
+        params: dict[str, Any] = {}
+        for name, how, (start, stop) in self.slots:
+            if how == "const":
+                params[name] = self._choices[name][0]
+            elif how == "float":
+                dist = self._ranges[name]
+                low, high, log = self._float_bounds(name)
+                v = low + float(np.clip(x[start], 0.0, 1.0)) * (high - low)
+                v = math.exp(v) if log else v
+                v = min(max(v, dist.low), dist.high)
+                if isinstance(dist, IntDistribution):
+                    v = round(v)
+                params[name] = v
+            elif how == "ordinal":
+                choices = self._choices[name]
+                lo, hi = min(choices), max(choices)
+                target = lo + float(x[start]) * (hi - lo)
+                params[name] = _nearest(choices, target)
+            else:
+                params[name] = self._choices[name][int(np.argmax(x[start:stop]))]
+        return params
 
     def random(self, rng: np.random.Generator) -> dict[str, Any]:
         """A uniform draw over the space (categories uniform, floats uniform in their scale)."""

@@ -1,53 +1,120 @@
-"""The sampler of the ``bayes`` kind: Optuna's ``GPSampler``, or its TPE when torch is missing.
+"""The samplers of the ``bayes`` kind: Optuna's ``GPSampler``, or the same model on numpy.
 
 ``GPSampler`` is a Matern 5/2 Gaussian process with ARD lengthscales fitted to the data and log
-expected improvement, on torch (imported only when a bayes study is built). It is used for
-every bayes matrix: what a ``utilityFunction`` asks for beyond that (``ucb`` with ``kappa``,
-``poi``, ``eps`` > 0, the RBF kernel, another ``nu``, a ``lengthScale``, restarts) is
-approximated, and loading says so with a located warning (``specs/_matrix_warnings``).
-``numWarmup`` and ``numIterations`` set its random candidates and local searches of the
-acquisition. Without torch (an optional extra, ``polyaxon-prefect[bayes]``), bayes runs on
-Optuna's multivariate TPE after the same ``numInitialRuns`` random trials, and the study says so.
-
-**Why there is no Gaussian process of our own.** A numpy/scipy Gaussian process (about 600
-lines) used to honour those settings exactly, and served bayes when torch was missing. It was
-measured against the alternatives on ``benchmarks/hpo_quality.py``'s problems, the same five
-seeds for each (10 random trials, then the sampler): the median best value (lower is better)
-and the seconds each study took (on one busy two-core machine: compare them with each other
-only).
-
-- Branin, 50 trials (optimum 0.39789): GPSampler 0.39792 (9.1 s); numpy process with log-EI
-  0.39806 (12.5 s); numpy process with Polyaxon's documented ``ucb``, ``kappa: 1.2``,
-  ``nu: 1.9``: 0.40075 (14.0 s); TPE 0.41957 (0.1 s); random 1.07441.
-- Hartmann-6, 100 trials (optimum -3.32237): GPSampler -3.32230 (5.6 s); numpy process with
-  log-EI -3.20312 (34.6 s), with ``ucb`` -3.20313 (21.1 s); TPE -3.15267 (0.2 s); random
-  -1.96838.
-
-``GPSampler`` found better optima than the numpy process on both problems, with or without
-the exact settings, in less time: approximating a ``utilityFunction`` with it loses nothing
-measurable. Without torch, the numpy process was ahead of TPE by 0.02 on Branin and 0.05 on
-Hartmann-6 (TPE's best Hartmann-6 seed, -3.24766, beat the process's median): a small margin
-for 600 lines that copy what Optuna maintains, and one ``pip install`` of the extra closes it.
-So bayes without torch warns and uses TPE.
+expected improvement, on torch (imported only when a bayes study is built). It serves every
+bayes matrix when torch is installed (the ``bayes`` extra). Without torch,
+``GaussianProcessSampler`` runs the same model on numpy/scipy (``_gp``, which says why it is
+kept, with the measurements), and the study says so. What a ``utilityFunction`` asks for beyond
+that model (``ucb`` with ``kappa``, ``poi``, ``eps`` > 0, the RBF kernel, another ``nu``, a
+``lengthScale``, restarts) is approximated by both, and loading says so with a located warning
+(``specs/_matrix_warnings``). ``numWarmup`` and ``numIterations`` set the random candidates and
+local searches of the acquisition in both.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from optuna.samplers import BaseSampler, GPSampler, TPESampler
+import numpy as np
+from optuna.distributions import BaseDistribution
+from optuna.samplers import BaseSampler, GPSampler
 from optuna.study import Study
 from optuna.trial import FrozenTrial
 
-__all__ = ["bayes_sampler"]
+from polyaxon_prefect.search._samplers._encoder import SpaceSampler, observations, trial_rng
+from polyaxon_prefect.search._samplers._gp import GP, log_ei, optimize_acquisition
+from polyaxon_prefect.search._samplers._space import OPTUNA_SCALARS
+
+__all__ = ["GaussianProcessSampler", "bayes_sampler"]
 
 NO_TORCH = (
-    "Optuna's GPSampler needs torch, which is not installed: bayes uses Optuna's TPE "
-    "(multivariate) after the random runs instead; install the `bayes` extra "
-    "(pip install 'polyaxon-prefect[bayes]', the CPU build of torch is enough) for the "
-    "Gaussian process"
+    "Optuna's GPSampler needs torch, which is not installed: using the built-in numpy "
+    "Gaussian process instead (the same model: log-EI under a Matern 5/2 kernel), which is "
+    "slower in more than a few dimensions; install the `bayes` extra "
+    "(pip install 'polyaxon-prefect[bayes]', the CPU build of torch is enough) to use it"
 )
-"""The study's warning when bayes cannot have its Gaussian process."""
+"""The study's warning when bayes runs on ``GaussianProcessSampler``."""
+
+
+class GaussianProcessSampler(SpaceSampler):
+    """Bayesian optimisation without torch: ``n_startup`` random trials, then the maximiser of
+    the log expected improvement under a GP (``_gp``) fitted to every completed trial.
+
+    Running trials enter the fit at their predicted mean (the "kriging believer"), so parallel
+    asks spread out instead of proposing the same point.
+    """
+
+    def __init__(
+        self,
+        space: Mapping[str, BaseDistribution],
+        *,
+        seed: int | None = None,
+        n_startup: int = 10,
+        num_warmup: int | None = None,
+        num_iterations: int | None = None,
+        deterministic: bool = False,
+    ) -> None:
+        super().__init__(space, seed)
+        self.n_startup = n_startup
+        self.num_warmup = 2048 if num_warmup is None else max(1, num_warmup)
+        self.num_iterations = 5 if num_iterations is None else max(1, num_iterations)
+        self.noise_floor = 1e-6 if deterministic else 1e-4
+        self._theta: np.ndarray | None = None
+
+    def sample_relative(
+        self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
+    ) -> dict[str, Any]:
+        rng = trial_rng(self._seed, trial.number)
+        if not search_space:
+            return {}
+        done, values, running = observations(study, self._space)
+        if trial.number < self.n_startup or len(done) < 2 or self._encoder.width == 0:
+            return self._encoder.random(rng)
+        return self._suggest(done, values, running, rng)
+
+    def _starts(self, dims: int) -> list[np.ndarray]:
+        """Where the fit starts: unit lengthscales, and the previous fit when there is one."""
+        starts = [np.concatenate([np.zeros(dims), [0.0, -6.0]])]
+        if self._theta is not None and len(self._theta) == dims + 2:
+            starts.append(self._theta)
+        return starts
+
+    def _suggest(
+        self,
+        done: list[dict[str, Any]],
+        values: list[float],
+        running: list[dict[str, Any]],
+        rng: np.random.Generator,
+    ) -> dict[str, Any]:
+        x = np.array([self._encoder.encode(p) for p in done])
+        raw = np.asarray(values)
+        y = (raw - float(raw.mean())) / (float(raw.std()) or 1.0)
+        gp = GP()
+        self._theta = gp.fit(x, y, self._starts(x.shape[1]), self.noise_floor)
+        best = float(y.min())
+        if running:
+            xp = np.array([self._encoder.encode(p) for p in running])
+            believed, _ = gp.predict(xp)
+            gp.set(self._theta, np.vstack([x, xp]), np.concatenate([y, believed]))
+        ranked = optimize_acquisition(
+            lambda xs: log_ei(gp, xs, best),
+            x,
+            y,
+            rng,
+            num_warmup=self.num_warmup,
+            num_iterations=self.num_iterations,
+        )
+        seen = {tuple(sorted(_hashable(p).items())) for p in done + running}
+        for _score, point in ranked:
+            params = self._encoder.decode(point)
+            if tuple(sorted(_hashable(params).items())) not in seen:
+                return params
+        return self._encoder.decode(ranked[0][1])
+
+
+def _hashable(params: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v if isinstance(v, OPTUNA_SCALARS) else repr(v) for k, v in params.items()}
 
 
 class _OneThreadGPSampler(GPSampler):
@@ -105,7 +172,9 @@ def _gp_sampler(seed: int, n_startup: int, utility: Any, deterministic: bool) ->
     return sampler
 
 
-def bayes_sampler(matrix: Any, seed: int, deterministic: bool) -> tuple[BaseSampler, list[str]]:
+def bayes_sampler(
+    matrix: Any, distributions: Mapping[str, BaseDistribution], seed: int, deterministic: bool
+) -> tuple[BaseSampler, list[str]]:
     """The sampler of a ``bayes`` matrix, and what the study should say about it.
 
     ``deterministic`` tells the Gaussian process that a repeated point gives the same value.
@@ -113,10 +182,15 @@ def bayes_sampler(matrix: Any, seed: int, deterministic: bool) -> tuple[BaseSamp
     n_startup = int(matrix.num_initial_runs)
     utility = matrix.utility_function
     if not _torch_installed():
-        tpe = TPESampler(
-            seed=seed, n_startup_trials=n_startup, multivariate=True, constant_liar=True
+        sampler = GaussianProcessSampler(
+            distributions,
+            seed=seed,
+            n_startup=n_startup,
+            num_warmup=None if utility is None else utility.num_warmup,
+            num_iterations=None if utility is None else utility.num_iterations,
+            deterministic=deterministic,
         )
-        return tpe, [NO_TORCH]
+        return sampler, [NO_TORCH]
     notes = []
     if utility is None:
         notes.append(

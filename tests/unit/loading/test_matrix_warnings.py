@@ -50,7 +50,8 @@ def test_check_prints_the_bayes_utility_warning_at_its_line(
     [line] = captured.err.splitlines()
     assert line.startswith(
         f"{BAYES}:12:3: matrix.utilityFunction: warning: `utilityFunction` asks for "
-        "acquisitionFunction: ucb (kappa: 1.2), nu: 1.9: the search uses Optuna's GPSampler"
+        "acquisitionFunction: ucb (kappa: 1.2), nu: 1.9: the search uses log expected "
+        "improvement under a Matern 5/2 kernel"
     )
     assert "hint: drop these settings (or `utilityFunction`)" in line
 

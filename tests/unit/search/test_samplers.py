@@ -11,10 +11,11 @@ import optuna
 import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution
 from optuna.exceptions import ExperimentalWarning
-from optuna.samplers import GPSampler, TPESampler
+from optuna.samplers import GPSampler
 
 from polyaxon_prefect.search._samplers import (
     AnnealSampler,
+    GaussianProcessSampler,
     build_sampler,
     optuna_space,
 )
@@ -140,19 +141,22 @@ def test_settings_gp_sampler_cannot_honour_are_approximated_by_it(utility: dict)
     assert notes == []  # loading warns about it (tests/unit/loading/test_matrix_warnings.py)
 
 
-def test_without_torch_bayes_falls_back_to_tpe_and_says_so(
+def test_without_torch_bayes_falls_back_to_the_numpy_process_and_says_so(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` now raises ImportError
     sampler, notes = _bayes()
-    assert isinstance(sampler, TPESampler)
-    assert sampler._multivariate is True and sampler._n_startup_trials == 2
-    assert any("needs torch" in n and "TPE" in n for n in notes)
+    assert isinstance(sampler, GaussianProcessSampler) and sampler.n_startup == 2
+    assert any("needs torch" in n and "numpy Gaussian process instead" in n for n in notes)
     study = SweepStudy.open(matrix(BAYES), study_name=f"no-torch-{id(notes)}", storage=":memory:")
     assert any("needs torch" in n for n in study.warnings)
-    # a utilityFunction changes nothing: no Gaussian process without torch
-    ucb, notes = _bayes({"acquisitionFunction": "ucb", "kappa": 2.0})
-    assert isinstance(ucb, TPESampler) and any("needs torch" in n for n in notes)
+    # a utilityFunction gets the same process (loading warns about what it approximates)
+    ucb, notes = _bayes(
+        {"acquisitionFunction": "ucb", "kappa": 2.0, "numWarmup": 300, "numIterations": 3}
+    )
+    assert isinstance(ucb, GaussianProcessSampler)
+    assert (ucb.num_warmup, ucb.num_iterations) == (300, 3)
+    assert any("needs torch" in n for n in notes)
 
 
 def test_torch_is_imported_only_when_a_bayes_study_is_built() -> None:
@@ -258,3 +262,20 @@ def test_anneal_beats_random_on_a_quadratic() -> None:
         rand = _run(optuna.samplers.RandomSampler(seed=seed), space, 60, _quadratic).best_value
         wins += anneal < rand
     assert wins >= 4
+
+
+def test_gaussian_process_finds_a_smooth_minimum() -> None:
+    space = optuna_space(
+        matrix(
+            {
+                "kind": "bayes",
+                "numInitialRuns": 5,
+                "maxIterations": 10,
+                "metric": METRIC,
+                "params": {"x": {"kind": "uniform", "value": [-4, 4]}},
+            }
+        ).hp_params()
+    )
+    sampler = GaussianProcessSampler({"x": space["x"].distribution}, seed=0, n_startup=5)
+    study = _run(sampler, space, 15, lambda p: (p["x"] - 1.3) ** 2)
+    assert study.best_value < 1e-3
