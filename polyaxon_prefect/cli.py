@@ -120,7 +120,7 @@ def _add_dashboard_parser(sub: Any) -> None:
 
 
 def _cmd_dashboard(args: argparse.Namespace) -> int:
-    from polyaxon_prefect.runtime._dashboard import serve
+    from polyaxon_prefect._dashboard import serve
 
     return serve(
         args.storage, op=args.op, host=args.host, port=args.port, open_browser=args.browser

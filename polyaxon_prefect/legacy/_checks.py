@@ -11,7 +11,7 @@ from typing import Any
 from polyaxon_prefect.exceptions import Problem
 from polyaxon_prefect.legacy._schema import DISTRIBUTION_KEYS, FRAMEWORK_BLOCKS
 
-__all__ = ["ALGORITHMS", "FRAMEWORK_REPLICA_KEYS", "check_rules", "replicas_block"]
+__all__ = ["ALGORITHMS", "FRAMEWORK_REPLICA_KEYS", "check_rules"]
 
 ALGORITHMS = ("grid_search", "random_search", "hyperband", "bo")
 
@@ -33,18 +33,6 @@ FRAMEWORK_REPLICA_KEYS: dict[str, set[str]] = {
     "mpi": {"n_workers", "default_worker"},
 }
 _DISTRIBUTED_KINDS = ("experiment", "group")
-
-
-def replicas_block(data: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
-    """The first replicas block: ``environment.replicas`` or an older ``environment.<fw>``."""
-    environment = data.get("environment")
-    if not isinstance(environment, dict):
-        return None
-    for key in ("replicas", *FRAMEWORK_BLOCKS):
-        block = environment.get(key)
-        if isinstance(block, dict):
-            return key, block
-    return None
 
 
 def check_rules(data: dict[str, Any]) -> list[Problem]:

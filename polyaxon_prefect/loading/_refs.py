@@ -212,8 +212,8 @@ def _fetch(url: str, *, timeout: float, max_bytes: int) -> tuple[bytes, str | No
 
 
 def _download(url: str, *, timeout: float, max_bytes: int) -> tuple[bytes, str | None]:
-    # imported here: `urllib.request` (with `http.client`) adds ~10 ms to every `check`,
-    # and only a URL ref needs it
+    # imported here: `urllib.request` (with `http.client`) would add to every `check`'s
+    # start-up, and only a URL ref needs it
     import urllib.error
     import urllib.request
 

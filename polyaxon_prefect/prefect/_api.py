@@ -172,11 +172,15 @@ def to_flow(
 
     from polyaxon_prefect.prefect._connect import configured_api_url, connect, idle_timeout
     from polyaxon_prefect.prefect._dispatch import run_hook_op, run_request_in_flow
-    from polyaxon_prefect.prefect._hooks import StateHooks, deferred_state_hooks, track_request
+    from polyaxon_prefect.prefect._flow_signature import flow_params, flow_signature
     from polyaxon_prefect.prefect._job import flow_name
-    from polyaxon_prefect.prefect._params import flow_params, flow_signature
     from polyaxon_prefect.prefect._request import OpRequest
-    from polyaxon_prefect.runtime._hooks import hooks_of
+    from polyaxon_prefect.prefect._state_hooks import (
+        StateHooks,
+        deferred_state_hooks,
+        track_request,
+    )
+    from polyaxon_prefect.runtime._due_hooks import hooks_of
 
     if configured_api_url() is None and idle_timeout() > 0:
         connect(_notify)  # calls, serve() and deploy() all reach the shared server

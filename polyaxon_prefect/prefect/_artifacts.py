@@ -56,8 +56,8 @@ def table_artifact_soon(rows: Sequence[dict[str, Any]], *, key: str, description
     """`table_artifact`, created by a background thread: the caller does not wait for the API.
 
     A DAG op's report is made when its process has ended, on the path to its downstream op:
-    waiting for the API there (~20 ms) would add that much to every op of a chain. The run's
-    context is copied, so the artifact lands on the same task and flow run; `flush_artifacts`
+    waiting for the API there (a round trip) would add that much to every op of a chain. The
+    run's context is copied, so the artifact lands on the same task and flow run; `flush_artifacts`
     waits for them before the run that started them ends.
     """
     global _POOL
@@ -65,7 +65,7 @@ def table_artifact_soon(rows: Sequence[dict[str, Any]], *, key: str, description
     with _PENDING_LOCK:
         if _POOL is None:
             # several at once: a fan-out's ops end faster than one thread creates their
-            # artifacts (one worker: 200 ops at concurrency 8 took 1.9x the hand-written flow)
+            # artifacts (with one worker, a wide fan-out fell well behind a hand-written flow)
             _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="polyaxon-artifacts")
         future = _POOL.submit(
             context.run, table_artifact, list(rows), key=key, description=description

@@ -148,7 +148,7 @@ def _refresh_prefect_settings() -> None:
 
 def _use(api_url: str) -> None:
     """Point this process (and what it starts) at ``api_url``. Prefect's settings are rebuilt
-    only when Prefect is loaded and they name another server (a rebuild costs ~0.2 s)."""
+    only when Prefect is loaded and they name another server (a rebuild is not free)."""
     os.environ["PREFECT_API_URL"] = api_url
     if "prefect.context" not in sys.modules:
         return  # Prefect reads the environment when it is first imported

@@ -9,8 +9,8 @@ Polyaxonfile itself is not a form field: its path or URL travels in the deployme
 variables (``env``: ``POLYAXON_PREFECT_FILE``), which every work pool type passes to the flow
 run's process, so the form shows only the component's inputs. The file is read at each run.
 
-The Polyaxonfile's ``schedule`` becomes the deployment's (`runtime._schedules`), and its
-``hooks`` run as state hooks of the flow run (`prefect._hooks`).
+The Polyaxonfile's ``schedule`` becomes the deployment's (`prefect._deploy_schedules`), and its
+``hooks`` run as state hooks of the flow run (`prefect._state_hooks`).
 
 A deployment is named after the operation (its ``name``, else its component's), under the flow
 of its component. Its job variables also record which operation it runs (the file and the
@@ -33,9 +33,9 @@ from typing import Any
 from prefect import flow
 
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
+from polyaxon_prefect.prefect._deploy_schedules import DeploymentSchedule, deployment_schedule
 from polyaxon_prefect.prefect._dispatch import run_hook_op
-from polyaxon_prefect.prefect._hooks import deferred_state_hooks
-from polyaxon_prefect.runtime._schedules import DeploymentSchedule, deployment_schedule
+from polyaxon_prefect.prefect._state_hooks import deferred_state_hooks
 
 __all__ = [
     "DEPENDS_ON_PAST_ENV",
@@ -113,7 +113,7 @@ def _run_generic(polyaxonfile: str, params: dict[str, Any] | None = None) -> Any
     """A Polyaxonfile given as a parameter (a deployment made the Prefect way, from a
     ``prefect.yaml`` without ``POLYAXON_PREFECT_FILE``), with its params by input name."""
     from polyaxon_prefect.prefect._api import to_flow
-    from polyaxon_prefect.prefect._params import python_name
+    from polyaxon_prefect.prefect._flow_signature import python_name
 
     with tempfile.TemporaryDirectory(prefix="polyaxonfile-") as tmp:
         typed = to_flow(_local(polyaxonfile, Path(tmp)))
@@ -245,7 +245,7 @@ def _claim(client: Any, full_name: str, ours: Mapping[str, str], replace: bool) 
 
 def _schema(typed: Any, component: Any) -> dict[str, Any]:
     """The typed flow's parameter schema, each input's ``description`` added."""
-    from polyaxon_prefect.prefect._params import python_name
+    from polyaxon_prefect.prefect._flow_signature import python_name
 
     schema: dict[str, Any] = typed.parameters.model_dump_for_openapi()
     properties = schema.get("properties", {})
@@ -299,7 +299,7 @@ def _defaults(typed: Any, params: Mapping[str, Any]) -> dict[str, Any]:
 
     from pydantic import TypeAdapter
 
-    from polyaxon_prefect.prefect._params import python_name
+    from polyaxon_prefect.prefect._flow_signature import python_name
 
     fields = inspect.signature(typed.fn).parameters
     defaults: dict[str, Any] = {}

@@ -140,8 +140,8 @@ def request_flow(
     """
     from prefect import flow
 
-    from polyaxon_prefect.prefect._hooks import state_hooks
     from polyaxon_prefect.prefect._job import flow_name
+    from polyaxon_prefect.prefect._state_hooks import state_hooks
 
     seen: list[RunResult] = []
 

@@ -9,7 +9,7 @@ about that start break a command-line run, so the CLI starts the same server (th
   retries, runs left "Running"). Here it is stopped after the run's clean-up, and the session's
   reaper stops it if the CLI is killed.
 - **Time for a first start.** On a new ``PREFECT_HOME`` the server builds its SQLite database
-  first; on a busy 2-core machine that took longer than Prefect's 20 s startup timeout. Here a
+  first; on a busy small machine that can take longer than Prefect's startup timeout. Here a
   first start says so on stderr and gets ``POLYAXON_PREFECT_SERVER_STARTUP_TIMEOUT`` seconds
   (default 300), and first starts of concurrent runs on one new home wait for each other (a
   file lock) instead of migrating one database together.

@@ -55,7 +55,7 @@ from polyaxon_prefect.prefect._sweep_study import open_sweep_study, study_prefix
 from polyaxon_prefect.prefect._sweep_trials import TrialRunner
 from polyaxon_prefect.prefect._trials import end_trials_task_run, trial_flow_id, trials_task_run
 from polyaxon_prefect.prefect._tuner import TunerFailedError, tuner_suggestions
-from polyaxon_prefect.runtime import create_run_context, project_name
+from polyaxon_prefect.runtime import new_run_context, project_name
 from polyaxon_prefect.runtime._outputs import tail_metric
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.runtime._session import stop_reason, stop_requested
@@ -120,8 +120,9 @@ class _Sweep:
         context = FlowRunContext.get()
         flow_run_id = context.flow_run.id if context and context.flow_run else None
         self.trials = TrialRunner(request, children, self.in_process, flow_run_id, request.tags)
-        self.context = request.run_context or create_run_context(
-            request.op_name, project_name(), run_uuid=None
+        self.context = (
+            request.run_context
+            or new_run_context(request.op_name, project_name(), run_uuid=None).make_dirs()
         )
         self.board = SweepBoard(request.op_name, self.context.uuid)
 
@@ -143,12 +144,12 @@ class _Sweep:
         index = suggestion.index
         name = trial_name(index, suggestion.params)
         run_uuid = uuid.uuid4().hex
-        context = create_run_context(
+        context = new_run_context(
             f"{self.request.op_name}-trial-{index}",
             project_name(),
             run_uuid=run_uuid,
             iteration=index,
-        )
+        ).make_dirs()
         metrics_path = context.run_outputs_path / METRICS_FILE
         watched = metrics_path if self.prune_metric else None
         flight = _Flight(suggestion, cancel, watched, self.prune_metric)

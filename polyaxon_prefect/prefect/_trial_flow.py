@@ -17,7 +17,7 @@ from polyaxon_prefect.prefect._dispatch import run_request_in_flow
 from polyaxon_prefect.prefect._request import OpRequest
 from polyaxon_prefect.prefect._trials import TRIAL_FLOW_NAME
 from polyaxon_prefect.runtime import project_name
-from polyaxon_prefect.runtime._context import create_run_context
+from polyaxon_prefect.runtime._context import new_run_context
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.search._sweep import trial_loaded
 from polyaxon_prefect.specs import Status
@@ -41,7 +41,7 @@ def trial_flow(
     loaded = load_polyaxonfile(Path(polyaxonfile), list(presets or []))
     loaded = trial_loaded(loaded, values)
     name = f"{loaded.operation.name or loaded.component.name or 'op'}-trial"
-    context = create_run_context(name, project_name(), run_uuid=run_uuid, iteration=index)
+    context = new_run_context(name, project_name(), run_uuid=run_uuid, iteration=index).make_dirs()
     outcomes: list[RunResult] = []
     request = OpRequest(loaded=loaded, params=values, run_context=context, in_pipeline=True)
     returned = run_request_in_flow(request, outcomes.append)

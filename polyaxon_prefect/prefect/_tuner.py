@@ -15,7 +15,7 @@ from typing import Any
 
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.prefect._request import Children, OpRequest, SweepOptions
-from polyaxon_prefect.runtime import create_run_context, project_name
+from polyaxon_prefect.runtime import new_run_context, project_name
 from polyaxon_prefect.specs import Status
 
 __all__ = ["TunerFailedError", "tuner_suggestions"]
@@ -59,7 +59,7 @@ def tuner_suggestions(
     tuner_request = request.with_(
         loaded=loaded,
         params={},
-        run_context=create_run_context(f"{request.op_name}-tuner", project_name()),
+        run_context=new_run_context(f"{request.op_name}-tuner", project_name()).make_dirs(),
         name=f"tuner-{iteration}",
         cancel_event=None,
         sweep=SweepOptions(),

@@ -20,7 +20,6 @@ from polyaxon_prefect.runtime._connections import (
 )
 from polyaxon_prefect.runtime._context import (
     RunContext,
-    create_run_context,
     new_run_context,
     project_name,
     resolve_artifacts_root,
@@ -47,7 +46,7 @@ if TYPE_CHECKING:
         prepare_job,
     )
     from polyaxon_prefect.runtime._locate import locate_problems
-    from polyaxon_prefect.runtime._params import merge_params
+    from polyaxon_prefect.runtime._param_values import merge_params
 
 __all__ = [
     "EXECUTORS",
@@ -69,7 +68,6 @@ __all__ = [
     "UnknownConnectionError",
     "connection_env",
     "connections_env",
-    "create_run_context",
     "execute_job",
     "executor_for",
     "get_connection",
@@ -93,7 +91,7 @@ __getattr__ = lazy_attributes(
     {
         **dict.fromkeys(("EXECUTORS", "Executor", "executor_for"), "_executors"),
         **dict.fromkeys(("PreparedJob", "execute_job", "prepare_container", "prepare_job"), "_job"),
-        "merge_params": "_params",
+        "merge_params": "_param_values",
         "INIT_HANDLERS": "_init",
         "locate_problems": "_locate",
     },

@@ -116,7 +116,3 @@ class RunCache:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
-
-    def forget(self, key: str) -> None:
-        with contextlib.suppress(OSError):
-            self._path(key).unlink()

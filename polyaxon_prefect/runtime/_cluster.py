@@ -24,7 +24,7 @@ from polyaxon_prefect.runtime._context import RunContext, new_run_context
 from polyaxon_prefect.runtime._job import PreparedJob
 from polyaxon_prefect.runtime._locate import locate_problems
 from polyaxon_prefect.runtime._options import PrepareOptions
-from polyaxon_prefect.runtime._params import (
+from polyaxon_prefect.runtime._param_values import (
     jsonable_params,
     merge_params,
     set_values,

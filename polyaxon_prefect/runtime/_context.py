@@ -36,7 +36,6 @@ __all__ = [
     "ENV_ARTIFACTS_ROOT",
     "ENV_PROJECT",
     "RunContext",
-    "create_run_context",
     "new_run_context",
     "project_name",
     "project_uuid",
@@ -258,31 +257,3 @@ def new_run_context(
         original_uuid=original_uuid,
         cloning_kind=cloning_kind,
     )
-
-
-def create_run_context(
-    name: str,
-    project_name: str,
-    *,
-    artifacts_root: str | os.PathLike[str] | None = None,
-    iteration: int | None = None,
-    run_uuid: str | None = None,
-    owner_name: str = DEFAULT_OWNER,
-    username: str | None = None,
-    is_independent: bool = True,
-    original_uuid: str | None = None,
-    cloning_kind: str | None = None,
-) -> RunContext:
-    """A new run (`new_run_context`) with its directories created."""
-    return new_run_context(
-        name,
-        project_name,
-        artifacts_root=artifacts_root,
-        iteration=iteration,
-        run_uuid=run_uuid,
-        owner_name=owner_name,
-        username=username,
-        is_independent=is_independent,
-        original_uuid=original_uuid,
-        cloning_kind=cloning_kind,
-    ).make_dirs()

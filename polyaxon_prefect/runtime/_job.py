@@ -57,7 +57,7 @@ from polyaxon_prefect.runtime._outcome import (
     finish_ttl,
     job_outcome,
 )
-from polyaxon_prefect.runtime._params import (
+from polyaxon_prefect.runtime._param_values import (
     jsonable_params,
     merge_params,
     params_env,

@@ -251,9 +251,3 @@ def stop_requested() -> bool:
 
 def stop_reason() -> str:
     return _STOP_REASON[0] if _STOP_REASON else ""
-
-
-def reset_stop() -> None:
-    """Clear a stop request (for a process that runs again after an interrupted run)."""
-    _STOP.clear()
-    _STOP_REASON.clear()

@@ -2,7 +2,7 @@
 
 Optuna's journal storage replays its whole file on every open, so a journal shared by every
 sweep of an artifacts root made each new sweep pay for all the earlier ones (a killed sweep of
-tens of thousands of trials left an 84 MB file that turned an 18 s two-trial sweep into 57 s)
+tens of thousands of trials left a file that made a small sweep several times slower to start)
 and let one damaged line break every later sweep. Each sweep therefore writes its own file,
 ``<artifacts root>/.sweeps/<study name>.journal``: a sweep never opens another's, a finished
 sweep's journal stays the size of that sweep, and ``run --resume`` and ``dashboard`` find a

@@ -52,9 +52,9 @@ def _sqlite_storage(url: str) -> RDBStorage:
 def _journal_storage(path: Path, notes: list[str]) -> BaseStorage:
     """An append-only journal file: Optuna's storage for one machine without a server.
 
-    Every change is one appended line under a file lock, so an ask plus a tell costs about
-    2 ms where the same work in an SQLite file costs about 40 ms (each transaction syncs the
-    file); several processes can share it (the lock serialises their appends, and a waiting
+    Every change is one appended line under a file lock, so an ask plus a tell costs a
+    fraction of the same work in an SQLite file (where each transaction syncs the file);
+    several processes can share it (the lock serialises their appends, and a waiting
     trial claimed by one is seen as running by the others). A torn last line is cut off first
     (said in ``notes``); a line Optuna cannot replay is a ``JournalDamagedError`` naming it.
     """

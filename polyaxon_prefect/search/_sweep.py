@@ -14,6 +14,7 @@ import hashlib
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from polyaxon_prefect.search._stopping import RunSummary, StopDecision, check_early_stopping
@@ -51,8 +52,20 @@ _FENCE = "```"
 
 
 def jsonable(value: Any) -> Any:
-    """``value`` as plain JSON data (what a flow run parameter or ``--json`` can hold)."""
-    return json.loads(json.dumps(value, default=str))
+    """``value`` as plain JSON data (what a flow run parameter, a plan or ``--json`` can hold):
+    dates as ISO strings, durations as seconds, containers recursively, anything else JSON
+    cannot hold as its text."""
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
 
 
 def finite(value: Any) -> float | None:

@@ -57,7 +57,7 @@ from ._events import (
     EventKind,
     EventTrigger,
 )
-from ._hooks import (
+from ._hook_spec import (
     Hook,
     HookTrigger,
 )
@@ -144,7 +144,7 @@ from ._operation import (
     REFERENCE_FIELDS,
     Operation,
 )
-from ._params import (
+from ._param_spec import (
     CONTEXTS,
     CONTEXTS_WITH_NESTING,
     FULL_FORM_KEYS,

@@ -44,10 +44,10 @@ class BaseSpec(BaseModel):
 
     Built on first use (``defer_build``): eagerly, each of the ~200 spec classes would build
     its own validator at import, each embedding its nested models again, while ``check``
-    validates one `Operation` (whose validator holds the whole tree): deferring takes about a
-    third off importing `specs`. For the same reason the modules of models do without
+    validates one `Operation` (whose validator holds the whole tree): deferring takes a large
+    share off importing `specs`. For the same reason the modules of models do without
     ``from __future__ import annotations``: pydantic would evaluate each string annotation
-    again (~60 ms of every `check`); only a module that needs a forward reference keeps it.
+    again at every `check`; only a module that needs a forward reference keeps it.
     """
 
     model_config = ConfigDict(

@@ -14,10 +14,10 @@ from ._base import BaseSpec, is_template, split_csv
 from ._build import Build
 from ._cache import Cache
 from ._dag import Dag
-from ._hooks import Hook
+from ._hook_spec import Hook
 from ._io import IO
 from ._mount import Mount, Template
-from ._or_ref import BoolOrRef, FloatOrRef
+from ._or_ref import BoolOrRef, FloatOrRef, as_number
 from ._plugins import Plugins
 from ._runs import NonDagRuntime
 from ._templated import Templated
@@ -42,14 +42,7 @@ def check_version(value: Any, kind: str) -> Any:
     """``1.1`` (or ``"1.1"``); ``1`` gets a pointed message, anything else a plain one."""
     if value is None:
         return value
-    number: float | None = None
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        number = float(value)
-    elif isinstance(value, str):
-        try:
-            number = float(value.strip())
-        except ValueError:
-            number = None
+    number = as_number(value)
     if number == SCHEMA_VERSION:
         return SCHEMA_VERSION
     if number == 1.0:

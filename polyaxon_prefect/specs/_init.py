@@ -16,6 +16,7 @@ from ._types_objects import (
     InitSource,
     PathItem,
     TensorboardType,
+    check_pairs,
 )
 
 __all__ = ["INIT_SOURCES", "Init"]
@@ -49,13 +50,7 @@ class Init(BaseSpec):
     @field_validator("paths")
     @classmethod
     def _paths_pairs(cls, value: Any) -> Any:
-        if isinstance(value, list):
-            for item in value:
-                if isinstance(item, list) and len(item) != 2:
-                    raise ValueError(
-                        f"a path pair must be [source, destination] (2 items), got {item!r}"
-                    )
-        return value
+        return check_pairs(value)
 
     @model_validator(mode="after")
     def _one_source(self) -> Self:

@@ -10,7 +10,7 @@ from pydantic_core import PydanticCustomError
 from ._base import BaseSpec, is_template
 from ._or_ref import BoolOrRef, IntOrRef
 from ._templated import Templated
-from ._types import is_list_type, parse_type, parse_value
+from ._types import is_list_type, parse_value
 
 __all__ = ["IO", "IO_NAME_BLACK_LIST", "Validation", "check_validation", "contains_template"]
 
@@ -270,10 +270,6 @@ class IO(BaseSpec):
     def is_list_value(self) -> bool:
         """Whether values are lists, by ``isList`` or by a list type."""
         return self.is_list is True or is_list_type(self.type)
-
-    @property
-    def has_known_type(self) -> bool:
-        return parse_type(self.type).known
 
     @property
     def effective_validation(self) -> Validation | None:

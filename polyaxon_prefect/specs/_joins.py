@@ -7,23 +7,10 @@ from pydantic_core import PydanticCustomError
 
 from ._base import BaseSpec
 from ._or_ref import BoolOrRef
+from ._param_spec import FULL_FORM_KEYS
 from ._templated import NonNegativeIntOrRef, Templated
 
 __all__ = ["Join", "JoinParam"]
-
-_FULL_FORM_KEYS = frozenset(
-    {
-        "value",
-        "ref",
-        "toInit",
-        "to_init",
-        "toEnv",
-        "to_env",
-        "contextOnly",
-        "context_only",
-        "connection",
-    }
-)
 
 
 class JoinParam(BaseSpec):
@@ -41,7 +28,7 @@ class JoinParam(BaseSpec):
     @classmethod
     def _full_form(cls, data: Any) -> Any:
         # Same short form as operation params: anything that is not a full-form dict is a value.
-        if not isinstance(data, dict) or (data and not _FULL_FORM_KEYS & data.keys()):
+        if not isinstance(data, dict) or (data and not FULL_FORM_KEYS & data.keys()):
             return {"value": data}
         if "ref" in data:
             raise PydanticCustomError(

@@ -1,9 +1,9 @@
 """What a searched matrix asks for that the search only approximates, as located warnings.
 
-These are properties of the file (a Matern ``nu`` with no closed form, a normal prior Optuna
-cannot express, a list of dates searched as categories), so they are
-reported where the file is loaded: ``check`` shows the same warnings ``run`` shows, at the
-line they are about, without importing Optuna. The search (``search/_samplers``) applies the
+These are properties of the file (a bayes ``utilityFunction`` that Optuna's ``GPSampler`` does
+not honour, a normal prior Optuna cannot express, a list of dates searched as categories), so
+they are reported where the file is loaded: ``check`` shows the same warnings ``run`` shows, at
+the line they are about, without importing Optuna. The search (``search/_samplers``) applies the
 approximations these sentences describe and says nothing more about them.
 """
 
@@ -16,16 +16,16 @@ from typing import Any
 from polyaxon_prefect.exceptions import Problem
 
 from ._dag import Dag
-from ._matrix import Bayes, GaussianProcess, Matrix, UtilityFunction
+from ._matrix import Bayes, Matrix
 from ._operation import Operation
 
-__all__ = ["CLOSED_FORM_NUS", "QUANTILE_EPS", "matrix_warnings", "nearest_nu"]
-
-CLOSED_FORM_NUS = (0.5, 1.5, 2.5)
-"""The Matern smoothnesses with a closed form, the only ones the Gaussian process computes."""
+__all__ = ["QUANTILE_EPS", "matrix_warnings", "utility_gaps"]
 
 QUANTILE_EPS = 1e-6
 """How far from 0 and 1 the quantile of a normal-family param stays (about +-4.75 sigma)."""
+
+_GP_SAMPLER_NU = 2.5
+"""The only Matern smoothness of the search's Gaussian process (Optuna's ``GPSampler``)."""
 
 _SEARCHED = ("bayes", "hyperopt")
 """The matrix kinds whose params a sampler searches (the others enumerate or draw them)."""
@@ -35,9 +35,31 @@ _UNIFORM_KINDS = ("uniform", "quniform", "loguniform", "qloguniform")
 Path = tuple[str | int, ...]
 
 
-def nearest_nu(nu: float) -> float:
-    """The closed-form Matern smoothness the search uses for ``nu``."""
-    return min(CLOSED_FORM_NUS, key=lambda v: abs(v - nu))
+def utility_gaps(utility: Any) -> list[str]:
+    """The settings of a bayes ``utilityFunction`` that the search's one model (Optuna's
+    ``GPSampler``, or the same on numpy without torch: log expected improvement, a Matern 5/2
+    kernel whose lengthscales it fits) does not honour, spelled as in a file
+    (``gaussianProcess`` defaults included); empty when it honours them all."""
+    if utility is None:
+        return []
+    gaps = []
+    if utility.acquisition_function == "ucb":
+        gaps.append(f"acquisitionFunction: ucb (kappa: {utility.kappa:g})")
+    elif utility.acquisition_function == "poi":
+        gaps.append(f"acquisitionFunction: poi (eps: {utility.eps:g})")
+    elif utility.eps:
+        gaps.append(f"eps: {utility.eps:g}")
+    process = utility.gaussian_process
+    if process is not None:
+        if process.kernel != "matern":
+            gaps.append(f"kernel: {process.kernel}")
+        elif float(process.nu) != _GP_SAMPLER_NU:
+            gaps.append(f"nu: {float(process.nu):g}")
+        if float(process.length_scale) != 1.0:
+            gaps.append(f"lengthScale: {float(process.length_scale):g}")
+        if process.num_restarts_optimizer:
+            gaps.append(f"numRestartsOptimizer: {process.num_restarts_optimizer}")
+    return gaps
 
 
 def matrix_warnings(operation: Operation) -> list[Problem]:
@@ -65,19 +87,16 @@ def _warning(message: str, path: Path, hint: str, value: Any) -> Problem:
 
 
 def _of_matrix(matrix: Matrix) -> Iterator[Problem]:
-    match matrix:
-        case Bayes(
-            utility_function=UtilityFunction(
-                gaussian_process=GaussianProcess(kernel="matern", nu=nu)
-            )
-        ) if nu not in CLOSED_FORM_NUS:
-            yield _warning(
-                f"`nu: {nu:g}` has no closed form (only 0.5, 1.5 and 2.5 do): the Gaussian "
-                f"process uses {nearest_nu(nu):g} instead",
-                ("utilityFunction", "gaussianProcess", "nu"),
-                "set `nu` to 0.5, 1.5 or 2.5",
-                nu,
-            )
+    gaps = utility_gaps(matrix.utility_function) if isinstance(matrix, Bayes) else []
+    if gaps:
+        yield _warning(
+            f"`utilityFunction` asks for {', '.join(gaps)}: the search uses log expected "
+            "improvement under a Matern 5/2 kernel with lengthscales fitted to the data "
+            "(Optuna's GPSampler)",
+            ("utilityFunction",),
+            "drop these settings (or `utilityFunction`) to search with nothing approximated",
+            gaps,
+        )
     for name, hp in matrix.hp_params().items():
         yield from _of_param(name, hp)
 

@@ -13,7 +13,7 @@ from ._events import EventTrigger
 from ._joins import Join
 from ._matrix import Matrix
 from ._or_ref import BoolOrRef
-from ._params import Param, normalize_params
+from ._param_spec import Param, normalize_params
 from ._schedules import Schedule
 from ._templated import Templated
 from ._triggers import TriggerPolicy

@@ -24,6 +24,7 @@ __all__ = [
     "OrRef",
     "PositiveIntOrRef",
     "StrListOrRef",
+    "as_number",
 ]
 
 
@@ -71,17 +72,23 @@ def _positive_int_or_ref(value: Any, info: ValidationInfo) -> Any:
     return number
 
 
+def as_number(value: Any) -> float | None:
+    """A number, or a string that holds one (YAML quotes), as a float; None for anything else,
+    bools included."""
+    if isinstance(value, Real) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
 def _float_or_ref(value: Any, info: ValidationInfo) -> Any:
     if is_template(value):
         return value
-    number: float | None = None
-    if isinstance(value, Real) and not isinstance(value, bool):
-        number = float(value)
-    elif isinstance(value, str):
-        try:
-            number = float(value.strip())
-        except ValueError:
-            number = None
+    number = as_number(value)
     if number is None or not math.isfinite(number):
         raise ValueError(
             f"`{_name(info)}` must be a number or a `{{{{ template }}}}`, got {value!r}"

@@ -20,6 +20,7 @@ __all__ = [
     "NAMED_TYPES",
     "OBJECT_TYPES",
     "STRICT",
+    "TEXT_TYPES",
     "TypeSpec",
     "are_compatible",
     "is_list_type",
@@ -30,33 +31,19 @@ __all__ = [
 OBJECT_TYPES = frozenset({"git", "artifacts", "dockerfile", "file", "tensorboard", "event"})
 """Types whose values are structured objects (models in ``_types_objects``)."""
 
-NAMED_TYPES = frozenset(
-    {
-        "any",
-        "str",
-        "int",
-        "float",
-        "bool",
-        "dict",
-        "list",
-        "path",
-        "metric",
-        "metadata",
-        "uri",
-        "image",
-        "gcs",
-        "s3",
-        "wasb",
-        "date",
-        "datetime",
-        "timedelta",
-        "uuid",
-        "email",
-        "auth",
-        "dict_of_dicts",
-        *OBJECT_TYPES,
-    }
-)
+TEXT_TYPES = frozenset(
+    {"path", "uri", "image", "gcs", "s3", "wasb", "date", "datetime", "time", "timedelta", "uuid",
+     "email"}
+)  # fmt: skip
+"""Types whose values are written as text that their coercion parses (a path, a URI, a date):
+a string wherever a value is asked for, e.g. in a flow's typed signature."""
+
+NAMED_TYPES = (
+    frozenset({"any", "str", "int", "float", "bool", "dict", "list", "metric", "metadata", "auth",
+               "dict_of_dicts"})
+    | (TEXT_TYPES - {"time"})  # ``time`` is a leaf Polyaxon reads, not one of its named types
+    | OBJECT_TYPES
+)  # fmt: skip
 """Polyaxon's named IO types (the v1.x closed enum plus the v2 additions)."""
 
 LINEAGE_TYPES = frozenset(

@@ -21,13 +21,14 @@ __all__ = [
     "InitSource",
     "PathItem",
     "TensorboardType",
+    "check_pairs",
 ]
 
 PathItem = StrictStr | list[StrictStr]
 """A path, or a ``[source, destination]`` pair."""
 
 
-def _check_pairs(value: Any) -> Any:
+def check_pairs(value: Any) -> Any:
     """``[src, dst]`` items must have exactly two parts; anything else is a typo."""
     if isinstance(value, list):
         for item in value:
@@ -77,7 +78,7 @@ class ArtifactsType(InitSource):
     @field_validator("files", "dirs")
     @classmethod
     def _pairs(cls, value: Any) -> Any:
-        return _check_pairs(value)
+        return check_pairs(value)
 
 
 class DockerfileType(InitSource):
@@ -102,7 +103,7 @@ class DockerfileType(InitSource):
     @field_validator("copy_", "post_run_copy")
     @classmethod
     def _pairs(cls, value: Any) -> Any:
-        return _check_pairs(value)
+        return check_pairs(value)
 
 
 class FileType(InitSource):

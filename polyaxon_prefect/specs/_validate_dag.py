@@ -18,7 +18,7 @@ from ._dag import Dag
 from ._dag_graph import find_cycle, op_upstreams
 from ._io import IO
 from ._operation import Operation
-from ._params import Param
+from ._param_spec import Param
 
 __all__ = ["GLOBALS_CONTEXTS", "ParamValidator", "dag_context", "validate_dag"]
 

@@ -18,7 +18,7 @@ from ._io import IO, check_validation, contains_template
 from ._joins import Join, JoinParam
 from ._matrix import Hyperband, Matrix
 from ._matrix import Mapping as MappingMatrix
-from ._params import Param
+from ._param_spec import Param
 from ._types import are_compatible, is_list_type, list_item_type, parse_value
 
 

@@ -69,7 +69,7 @@ class ExecutorTestCase:
         """The job of a component of the kind running ``argv``: one declared output ``loss``
         and one ``url`` param with credentials in it."""
         from polyaxon_prefect.loading import load_polyaxonfile
-        from polyaxon_prefect.runtime import PrepareOptions, create_run_context
+        from polyaxon_prefect.runtime import PrepareOptions, new_run_context
 
         name = f"conformance-{self.kind}-{next(_NAMES)}"
         component: dict[str, Any] = {
@@ -86,7 +86,9 @@ class ExecutorTestCase:
             component["termination"] = {"timeout": timeout}
         path = self.workdir / f"{name}.yaml"
         path.write_text(json.dumps(component), encoding="utf-8")  # JSON is YAML
-        context = create_run_context(name, "conformance", artifacts_root=self.workdir / "runs")
+        context = new_run_context(
+            name, "conformance", artifacts_root=self.workdir / "runs"
+        ).make_dirs()
         options = PrepareOptions(run_context=context, connections={})
         return self.executor.prepare(load_polyaxonfile(path), options)
 

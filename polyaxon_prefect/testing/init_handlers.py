@@ -68,7 +68,7 @@ class InitHandlerTestCase:
     def prepare(self, entry: dict[str, Any]) -> PreparedJob:
         """A job whose one init step is ``entry`` and whose process lists what it finds."""
         from polyaxon_prefect.loading import load_polyaxonfile
-        from polyaxon_prefect.runtime import PrepareOptions, create_run_context, prepare_job
+        from polyaxon_prefect.runtime import PrepareOptions, new_run_context, prepare_job
 
         name = f"init-{self.kind}-{next(_NAMES)}"
         component = {
@@ -83,7 +83,9 @@ class InitHandlerTestCase:
         }
         path = self.workdir / f"{name}.yaml"
         path.write_text(json.dumps(component), encoding="utf-8")  # JSON is YAML
-        context = create_run_context(name, "conformance", artifacts_root=self.workdir / "runs")
+        context = new_run_context(
+            name, "conformance", artifacts_root=self.workdir / "runs"
+        ).make_dirs()
         options = PrepareOptions(
             run_context=context, connections=dict(self.sample.connections), base_dir=self.workdir
         )

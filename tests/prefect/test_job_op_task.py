@@ -9,7 +9,7 @@ from prefect.states import Failed
 
 from polyaxon_prefect.loading import load_polyaxonfile
 from polyaxon_prefect.prefect._job import JobOpTask
-from polyaxon_prefect.runtime import PrepareOptions, RunContext, create_run_context, prepare_job
+from polyaxon_prefect.runtime import PrepareOptions, RunContext, new_run_context, prepare_job
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.specs import Status
 
@@ -21,7 +21,7 @@ def _op(tmp_path: Path) -> tuple[JobOpTask, RunContext]:
         "  container: {command: [echo]}\n",
         encoding="utf-8",
     )
-    context = create_run_context("op", "proj", artifacts_root=tmp_path / "artifacts")
+    context = new_run_context("op", "proj", artifacts_root=tmp_path / "artifacts").make_dirs()
     job = prepare_job(load_polyaxonfile(path), PrepareOptions(run_context=context))
     return JobOpTask(job, threading.Event()), context
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from polyaxon_prefect.loading import load_polyaxonfile
 from polyaxon_prefect.prefect._trials import _with_retries
-from polyaxon_prefect.runtime import PreparedJob, PrepareOptions, create_run_context, prepare_job
+from polyaxon_prefect.runtime import PreparedJob, PrepareOptions, new_run_context, prepare_job
 
 FLAKY = (
     "import pathlib, sys; marker = pathlib.Path(sys.argv[1]); count = int(marker.read_text() "
@@ -29,7 +29,7 @@ def _job(tmp_path: Path, succeed_on: int, max_retries: int) -> PreparedJob:
     }
     path = tmp_path / "polyaxonfile.yaml"
     path.write_text(json.dumps(component), encoding="utf-8")
-    context = create_run_context("flaky", "proj", artifacts_root=tmp_path / "artifacts")
+    context = new_run_context("flaky", "proj", artifacts_root=tmp_path / "artifacts").make_dirs()
     return prepare_job(load_polyaxonfile(path), PrepareOptions(run_context=context))
 
 

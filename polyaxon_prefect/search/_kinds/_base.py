@@ -10,10 +10,10 @@ up). Kind modules never import Optuna at module level: ``compile`` plans through
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from polyaxon_prefect.search._records import SweepStudyError, TrialRecord
+from polyaxon_prefect.search._sweep import jsonable
 
 if TYPE_CHECKING:
     from optuna.samplers import BaseSampler
@@ -32,7 +32,6 @@ __all__ = [
     "TemplateError",
     "TunedKind",
     "indexed_plan",
-    "jsonable",
     "rendered",
     "rendered_params",
 ]
@@ -73,21 +72,6 @@ def rendered_params(matrix: Matrix) -> dict[str, HpParam]:
         if hp.is_ref:
             raise TemplateError(f"param `{name}`", hp.value)
     return params
-
-
-def jsonable(value: Any) -> Any:
-    """Dates as ISO strings, containers recursively; anything else JSON cannot hold as text."""
-    if isinstance(value, datetime | date):
-        return value.isoformat()
-    if isinstance(value, timedelta):
-        return value.total_seconds()
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [jsonable(v) for v in value]
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    return str(value)
 
 
 class StudyHandle(Protocol):

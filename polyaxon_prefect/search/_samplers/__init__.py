@@ -4,9 +4,8 @@ Laid out as Optuna lays out ``samplers/_gp``:
 
 - ``_space``: Polyaxon's hyper-parameters as Optuna distributions (``optuna_space``);
 - ``_encoder``: the unit-cube encoding and the sampler base shared by the two samplers below;
-- ``_gp``: the numpy Gaussian process and its acquisition (math only);
-- ``_gp_sampler``: ``bayes``: Optuna's ``GPSampler`` when it can honour the matrix, else
-  ``GaussianProcessSampler`` on ``_gp``;
+- ``_gp``: the numpy Gaussian process and its acquisition (math only), for bayes without torch;
+- ``_gp_sampler``: ``bayes``: Optuna's ``GPSampler``, else ``GaussianProcessSampler`` on ``_gp``;
 - ``_anneal``: hyperopt's ``anneal``.
 
 ``hyperopt``'s ``tpe`` is Optuna's ``TPESampler`` with ``multivariate`` and ``constant_liar``

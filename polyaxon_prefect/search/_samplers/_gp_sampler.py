@@ -1,19 +1,19 @@
-"""The Gaussian-process samplers of the ``bayes`` kind.
+"""The samplers of the ``bayes`` kind: Optuna's ``GPSampler``, or the same model on numpy.
 
-Optuna's ``GPSampler`` (a Matern 5/2 Gaussian process with ARD lengthscales and log expected
-improvement, on torch, imported only when a bayes study is built) whenever it can honour the
-matrix's ``utilityFunction``: none given, or ``ei`` with ``eps: 0`` and, when a
-``gaussianProcess`` is given, the Matern 5/2 kernel with the default ``lengthScale`` and
-``numRestartsOptimizer``. ``numWarmup`` and ``numIterations`` set its random candidates and local
-searches of the acquisition. Anything else (``ucb`` with ``kappa``, ``poi``, ``eps`` > 0, the RBF
-kernel, another ``nu``, restarts) goes to ``GaussianProcessSampler``, a Gaussian process on
-numpy/scipy (``_gp``) that honours every setting exactly; it is also the fallback, with a
-warning, when torch is not installed.
+``GPSampler`` is a Matern 5/2 Gaussian process with ARD lengthscales fitted to the data and log
+expected improvement, on torch (imported only when a bayes study is built). It serves every
+bayes matrix when torch is installed (the ``bayes`` extra). Without torch,
+``GaussianProcessSampler`` runs the same model on numpy/scipy (``_gp``, which says why it is
+kept, with the measurements), and the study says so. What a ``utilityFunction`` asks for beyond
+that model (``ucb`` with ``kappa``, ``poi``, ``eps`` > 0, the RBF kernel, another ``nu``, a
+``lengthScale``, restarts) is approximated by both, and loading says so with a located warning
+(``specs/_matrix_warnings``). ``numWarmup`` and ``numIterations`` set the random candidates and
+local searches of the acquisition in both.
 """
 
 from __future__ import annotations
 
-import math
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,16 +24,23 @@ from optuna.study import Study
 from optuna.trial import FrozenTrial
 
 from polyaxon_prefect.search._samplers._encoder import SpaceSampler, observations, trial_rng
-from polyaxon_prefect.search._samplers._gp import GP, acquisition, optimize_acquisition
+from polyaxon_prefect.search._samplers._gp import GP, log_ei, optimize_acquisition
 from polyaxon_prefect.search._samplers._space import OPTUNA_SCALARS
-from polyaxon_prefect.specs._matrix_warnings import nearest_nu
 
 __all__ = ["GaussianProcessSampler", "bayes_sampler"]
 
+NO_TORCH = (
+    "Optuna's GPSampler needs torch, which is not installed: using the built-in numpy "
+    "Gaussian process instead (the same model: log-EI under a Matern 5/2 kernel), which is "
+    "slower in more than a few dimensions; install the `bayes` extra "
+    "(pip install 'polyaxon-prefect[bayes]', the CPU build of torch is enough) to use it"
+)
+"""The study's warning when bayes runs on ``GaussianProcessSampler``."""
+
 
 class GaussianProcessSampler(SpaceSampler):
-    """Bayesian optimisation as Polyaxon's ``bayes``: ``n_startup`` random trials, then the
-    maximiser of the acquisition function under a GP fitted to every completed trial.
+    """Bayesian optimisation without torch: ``n_startup`` random trials, then the maximiser of
+    the log expected improvement under a GP (``_gp``) fitted to every completed trial.
 
     Running trials enter the fit at their predicted mean (the "kriging believer"), so parallel
     asks spread out instead of proposing the same point.
@@ -45,26 +52,12 @@ class GaussianProcessSampler(SpaceSampler):
         *,
         seed: int | None = None,
         n_startup: int = 10,
-        acquisition: str = "ei",
-        kappa: float = 2.576,
-        eps: float = 0.0,
-        kernel: str = "matern",
-        nu: float = 2.5,
-        length_scale: float = 1.0,
-        num_restarts: int = 0,
         num_warmup: int | None = None,
         num_iterations: int | None = None,
         deterministic: bool = False,
     ) -> None:
         super().__init__(space, seed)
         self.n_startup = n_startup
-        self.acquisition = acquisition
-        self.kappa = kappa
-        self.eps = eps
-        self.kernel = kernel
-        self.nu = nu
-        self.length_scale = length_scale
-        self.num_restarts = num_restarts
         self.num_warmup = 2048 if num_warmup is None else max(1, num_warmup)
         self.num_iterations = 5 if num_iterations is None else max(1, num_iterations)
         self.noise_floor = 1e-6 if deterministic else 1e-4
@@ -81,17 +74,11 @@ class GaussianProcessSampler(SpaceSampler):
             return self._encoder.random(rng)
         return self._suggest(done, values, running, rng)
 
-    def _starts(self, dims: int, rng: np.random.Generator) -> list[np.ndarray]:
-        default = np.concatenate([np.full(dims, math.log(self.length_scale)), [0.0, -6.0]])
-        starts = [default]
+    def _starts(self, dims: int) -> list[np.ndarray]:
+        """Where the fit starts: unit lengthscales, and the previous fit when there is one."""
+        starts = [np.concatenate([np.zeros(dims), [0.0, -6.0]])]
         if self._theta is not None and len(self._theta) == dims + 2:
             starts.append(self._theta)
-        for _ in range(self.num_restarts):
-            starts.append(
-                np.concatenate(
-                    [rng.uniform(math.log(0.05), math.log(2.0), dims), [0.0, rng.uniform(-9, -2)]]
-                )
-            )
         return starts
 
     def _suggest(
@@ -103,23 +90,21 @@ class GaussianProcessSampler(SpaceSampler):
     ) -> dict[str, Any]:
         x = np.array([self._encoder.encode(p) for p in done])
         raw = np.asarray(values)
-        center, scale = float(raw.mean()), float(raw.std()) or 1.0
-        y = (raw - center) / scale
-        gp = GP(self.kernel, self.nu)
-        self._theta = gp.fit(x, y, self._starts(x.shape[1], rng), self.noise_floor)
+        y = (raw - float(raw.mean())) / (float(raw.std()) or 1.0)
+        gp = GP()
+        self._theta = gp.fit(x, y, self._starts(x.shape[1]), self.noise_floor)
         best = float(y.min())
         if running:
             xp = np.array([self._encoder.encode(p) for p in running])
             believed, _ = gp.predict(xp)
             gp.set(self._theta, np.vstack([x, xp]), np.concatenate([y, believed]))
-
-        def score(xs: np.ndarray) -> np.ndarray:
-            return acquisition(
-                gp, xs, best, scale, kind=self.acquisition, kappa=self.kappa, eps=self.eps
-            )
-
         ranked = optimize_acquisition(
-            score, x, y, rng, num_warmup=self.num_warmup, num_iterations=self.num_iterations
+            lambda xs: log_ei(gp, xs, best),
+            x,
+            y,
+            rng,
+            num_warmup=self.num_warmup,
+            num_iterations=self.num_iterations,
         )
         seen = {tuple(sorted(_hashable(p).items())) for p in done + running}
         for _score, point in ranked:
@@ -133,43 +118,12 @@ def _hashable(params: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v if isinstance(v, OPTUNA_SCALARS) else repr(v) for k, v in params.items()}
 
 
-# ---------------------------------------------------------------------------------------------
-# Which sampler a bayes matrix gets
-
-_GP_SAMPLER_NU = 2.5
-"""The only Matern smoothness Optuna's ``GPSampler`` has."""
-
-
-def _gp_sampler_gaps(utility: Any) -> list[str]:
-    """The ``utilityFunction`` settings Optuna's ``GPSampler`` cannot honour (empty: it can)."""
-    if utility is None:
-        return []
-    gaps = []
-    if utility.acquisition_function == "ucb":
-        gaps.append(f"acquisitionFunction=ucb (kappa={utility.kappa:g})")
-    elif utility.acquisition_function == "poi":
-        gaps.append(f"acquisitionFunction=poi (eps={utility.eps:g})")
-    elif utility.eps:
-        gaps.append(f"ei with eps={utility.eps:g}")
-    process = utility.gaussian_process
-    if process is not None:
-        if process.kernel != "matern":
-            gaps.append(f"kernel={process.kernel}")
-        elif float(process.nu) != _GP_SAMPLER_NU:
-            gaps.append(f"nu={float(process.nu):g}")
-        if float(process.length_scale) != 1.0:
-            gaps.append(f"lengthScale={float(process.length_scale):g}")
-        if process.num_restarts_optimizer:
-            gaps.append(f"numRestartsOptimizer={process.num_restarts_optimizer}")
-    return gaps
-
-
 class _OneThreadGPSampler(GPSampler):
     """Optuna's ``GPSampler`` with torch on one thread for the whole suggestion.
 
     GPSampler limits torch to one thread only while it fits the kernel and optimises the
     acquisition; the many small tensor operations around them still start OpenMP threads that
-    fight NumPy's for the cores (three times slower on a busy 2-core machine). The previous
+    fight NumPy's for the cores, which slows every suggestion on a busy machine. The previous
     thread count is restored after each suggestion, so trials run in this process keep theirs.
 
     It keeps the settings it was built from as public attributes, as ``GaussianProcessSampler``
@@ -219,19 +173,28 @@ class _OneThreadGPSampler(GPSampler):
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
-            return super().sample_relative(study, trial, search_space)
+            with warnings.catch_warnings():
+                # Polyaxon's ``numWarmup`` is any count; GPSampler draws that many Sobol points
+                # and warns at every suggestion when it is not a power of 2: the draw is still
+                # valid, so the user is not told a hundred times
+                warnings.filterwarnings("ignore", "The balance properties of Sobol", UserWarning)
+                return super().sample_relative(study, trial, search_space)
         finally:
             torch.set_num_threads(threads)
 
 
-def _optuna_gp_sampler(
-    seed: int, n_startup: int, utility: Any, deterministic: bool
-) -> BaseSampler | None:
-    """Optuna's ``GPSampler``, or None when torch (which it needs) cannot be imported."""
+def _torch_installed() -> bool:
+    """Whether GPSampler can run here. torch is imported now, when a bayes study is built, so
+    that its start-up cost is paid before the first trial rather than during a suggestion."""
     try:
-        import torch  # noqa: F401  (GPSampler imports it lazily, at its first use)
+        import torch  # noqa: F401
     except ImportError:
-        return None
+        return False
+    return True
+
+
+def _gp_sampler(seed: int, n_startup: int, utility: Any, deterministic: bool) -> BaseSampler:
+    """Optuna's GPSampler, with Polyaxon's ``numWarmup``/``numIterations`` where given."""
     num_warmup = num_iterations = None
     if utility is not None:
         if utility.num_warmup is not None:
@@ -250,45 +213,26 @@ def _optuna_gp_sampler(
 def bayes_sampler(
     matrix: Any, distributions: Mapping[str, BaseDistribution], seed: int, deterministic: bool
 ) -> tuple[BaseSampler, list[str]]:
+    """The sampler of a ``bayes`` matrix, and what the study should say about it.
+
+    ``deterministic`` tells the Gaussian process that a repeated point gives the same value.
+    """
     n_startup = int(matrix.num_initial_runs)
     utility = matrix.utility_function
-    warnings: list[str] = []
-    if not _gp_sampler_gaps(utility):
-        sampler = _optuna_gp_sampler(seed, n_startup, utility, deterministic)
-        if sampler is not None:
-            if utility is None:
-                warnings.append(
-                    "bayes without `utilityFunction`: using Optuna's GPSampler, expected "
-                    "improvement (log-EI) under a Matern 5/2 Gaussian process"
-                )
-            return sampler, warnings
-        warnings.append(
-            "Optuna's GPSampler needs torch, which is not installed: using the built-in "
-            "numpy Gaussian process instead (log-EI under a Matern 5/2 kernel), which searches "
-            "less well in more than a few dimensions; install torch (the CPU build) to use it"
+    if not _torch_installed():
+        sampler = GaussianProcessSampler(
+            distributions,
+            seed=seed,
+            n_startup=n_startup,
+            num_warmup=None if utility is None else utility.num_warmup,
+            num_iterations=None if utility is None else utility.num_iterations,
+            deterministic=deterministic,
         )
-    options: dict[str, Any] = {"n_startup": n_startup, "deterministic": deterministic}
+        return sampler, [NO_TORCH]
+    notes = []
     if utility is None:
-        options.update(kernel="matern", nu=_GP_SAMPLER_NU)
-    else:
-        options.update(
-            acquisition=utility.acquisition_function,
-            num_warmup=utility.num_warmup,
-            num_iterations=utility.num_iterations,
+        notes.append(
+            "bayes without `utilityFunction`: using Optuna's GPSampler, expected improvement "
+            "(log-EI) under a Matern 5/2 Gaussian process"
         )
-        if utility.kappa is not None:
-            options["kappa"] = float(utility.kappa)
-        if utility.eps is not None:
-            options["eps"] = float(utility.eps)
-        process = utility.gaussian_process
-        if process is None:
-            options.update(kernel="matern", nu=_GP_SAMPLER_NU)
-        else:
-            # another `nu` has no closed form: the nearest one (loading warns about it)
-            options.update(
-                kernel=process.kernel,
-                nu=nearest_nu(float(process.nu)),
-                length_scale=float(process.length_scale),
-                num_restarts=int(process.num_restarts_optimizer),
-            )
-    return GaussianProcessSampler(distributions, seed=seed, **options), warnings
+    return _gp_sampler(seed, n_startup, utility, deterministic), notes

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from polyaxon_prefect.loading._load import load_polyaxonfile
-from polyaxon_prefect.runtime import create_run_context
+from polyaxon_prefect.runtime import new_run_context
 from polyaxon_prefect.runtime._job import execute_job, prepare_job
 from tests.unit.legacy.test_legacy_old_forms import IF_FILE, _write
 
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.process
 
 def _run(path: Path, tmp_path: Path, **params: object) -> str:
     loaded = load_polyaxonfile(path, params=params)
-    ctx = create_run_context("legacy-if", "proj", artifacts_root=tmp_path / "artifacts")
+    ctx = new_run_context("legacy-if", "proj", artifacts_root=tmp_path / "artifacts").make_dirs()
     lines: list[str] = []
     result = execute_job(
         prepare_job(loaded, run_context=ctx, connections={}),

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from polyaxon_prefect.loading._load import load_polyaxonfile
-from polyaxon_prefect.runtime import Connection, create_run_context
+from polyaxon_prefect.runtime import Connection, new_run_context
 from polyaxon_prefect.runtime._job import (
     BuildNotSupportedError,
     execute_job,
@@ -405,7 +405,7 @@ def test_quick_start_model_runs_and_loss_depends_on_learning_rate(tmp_path: Path
         loaded = load_polyaxonfile(
             QUICK_START / "typed.yaml", params={"epochs": "3", "learning_rate": lr}
         )
-        ctx = create_run_context("typed", "quick", artifacts_root=tmp_path)
+        ctx = new_run_context("typed", "quick", artifacts_root=tmp_path).make_dirs()
         job = prepare_job(loaded, run_context=ctx, connections={})
         assert job.cwd == QUICK_START
         result = execute_job(job)

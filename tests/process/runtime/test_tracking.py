@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from polyaxon_prefect import tracking
-from polyaxon_prefect.runtime import create_run_context, read_metrics, read_outputs, run_process
+from polyaxon_prefect.runtime import new_run_context, read_metrics, read_outputs, run_process
 from tests.unit.runtime.test_tracking import _RUN_ENV
 
 pytestmark = pytest.mark.process
@@ -40,7 +40,7 @@ def _child_env(extra: dict[str, str]) -> dict[str, str]:
 
 
 def test_round_trip_through_a_real_process(tmp_path: Path) -> None:
-    ctx = create_run_context("train", "mnist", artifacts_root=tmp_path / "store")
+    ctx = new_run_context("train", "mnist", artifacts_root=tmp_path / "store").make_dirs()
     script = textwrap.dedent("""
         from polyaxon_prefect import tracking
         tracking.init()
@@ -79,7 +79,7 @@ def test_round_trip_through_a_real_process(tmp_path: Path) -> None:
 
 
 def test_a_script_written_for_polyaxon_finds_its_env(tmp_path: Path) -> None:
-    ctx = create_run_context("train", "mnist", artifacts_root=tmp_path / "store")
+    ctx = new_run_context("train", "mnist", artifacts_root=tmp_path / "store").make_dirs()
     script = textwrap.dedent("""
         import json, os
         params = json.loads(os.environ["POLYAXON_PARAMS"])

@@ -170,3 +170,28 @@ def test_gaussian_process_finds_a_smooth_minimum() -> None:
     sampler = GaussianProcessSampler({"x": space["x"].distribution}, seed=0, n_startup=5)
     study = _run(sampler, space, 15, lambda p: (p["x"] - 1.3) ** 2)
     assert study.best_value < 1e-3
+
+
+@pytest.mark.parametrize(
+    "utility",
+    [
+        {"acquisitionFunction": "ucb", "kappa": 1.5},
+        {"acquisitionFunction": "poi", "eps": 0.1},
+        {"acquisitionFunction": "ei", "eps": 0.2},
+        {"acquisitionFunction": "ei", "eps": 0.0, "gaussianProcess": {"kernel": "matern"}},
+        {"acquisitionFunction": "ei", "eps": 0.0, "gaussianProcess": {"kernel": "rbf"}},
+        {
+            "acquisitionFunction": "ei",
+            "eps": 0.0,
+            "gaussianProcess": {"nu": 2.5, "lengthScale": 0.2, "numRestartsOptimizer": 3},
+        },
+        {"acquisitionFunction": "ucb", "kappa": 1.2, "gaussianProcess": {"nu": 1.9}},
+    ],
+    ids=["ucb", "poi", "ei-eps", "matern-1.5", "rbf", "length-scale-restarts", "nu-1.9"],
+)
+def test_settings_gp_sampler_cannot_honour_are_approximated_by_it(utility: dict) -> None:
+    sampler, notes = _bayes({"numWarmup": 300, "numIterations": 3, **utility})
+    assert isinstance(sampler, GPSampler)
+    assert (sampler.num_warmup, sampler.num_iterations) == (300, 3)
+    assert sampler.n_startup == 2
+    assert notes == []  # loading warns about it (tests/unit/loading/test_matrix_warnings.py)

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
+from polyaxon_prefect._source._yaml import parse_yaml
 from polyaxon_prefect.exceptions import PolyaxonfileError
 from polyaxon_prefect.legacy import LegacyConversion, convert, is_legacy, upgrade_text
-from polyaxon_prefect.loading._yaml import parse_yaml
 
 CORPUS = Path(__file__).resolve().parents[2] / "corpus"
 LEGACY_FILES = sorted(p.name for p in CORPUS.iterdir() if "v0.5" in p.name)

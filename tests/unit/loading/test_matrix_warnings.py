@@ -39,7 +39,7 @@ run:
 """
 
 
-def test_check_prints_the_bayes_nu_warning_at_its_line(
+def test_check_prints_the_bayes_utility_warning_at_its_line(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert main(["check", "-f", str(BAYES)]) == 0
@@ -47,9 +47,11 @@ def test_check_prints_the_bayes_nu_warning_at_its_line(
     assert f"{BAYES}: valid" in captured.out
     [line] = captured.err.splitlines()
     assert line.startswith(
-        f"{BAYES}:18:7: matrix.utilityFunction.gaussianProcess.nu: warning: `nu: 1.9` "
+        f"{BAYES}:12:3: matrix.utilityFunction: warning: `utilityFunction` asks for "
+        "acquisitionFunction: ucb (kappa: 1.2), nu: 1.9: the search uses log expected "
+        "improvement under a Matern 5/2 kernel"
     )
-    assert "uses 1.5 instead" in line and "hint: set `nu` to 0.5, 1.5 or 2.5" in line
+    assert "hint: drop these settings (or `utilityFunction`)" in line
 
 
 def test_check_json_lists_the_warning_with_its_severity(
@@ -58,7 +60,8 @@ def test_check_json_lists_the_warning_with_its_severity(
     assert main(["check", "-f", str(BAYES), "--json"]) == 0
     [entry] = json.loads(capsys.readouterr().out)
     assert entry["severity"] == "warning" and entry["rule"] == "search_approximation"
-    assert (entry["line"], entry["column"], entry["value"]) == (18, 7, 1.9)
+    assert (entry["line"], entry["column"]) == (12, 3)
+    assert entry["value"] == ["acquisitionFunction: ucb (kappa: 1.2)", "nu: 1.9"]
 
 
 def test_a_dag_ops_matrix_warnings_are_located_in_its_file(tmp_path: Path) -> None:

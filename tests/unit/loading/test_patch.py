@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from polyaxon_prefect._source._yaml import parse_yaml
 from polyaxon_prefect.exceptions import PolyaxonfileError
 from polyaxon_prefect.loading._patch import apply_preset, apply_run_patch, patch
-from polyaxon_prefect.loading._yaml import parse_yaml
 
 CORPUS = Path(__file__).resolve().parents[2] / "corpus"
 QS = "polyaxon-quick-start__scheduling__"

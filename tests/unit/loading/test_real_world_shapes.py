@@ -354,7 +354,7 @@ def test_the_tensorboard_hub_component_takes_the_run_uuid(tmp_path: Path) -> Non
 
 
 def test_the_hub_kaniko_renders_its_args_and_connection(tmp_path: Path) -> None:
-    from polyaxon_prefect.runtime import Connection, UnknownConnectionError, create_run_context
+    from polyaxon_prefect.runtime import Connection, UnknownConnectionError, new_run_context
     from polyaxon_prefect.runtime._job import prepare_job
 
     path = _write(
@@ -369,7 +369,7 @@ def test_the_hub_kaniko_renders_its_args_and_connection(tmp_path: Path) -> None:
         """,
     )
     loaded = load_polyaxonfile(path)
-    ctx = create_run_context("build", "proj", artifacts_root=tmp_path / "artifacts")
+    ctx = new_run_context("build", "proj", artifacts_root=tmp_path / "artifacts").make_dirs()
     with pytest.raises(UnknownConnectionError, match="connection `registry` is not defined"):
         prepare_job(loaded, run_context=ctx, connections={}, skip_builds=True)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from polyaxon_prefect.runtime import RunContext, create_run_context, resolve_artifacts_root
+from polyaxon_prefect.runtime import RunContext, new_run_context, resolve_artifacts_root
 from polyaxon_prefect.runtime._context import ENV_ARTIFACTS_ROOT, project_uuid
 
 POLYAXON_GLOBALS = {
@@ -41,8 +41,8 @@ POLYAXON_GLOBALS = {
 }
 
 
-def test_create_run_context_makes_the_run_directories(tmp_path: Path) -> None:
-    ctx = create_run_context("train", "mnist", artifacts_root=tmp_path)
+def test_make_dirs_creates_the_run_directories(tmp_path: Path) -> None:
+    ctx = new_run_context("train", "mnist", artifacts_root=tmp_path).make_dirs()
     assert re.fullmatch(r"[0-9a-f]{32}", ctx.uuid)
     assert ctx.run_path == tmp_path / "mnist" / ctx.uuid
     assert ctx.run_artifacts_path == ctx.run_path
@@ -54,8 +54,8 @@ def test_create_run_context_makes_the_run_directories(tmp_path: Path) -> None:
 
 
 def test_two_runs_get_distinct_ids_and_paths(tmp_path: Path) -> None:
-    a = create_run_context("train", "mnist", artifacts_root=tmp_path)
-    b = create_run_context("train", "mnist", artifacts_root=tmp_path)
+    a = new_run_context("train", "mnist", artifacts_root=tmp_path).make_dirs()
+    b = new_run_context("train", "mnist", artifacts_root=tmp_path).make_dirs()
     assert a.uuid != b.uuid
     assert a.run_path != b.run_path
 
@@ -79,7 +79,7 @@ def test_relative_artifacts_root_is_made_absolute(
 
 
 def test_globals_dict_has_every_polyaxon_global(tmp_path: Path) -> None:
-    ctx = create_run_context("train", "mnist", artifacts_root=tmp_path, iteration=3)
+    ctx = new_run_context("train", "mnist", artifacts_root=tmp_path, iteration=3).make_dirs()
     data = ctx.globals_dict()
     assert set(data) == POLYAXON_GLOBALS
     assert data["project_unique_name"] == "local.mnist"
@@ -95,7 +95,7 @@ def test_globals_dict_has_every_polyaxon_global(tmp_path: Path) -> None:
 def test_duration_and_times_once_the_run_finished(tmp_path: Path) -> None:
     start = datetime(2024, 1, 1, tzinfo=UTC)
     ctx = replace(
-        create_run_context("train", "mnist", artifacts_root=tmp_path),
+        new_run_context("train", "mnist", artifacts_root=tmp_path).make_dirs(),
         started_at=start,
         finished_at=start + timedelta(seconds=90),
     )
@@ -116,7 +116,7 @@ def test_project_names_that_are_not_directory_safe_are_rejected(tmp_path: Path, 
 
 
 def test_env_vars_carry_the_contract_and_polyaxon_aliases(tmp_path: Path) -> None:
-    ctx = create_run_context("train", "mnist", artifacts_root=tmp_path, iteration=2)
+    ctx = new_run_context("train", "mnist", artifacts_root=tmp_path, iteration=2).make_dirs()
     env = ctx.env_vars({"learning_rate": 0.01, "layers": [1, 2]})
     assert env["POLYAXON_PREFECT_RUN_UUID"] == ctx.uuid
     assert env["POLYAXON_PREFECT_RUN_NAME"] == "train"
@@ -133,7 +133,7 @@ def test_env_vars_carry_the_contract_and_polyaxon_aliases(tmp_path: Path) -> Non
 
 
 def test_env_vars_without_params_is_an_empty_object(tmp_path: Path) -> None:
-    ctx = create_run_context("train", "mnist", artifacts_root=tmp_path)
+    ctx = new_run_context("train", "mnist", artifacts_root=tmp_path).make_dirs()
     env = ctx.env_vars()
     assert env["POLYAXON_PREFECT_PARAMS"] == "{}"
     assert "POLYAXON_PREFECT_ITERATION" not in env
@@ -161,7 +161,7 @@ def test_globals_username_is_the_same_for_a_job_a_dag_op_and_a_trial(
     job = prepare_job(load_polyaxonfile(path), connections={})
     dag = new_run_context("dag")  # what a DAG run without a context gets (`_DagFlow`)
     op = _dag._child_context("op", dag)
-    trial = create_run_context("trial", project_name(), iteration=0)
+    trial = new_run_context("trial", project_name(), iteration=0).make_dirs()
 
     assert job.argv[-1] == "alice"
     contexts = (job.context, dag, op, trial, new_run_context("x"))

@@ -14,8 +14,8 @@ from polyaxon_prefect.loading._load import load_polyaxonfile
 from polyaxon_prefect.runtime import (
     EXECUTORS,
     PrepareOptions,
-    create_run_context,
     executor_for,
+    new_run_context,
 )
 from polyaxon_prefect.runtime._executors import (
     JobExecutor,
@@ -39,7 +39,7 @@ def test_a_job_runs_through_its_executor(tmp_path: Path) -> None:
     path = _job_file(tmp_path)
     executor = executor_for("job")
     assert EXECUTORS[("job", "local")] is executor
-    context = create_run_context("t", "proj", artifacts_root=tmp_path / "artifacts")
+    context = new_run_context("t", "proj", artifacts_root=tmp_path / "artifacts").make_dirs()
     options = PrepareOptions(run_context=context, connections={})
     prepared = executor.prepare(load_polyaxonfile(path), options)
     lines: list[str] = []
@@ -72,14 +72,14 @@ def test_a_backend_with_no_executor_for_the_kind_is_refused() -> None:
 def test_what_an_executor_prepares_is_stamped_with_its_kind_and_backend(tmp_path: Path) -> None:
     """A notifier is prepared by the job's functions, yet says `notifier`: whoever runs it
     finds the notifier's executor, never a default one."""
-    context = create_run_context("t", "proj", artifacts_root=tmp_path / "artifacts")
+    context = new_run_context("t", "proj", artifacts_root=tmp_path / "artifacts").make_dirs()
     loaded = load_polyaxonfile(_job_file(tmp_path, "notifier"))
     prepared = executor_for("notifier").prepare(loaded, PrepareOptions(run_context=context))
     assert (prepared.run_kind, prepared.backend) == ("notifier", "local")
 
 
 def test_an_executor_refuses_what_another_kind_prepared(tmp_path: Path) -> None:
-    context = create_run_context("t", "proj", artifacts_root=tmp_path / "artifacts")
+    context = new_run_context("t", "proj", artifacts_root=tmp_path / "artifacts").make_dirs()
     loaded = load_polyaxonfile(_job_file(tmp_path))
     prepared = executor_for("job").prepare(loaded, PrepareOptions(run_context=context))
     with pytest.raises(ValueError, match="cannot run as `tfjob` on `local`"):

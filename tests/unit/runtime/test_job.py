@@ -11,7 +11,7 @@ import pytest
 
 from polyaxon_prefect.exceptions import PolyaxonfileError, UnsupportedFeatureError
 from polyaxon_prefect.loading._load import load_polyaxonfile
-from polyaxon_prefect.runtime import UnknownConnectionError, create_run_context
+from polyaxon_prefect.runtime import UnknownConnectionError, new_run_context
 from polyaxon_prefect.runtime._job import (
     BuildNotSupportedError,
     PreparedJob,
@@ -37,7 +37,7 @@ def prepare(
 ) -> PreparedJob:
     path = write(tmp_path, body)
     loaded = load_polyaxonfile(path, params=params or {})
-    ctx = create_run_context("test", "proj", artifacts_root=tmp_path / "artifacts")
+    ctx = new_run_context("test", "proj", artifacts_root=tmp_path / "artifacts").make_dirs()
     return prepare_job(
         loaded,
         run_context=ctx,

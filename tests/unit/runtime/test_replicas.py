@@ -11,7 +11,7 @@ import pytest
 from polyaxon_prefect.distributed import NotEnoughGpusError
 from polyaxon_prefect.exceptions import PolyaxonfileError, UnsupportedFeatureError
 from polyaxon_prefect.loading import load_polyaxonfile
-from polyaxon_prefect.runtime import PrepareOptions, create_run_context, executor_for
+from polyaxon_prefect.runtime import PrepareOptions, executor_for, new_run_context
 from polyaxon_prefect.runtime._mpi import mpirun_argv
 
 
@@ -27,7 +27,7 @@ def _load(tmp_path: Path, run: str):
 def _prepare(tmp_path: Path, run: str, **kwargs):
     loaded = _load(tmp_path, textwrap.dedent(run))
     kind = loaded.operation.component.run.kind
-    context = create_run_context("t", "proj", artifacts_root=tmp_path / "artifacts")
+    context = new_run_context("t", "proj", artifacts_root=tmp_path / "artifacts").make_dirs()
     options = PrepareOptions(run_context=context, connections={}, **kwargs)
     return executor_for(kind).prepare(loaded, options)
 

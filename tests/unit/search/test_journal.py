@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from polyaxon_prefect.runtime._dashboard import DashboardError, dashboard_storage
+from polyaxon_prefect._dashboard import DashboardError, dashboard_storage
 from polyaxon_prefect.search._journal import (
     LEGACY_FILE,
     JournalDamagedError,

@@ -92,66 +92,22 @@ def _bayes(utility: dict | None = None, **kwargs: Any) -> tuple[Any, list[str]]:
         return build_sampler(m, optuna_space(m.hp_params()), seed=1, **kwargs)
 
 
-@pytest.mark.parametrize(
-    ("utility", "expected"),
-    [
-        ({"acquisitionFunction": "ucb", "kappa": 1.5}, {"acquisition": "ucb", "kappa": 1.5}),
-        ({"acquisitionFunction": "poi", "eps": 0.1}, {"acquisition": "poi", "eps": 0.1}),
-        ({"acquisitionFunction": "ei", "eps": 0.2}, {"acquisition": "ei", "eps": 0.2}),
-        (
-            {"acquisitionFunction": "ei", "eps": 0.0, "gaussianProcess": {"kernel": "matern"}},
-            {"kernel": "matern", "nu": 1.5},
-        ),
-        (
-            {"acquisitionFunction": "ei", "eps": 0.0, "gaussianProcess": {"kernel": "rbf"}},
-            {"kernel": "rbf"},
-        ),
-        (
-            {
-                "acquisitionFunction": "ei",
-                "eps": 0.0,
-                "gaussianProcess": {"nu": 2.5, "lengthScale": 0.2, "numRestartsOptimizer": 3},
-            },
-            {"length_scale": 0.2, "num_restarts": 3, "nu": 2.5},
-        ),
-    ],
-    ids=["ucb", "poi", "ei-eps", "matern-1.5", "rbf", "length-scale-restarts"],
-)
-def test_settings_gp_sampler_cannot_honour_use_the_numpy_process(
-    utility: dict, expected: dict
-) -> None:
-    sampler, notes = _bayes({"numWarmup": 300, "numIterations": 3, **utility})
-    assert isinstance(sampler, GaussianProcessSampler)
-    assert {key: getattr(sampler, key) for key in expected} == expected
-    assert (sampler.num_warmup, sampler.num_iterations, sampler.n_startup) == (300, 3, 2)
-    assert notes == []
-
-
-def test_a_nu_without_closed_form_is_rounded_and_the_file_warns() -> None:
-    sampler, notes = _bayes(
-        {
-            "acquisitionFunction": "ucb",
-            "kappa": 1.2,
-            "gaussianProcess": {"kernel": "matern", "nu": 1.9},
-        }
-    )
-    assert isinstance(sampler, GaussianProcessSampler) and sampler.nu == 1.5
-    assert notes == []  # loading warns about it (tests/unit/loading/test_matrix_warnings.py)
-
-
 def test_without_torch_bayes_falls_back_to_the_numpy_process_and_says_so(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` now raises ImportError
     sampler, notes = _bayes()
-    assert isinstance(sampler, GaussianProcessSampler)
-    assert (sampler.acquisition, sampler.kernel, sampler.nu) == ("ei", "matern", 2.5)
+    assert isinstance(sampler, GaussianProcessSampler) and sampler.n_startup == 2
     assert any("needs torch" in n and "numpy Gaussian process instead" in n for n in notes)
     study = SweepStudy.open(matrix(BAYES), study_name=f"no-torch-{id(notes)}", storage=":memory:")
     assert any("needs torch" in n for n in study.warnings)
-    # settings only the numpy process honours need no torch and no warning
-    ucb, notes = _bayes({"acquisitionFunction": "ucb", "kappa": 2.0})
-    assert isinstance(ucb, GaussianProcessSampler) and notes == []
+    # a utilityFunction gets the same process (loading warns about what it approximates)
+    ucb, notes = _bayes(
+        {"acquisitionFunction": "ucb", "kappa": 2.0, "numWarmup": 300, "numIterations": 3}
+    )
+    assert isinstance(ucb, GaussianProcessSampler)
+    assert (ucb.num_warmup, ucb.num_iterations) == (300, 3)
+    assert any("needs torch" in n for n in notes)
 
 
 def test_space_maps_polyaxon_laws() -> None:

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from polyaxon_prefect.loading._yaml import parse_yaml
+from polyaxon_prefect._source._yaml import parse_yaml
 from polyaxon_prefect.specs._build import Build
 from polyaxon_prefect.specs._cache import Cache
 from polyaxon_prefect.specs._environment import Environment
 from polyaxon_prefect.specs._events import WIRED_EVENT_KINDS, EventKind, EventTrigger
-from polyaxon_prefect.specs._hooks import Hook
+from polyaxon_prefect.specs._hook_spec import Hook
 from polyaxon_prefect.specs._init import Init
 from polyaxon_prefect.specs._joins import Join, JoinParam
 from polyaxon_prefect.specs._mount import Mount, Template

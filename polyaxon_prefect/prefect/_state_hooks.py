@@ -2,7 +2,7 @@
 
 A flow whose op has hooks gets one function in each of Prefect's ``on_completion``,
 ``on_failure``, ``on_cancellation`` and ``on_crashed``: when the flow run reaches its final
-state, every hook due for that status (`runtime._hooks.hook_due`) runs its hub component as its
+state, every hook due for that status (`runtime._due_hooks.hook_due`) runs its hub component as its
 own flow run, named ``<op>-hook-<component>``, with the op's context as params. A flow run
 started from a deployment gets them the same way, since the flow is built here for both. A hook
 that fails is logged on the op's flow run; it never changes the op's own state.
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from polyaxon_prefect.prefect._request import OpRequest
-from polyaxon_prefect.runtime._hooks import (
+from polyaxon_prefect.runtime._due_hooks import (
     DEFAULT_PARAMS,
     hook_context,
     hook_document,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Optional, Union
 
 from polyaxon_prefect.specs._base import is_template
-from polyaxon_prefect.specs._types import TypeSpec, parse_type
+from polyaxon_prefect.specs._types import TEXT_TYPES, TypeSpec, parse_type
 
 __all__ = ["FlowParam", "flow_params", "flow_signature", "python_name"]
 
@@ -42,25 +42,8 @@ _SCALARS: dict[str, Any] = {
     "StrictFloat": float,
     "StrictBool": bool,
     "StrictStr": str,
+    "metric": float,
 }
-_STRING_LIKE = frozenset(
-    {
-        "path",
-        "uri",
-        "image",
-        "gcs",
-        "s3",
-        "wasb",
-        "date",
-        "datetime",
-        "time",
-        "timedelta",
-        "uuid",
-        "email",
-        "metric",
-        "metadata",
-    }
-)
 _BOUNDS = ("gt", "ge", "lt", "le")
 _NOT_IDENTIFIER = re.compile(r"\W")
 
@@ -93,7 +76,7 @@ def _annotation(spec: TypeSpec) -> Any:
         return Any
     if spec.name in _SCALARS:
         return _SCALARS[spec.name]
-    if spec.name in _STRING_LIKE:
+    if spec.name in TEXT_TYPES:
         return str
     if spec.name == "none":
         return type(None)

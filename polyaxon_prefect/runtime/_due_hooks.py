@@ -6,7 +6,7 @@ hook's ``trigger`` (``done``, or no trigger, matches every final status) and its
 params: ``uuid``, ``kind``, ``name``, ``inputs``, ``outputs``, ``status`` and ``condition``
 (``V1Operation.from_hook``). A default param the hook component does not declare is passed as
 context-only (usable in its templates, never checked against its inputs). Pure: the Prefect
-layer (``prefect/_hooks.py``) loads and runs what this returns.
+layer (``prefect/_state_hooks.py``) loads and runs what this returns.
 """
 
 from __future__ import annotations
