@@ -6,8 +6,8 @@
   runs in this thread (`execute_job`); the run is created in its final state when the trial
   ends within `SHOW_RUNNING_AFTER_SECONDS` (one API call), else ``Running`` when that delay
   expires and final at the end (two calls). Prefect's flow engine would make about ten API
-  calls per subflow plus its own client-side work: 130-400 ms per trial on a 2-core machine
-  against a few ms of process, which was the whole cost of a sweep of short trials. Requests
+  calls per subflow plus its own client-side work, many times what a short trial's process
+  costs: that was the whole cost of a sweep of short trials. Requests
   go one at a time with a quick retry on ``503`` (`polyaxon_prefect.prefect._client`). Trials
   are not cached: the study is the sweep's memory (a resumed sweep never re-runs a completed
   trial).
@@ -84,8 +84,8 @@ class _TrialRun:
     created directly in its final state (Prefect sets its start and end time), its lines
     buffered until then; a longer one is created ``Running`` when the delay expires (by a
     timer, so the UI shows it while it runs) and gets its final state at the end. Each API
-    call costs the server a write (30-40 ms on SQLite with four trials at once on two cores),
-    which is most of what a short trial costs.
+    call costs the server a write (SQLite writes one at a time), which is most of what a
+    short trial costs.
     """
 
     def __init__(self, client: Any, create: Any, show_after: float) -> None:
@@ -168,8 +168,8 @@ def run_job_trial(
     `_TrialRun`), under ``parent_task_run_id`` (the sweep's ``trials`` task run).
 
     ``client`` is a sync Prefect client shared by the sweep's trials: a client per trial
-    costs a new connection whose first request took 450 ms with four trials starting at once
-    (on 2 cores, against 25 ms on a warm connection).
+    costs a new connection whose first request is many times slower than one on a warm
+    connection when several trials start at once.
     """
     from prefect.client.schemas.actions import FlowRunCreate
 
@@ -238,8 +238,8 @@ def trials_task_run(client: Any, flow_run_id: UUID | None) -> UUID | None:
     child flow run hangs under (so the UI lists the trials as the sweep's subflow runs).
 
     One per sweep, not one per trial: a task run per trial made each trial wait for the
-    server to record it from its events before its flow run could name it as parent (about
-    60 ms, 404s while polling), and doubled the writes that contend for the server's
+    server to record it from its events before its flow run could name it as parent (404s
+    while polling), and doubled the writes that contend for the server's
     database (SQLite answered ``503`` under four concurrent trials, and the client's retry
     back-off cost seconds).
     """

@@ -10,7 +10,7 @@ Two steps with a clean boundary, so the flow layer, DAG ops and matrix trials ca
 * `execute_job` runs the init steps and the process (no shell: a param value like
   ``"; touch pwned"`` stays one literal argument), then reads back the outputs and metrics.
 
-Each step lives in its own module (``_params``, ``_render``, ``_init``, ``_build``,
+Each step lives in its own module (``_param_values``, ``_render``, ``_init``, ``_build``,
 ``_cache_key``, ``_locate``, ``_outcome``); nothing here imports Prefect.
 """
 
