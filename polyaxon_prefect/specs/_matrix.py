@@ -108,6 +108,11 @@ class _Matrix(BaseSpec):
     """What else a ``matrix:`` section of this kind needs, said when a mis-indented file lost
     its ``matrix:`` line (see `MATRIX_SECTION_KINDS`)."""
 
+    searches_params: ClassVar[bool] = False
+    """Whether a model-based sampler searches this kind's params over their ranges (so a
+    param of another distribution, a normal, is approximated: `check` warns about each, see
+    `specs/_matrix_warnings.py`); the kinds that enumerate or draw their params leave it off."""
+
     concurrency: PositiveIntOrRef | None = None
     early_stopping: list[EarlyStopping] | None = None
 
@@ -264,6 +269,7 @@ class UtilityFunction(BaseSpec):
 class Bayes(_Searched):
     """``numInitialRuns`` random runs, then one Gaussian-process suggestion per iteration."""
 
+    searches_params: ClassVar[bool] = True
     kind: Literal["bayes"] = "bayes"
     utility_function: UtilityFunction | None = None
     num_initial_runs: PositiveIntOrRef
@@ -290,6 +296,7 @@ class Bayes(_Searched):
 class Hyperopt(_Searched):
     """``numRuns`` suggestions per iteration from hyperopt's ``tpe``, ``rand`` or ``anneal``."""
 
+    searches_params: ClassVar[bool] = True
     kind: Literal["hyperopt"] = "hyperopt"
     algorithm: Literal["tpe", "rand", "anneal"]
     metric: OptimizationMetric

@@ -27,9 +27,6 @@ QUANTILE_EPS = 1e-6
 _GP_SAMPLER_NU = 2.5
 """The only Matern smoothness of the search's Gaussian process (Optuna's ``GPSampler``)."""
 
-_SEARCHED = ("bayes", "hyperopt")
-"""The matrix kinds whose params a sampler searches (the others enumerate or draw them)."""
-
 _UNIFORM_KINDS = ("uniform", "quniform", "loguniform", "qloguniform")
 
 Path = tuple[str | int, ...]
@@ -70,7 +67,7 @@ def matrix_warnings(operation: Operation) -> list[Problem]:
 
 def _walk(operation: Operation, prefix: Path) -> Iterator[Problem]:
     matrix = operation.matrix
-    if matrix is not None and matrix.kind in _SEARCHED:
+    if matrix is not None and matrix.searches_params:
         for problem in _of_matrix(matrix):
             yield problem.prefixed((*prefix, "matrix"))
     component = operation.component
