@@ -7,25 +7,18 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from polyaxon_prefect import tracking
 from polyaxon_prefect.runtime import new_run_context, read_metrics, read_outputs, run_process
-from tests.unit.runtime.test_tracking import _RUN_ENV
+from tests.unit.runtime.test_tracking import (  # _fresh_tracking: autouse here too
+    _RUN_ENV,
+    _fresh_tracking,  # noqa: F401
+)
 
 pytestmark = pytest.mark.process
-
-
-@pytest.fixture(autouse=True)
-def _fresh_tracking(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """As in tests/unit/runtime/test_tracking.py: no run's environment, a fresh module state."""
-    for name in _RUN_ENV:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(tracking, "_state", {"artifacts": None, "outputs": None, "warned": False})
-    yield
 
 
 PY = sys.executable
