@@ -31,13 +31,19 @@ class ServerGone(Exception):
 class ServerWatch:
     """Checks, at most once per ``interval`` seconds, that the run's server is alive: a
     temporary server by its process, any other by its health check (``misses`` failures in a
-    row, so a busy server is not taken for a dead one)."""
+    row, so a busy server is not taken for a dead one).
+
+    Only a server that answered can go away: one we started answered before the run began; a
+    server the user chose counts once a health check has reached it. A user's server that was
+    never reachable is not "gone mid-run": the run's first request fails and says why.
+    """
 
     def __init__(self, connection: Any, *, interval: float = 1.0, misses: int = 3) -> None:
         self.connection = connection
         self.interval = interval
         self.misses = misses
         self._failed = 0
+        self._answered = not connection.user_chosen
         self._next = time.monotonic() + interval
 
     def check(self) -> None:
@@ -51,8 +57,12 @@ class ServerWatch:
             if temporary.process.poll() is not None:
                 raise ServerGone(self.connection.ui_url)
             return
-        self._failed = 0 if healthy(self.connection.api_url) else self._failed + 1
-        if self._failed >= self.misses:
+        if healthy(self.connection.api_url):
+            self._failed = 0
+            self._answered = True
+        else:
+            self._failed += 1
+        if self._answered and self._failed >= self.misses:
             raise ServerGone(self.connection.ui_url)
 
 
