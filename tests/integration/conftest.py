@@ -37,7 +37,7 @@ def wait_http(url: str, process: subprocess.Popen[bytes], seconds: float) -> Non
     raise AssertionError(f"{url} did not answer in {seconds:.0f}s")
 
 
-def stop(process: subprocess.Popen[bytes], grace: float = 60) -> None:
+def stop(process: subprocess.Popen[bytes], grace: float = 10) -> None:
     """Stop ``process`` (started with ``start_new_session``) and what it started: SIGINT to its
     session, as Ctrl-C would, then SIGKILL after ``grace`` seconds. A loaded machine can take
     long to shut a worker or a server down; tests assert on what the runs did, not on that."""

@@ -194,7 +194,7 @@ def journey(tmp_path: Path) -> Iterator[Journey]:
         yield state
     finally:
         for process in state.background.values():
-            stop(process, grace=30)
+            stop(process)
         state.cli(".venv/bin/polyaxon-prefect server stop")
 
 
