@@ -1,9 +1,5 @@
 from __future__ import annotations
 
-import time
-from pathlib import Path
-from typing import Any
-
 from polyaxon_prefect.search import grid_suggestions
 from polyaxon_prefect.search._study import SweepStudy
 
@@ -86,14 +82,3 @@ def test_stop_drops_queued_trials() -> None:
     assert study.is_finished()
     assert study.stop_reason == "loss reached 0.0"
     assert [r.status for r in study.history()] == ["stopped"]
-
-
-def _worker(url: str, out: str, start: Any) -> None:
-    study = SweepStudy.open(matrix(GRID), study_name="shared", storage=url, resume=True)
-    start.wait(60)  # both processes ask from the same moment (spawning one can take seconds)
-    seen = []
-    while (s := study.ask()) is not None:
-        seen.append(s.index)
-        time.sleep(0.01)  # a trial takes some time, so the other process gets its turn
-        study.tell(s.number, status="succeeded", value=float(s.index))
-    Path(out).write_text(" ".join(map(str, seen)))
