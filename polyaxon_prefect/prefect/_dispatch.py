@@ -25,7 +25,7 @@ the runners and Prefect are imported where they are used.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from polyaxon_prefect.prefect._request import Children, OpRequest, OpTask, SweepOptions
@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from prefect.client.schemas.objects import State
 
     from polyaxon_prefect.prefect._job import OutcomeCallback
+    from polyaxon_prefect.runtime import Connection
+    from polyaxon_prefect.specs import LoadedPolyaxonfile
 
 __all__ = [
     "DISPATCH",
@@ -217,11 +219,13 @@ def run_request(
     return _result_of(state, request, outcomes)
 
 
-def run_hook_op(loaded: Any, connections: Any) -> RunResult:
+def run_hook_op(
+    loaded: LoadedPolyaxonfile, connections: Mapping[str, Connection] | None
+) -> RunResult:
     """A Polyaxon hook's op, run as a top-level flow run on the server the ended run used (the
     run that fires it is connected already)."""
     request = OpRequest(loaded=loaded, connections=connections)
-    return run_request(request, flow_name=loaded.component.name)
+    return run_request(request)  # named after the hook's component, else its op
 
 
 class _SubflowOpTask:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -33,6 +33,9 @@ from polyaxon_prefect.specs import context_kind
 if TYPE_CHECKING:
     from prefect.flows import FlowStateHook
 
+    from polyaxon_prefect.runtime import Connection
+    from polyaxon_prefect.specs import LoadedPolyaxonfile
+
 __all__ = [
     "HookRunner",
     "StateHooks",
@@ -44,7 +47,7 @@ __all__ = [
 
 StateHook = Callable[[Any, Any, Any], None]
 
-HookRunner = Callable[[Any, Any], RunResult]
+HookRunner = Callable[["LoadedPolyaxonfile", "Mapping[str, Connection] | None"], RunResult]
 """Runs a hook's loaded op with the ended run's connections, as a top-level flow run. The
 dispatcher hands it in (`polyaxon_prefect.prefect._dispatch.run_hook_op`), as it hands runners
 their `Children`, so this module never imports the dispatcher that imports it."""
