@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
+from polyaxon_prefect.runtime._context import find_run_path
 from polyaxon_prefect.search._sweep import read_data_section
 from polyaxon_prefect.specs import Status
 
@@ -332,7 +333,9 @@ run has gives its kind."""
 
 def get_run(api: str, run: str) -> dict[str, Any] | None:
     """One run by flow-run id, name or Polyaxon uuid (None: no such run): status, params,
-    outputs, metrics, duration, URL, and a DAG's ``ops`` or a sweep's ``trials`` and ``best``.
+    outputs, metrics, duration, URL, its run directory (``artifacts_path``, None when it is not
+    under this machine's artifacts root), and a DAG's ``ops`` or a sweep's ``trials`` and
+    ``best``.
 
     Raises `AmbiguousRunError` when several runs have the name ``run``."""
     with _client(api) as client:
@@ -344,7 +347,7 @@ def get_run(api: str, run: str) -> dict[str, Any] | None:
         report = _shape(artifacts)
         details = report.read(client, found, artifacts) if report is not None else {}
     ui = api.rstrip("/").removesuffix("/api")
-    return {
+    shown = {
         **row,
         "uuid": None,
         "message": (found.state.message if found.state else "") or "",
@@ -354,3 +357,6 @@ def get_run(api: str, run: str) -> dict[str, Any] | None:
         **details,
         "url": f"{ui}/runs/flow-run/{found.id}",
     }
+    path = find_run_path(shown["uuid"]) if shown["uuid"] else None
+    shown["artifacts_path"] = str(path) if path is not None else None
+    return shown

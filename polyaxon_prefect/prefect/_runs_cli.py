@@ -16,7 +16,7 @@ from typing import Any
 from polyaxon_prefect._cli_args import port, seconds, text_value
 from polyaxon_prefect.specs import Status
 
-__all__ = ["add_runs_parsers", "cmd_get", "cmd_ls", "cmd_server"]
+__all__ = ["add_runs_parsers", "cmd_get", "cmd_ls", "cmd_server", "find_run", "run_api"]
 
 _STOPPED_EXIT = 3
 """``server status`` when the server is not running (as ``systemctl status`` says it)."""
@@ -305,3 +305,35 @@ def cmd_get(args: argparse.Namespace) -> int:
         return 0
     _print_run(run)
     return 0
+
+
+def run_api() -> str:
+    """The API the run verbs use (``PREFECT_API_URL``, else the background server); none is
+    one `PolyaxonPrefectError` line."""
+    from polyaxon_prefect.exceptions import PolyaxonPrefectError
+
+    api = _api()
+    if api is None:
+        raise PolyaxonPrefectError(
+            "no Prefect server to read runs from: start one with `polyaxon-prefect server "
+            "start` (runs made with it are listed), or set PREFECT_API_URL"
+        )
+    return api
+
+
+def find_run(ref: str) -> tuple[str, dict[str, Any]]:
+    """The API and the run ``ref`` names (flow-run id, name or Polyaxon uuid), as `get` shows it
+    (``artifacts_path`` included): the one lookup of every verb that takes a RUN. No such run,
+    or a name several runs have, is one `PolyaxonPrefectError` line (with the candidates' ids)."""
+    from polyaxon_prefect.exceptions import PolyaxonPrefectError
+    from polyaxon_prefect.prefect._runs import AmbiguousRunError, get_run
+
+    api = run_api()
+    try:
+        run = _read(api, lambda: get_run(api, ref))
+    except AmbiguousRunError as exc:
+        ids = ", ".join(c["id"] for c in exc.candidates)
+        raise PolyaxonPrefectError(f"{exc}; name one by its id: {ids}") from None
+    if run is None:
+        raise PolyaxonPrefectError(f"no run with the id, name or uuid `{ref}`")
+    return api, run

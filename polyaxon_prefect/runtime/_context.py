@@ -36,6 +36,7 @@ __all__ = [
     "ENV_ARTIFACTS_ROOT",
     "ENV_PROJECT",
     "RunContext",
+    "find_run_path",
     "new_run_context",
     "project_name",
     "project_uuid",
@@ -257,3 +258,17 @@ def new_run_context(
         original_uuid=original_uuid,
         cloning_kind=cloning_kind,
     )
+
+
+def find_run_path(
+    run_uuid: str, artifacts_root: str | os.PathLike[str] | None = None
+) -> Path | None:
+    """The directory of run ``run_uuid`` under the artifacts root (``<project>/<uuid>``, any
+    project), or None when no directory has it: the one lookup the run verbs (``logs``,
+    ``artifacts``, ``restart``, ``resume``, ``invalidate``) use, so they agree on where a run is.
+    """
+    if not _SEGMENT.match(run_uuid):
+        return None
+    root = resolve_artifacts_root(artifacts_root)
+    found = [path for path in root.glob(f"*/{run_uuid}") if path.is_dir()]
+    return found[0] if len(found) == 1 else None

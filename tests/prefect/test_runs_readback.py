@@ -86,6 +86,7 @@ def test_get_job_has_last_metrics_and_is_found_by_polyaxon_uuid(
     assert got is not None
     assert (got["kind"], got["status"], got["uuid"]) == ("job", "succeeded", job.uuid)
     assert got["metrics"] == {"acc": 0.7}, "the last value of each metric, as a number"
+    assert got["artifacts_path"] == job.artifacts_path, "the run directory every RUN verb reads"
     assert got["params"]["x"] == "0.25" and got["outputs"] == {"loss": "0.0025"}
     assert job.uuid is not None
     for ref in (job.uuid, str(UUID(job.uuid))):  # as `run` prints it, and dashed
