@@ -10,10 +10,17 @@ from typing import TYPE_CHECKING
 from polyaxon_prefect._lazy import lazy_attributes
 
 if TYPE_CHECKING:
+    from polyaxon_prefect.loading._cli_overrides import (
+        CliOverrides,
+        matrix_from_hparams,
+        parse_hparams,
+        parse_tags,
+    )
     from polyaxon_prefect.loading._load import (
         load_operation_for_signature,
         load_polyaxonfile,
         parse_cli_params,
+        source_of,
     )
     from polyaxon_prefect.loading._patch import (
         PATCH_STRATEGIES,
@@ -37,6 +44,11 @@ if TYPE_CHECKING:
     from polyaxon_prefect.specs import LoadedPolyaxonfile
 
 _LAZY = {
+    "CliOverrides": "_cli_overrides",
+    "matrix_from_hparams": "_cli_overrides",
+    "parse_hparams": "_cli_overrides",
+    "parse_tags": "_cli_overrides",
+    "source_of": "_load",
     "LoadedPolyaxonfile": "polyaxon_prefect.specs",
     "load_polyaxonfile": "_load",
     "load_operation_for_signature": "_load",
@@ -60,6 +72,7 @@ _LAZY = {
 
 __all__ = [
     "PATCH_STRATEGIES",
+    "CliOverrides",
     "LoadedPolyaxonfile",
     "ParamValue",
     "TemplateError",
@@ -71,13 +84,17 @@ __all__ = [
     "hub_dirs_from_env",
     "load_operation_for_signature",
     "load_polyaxonfile",
+    "matrix_from_hparams",
     "parse_cli_params",
+    "parse_hparams",
+    "parse_tags",
     "parse_yaml",
     "patch",
     "read_literal",
     "render_bool",
     "render_text",
     "render_value",
+    "source_of",
 ]
 
 __getattr__ = lazy_attributes(__name__, _LAZY)

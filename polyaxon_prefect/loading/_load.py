@@ -29,6 +29,7 @@ from polyaxon_prefect._source import (
 )
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
 from polyaxon_prefect.legacy import LEGACY_KINDS, is_legacy, looks_legacy
+from polyaxon_prefect.loading._cli_overrides import CliOverrides
 from polyaxon_prefect.loading._compat import normalize_image_params
 from polyaxon_prefect.loading._yaml import parse_yaml
 from polyaxon_prefect.specs import (
@@ -42,8 +43,9 @@ from polyaxon_prefect.specs import (
 )
 from polyaxon_prefect.specs._matrix_warnings import matrix_warnings
 
-__all__ = ["LoadedPolyaxonfile", "load_polyaxonfile", "parse_cli_params"]
+__all__ = ["LoadedPolyaxonfile", "load_polyaxonfile", "parse_cli_params", "source_of"]
 
+_URL_SCHEMES = ("http", "https", "file")
 _REF_KEYS = ("hubRef", "urlRef", "pathRef", "dagRef", "component")
 _TOP_KINDS = ("component", "operation")
 _SUPPORTED_VERSIONS = (1.1,)
@@ -161,7 +163,11 @@ class _Loader:
         self.from_legacy = False
 
     # -- reading ---------------------------------------------------------------------------
-    def read(self, path: Path) -> Document:
+    def read(self, path: Path | str) -> Document:
+        """A file's document; a ``str`` is a URL (``run --url``), fetched with `urlRef`'s
+        limits and named by its URL in every problem."""
+        if isinstance(path, str):
+            return self._read_url(path)
         try:
             text = read_source(path)
         except SourceError as exc:
@@ -170,6 +176,26 @@ class _Loader:
             ) from None
         self.files.append(str(path))
         return parse_yaml(text, file=str(path))
+
+    def _read_url(self, url: str) -> Document:
+        from polyaxon_prefect.loading._refs import fetch_url_text
+
+        try:
+            text = fetch_url_text(url, timeout=self.url_timeout)
+        except ValueError as exc:
+            raise PolyaxonfileError(
+                [
+                    Problem(
+                        f"the Polyaxonfile at `{url}` could not be fetched: {exc}",
+                        rule="url",
+                        file=url,
+                        value=url,
+                        hint="check the URL and your network, or download the file and use -f",
+                    )
+                ]
+            ) from None
+        self.files.append(url)
+        return parse_yaml(text, file=url)
 
     def legacy(self, doc: Document) -> Document:
         """Legacy (v0.x) files are converted to v1.1 data before anything else sees them."""
@@ -399,10 +425,19 @@ class _Loader:
     # -- assembling --------------------------------------------------------------------------
     def assemble(
         self,
-        path: Path,
-        presets: Sequence[Path],
+        path: Path | str,
+        presets: Sequence[Path | str],
         cli_params: Mapping[str, str],
+        overrides: CliOverrides | None = None,
     ) -> dict[str, Any] | None:
+        """The operation of ``path`` with its presets, references, ``-P`` params and the
+        command line's other fields (``-HP`` matrix, ``--name``...) applied.
+
+        ``path`` (or a preset) given as a ``str`` is a URL (`source_of`). A ``pathRef`` in a
+        file read from a URL is relative to that URL and fetched from there, like a ``pathRef``
+        inside a ``urlRef`` component. Polyaxon 2.x's CLI reads it from the current directory
+        instead (it keeps no path context for ``--url``); a remote file naming its own
+        neighbours is what its author meant, and it never reads this machine's disk."""
         from polyaxon_prefect.loading._patch import apply_preset, apply_run_patch
 
         doc = self.legacy(self.read(path))
@@ -432,8 +467,8 @@ class _Loader:
             preset = dict(preset_doc.data)
             op = apply_preset(op, preset)
             patches.append((preset_doc.positions, preset))
-        base_dir = path.parent
-        self.resolve_refs(op, (), base_dir, ((_source_identity(str(path), path), str(path)),))
+        base: Path | str = path if isinstance(path, str) else path.parent
+        self.resolve_refs(op, (), base, ((_source_identity(str(path), path), str(path)),))
         if cli_params:
             params = dict(op.get("params") or {})
             cli_positions = Positions(file="-P")
@@ -441,6 +476,9 @@ class _Loader:
                 params[name] = {"value": value}
                 self.sources.add(("params", name), cli_positions, ("params", name))
             op["params"] = params
+        if overrides is not None:
+            for at, flag in overrides.apply(op):
+                self.sources.add(at, Positions(file=flag), at)
         run_patch = op.get("runPatch")
         component = op.get("component")
         if run_patch and isinstance(component, dict) and isinstance(component.get("run"), dict):
@@ -548,6 +586,14 @@ def _sorted(problems: list[Problem]) -> list[Problem]:
     )
 
 
+def source_of(path: str | os.PathLike[str]) -> Path | str:
+    """Where a file is read from: a ``str`` with an http, https or file scheme is a URL (kept
+    as a ``str``: a `Path` would fold its ``//``), anything else a local path."""
+    if isinstance(path, str) and urllib.parse.urlsplit(path).scheme.lower() in _URL_SCHEMES:
+        return path
+    return Path(path)
+
+
 def load_polyaxonfile(
     path: str | os.PathLike[str],
     presets: Sequence[str | os.PathLike[str]] = (),
@@ -555,15 +601,18 @@ def load_polyaxonfile(
     *,
     hub_dirs: Sequence[str | os.PathLike[str]] = (),
     url_timeout: float | None = None,
+    overrides: CliOverrides | None = None,
 ) -> LoadedPolyaxonfile:
     """Load, resolve and validate a Polyaxonfile; raise `PolyaxonfileError` with every problem.
 
-    ``params`` are given as on the command line (strings parsed by the declared input type) or
-    as Python values.
+    ``path`` may be a URL (`source_of`; ``run --url``). ``params`` are given as on the command
+    line (strings parsed by the declared input type) or as Python values. ``overrides``: the
+    other fields a command line sets (``-HP`` matrix, ``--name``, ``--tags``...), validated
+    like the file's own and located at their flag.
     """
     loader = _Loader([Path(p) for p in hub_dirs], url_timeout)
     cli_params = {str(k): v for k, v in (params or {}).items()}
-    op = loader.assemble(Path(path), [Path(p) for p in presets], cli_params)
+    op = loader.assemble(source_of(path), [source_of(p) for p in presets], cli_params, overrides)
     operation = loader.validate(op) if op is not None and not loader.blocked else None
     if loader.problems or operation is None:
         raise PolyaxonfileError(
