@@ -45,7 +45,6 @@ from polyaxon_prefect.specs._matrix_warnings import matrix_warnings
 
 __all__ = ["LoadedPolyaxonfile", "load_polyaxonfile", "parse_cli_params", "source_of"]
 
-_URL_SCHEMES = ("http", "https", "file")
 _REF_KEYS = ("hubRef", "urlRef", "pathRef", "dagRef", "component")
 _TOP_KINDS = ("component", "operation")
 _SUPPORTED_VERSIONS = (1.1,)
@@ -587,9 +586,10 @@ def _sorted(problems: list[Problem]) -> list[Problem]:
 
 
 def source_of(path: str | os.PathLike[str]) -> Path | str:
-    """Where a file is read from: a ``str`` with an http, https or file scheme is a URL (kept
-    as a ``str``: a `Path` would fold its ``//``), anything else a local path."""
-    if isinstance(path, str) and urllib.parse.urlsplit(path).scheme.lower() in _URL_SCHEMES:
+    """Where a file is read from: a ``str`` with a ``scheme://`` is a URL (kept as a ``str``: a
+    `Path` would fold its ``//``; one of a scheme other than http, https or file is refused
+    when fetched, by name), anything else a local path."""
+    if isinstance(path, str) and "://" in path:
         return path
     return Path(path)
 
