@@ -22,7 +22,7 @@ TYPED = str(Path(__file__).resolve().parent.parent / "examples" / "quick-start" 
         (["run", "-f", TYPED, "--matrix-kind", "grid"], "--matrix-kind only applies to an -HP"),
         (["run", "-f", TYPED, "--matrix-num-runs", "3"], "--matrix-num-runs only applies"),
         (
-            ["run", "-f", TYPED, "-HP", "lr=choice:[1]", "--matrix-kind", "mapping"],
+            ["run", "-f", TYPED, "-HP", "lr=choice:[1]", "--matrix-kind", "grids"],
             "invalid choice",
         ),
         (["run", "-f", TYPED, "-HP", "lr=choice:[1]", "--matrix-concurrency", "0"], "1 or more"),
@@ -70,3 +70,23 @@ def test_a_url_that_cannot_be_fetched_is_one_problem_naming_it(
         "not be fetched: unsupported scheme `ftp`"
     )
     assert json.loads(captured.out)["status"] == "failed"
+
+
+def test_a_mapping_kind_says_an_hp_matrix_has_params_not_values(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = [
+        "run",
+        "-f",
+        TYPED,
+        "-P",
+        "epochs=1",
+        "-HP",
+        "lr=choice:[1]",
+        "--matrix-kind",
+        "mapping",
+    ]
+    assert main(argv) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[0] == "-HP: matrix.values: required field `values` is missing"
+    assert all(line.startswith("-HP: ") for line in lines[:-1])

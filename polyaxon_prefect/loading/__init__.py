@@ -20,7 +20,6 @@ if TYPE_CHECKING:
         load_operation_for_signature,
         load_polyaxonfile,
         parse_cli_params,
-        source_of,
     )
     from polyaxon_prefect.loading._patch import (
         PATCH_STRATEGIES,
@@ -40,6 +39,7 @@ if TYPE_CHECKING:
         render_text,
         render_value,
     )
+    from polyaxon_prefect.loading._url_file import source_of
     from polyaxon_prefect.loading._yaml import parse_yaml
     from polyaxon_prefect.specs import LoadedPolyaxonfile
 
@@ -48,11 +48,11 @@ _LAZY = {
     "matrix_from_hparams": "_cli_overrides",
     "parse_hparams": "_cli_overrides",
     "parse_tags": "_cli_overrides",
-    "source_of": "_load",
+    "source_of": "_url_file",
     "LoadedPolyaxonfile": "polyaxon_prefect.specs",
     "load_polyaxonfile": "_load",
     "load_operation_for_signature": "_load",
-    "parse_cli_params": "_load",
+    "parse_cli_params": "_cli_overrides",
     "PATCH_STRATEGIES": "_patch",
     "apply_preset": "_patch",
     "apply_run_patch": "_patch",

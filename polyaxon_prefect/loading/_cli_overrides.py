@@ -1,5 +1,5 @@
-"""What ``polyaxon-prefect run``'s Polyaxon flags set on the operation: an ad-hoc matrix from
-``-HP``, and ``--name``, ``--description``, ``--tags``.
+"""What the command line sets on the operation: ``-P`` params, and ``run``'s Polyaxon flags:
+an ad-hoc matrix from ``-HP``, and ``--name``, ``--description``, ``--tags``.
 
 Built as Polyaxon 2.x's CLI builds them (``polyaxon/_polyaxonfile/params.py`` and
 ``manager/operations.py``): ``-HP name=kind:value`` splits at the first ``=`` and the first
@@ -27,6 +27,7 @@ __all__ = [
     "DEFAULT_MATRIX_KIND",
     "CliOverrides",
     "matrix_from_hparams",
+    "parse_cli_params",
     "parse_hparams",
     "parse_tags",
 ]
@@ -41,6 +42,37 @@ _HP_HINT = "for example -HP 'lr=choice:[0.1,0.01]' or -HP 'epochs=range:1:10:2'"
 
 def _hp_problem(message: str, value: str, hint: str = _HP_HINT) -> Problem:
     return Problem(message, rule="cli_hparam", file="-HP", value=value, hint=hint)
+
+
+def parse_cli_params(items: Iterable[str]) -> dict[str, str]:
+    """``["lr=0.1", "layers=[1,2]"]`` -> ``{"lr": "0.1", ...}``.
+
+    Values stay strings here: like Polyaxon, they are parsed later by the input's declared type,
+    so ``lr=0.1`` becomes a float for a float input and stays ``"0.1"`` for a str input.
+    """
+    params: dict[str, str] = {}
+    problems: list[Problem] = []
+    for item in items:
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            problems.append(
+                Problem(
+                    f"invalid -P parameter `{item}`: expected NAME=VALUE",
+                    rule="cli_param",
+                    file="-P",
+                    hint="for example -P learning_rate=0.01",
+                )
+            )
+        elif name in params:
+            problems.append(
+                Problem(f"-P `{name}` is given twice", rule="cli_param", file="-P", value=item)
+            )
+        else:
+            params[name] = value
+    if problems:
+        raise PolyaxonfileError(problems)
+    return params
 
 
 def parse_hparams(items: Iterable[str]) -> dict[str, dict[str, Any]]:

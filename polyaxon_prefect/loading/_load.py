@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import os
 import urllib.parse
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,8 +29,9 @@ from polyaxon_prefect._source import (
 )
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
 from polyaxon_prefect.legacy import LEGACY_KINDS, is_legacy, looks_legacy
-from polyaxon_prefect.loading._cli_overrides import CliOverrides
+from polyaxon_prefect.loading._cli_overrides import CliOverrides, parse_cli_params
 from polyaxon_prefect.loading._compat import normalize_image_params
+from polyaxon_prefect.loading._url_file import read_url_document, source_of
 from polyaxon_prefect.loading._yaml import parse_yaml
 from polyaxon_prefect.specs import (
     LoadedPolyaxonfile,
@@ -43,7 +44,7 @@ from polyaxon_prefect.specs import (
 )
 from polyaxon_prefect.specs._matrix_warnings import matrix_warnings
 
-__all__ = ["LoadedPolyaxonfile", "load_polyaxonfile", "parse_cli_params", "source_of"]
+__all__ = ["LoadedPolyaxonfile", "load_polyaxonfile", "parse_cli_params"]
 
 _REF_KEYS = ("hubRef", "urlRef", "pathRef", "dagRef", "component")
 _TOP_KINDS = ("component", "operation")
@@ -114,37 +115,6 @@ class _LegacyPositions(Positions):
         return self.by_path.get((), (1, 1))
 
 
-def parse_cli_params(items: Iterable[str]) -> dict[str, str]:
-    """``["lr=0.1", "layers=[1,2]"]`` -> ``{"lr": "0.1", ...}``.
-
-    Values stay strings here: like Polyaxon, they are parsed later by the input's declared type,
-    so ``lr=0.1`` becomes a float for a float input and stays ``"0.1"`` for a str input.
-    """
-    params: dict[str, str] = {}
-    problems: list[Problem] = []
-    for item in items:
-        name, sep, value = item.partition("=")
-        name = name.strip()
-        if not sep or not name:
-            problems.append(
-                Problem(
-                    f"invalid -P parameter `{item}`: expected NAME=VALUE",
-                    rule="cli_param",
-                    file="-P",
-                    hint="for example -P learning_rate=0.01",
-                )
-            )
-        elif name in params:
-            problems.append(
-                Problem(f"-P `{name}` is given twice", rule="cli_param", file="-P", value=item)
-            )
-        else:
-            params[name] = value
-    if problems:
-        raise PolyaxonfileError(problems)
-    return params
-
-
 class _Loader:
     def __init__(self, hub_dirs: Sequence[Path], url_timeout: float | None) -> None:
         self.hub_dirs = tuple(hub_dirs)
@@ -163,10 +133,9 @@ class _Loader:
 
     # -- reading ---------------------------------------------------------------------------
     def read(self, path: Path | str) -> Document:
-        """A file's document; a ``str`` is a URL (``run --url``), fetched with `urlRef`'s
-        limits and named by its URL in every problem."""
-        if isinstance(path, str):
-            return self._read_url(path)
+        if isinstance(path, str):  # a URL (`source_of`)
+            self.files.append(path)
+            return read_url_document(path, self.url_timeout)
         try:
             text = read_source(path)
         except SourceError as exc:
@@ -175,26 +144,6 @@ class _Loader:
             ) from None
         self.files.append(str(path))
         return parse_yaml(text, file=str(path))
-
-    def _read_url(self, url: str) -> Document:
-        from polyaxon_prefect.loading._refs import fetch_url_text
-
-        try:
-            text = fetch_url_text(url, timeout=self.url_timeout)
-        except ValueError as exc:
-            raise PolyaxonfileError(
-                [
-                    Problem(
-                        f"the Polyaxonfile at `{url}` could not be fetched: {exc}",
-                        rule="url",
-                        file=url,
-                        value=url,
-                        hint="check the URL and your network, or download the file and use -f",
-                    )
-                ]
-            ) from None
-        self.files.append(url)
-        return parse_yaml(text, file=url)
 
     def legacy(self, doc: Document) -> Document:
         """Legacy (v0.x) files are converted to v1.1 data before anything else sees them."""
@@ -429,14 +378,6 @@ class _Loader:
         cli_params: Mapping[str, str],
         overrides: CliOverrides | None = None,
     ) -> dict[str, Any] | None:
-        """The operation of ``path`` with its presets, references, ``-P`` params and the
-        command line's other fields (``-HP`` matrix, ``--name``...) applied.
-
-        ``path`` (or a preset) given as a ``str`` is a URL (`source_of`). A ``pathRef`` in a
-        file read from a URL is relative to that URL and fetched from there, like a ``pathRef``
-        inside a ``urlRef`` component. Polyaxon 2.x's CLI reads it from the current directory
-        instead (it keeps no path context for ``--url``); a remote file naming its own
-        neighbours is what its author meant, and it never reads this machine's disk."""
         from polyaxon_prefect.loading._patch import apply_preset, apply_run_patch
 
         doc = self.legacy(self.read(path))
@@ -468,16 +409,7 @@ class _Loader:
             patches.append((preset_doc.positions, preset))
         base: Path | str = path if isinstance(path, str) else path.parent
         self.resolve_refs(op, (), base, ((_source_identity(str(path), path), str(path)),))
-        if cli_params:
-            params = dict(op.get("params") or {})
-            cli_positions = Positions(file="-P")
-            for name, value in cli_params.items():
-                params[name] = {"value": value}
-                self.sources.add(("params", name), cli_positions, ("params", name))
-            op["params"] = params
-        if overrides is not None:
-            for at, flag in overrides.apply(op):
-                self.sources.add(at, Positions(file=flag), at)
+        _apply_command_line(op, cli_params, overrides, self.sources)
         run_patch = op.get("runPatch")
         component = op.get("component")
         if run_patch and isinstance(component, dict) and isinstance(component.get("run"), dict):
@@ -558,6 +490,25 @@ class _Loader:
         return operation
 
 
+def _apply_command_line(
+    op: dict[str, Any],
+    cli_params: Mapping[str, str],
+    overrides: CliOverrides | None,
+    sources: _Sources,
+) -> None:
+    """``-P`` values and the command line's other fields (``-HP``, ``--name``...) set on the
+    assembled ``op``, each located at its flag. ``path`` or a preset given to `assemble` as a
+    ``str`` is a URL (`_url_file`)."""
+    if cli_params:
+        params = dict(op.get("params") or {})
+        for name, value in cli_params.items():
+            params[name] = {"value": value}
+            sources.add(("params", name), Positions(file="-P"), ("params", name))
+        op["params"] = params
+    for at, flag in overrides.apply(op) if overrides is not None else ():
+        sources.add(at, Positions(file=flag), at)
+
+
 _ABSENT = object()
 
 
@@ -583,15 +534,6 @@ def _sorted(problems: list[Problem]) -> list[Problem]:
         unique,
         key=lambda p: (files.index(p.file), p.line or 0, p.column or 0),
     )
-
-
-def source_of(path: str | os.PathLike[str]) -> Path | str:
-    """Where a file is read from: a ``str`` with a ``scheme://`` is a URL (kept as a ``str``: a
-    `Path` would fold its ``//``; one of a scheme other than http, https or file is refused
-    when fetched, by name), anything else a local path."""
-    if isinstance(path, str) and "://" in path:
-        return path
-    return Path(path)
 
 
 def load_polyaxonfile(

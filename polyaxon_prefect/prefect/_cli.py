@@ -23,12 +23,10 @@ from typing import TYPE_CHECKING, Any
 from polyaxon_prefect._cli_args import add_file_args, deployment_ref
 from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError
 from polyaxon_prefect.prefect._run_flags import (
-    EAGER_NOTE,
     add_polyaxon_flags,
+    check_command_line,
     follow,
-    overrides_from,
-    source_error,
-    sources_of,
+    load_run_file,
 )
 from polyaxon_prefect.specs import BACKENDS, Status
 
@@ -357,7 +355,6 @@ def _in_thread(interrupts: _Interrupts, target: Any) -> Any:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Handle ``polyaxon-prefect run``; returns the exit code."""
-    from polyaxon_prefect.loading import load_polyaxonfile, parse_cli_params
     from polyaxon_prefect.prefect._dispatch import prepare_request
     from polyaxon_prefect.prefect._request import OpRequest, SweepOptions
     from polyaxon_prefect.prefect._server_watch import ServerGone, ServerWatch
@@ -365,27 +362,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     from polyaxon_prefect.runtime._masking import mask_text
     from polyaxon_prefect.runtime._session import current_session
 
-    usage = source_error(args)
-    if usage is not None:  # argparse's own words and exit code for a bad command line
-        print(
-            f"polyaxon-prefect run: error: {usage} (see `polyaxon-prefect run --help`)",
-            file=sys.stderr,
-        )
-        if args.json:
-            _json_line({"error": usage, "usage": "polyaxon-prefect run"})
-        return 2
-    if args.eager:
-        print(EAGER_NOTE, file=sys.stderr)
+    refused = check_command_line(args)
+    if refused is not None:
+        return refused
     try:
-        params = parse_cli_params(args.params or [])
-        main_file, presets = sources_of(args)
-        loaded = load_polyaxonfile(
-            main_file,
-            presets,
-            params,
-            hub_dirs=args.hub_dirs,
-            overrides=overrides_from(args),
-        )
+        loaded = load_run_file(args)
         for warning in loaded.warnings:  # the file's own warnings, once, as `check` shows them
             print(warning.format(), file=sys.stderr)
         request = OpRequest(

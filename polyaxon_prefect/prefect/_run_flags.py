@@ -17,6 +17,7 @@ The parser part imports no Prefect; `follow` (``-w``, ``-l``) imports it when a 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 import threading
@@ -31,9 +32,10 @@ from polyaxon_prefect.specs import MATRIX_KINDS
 __all__ = [
     "EAGER_NOTE",
     "add_polyaxon_flags",
+    "check_command_line",
     "follow",
+    "load_run_file",
     "overrides_from",
-    "source_error",
     "sources_of",
 ]
 
@@ -41,8 +43,7 @@ EAGER_NOTE = (
     "note: --eager changes nothing here: sweeps (grid, random, mapping and the rest) already "
     "run in this process, with no Polyaxon server"
 )
-HP_KINDS = tuple(kind for kind in MATRIX_KINDS if kind != "mapping")
-"""The kinds an ``-HP`` matrix can be: a mapping lists values, it has no params to search."""
+_PROG = "polyaxon-prefect run"
 _POLL_SECONDS = 0.5
 
 
@@ -110,7 +111,7 @@ def add_polyaxon_flags(parser: argparse.ArgumentParser) -> None:
     )
     matrix.add_argument(
         "--matrix-kind",
-        choices=HP_KINDS,
+        choices=MATRIX_KINDS,
         default=None,
         help="the -HP matrix's kind (default: grid)",
     )
@@ -130,10 +131,13 @@ def add_polyaxon_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def source_error(args: argparse.Namespace) -> str | None:
-    """Why the command line names no Polyaxonfile or misuses the matrix flags, or None."""
+def check_command_line(args: argparse.Namespace) -> int | None:
+    """None when the command line names a Polyaxonfile and gives the ``--matrix-*`` flags
+    with ``-HP``; else argparse's kind of line on stderr (``{"error"}`` on stdout under
+    ``--json``) and exit code 2. Says what ``--eager`` does."""
+    error = None
     if not args.files and not args.url:
-        return "one of the arguments -f/--file --url is required"
+        error = "one of the arguments -f/--file --url is required"
     hp_only = [
         flag
         for flag, value in (
@@ -143,9 +147,28 @@ def source_error(args: argparse.Namespace) -> str | None:
         )
         if value is not None
     ]
-    if hp_only and not args.hparams:
-        return f"{', '.join(hp_only)} only applies to an -HP matrix: add -HP NAME=KIND:VALUE"
+    if error is None and hp_only and not args.hparams:
+        error = f"{', '.join(hp_only)} only applies to an -HP matrix: add -HP NAME=KIND:VALUE"
+    if error is not None:
+        print(f"{_PROG}: error: {error} (see `{_PROG} --help`)", file=sys.stderr)
+        if args.json:
+            print(json.dumps({"error": error, "usage": _PROG}))
+        return 2
+    if args.eager:
+        print(EAGER_NOTE, file=sys.stderr)
     return None
+
+
+def load_run_file(args: argparse.Namespace) -> Any:
+    """The `LoadedPolyaxonfile` the command line names, with its ``-P``, ``-HP``, ``--name``,
+    ``--description`` and ``--tags``; raises `PolyaxonfileError` with every problem."""
+    from polyaxon_prefect.loading import load_polyaxonfile, parse_cli_params
+
+    params = parse_cli_params(args.params or [])
+    main_file, presets = sources_of(args)
+    return load_polyaxonfile(
+        main_file, presets, params, hub_dirs=args.hub_dirs, overrides=overrides_from(args)
+    )
 
 
 def sources_of(args: argparse.Namespace) -> tuple[str, list[str]]:
