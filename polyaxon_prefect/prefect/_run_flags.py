@@ -10,7 +10,8 @@ The parser part imports no Prefect; `follow` (``-w``, ``-l``) imports it when a 
 - ``-w``: one line on stderr per status change of each flow run this command starts (the
   run, a sweep's trials, a DAG's nested runs), statuses by `_states`, plus the op table of a
   DAG (``--live``). ``-l``: the job's own output lines, as printed, on stdout (on stderr under
-  ``--json``), prefixed with the op's run name inside a DAG or a sweep. The run goes on in the
+  ``--json``), prefixed with the op's run name inside a DAG or a sweep, instead of Prefect's
+  console echo of them (the API keeps them all the same). The run goes on in the
   foreground either way and the exit code is its status, as without them.
 """
 
@@ -209,7 +210,9 @@ def overrides_from(args: argparse.Namespace) -> Any:
 
 
 class _JobLines(logging.Handler):
-    """Writes the job's own lines (records marked `JOB_LINE`) as they were printed."""
+    """Writes the job's own lines (records marked `JOB_LINE`) as they were printed, and keeps
+    Prefect's console from echoing them a second time (they still reach the API: the UI and
+    ``logs`` keep them)."""
 
     def __init__(self, stream: IO[str], prefixed: bool) -> None:
         super().__init__(logging.DEBUG)
@@ -218,10 +221,16 @@ class _JobLines(logging.Handler):
         self.mark = JOB_LINE
         self.stream = stream
         self.prefixed = prefixed
+        self.quieted: list[logging.Handler] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Also the filter set on the console handlers: True for anything but a job line."""
+        return getattr(record, self.mark, None) is None
 
     def emit(self, record: logging.LogRecord) -> None:
-        if getattr(record, self.mark, None) is None:
+        if self.filter(record):
             return
+        self._quiet_console(record.name)
         who = getattr(record, "task_run_name", None) or getattr(record, "flow_run_name", None)
         line = record.getMessage()
         try:
@@ -229,6 +238,30 @@ class _JobLines(logging.Handler):
             self.stream.flush()
         except (OSError, ValueError):
             pass
+
+    def handle(self, record: logging.LogRecord) -> bool:
+        self.emit(record)  # `filter` is what console handlers use; this handler sees all
+        return True
+
+    def _quiet_console(self, name: str) -> None:
+        """Prefect sets up its console handler (on the root logger) when a run starts, so it
+        is looked for at the first job line, above the logger that line came from."""
+        logger: logging.Logger | None = logging.getLogger(name)
+        while logger is not None:
+            for handler in logger.handlers:
+                if (
+                    isinstance(handler, logging.StreamHandler)
+                    and handler is not self
+                    and handler not in self.quieted
+                ):
+                    handler.addFilter(self)
+                    self.quieted.append(handler)
+            logger = logger.parent if logger.propagate else None
+
+    def restore(self) -> None:
+        for handler in self.quieted:
+            handler.removeFilter(self)
+        self.quieted.clear()
 
 
 class _StatusWatch:
@@ -321,3 +354,4 @@ def follow(args: argparse.Namespace, *, prefixed: bool) -> Iterator[None]:
         if handler is not None:
             for logger in loggers:
                 logger.removeHandler(handler)
+            handler.restore()

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.prefect.conftest import read_flow_run
+from tests.prefect.conftest import read_flow_run, read_logs
 
 JOB = """\
 version: 1.1
@@ -127,7 +127,7 @@ def test_an_hp_grid_of_4_runs_4_trials_named_tagged_watched_and_logged(
     )
 
 
-def test_log_prints_a_jobs_lines_on_stdout_before_the_summary(
+def test_log_prints_a_jobs_lines_once_on_stdout_before_the_summary(
     tmp_path: Path, prefect_server: str
 ) -> None:
     (tmp_path / "job.yaml").write_text(JOB, encoding="utf-8")
@@ -137,6 +137,10 @@ def test_log_prints_a_jobs_lines_on_stdout_before_the_summary(
     assert lines[0] == "hello 3-z"  # as the job printed it: no prefix, no Prefect decoration
     assert "status: succeeded" in lines
     assert "tags: base" in lines
+    # shown once: Prefect's console does not echo it again, and the API still has it
+    assert "hello 3-z" not in done.stderr
+    [flow_run_id] = [line.split(": ")[1] for line in lines if line.startswith("prefect flow run:")]
+    assert "hello 3-z" in read_logs(flow_run_id)
 
 
 class _Quiet(SimpleHTTPRequestHandler):
