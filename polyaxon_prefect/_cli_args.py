@@ -21,13 +21,18 @@ __all__ = [
 ]
 
 
-def add_file_args(parser: argparse.ArgumentParser, *, params: bool = True) -> None:
+def add_file_args(
+    parser: argparse.ArgumentParser, *, params: bool = True, file_required: bool = True
+) -> None:
+    """``-f``, ``-P`` and ``--hub``; ``file_required=False`` where another flag can name the
+    Polyaxonfile (``run --url``: every ``-f`` is then a preset), checked by the command."""
     parser.add_argument(
         "-f",
         "--file",
         dest="files",
         action="append",
-        required=True,
+        required=file_required,
+        default=None if file_required else [],
         metavar="FILE",
         help="the Polyaxonfile; repeat to apply presets on top of it, in order",
     )

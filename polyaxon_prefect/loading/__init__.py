@@ -10,6 +10,12 @@ from typing import TYPE_CHECKING
 from polyaxon_prefect._lazy import lazy_attributes
 
 if TYPE_CHECKING:
+    from polyaxon_prefect.loading._cli_overrides import (
+        CliOverrides,
+        matrix_from_hparams,
+        parse_hparams,
+        parse_tags,
+    )
     from polyaxon_prefect.loading._load import (
         load_operation_for_signature,
         load_polyaxonfile,
@@ -33,14 +39,20 @@ if TYPE_CHECKING:
         render_text,
         render_value,
     )
+    from polyaxon_prefect.loading._url_file import source_of
     from polyaxon_prefect.loading._yaml import parse_yaml
     from polyaxon_prefect.specs import LoadedPolyaxonfile
 
 _LAZY = {
+    "CliOverrides": "_cli_overrides",
+    "matrix_from_hparams": "_cli_overrides",
+    "parse_hparams": "_cli_overrides",
+    "parse_tags": "_cli_overrides",
+    "source_of": "_url_file",
     "LoadedPolyaxonfile": "polyaxon_prefect.specs",
     "load_polyaxonfile": "_load",
     "load_operation_for_signature": "_load",
-    "parse_cli_params": "_load",
+    "parse_cli_params": "_cli_overrides",
     "PATCH_STRATEGIES": "_patch",
     "apply_preset": "_patch",
     "apply_run_patch": "_patch",
@@ -60,6 +72,7 @@ _LAZY = {
 
 __all__ = [
     "PATCH_STRATEGIES",
+    "CliOverrides",
     "LoadedPolyaxonfile",
     "ParamValue",
     "TemplateError",
@@ -71,13 +84,17 @@ __all__ = [
     "hub_dirs_from_env",
     "load_operation_for_signature",
     "load_polyaxonfile",
+    "matrix_from_hparams",
     "parse_cli_params",
+    "parse_hparams",
+    "parse_tags",
     "parse_yaml",
     "patch",
     "read_literal",
     "render_bool",
     "render_text",
     "render_value",
+    "source_of",
 ]
 
 __getattr__ = lazy_attributes(__name__, _LAZY)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import os
 import urllib.parse
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,9 @@ from polyaxon_prefect._source import (
 )
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
 from polyaxon_prefect.legacy import LEGACY_KINDS, is_legacy, looks_legacy
+from polyaxon_prefect.loading._cli_overrides import CliOverrides, parse_cli_params
 from polyaxon_prefect.loading._compat import normalize_image_params
+from polyaxon_prefect.loading._url_file import read_url_document, source_of
 from polyaxon_prefect.loading._yaml import parse_yaml
 from polyaxon_prefect.specs import (
     LoadedPolyaxonfile,
@@ -113,37 +115,6 @@ class _LegacyPositions(Positions):
         return self.by_path.get((), (1, 1))
 
 
-def parse_cli_params(items: Iterable[str]) -> dict[str, str]:
-    """``["lr=0.1", "layers=[1,2]"]`` -> ``{"lr": "0.1", ...}``.
-
-    Values stay strings here: like Polyaxon, they are parsed later by the input's declared type,
-    so ``lr=0.1`` becomes a float for a float input and stays ``"0.1"`` for a str input.
-    """
-    params: dict[str, str] = {}
-    problems: list[Problem] = []
-    for item in items:
-        name, sep, value = item.partition("=")
-        name = name.strip()
-        if not sep or not name:
-            problems.append(
-                Problem(
-                    f"invalid -P parameter `{item}`: expected NAME=VALUE",
-                    rule="cli_param",
-                    file="-P",
-                    hint="for example -P learning_rate=0.01",
-                )
-            )
-        elif name in params:
-            problems.append(
-                Problem(f"-P `{name}` is given twice", rule="cli_param", file="-P", value=item)
-            )
-        else:
-            params[name] = value
-    if problems:
-        raise PolyaxonfileError(problems)
-    return params
-
-
 class _Loader:
     def __init__(self, hub_dirs: Sequence[Path], url_timeout: float | None) -> None:
         self.hub_dirs = tuple(hub_dirs)
@@ -161,7 +132,10 @@ class _Loader:
         self.from_legacy = False
 
     # -- reading ---------------------------------------------------------------------------
-    def read(self, path: Path) -> Document:
+    def read(self, path: Path | str) -> Document:
+        if isinstance(path, str):  # a URL (`source_of`)
+            self.files.append(path)
+            return read_url_document(path, self.url_timeout)
         try:
             text = read_source(path)
         except SourceError as exc:
@@ -399,9 +373,10 @@ class _Loader:
     # -- assembling --------------------------------------------------------------------------
     def assemble(
         self,
-        path: Path,
-        presets: Sequence[Path],
+        path: Path | str,
+        presets: Sequence[Path | str],
         cli_params: Mapping[str, str],
+        overrides: CliOverrides | None = None,
     ) -> dict[str, Any] | None:
         from polyaxon_prefect.loading._patch import apply_preset, apply_run_patch
 
@@ -432,15 +407,9 @@ class _Loader:
             preset = dict(preset_doc.data)
             op = apply_preset(op, preset)
             patches.append((preset_doc.positions, preset))
-        base_dir = path.parent
-        self.resolve_refs(op, (), base_dir, ((_source_identity(str(path), path), str(path)),))
-        if cli_params:
-            params = dict(op.get("params") or {})
-            cli_positions = Positions(file="-P")
-            for name, value in cli_params.items():
-                params[name] = {"value": value}
-                self.sources.add(("params", name), cli_positions, ("params", name))
-            op["params"] = params
+        base: Path | str = path if isinstance(path, str) else path.parent
+        self.resolve_refs(op, (), base, ((_source_identity(str(path), path), str(path)),))
+        _apply_command_line(op, cli_params, overrides, self.sources)
         run_patch = op.get("runPatch")
         component = op.get("component")
         if run_patch and isinstance(component, dict) and isinstance(component.get("run"), dict):
@@ -521,6 +490,25 @@ class _Loader:
         return operation
 
 
+def _apply_command_line(
+    op: dict[str, Any],
+    cli_params: Mapping[str, str],
+    overrides: CliOverrides | None,
+    sources: _Sources,
+) -> None:
+    """``-P`` values and the command line's other fields (``-HP``, ``--name``...) set on the
+    assembled ``op``, each located at its flag. ``path`` or a preset given to `assemble` as a
+    ``str`` is a URL (`_url_file`)."""
+    if cli_params:
+        params = dict(op.get("params") or {})
+        for name, value in cli_params.items():
+            params[name] = {"value": value}
+            sources.add(("params", name), Positions(file="-P"), ("params", name))
+        op["params"] = params
+    for at, flag in overrides.apply(op) if overrides is not None else ():
+        sources.add(at, Positions(file=flag), at)
+
+
 _ABSENT = object()
 
 
@@ -555,15 +543,18 @@ def load_polyaxonfile(
     *,
     hub_dirs: Sequence[str | os.PathLike[str]] = (),
     url_timeout: float | None = None,
+    overrides: CliOverrides | None = None,
 ) -> LoadedPolyaxonfile:
     """Load, resolve and validate a Polyaxonfile; raise `PolyaxonfileError` with every problem.
 
-    ``params`` are given as on the command line (strings parsed by the declared input type) or
-    as Python values.
+    ``path`` may be a URL (`source_of`; ``run --url``). ``params`` are given as on the command
+    line (strings parsed by the declared input type) or as Python values. ``overrides``: the
+    other fields a command line sets (``-HP`` matrix, ``--name``, ``--tags``...), validated
+    like the file's own and located at their flag.
     """
     loader = _Loader([Path(p) for p in hub_dirs], url_timeout)
     cli_params = {str(k): v for k, v in (params or {}).items()}
-    op = loader.assemble(Path(path), [Path(p) for p in presets], cli_params)
+    op = loader.assemble(source_of(path), [source_of(p) for p in presets], cli_params, overrides)
     operation = loader.validate(op) if op is not None and not loader.blocked else None
     if loader.problems or operation is None:
         raise PolyaxonfileError(

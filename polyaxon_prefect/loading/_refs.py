@@ -37,6 +37,7 @@ __all__ = [
     "HUB_ENV_VAR",
     "REF_KEYS",
     "ComponentSource",
+    "fetch_url_text",
     "hub_dirs_from_env",
     "ignored_references",
     "parse_hub_ref",
@@ -256,6 +257,32 @@ def _download(url: str, *, timeout: float, max_bytes: int) -> tuple[bytes, str |
         return b"".join(chunks), response.headers.get("Content-Type")
 
 
+URL_SCHEMES = ("http", "https", "file")
+
+
+def fetch_url_text(url: str, *, timeout: float | None = None, max_bytes: int | None = None) -> str:
+    """The text at ``url`` (http, https or file), fetched with `urlRef`'s limits: the byte
+    limit and the overall deadline of `_fetch` (defaults: `URL_MAX_BYTES`, `URL_TIMEOUT`).
+
+    Raises `ValueError` with the reason in words (an unsupported scheme, the server's answer,
+    a timeout, too large, not UTF-8), for the caller to locate: `urlRef` at the op's key,
+    ``run --url`` at the flag."""
+    scheme = urllib.parse.urlsplit(url).scheme.lower()
+    if scheme not in URL_SCHEMES:
+        raise ValueError(
+            f"unsupported scheme `{scheme or '(none)'}` (use an http(s):// or file:// URL)"
+        )
+    seconds = timeout if timeout is not None else float(URL_TIMEOUT.value)
+    limit = max_bytes if max_bytes is not None else URL_MAX_BYTES.value
+    body, content_type = _fetch(url, timeout=seconds, max_bytes=limit)
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(
+            f"it did not return UTF-8 text (content type {content_type or 'unknown'})"
+        ) from None
+
+
 def _resolve_url(
     url: str,
     *,
@@ -265,7 +292,7 @@ def _resolve_url(
     file: str | None,
 ) -> ComponentSource:
     scheme = urllib.parse.urlsplit(url).scheme.lower()
-    if scheme not in ("http", "https", "file"):
+    if scheme not in URL_SCHEMES:
         raise _fail(
             f"urlRef `{url}` has an unsupported scheme `{scheme or '(none)'}`",
             "urlRef",

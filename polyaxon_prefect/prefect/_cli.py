@@ -22,6 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect._cli_args import add_file_args, deployment_ref
 from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError
+from polyaxon_prefect.prefect._run_flags import (
+    add_polyaxon_flags,
+    check_command_line,
+    follow,
+    load_run_file,
+)
 from polyaxon_prefect.specs import BACKENDS, Status
 
 if TYPE_CHECKING:
@@ -41,7 +47,8 @@ def add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
             "task run per op, a matrix as a sweep of child flow runs. Prints the outputs."
         ),
     )
-    add_file_args(parser)
+    add_file_args(parser, file_required=False)
+    add_polyaxon_flags(parser)
     parser.add_argument(
         "--connections",
         metavar="FILE",
@@ -127,7 +134,16 @@ def _invalid(error: PolyaxonPrefectError, *, as_json: bool) -> int:
     return 1
 
 
-def _summary(result: Any) -> None:
+def _labels(request: Any) -> dict[str, Any]:
+    """The run's description and tags (``--description``, ``--tags`` or the file's), as
+    ``run --json`` and the summary show them; the tags are the flow run's in Prefect."""
+    operation = request.operation
+    tags = request.prepared.tags if request.prepared is not None else request.tags
+    description = operation.description or request.component.description
+    return {"description": description, "tags": list(tags)}
+
+
+def _summary(result: Any, labels: dict[str, Any] | None = None) -> None:
     """The end lines for people: status, outputs, and for a DAG each op's status and outputs,
     for a sweep each trial's params and objective value and the best trial (floats to 6
     significant digits: a loss needs no 17)."""
@@ -136,6 +152,8 @@ def _summary(result: Any) -> None:
     result = _Masked(mask_value(result.to_dict()), result.cached, mask_text(result.message or ""))
     print(f"status: {result.status}")
     print(f"op: {result.name} (run {result.uuid})")
+    if labels and labels.get("tags"):
+        print(f"tags: {', '.join(labels['tags'])}")
     if result.outputs:
         print("outputs:")
         for name, value in result.outputs.items():
@@ -337,7 +355,6 @@ def _in_thread(interrupts: _Interrupts, target: Any) -> Any:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Handle ``polyaxon-prefect run``; returns the exit code."""
-    from polyaxon_prefect.loading._load import load_polyaxonfile, parse_cli_params
     from polyaxon_prefect.prefect._dispatch import prepare_request
     from polyaxon_prefect.prefect._request import OpRequest, SweepOptions
     from polyaxon_prefect.prefect._server_watch import ServerGone, ServerWatch
@@ -345,9 +362,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     from polyaxon_prefect.runtime._masking import mask_text
     from polyaxon_prefect.runtime._session import current_session
 
+    refused = check_command_line(args)
+    if refused is not None:
+        return refused
     try:
-        params = parse_cli_params(args.params or [])
-        loaded = load_polyaxonfile(args.files[0], args.files[1:], params, hub_dirs=args.hub_dirs)
+        loaded = load_run_file(args)
         for warning in loaded.warnings:  # the file's own warnings, once, as `check` shows them
             print(warning.format(), file=sys.stderr)
         request = OpRequest(
@@ -404,10 +423,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             )
         return interrupts.exit_code or 130
     if args.json:
-        _json_line(result.to_dict())
+        _json_line(result.to_dict() | _labels(request))
     else:
         sys.stderr.flush()
-        _summary(result)
+        _summary(result, _labels(request))
     if interrupts.exit_code is not None:
         return interrupts.exit_code
     return 0 if result.succeeded else 1
@@ -419,8 +438,12 @@ def _run_request(args: argparse.Namespace, request: Any, outcomes: list[Any]) ->
     from polyaxon_prefect.prefect._dispatch import describe_request, run_request
 
     print(describe_request(request), file=sys.stderr)
-    live = bool(getattr(args, "live", False)) or sys.stderr.isatty()
-    with _live_table(live and request.prepared is None):
+    watch = bool(getattr(args, "watch", False))
+    live = bool(getattr(args, "live", False)) or sys.stderr.isatty() or watch
+    with (
+        _live_table(live and request.prepared is None),
+        follow(args, prefixed=request.prepared is None),
+    ):
         return run_request(request, flow_name=request.component.name, on_outcome=outcomes.append)
 
 

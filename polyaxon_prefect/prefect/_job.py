@@ -53,6 +53,7 @@ from polyaxon_prefect.specs import Status
 
 __all__ = [
     "CACHED_STATE_NAME",
+    "JOB_LINE",
     "SKIPPED_STATE_NAME",
     "TIMED_OUT_STATE_NAME",
     "UPSTREAM_FAILED_STATE_NAME",
@@ -70,6 +71,9 @@ __all__ = [
 ]
 
 TASK_NAME = "run_job_op"
+JOB_LINE = "polyaxon_job_line"
+"""The log record attribute a job's own output line carries (its stream): `run -l` shows
+exactly those."""
 
 OutcomeCallback = Callable[[RunResult], None]
 
@@ -111,11 +115,12 @@ def run_op_in_task(
     logger = get_run_logger()
 
     def on_line(stream: str, line: str) -> None:
-        # Lines arrive masked; Prefect's console handler echoes them to the terminal.
+        # Lines arrive masked; Prefect's console handler echoes them to the terminal. The
+        # `extra` marks them as the job's own (`run -l` shows those, not Prefect's notes).
         if stream == "stderr":
-            logger.warning(line)
+            logger.warning(line, extra={JOB_LINE: stream})
         else:
-            logger.info(line)
+            logger.info(line, extra={JOB_LINE: stream})
 
     result = execute_job_op(job, on_line=on_line, cancel_event=cancel_event)
     if report:  # a DAG op: its downstream op need not wait for the API (see the function)

@@ -97,7 +97,10 @@ class OpRequest:
 
     @property
     def tags(self) -> list[str]:
-        return [str(t) for t in (self.component.tags or []) if t]
+        """The run's tags: the operation's (``run --tags`` adds to them), else its
+        component's, as a job's are (a template string is a job's to render: none here)."""
+        tags = self.operation.tags or self.component.tags or []
+        return [] if isinstance(tags, str) else [str(t) for t in tags if t]
 
     def with_(self, **changes: Any) -> OpRequest:
         """A copy with ``changes`` applied."""

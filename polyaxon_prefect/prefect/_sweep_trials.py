@@ -45,7 +45,7 @@ class TrialRunner:
         if deployment:
             files = trial.loaded.files
             parameters = {
-                "polyaxonfile": str(Path(files[0]).absolute()) if files else "",
+                "polyaxonfile": _where(files[0]) if files else "",
                 "params": jsonable(self._deployment_params(trial)),
                 "run_uuid": run_uuid,
                 "index": suggestion.index,
@@ -87,3 +87,8 @@ class TrialRunner:
             client=self.client,
             cancel_event=trial.cancel_event,
         )
+
+
+def _where(file: str) -> str:
+    """Where a trial's run reads the sweep's file: its URL (``run --url``), else its path."""
+    return file if "://" in file else str(Path(file).absolute())

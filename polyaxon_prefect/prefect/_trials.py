@@ -37,7 +37,7 @@ from prefect.client.schemas.objects import State, StateType
 from prefect.states import Completed, Failed
 
 from polyaxon_prefect.prefect._client import api_request
-from polyaxon_prefect.prefect._job import flow_name
+from polyaxon_prefect.prefect._job import JOB_LINE, flow_name
 from polyaxon_prefect.prefect._states import polyaxon_status, state_for_result
 from polyaxon_prefect.runtime._job_op import execute_job_op, retries
 from polyaxon_prefect.runtime._result import RunResult
@@ -92,7 +92,7 @@ class _TrialRun:
         self._client = client
         self._create_action = create
         self._lock = threading.Lock()
-        self._lines: list[tuple[int, str]] = []
+        self._lines: list[tuple[int, str, dict[str, str]]] = []
         self._finished = False
         self.flow_run: Any = None
         self._logger: Any = None
@@ -110,8 +110,8 @@ class _TrialRun:
         response = api_request(self._client, "POST", "/flow_runs/", payload)
         self.flow_run = FlowRun.model_validate(response.json())
         self._logger = flow_run_logger(self.flow_run)
-        for level, line in self._lines:
-            self._logger.log(level, line)
+        for level, line, extra in self._lines:
+            self._logger.log(level, line, extra=extra)
         self._lines.clear()
 
     def _show_running(self) -> None:
@@ -123,12 +123,14 @@ class _TrialRun:
             with contextlib.suppress(Exception):  # then it is recorded at the end instead
                 self._create(Running())
 
-    def log(self, level: int, line: str) -> None:
+    def log(self, level: int, line: str, stream: str | None = None) -> None:
+        """Log ``line``; ``stream``: it is the job's own output line (`JOB_LINE`)."""
+        extra = {JOB_LINE: stream} if stream else {}
         with self._lock:
             if self._logger is not None:
-                self._logger.log(level, line)
+                self._logger.log(level, line, extra=extra)
             else:
-                self._lines.append((level, line))
+                self._lines.append((level, line, extra))
 
     def info(self, line: str, *args: Any) -> None:
         self.log(logging.INFO, line % args if args else line)
@@ -183,7 +185,7 @@ def run_job_trial(
     run = _TrialRun(client, create, show_running_after)
 
     def on_line(stream: str, line: str) -> None:
-        (run.warning if stream == "stderr" else run.info)(line)
+        run.log(logging.WARNING if stream == "stderr" else logging.INFO, line, stream)
 
     def on_retry(attempt: int, attempts: int) -> None:
         run.warning("attempt %d of %d failed; retrying", attempt, attempts)

@@ -40,7 +40,7 @@ def tuner_suggestions(
         raise TunerFailedError("the iterative matrix has no `tuner`")
     iteration = tuner_params.get("iteration", 0)
     files = request.loaded.files
-    base = Path(files[0]).absolute().parent if files else Path.cwd()
+    base = Path(files[0]).absolute().parent if files and "://" not in files[0] else Path.cwd()
     op: dict[str, Any] = {"version": 1.1, "kind": "operation", "hubRef": tuner.hub_ref}
     if tuner.params:
         op["params"] = dict(tuner.params)

@@ -269,7 +269,7 @@ def _base_dir(loaded: Any, base_dir: Path | None) -> Path:
     if base_dir is not None:
         return Path(base_dir).absolute()
     files = getattr(loaded, "files", ()) or ()
-    if files and not str(files[0]).startswith(("http://", "https://")):
+    if files and "://" not in str(files[0]):  # a file read from a URL: the current directory
         return Path(files[0]).absolute().parent
     return Path.cwd()
 

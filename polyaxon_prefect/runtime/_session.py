@@ -61,6 +61,8 @@ class Session:
         self._journal_failed = False
         self.live_groups: set[int] = set()
         """The job process groups running now (what a run waits for when its server is gone)."""
+        self.flow_runs: list[str] = []
+        """The flow runs this process started, in order (what ``run -w`` follows)."""
         self._start_reaper()
         atexit.register(self.close)
 
@@ -115,6 +117,7 @@ class Session:
 
     def track_flow_run(self, flow_run_id: object) -> None:
         """A flow run to mark crashed if this process dies before it is final."""
+        self.flow_runs.append(str(flow_run_id))
         self._send(f"flow-run {flow_run_id}")
         self._write_journal(f"flow-run {flow_run_id}")
 

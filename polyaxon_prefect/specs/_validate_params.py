@@ -6,6 +6,7 @@ relative to the operation (``("params", "lr", "value")``), so the caller can poi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,12 +25,16 @@ from ._types import are_compatible, is_list_type, list_item_type, parse_value
 
 def unexpected_param(name: str, declared: str) -> Problem:
     """The one problem for a param that matches no input or output, at load time (a file's
-    ``params``, ``-P``) and at run time (a DAG ref or a sweep suggestion)."""
+    ``params``, ``-P``) and at run time (a DAG ref or a sweep suggestion). ``declared`` lists
+    the names in backquotes; the closest one is suggested first (``-P loss=...`` for an
+    input ``max_loss``: did you mean `max_loss`?)."""
+    close = suggest(name, re.findall(r"`([^`]+)`", declared))
     return _problem(
         f"received unexpected param `{name}`: the component has no input or output with that name",
         "param_unexpected",
         ("params", name),
-        hint=f"declared inputs/outputs: {declared}; "
+        hint=(f"did you mean `{close}`? " if close else "")
+        + f"declared inputs/outputs: {declared}; "
         "use `contextOnly: true` for a value only meant for templates",
     )
 
