@@ -17,8 +17,8 @@ TYPED = str(Path(__file__).resolve().parent.parent / "examples" / "quick-start" 
 @pytest.mark.parametrize(
     ("argv", "says"),
     [
-        (["run"], "one of the arguments -f/--file --url is required"),
-        (["run", "-P", "x=1"], "one of the arguments -f/--file --url is required"),
+        (["run"], "one of the arguments -f/--file -u/--url is required"),
+        (["run", "-P", "x=1"], "one of the arguments -f/--file -u/--url is required"),
         (["run", "-f", TYPED, "--matrix-kind", "grid"], "--matrix-kind only applies to an -HP"),
         (["run", "-f", TYPED, "--matrix-num-runs", "3"], "--matrix-num-runs only applies"),
         (
@@ -90,3 +90,17 @@ def test_a_mapping_kind_says_an_hp_matrix_has_params_not_values(
     lines = capsys.readouterr().err.strip().splitlines()
     assert lines[0] == "-HP: matrix.values: required field `values` is missing"
     assert all(line.startswith("-HP: ") for line in lines[:-1])
+
+
+def test_u_is_the_url_and_a_bare_u_is_polyaxons_upload_flag(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``-u URL`` is ``--url`` (the issue's and Polyaxon 1.x's spelling); ``-u`` alone, as
+    Polyaxon 2.x's ``--upload``, is accepted with a note and the ``-f`` file is the main one."""
+    assert main(["run", "-u", "ftp://example.invalid/x.yml", "--json"]) == 1
+    assert "`ftp://example.invalid/x.yml` could not be fetched" in capsys.readouterr().err
+
+    assert main(["run", "-f", TYPED, "-u", "-HP", "epochs=choise:[1]", "--json"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("note: -u/--upload changes nothing here")
+    assert "-HP: " in err, "the -f file was loaded (and its -HP checked), not a URL"

@@ -3,8 +3,10 @@
 
 The parser part imports no Prefect; `follow` (``-w``, ``-l``) imports it when a run starts.
 
-- ``--url URL``: the Polyaxonfile fetched with `urlRef`'s limits (`loading.source_of`); every
-  ``-f`` is then a preset. ``-u`` stays unused: in Polyaxon 2.x's CLI it is ``--upload``.
+- ``-u/--url URL``: the Polyaxonfile fetched with `urlRef`'s limits (`loading.source_of`);
+  every ``-f`` is then a preset. In Polyaxon 2.x's CLI ``-u`` alone is ``--upload`` (a flag), so
+  ``-u`` with no URL after it (and ``--upload``) is accepted as that, with one note: scripts
+  written for either CLI keep working.
 - ``--eager``: Polyaxon 1.x ran a grid, random or mapping sweep in the CLI's own process with
   it; here every sweep already runs without a server of ours, so it changes nothing (one line).
 - ``-w``: one line on stderr per status change of each flow run this command starts (the
@@ -44,6 +46,12 @@ EAGER_NOTE = (
     "note: --eager changes nothing here: sweeps (grid, random, mapping and the rest) already "
     "run in this process, with no Polyaxon server"
 )
+UPLOAD_NOTE = (
+    "note: -u/--upload changes nothing here: a local run reads the files where they are "
+    "(nothing is uploaded)"
+)
+_UPLOAD = "\0upload"
+"""``-u`` given with no URL: Polyaxon 2.x's ``--upload`` flag."""
 _PROG = "polyaxon-prefect run"
 _POLL_SECONDS = 0.5
 
@@ -61,11 +69,18 @@ def _positive(text: str) -> int:
 def add_polyaxon_flags(parser: argparse.ArgumentParser) -> None:
     """Polyaxon 2.x's ``run`` flags this project runs (its ``polyaxon run --help`` names)."""
     parser.add_argument(
+        "-u",
         "--url",
         metavar="URL",
+        nargs="?",
+        const=_UPLOAD,
         default=None,
         help="the Polyaxonfile at this http(s) URL, fetched with urlRef's size and time "
-        "limits (then every -f is a preset); a pathRef in it is relative to the URL",
+        "limits (then every -f is a preset); a pathRef in it is relative to the URL. "
+        "-u with no URL is Polyaxon 2.x's --upload: accepted, nothing to upload here",
+    )
+    parser.add_argument(
+        "--upload", action="store_true", help="accepted for Polyaxon's CLI: nothing to upload"
     )
     parser.add_argument(
         "--eager",
@@ -137,8 +152,11 @@ def check_command_line(args: argparse.Namespace) -> int | None:
     with ``-HP``; else argparse's kind of line on stderr (``{"error"}`` on stdout under
     ``--json``) and exit code 2. Says what ``--eager`` does."""
     error = None
+    if args.url == _UPLOAD or args.upload:
+        args.url = None if args.url == _UPLOAD else args.url
+        print(UPLOAD_NOTE, file=sys.stderr)
     if not args.files and not args.url:
-        error = "one of the arguments -f/--file --url is required"
+        error = "one of the arguments -f/--file -u/--url is required"
     hp_only = [
         flag
         for flag, value in (
