@@ -217,9 +217,7 @@ def _check_word(base: str, value: Any, text: str, at: int) -> None:
         if base == field and text not in known:
             close = difflib.get_close_matches(text, sorted(known), n=1, cutoff=0.6)
             hint = f"; did you mean `{close[0]}`?" if close else ""
-            raise QueryError(
-                at, f"no {field} `{text}`{hint} (one of: {', '.join(sorted(known))})"
-            )
+            raise QueryError(at, f"no {field} `{text}`{hint} (one of: {', '.join(sorted(known))})")
 
 
 def _values(pieces: list[tuple[str, int]], base: str) -> tuple[tuple[Any, ...], tuple[str, ...]]:
@@ -298,8 +296,8 @@ def _expressions(query: str) -> list[tuple[str, int]]:
     for bracket in ("(", ")"):
         if bracket in query:
             raise QueryError(
-                query.index(bracket) + 1, "parentheses are not supported: use `,` between "
-                "conditions"
+                query.index(bracket) + 1,
+                "parentheses are not supported: use `,` between conditions",
             )
     text = _KEYWORD.sub(lambda m: "," + " " * (len(m.group(0)) - 1), query)
     return _pieces(text, ",", 0)

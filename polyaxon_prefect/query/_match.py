@@ -181,7 +181,7 @@ def sort_rows(rows: Iterable[dict[str, Any]], keys: Iterable[SortKey]) -> list[d
         present = [r for r in ordered if row_value(r, key.column, key.key) is not None]
         missing = [r for r in ordered if row_value(r, key.column, key.key) is None]
         present.sort(
-            key=lambda r: _sortable(row_value(r, key.column, key.key)),  # noqa: B023
+            key=lambda r: _sortable(row_value(r, key.column, key.key)),
             reverse=key.descending,
         )
         ordered = present + missing

@@ -113,5 +113,6 @@ async def _record_all(api: str, runs: list[RecordedRun], concurrency: int) -> li
 
 
 def record_runs(api: str, runs: list[RecordedRun], *, concurrency: int = 4) -> list[str]:
-    """Record ``runs`` on the server at ``api`` (a few at a time: more only make a SQLite server answer 503 and the client wait); their flow-run ids."""
+    """Record ``runs`` on the server at ``api``; their flow-run ids. A few at a time: more only
+    make a SQLite server answer 503, and the client wait."""
     return asyncio.run(_record_all(api, runs, concurrency))

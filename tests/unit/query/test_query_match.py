@@ -111,11 +111,7 @@ def test_sort_never_raises_and_orders_numbers(values: list[Any], descending: boo
     rows = [_row(f"r{i}", metrics={} if v is None else {"m": v}) for i, v in enumerate(values)]
     ordered = sort_rows(rows, parse_sort(("-" if descending else "") + "metrics.m"))
     assert sorted(map(id, ordered)) == sorted(map(id, rows))
-    numbers = [
-        r["metrics"]["m"]
-        for r in ordered
-        if isinstance(r["metrics"].get("m"), int | float)
-    ]
+    numbers = [r["metrics"]["m"] for r in ordered if isinstance(r["metrics"].get("m"), int | float)]
     assert numbers == sorted(numbers, reverse=descending)
     tail = [r for r in ordered if "m" not in r["metrics"]]
     assert ordered[len(ordered) - len(tail) :] == tail
