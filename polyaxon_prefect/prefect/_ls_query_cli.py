@@ -23,6 +23,8 @@ __all__ = ["add_query_args", "ls_rows", "print_rows", "wants_query"]
 
 BASE_COLUMNS = ("name", "kind", "status", "started", "duration", "id")
 """The columns ``ls`` shows (``-io`` adds params and outputs after them)."""
+_WIDTH = 40
+"""The widest cell of the table (``ls``'s name column is clipped alike)."""
 
 
 def _query(text: str) -> tuple[Condition, ...]:
@@ -123,8 +125,6 @@ def _table(rows: list[dict[str, Any]], io: bool) -> tuple[list[str], list[list[s
 
 def print_rows(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
     """The rows as ``--json``, ``--to-csv`` or the table ``ls`` prints."""
-    from polyaxon_prefect.prefect._runs_cli import _clipped, _print_table
-
     if args.json:
         print(json.dumps(rows, indent=2, default=str))
         return
@@ -137,5 +137,13 @@ def print_rows(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
     if not rows:
         print("no runs")
         return
-    shown = [tuple(_clipped(cell) if cell else "-" for cell in row) for row in cells]
-    _print_table(tuple(header), shown)
+    table = [header, *([_clipped(cell) if cell else "-" for cell in row] for row in cells)]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    for row in table:
+        cells_line = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        print("  ".join(cells_line).rstrip())
+
+
+def _clipped(text: str) -> str:
+    """A cell at most `_WIDTH` wide (``--json`` and ``--to-csv`` show values whole)."""
+    return text if len(text) <= _WIDTH else text[: _WIDTH - 1] + "\u2026"

@@ -133,7 +133,9 @@ def cmd_artifacts(args: argparse.Namespace) -> int:
             "(it ran elsewhere, or its directory was removed)"
         )
     files = _run_files(run)
-    listed = [{"path": shown, "size": path.stat().st_size} for shown, path in files]
+    listed: list[dict[str, Any]] = [
+        {"path": shown, "size": path.stat().st_size} for shown, path in files
+    ]
     target = Path(args.download).expanduser() if args.download else None
     if target is not None:
         for shown, path in files:
@@ -151,7 +153,7 @@ def cmd_artifacts(args: argparse.Namespace) -> int:
     width = max(len(str(item["size"])) for item in listed)
     for item in listed:
         print(f"{str(item['size']).rjust(width)}  {item['path']}")
-    total = sum(int(item["size"]) for item in listed)
+    total = sum(item["size"] for item in listed)
     files_word = f"{len(listed)} file{'s' if len(listed) != 1 else ''}"
     if target is not None:
         print(f"copied {files_word} ({total} bytes) to {target}")
