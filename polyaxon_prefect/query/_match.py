@@ -61,7 +61,7 @@ def _equal(actual: Any, wanted: Any, text: str) -> bool:
     left, right = _numeric(actual), _numeric(wanted)
     if left is not None and right is not None:
         return left == right
-    return _decoded(actual) == wanted
+    return bool(_decoded(actual) == wanted)
 
 
 def _ordered(op: str, left: Any, right: Any) -> bool:
@@ -89,7 +89,8 @@ def _on_date(op: str, moment: datetime, values: tuple[Any, ...]) -> bool:
     if op == "=":
         return span.start <= moment < span.end
     if op == "..":
-        return values[0].start <= moment < values[1].end
+        last: Span = values[1]
+        return span.start <= moment < last.end
     if op == "<":
         return moment < span.start
     if op == "<=":
