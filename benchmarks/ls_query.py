@@ -102,12 +102,15 @@ def main(argv: list[str] | None = None) -> int:
     for name, value in median.items():
         print(f"  {name:<22} {value:6.3f} s   (min {min(times[name]):.3f} s)")
     for side in ("", "cli "):
-        plain = median[f"{side}ls --limit {args.count}"]
-        query = median[f"{side}ls -q --sort"]
-        print(f"  ratio {side or 'in-process '}query / plain: {query / plain:.2f}x")
-    query = median["cli ls -q --sort"]
-    verdict = "met" if query < TARGET_S else "MISSED"
-    print(f"target: ls -q under {TARGET_S:.0f} s (the CLI, imports included): {verdict}")
+        plain, query = f"{side}ls --limit {args.count}", f"{side}ls -q --sort"
+        ratio = median[query] / median[plain]
+        best = min(times[query]) / min(times[plain])
+        where = side or "in-process "
+        print(f"  ratio {where}query / plain: {ratio:.2f}x (of the minima {best:.2f}x)")
+    cases = (("ls -q --sort", "in-process"), ("cli ls -q --sort", "CLI, imports included"))
+    for name, label in cases:
+        verdict = "met" if median[name] < TARGET_S else "MISSED"
+        print(f"target: ls -q under {TARGET_S:.0f} s ({label}): {verdict} ({median[name]:.2f} s)")
     return 0
 
 
