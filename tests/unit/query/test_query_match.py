@@ -115,3 +115,37 @@ def test_sort_never_raises_and_orders_numbers(values: list[Any], descending: boo
     assert numbers == sorted(numbers, reverse=descending)
     tail = [r for r in ordered if "m" not in r["metrics"]]
     assert ordered[len(ordered) - len(tail) :] == tail
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(
+        [
+            "status:running",
+            "status:running|failed",
+            "kind:job",
+            "metrics.loss:<=0.2",
+            "metrics.loss:>0.1",
+            "metrics.loss:0.3",
+            "name:%resnet%",
+            "name:vgg",
+            "tags:nightly",
+            "params.lr:0.01",
+            "started_at:2026-03-01",
+            "duration:>=30",
+        ]
+    ),
+    st.sampled_from(ROWS),
+)
+def test_negation_keeps_exactly_the_other_rows_that_have_the_value(query: str, row: Any) -> None:
+    field, _, operation = query.partition(":")
+    (condition,) = parse_query(query)
+    column_value = row.get(condition.column)
+    if condition.key is not None:
+        column_value = (column_value or {}).get(condition.key)
+    kept = bool(select([row], parse_query(query)))
+    negated = bool(select([row], parse_query(f"{field}:~{operation}")))
+    if column_value is None:
+        assert not kept and not negated  # no value: neither the condition nor its negation
+    else:
+        assert kept != negated
