@@ -129,3 +129,16 @@ def test_cli_bad_query_is_one_located_usage_line(prefect_server: str) -> None:
     assert len(lines) == 1, done.stderr
     assert "at 32: `metrics.loss` compares numbers, not `zero`" in lines[0]
     assert "Traceback" not in done.stderr
+
+
+def test_every_pushed_filter_keeps_what_the_query_keeps(
+    prefect_server: str, recorded: list[RecordedRun]
+) -> None:
+    query = (
+        f"tags:{BATCH}, tags:nightly|none, started_at:>2000-01-01, finished_at:<2100-01-01 00:00,"
+        " name:res%, status:~stopped"
+    )
+    rows = query_runs(prefect_server, parse_query(query), parse_sort("name"), limit=COUNT)
+    wanted = sorted(r.name for r in recorded if "nightly" in r.tags and r.name.startswith("res"))
+    assert [row["name"] for row in rows] == wanted
+    assert len(wanted) == 50  # every 4th run is tagged nightly, and those are all resnet-N
