@@ -72,7 +72,7 @@ async def _record(client: Any, flow_id: Any, run: RecordedRun, gate: asyncio.Sem
     from prefect.client.schemas.objects import FlowRun
     from prefect.states import Cancelled, Completed, Failed, Running, to_state_create
 
-    from polyaxon_prefect.prefect._artifacts import artifact_key
+    from polyaxon_prefect.specs import slug
 
     final = {"succeeded": Completed, "failed": Failed, "stopped": Cancelled}[run.status]
     async with gate:
@@ -91,7 +91,7 @@ async def _record(client: Any, flow_id: Any, run: RecordedRun, gate: asyncio.Sem
         await client.set_flow_run_state(flow_run.id, final(), force=True)
         await client.create_artifact(
             ArtifactCreate(
-                key=artifact_key(run.name, "run"),
+                key=f"{slug(run.name, 'op')}-run",  # `prefect._artifacts.artifact_key`'s
                 type="table",
                 data=_rows(run),
                 description=f"params and outputs of `{run.name}` (run {run.uuid})",
