@@ -123,6 +123,22 @@ def _run_files(run: dict[str, Any]) -> list[tuple[str, Path]]:
     return found
 
 
+def _copy(files: list[tuple[str, Path]], target: Path) -> None:
+    """Copy the run's files into ``target`` at their shown paths; a target that cannot take
+    them is one `PolyaxonPrefectError` line (what, where, why)."""
+    try:
+        for shown, path in files:
+            destination = target / shown
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, destination)
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        raise PolyaxonPrefectError(
+            f"cannot copy the run's files into {target}: {why} ({exc.filename}); "
+            "--download takes a directory that can be written"
+        ) from None
+
+
 def cmd_artifacts(args: argparse.Namespace) -> int:
     from polyaxon_prefect.prefect._runs_cli import find_run
 
@@ -138,10 +154,7 @@ def cmd_artifacts(args: argparse.Namespace) -> int:
     ]
     target = Path(args.download).expanduser() if args.download else None
     if target is not None:
-        for shown, path in files:
-            destination = target / shown
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, destination)
+        _copy(files, target)
     if args.json:
         shown_run = {"id": run["id"], "name": run["name"], "artifacts_path": run["artifacts_path"]}
         downloaded = {"download": str(target)} if target is not None else {}

@@ -125,3 +125,10 @@ def test_artifacts_lists_and_downloads_what_the_run_wrote(tmp_path: Path, prefec
     assert f"copied {len(written)} files" in copied.stdout
     for name in written:
         assert (target / name).read_bytes() == (run_dir / name).read_bytes()
+
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a directory")
+    refused = _cli(prefect_server, "artifacts", str(result.uuid), "--download", str(blocked))
+    assert refused.returncode == 1
+    (line,) = refused.stderr.strip().splitlines()
+    assert line.startswith(f"error: cannot copy the run's files into {blocked}: ")
