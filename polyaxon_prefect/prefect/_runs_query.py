@@ -94,7 +94,7 @@ def _pushed_filter(conditions: tuple[Condition, ...]) -> Any:
     for c in conditions:
         if c.negation or c.op == "nil":
             continue
-        texts = [str(v) for v in c.values]
+        texts = list(c.texts)  # as written: `tags:true` is the tag "true", not True
         if c.field == "status" and c.op in ("=", "|") and "state" not in parts:
             types = sorted({t for status in texts for t in STATE_TYPES[status]})
             parts["state"] = FlowRunFilterState(type=FlowRunFilterStateType(any_=types))
