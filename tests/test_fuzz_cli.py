@@ -25,7 +25,7 @@ from polyaxon_prefect import cli
 
 TYPED = str(Path(__file__).resolve().parent.parent / "examples" / "quick-start" / "typed.yaml")
 UNREACHABLE = "http://127.0.0.1:9/unreachable/api"
-JSON_COMMANDS = ("check", "run", "ls", "get")
+JSON_COMMANDS = ("check", "run", "ls", "get", "invalidate", "artifacts")
 STOPPED = 3
 
 ODD = st.sampled_from(
@@ -90,8 +90,14 @@ FLAGS: dict[str, dict[str, st.SearchStrategy[str] | None]] = {
         "--status": st.one_of(st.sampled_from(["running", "failed"]), VALUE),
         "--limit": VALUE,
         "--json": None,
+        "-q": st.one_of(st.sampled_from(["status:running, metrics.loss:<=0.2", "name:~x"]), VALUE),
+        "-s": st.one_of(st.just("-metrics.loss"), VALUE),
+        "-io": None,
+        "--to-csv": None,
     },
     "get": {"--json": None},
+    "invalidate": {"--json": None},
+    "artifacts": {"--download": VALUE, "--json": None},
     "server": {"--host": VALUE, "--port": VALUE, "--idle-timeout": VALUE, "--database-url": VALUE},
     "dashboard": {
         "--storage": VALUE,
@@ -102,7 +108,7 @@ FLAGS: dict[str, dict[str, st.SearchStrategy[str] | None]] = {
     },
 }
 PARSE_ONLY = ("dashboard",)
-SLOW = ("ls", "get", "deploy")
+SLOW = ("ls", "get", "deploy", "invalidate", "artifacts")
 """What asks the (unreachable) API: Prefect's client tries a refused connection for 1.5 s."""
 COMMANDS = [*(name for name in sorted(FLAGS) if name not in SLOW for _ in range(4)), *SLOW]
 
@@ -114,7 +120,7 @@ def command_lines(draw: st.DrawFn, files: list[str]) -> list[str]:
     argv = [command]
     if command == "server":
         argv.append(draw(st.sampled_from(["start", "stop", "status", "restart"])))
-    if command == "get":
+    if command in ("get", "invalidate", "artifacts"):
         argv.append(draw(VALUE))
     if command in ("check", "compile", "upgrade", "run", "deploy") and draw(st.integers(0, 9)):
         argv += ["-f", draw(st.sampled_from(files))]

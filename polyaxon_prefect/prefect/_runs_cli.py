@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from polyaxon_prefect._cli_args import port, seconds, text_value
+from polyaxon_prefect.prefect._ls_query_cli import add_query_args, ls_rows, print_rows, wants_query
 from polyaxon_prefect.specs import Status
 
 __all__ = ["add_runs_parsers", "cmd_get", "cmd_ls", "cmd_server", "find_run", "run_api"]
@@ -89,6 +90,7 @@ def add_runs_parsers(subparsers: Any) -> None:
         "--limit", type=_limit, default=20, help=f"how many runs, 1 to {_MAX_LIMIT} (default 20)"
     )
     ls.add_argument("--json", action="store_true")
+    add_query_args(ls)
     get = subparsers.add_parser(
         "get", help="one run: status, params, outputs, metrics, a DAG's ops, a sweep's trials"
     )
@@ -223,6 +225,9 @@ def cmd_ls(args: argparse.Namespace) -> int:
     api = _api()
     if api is None:
         return _no_api(args)
+    if wants_query(args):
+        print_rows(_read(api, lambda: ls_rows(api, args)), args)
+        return 0
     from polyaxon_prefect.prefect._runs import list_runs
 
     rows = _read(api, lambda: list_runs(api, status=args.status, limit=args.limit))

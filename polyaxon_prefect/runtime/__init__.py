@@ -8,6 +8,7 @@ stays light.
 from typing import TYPE_CHECKING
 
 from polyaxon_prefect._lazy import lazy_attributes
+from polyaxon_prefect.runtime._cache import RunCache
 from polyaxon_prefect.runtime._connections import (
     Connection,
     ConnectionResource,
@@ -20,6 +21,7 @@ from polyaxon_prefect.runtime._connections import (
 )
 from polyaxon_prefect.runtime._context import (
     RunContext,
+    find_run_path,
     new_run_context,
     project_name,
     resolve_artifacts_root,
@@ -63,6 +65,7 @@ __all__ = [
     "PreparedJob",
     "ProcessResult",
     "ProcessStartError",
+    "RunCache",
     "RunContext",
     "RunRuntimeError",
     "UnknownConnectionError",
@@ -70,6 +73,7 @@ __all__ = [
     "connections_env",
     "execute_job",
     "executor_for",
+    "find_run_path",
     "get_connection",
     "load_connections",
     "locate_problems",

@@ -21,6 +21,7 @@ import os
 import re
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,6 +86,27 @@ class RunCache:
             artifacts_path=artifacts_path,
             finished_at=finished_at,
         )
+
+    def drop_runs(self, uuids: Iterable[str]) -> list[str]:
+        """Remove every record that points to one of the runs ``uuids`` (hex, dashes or not),
+        so the next identical op runs again (``invalidate``); the keys removed. Records of
+        other runs, and files that are not readable records, are left alone."""
+        wanted = {uuid.replace("-", "").lower() for uuid in uuids if uuid}
+        dropped: list[str] = []
+        if not wanted or not self.root.is_dir():
+            return dropped
+        for path in sorted(self.root.glob("*.json")):
+            if not _KEY.match(path.stem):
+                continue
+            try:
+                record = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            named = str(record.get("uuid") or "") if isinstance(record, dict) else ""
+            if named.replace("-", "").lower() in wanted:
+                path.unlink(missing_ok=True)
+                dropped.append(path.stem)
+        return dropped
 
     def store(
         self,
