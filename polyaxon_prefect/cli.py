@@ -19,6 +19,7 @@ from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError,
 from polyaxon_prefect.prefect._cli import add_run_parser, cmd_run
 from polyaxon_prefect.prefect._deploy_cli import add_deploy_parser, cmd_deploy
 from polyaxon_prefect.prefect._runs_cli import add_runs_parsers, cmd_get, cmd_ls, cmd_server
+from polyaxon_prefect.prefect._stop_cli import add_stop_parser, cmd_stop
 
 if TYPE_CHECKING:
     from polyaxon_prefect.specs import LoadedPolyaxonfile, Operation
@@ -93,6 +94,7 @@ def _parser() -> argparse.ArgumentParser:
     add_run_parser(sub)
     add_deploy_parser(sub)
     add_runs_parsers(sub)
+    add_stop_parser(sub)
     _add_dashboard_parser(sub)
     return parser
 
@@ -326,6 +328,7 @@ _COMMANDS = {
     "server": cmd_server,
     "ls": _on_server(cmd_ls),
     "get": _on_server(cmd_get),
+    "stop": _on_server(cmd_stop),
 }
 
 

@@ -1,0 +1,240 @@
+"""``polyaxon-prefect stop``: a run started by another process is stopped through Prefect.
+
+Real CLI processes on the session's Prefect server: one runs the Polyaxonfile, a second one
+stops it by its flow run id. The jobs write their pid (and their grandchild's) to a folder, so
+the test checks by pid that nothing of the run is left.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from prefect.client.schemas.objects import StateType
+
+from tests.prefect.conftest import MARK, run_processes, wait_until
+
+pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc (Linux)")
+
+PY = sys.executable
+CLI = [PY, "-m", "polyaxon_prefect.cli"]
+_MARKS: list[str] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_leftovers() -> Iterator[None]:
+    yield
+    while _MARKS:
+        for pid in run_processes(_MARKS.pop()):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _env(tmp_path: Path, api_url: str, mark: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "PREFECT_API_URL": api_url,
+        "POLYAXON_PREFECT_ARTIFACTS_ROOT": str(tmp_path / "artifacts"),
+        MARK: mark,
+    }
+
+
+def _sleeper(pids: Path) -> str:
+    """A job that starts a grandchild, writes both pids to ``pids``, then sleeps."""
+    return (
+        "import os, pathlib, subprocess, sys, time; "
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)']); "
+        f"pathlib.Path({str(pids)!r}, str(os.getpid())).write_text(str(child.pid)); "
+        "time.sleep(300)"
+    )
+
+
+def _job(name: str, pids: Path, **extra: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        **extra,
+        "run": {"kind": "job", "container": {"command": [PY, "-c", _sleeper(pids)]}},
+    }
+
+
+def _write(path: Path, spec: dict[str, Any]) -> Path:
+    path.write_text(yaml.safe_dump({"version": 1.1, **spec}, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def _written_pids(pids: Path) -> list[int]:
+    found = []
+    for entry in pids.iterdir():
+        with contextlib.suppress(ValueError, OSError):
+            found += [int(entry.name), int(entry.read_text())]
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with contextlib.suppress(OSError):  # a zombie is gone for our purpose
+        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+            return False
+    return True
+
+
+def _root_flow_run_id(name: str) -> str:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterName,
+        FlowRunFilterParentTaskRunId,
+    )
+
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs(
+            flow_run_filter=FlowRunFilter(
+                name=FlowRunFilterName(any_=[name]),
+                parent_task_run_id=FlowRunFilterParentTaskRunId(is_null_=True),
+            )
+        )
+    assert len(runs) == 1, runs
+    return str(runs[0].id)
+
+
+def _cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], env=env, capture_output=True, text=True, timeout=120)
+
+
+def _start(path: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    _MARKS.append(env[MARK])
+    return subprocess.Popen(
+        [*CLI, "run", "-f", str(path), "--json"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_stop_from_a_second_process_ends_a_dag_with_a_sweep_and_leaves_no_process(
+    tmp_path: Path, prefect_server: str, api: Any
+):
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    name = f"stop-dag-{uuid.uuid4().hex[:8]}"
+    trial = _job("trial", pids, inputs=[{"name": "x", "type": "int"}])
+    sweep = {"kind": "grid", "concurrency": 2, "params": {"x": {"kind": "choice", "value": [1, 2, 3]}}}  # fmt: skip
+    path = _write(
+        tmp_path / "dag.yaml",
+        {
+            "kind": "component",
+            "name": name,
+            "run": {
+                "kind": "dag",
+                "operations": [
+                    {"name": "long", "dagRef": "long"},
+                    {"name": "sweep", "dagRef": "trial", "matrix": sweep},
+                ],
+                "components": [_job("long", pids), trial],
+            },
+        },
+    )
+    env = _env(tmp_path, prefect_server, uuid.uuid4().hex)
+    cli = _start(path, env)
+    assert wait_until(lambda: len(list(pids.iterdir())) >= 3, 90), cli.stderr
+    flow_run_id = _root_flow_run_id(name)
+    written = _written_pids(pids)
+    assert len(written) == 6 and all(_alive(pid) for pid in written)
+
+    sent = time.monotonic()
+    stop = _cli(["stop", flow_run_id], env)
+    out, err = cli.communicate(timeout=30)
+    elapsed = time.monotonic() - sent
+
+    assert stop.returncode == 0, stop.stderr
+    assert f"stopping run `{name}` ({flow_run_id})" in stop.stdout
+    assert elapsed < 10, elapsed
+    assert cli.returncode == 1, err
+    assert "Traceback" not in err
+    assert not [pid for pid in written if _alive(pid)]
+    assert len(list(pids.iterdir())) == 3  # the third trial never started
+    payload = json.loads(out)
+    assert payload["status"] == "stopped"
+    assert {op["status"] for op in payload["ops"].values()} == {"stopped"}
+    assert api.flow_run(flow_run_id).state.type == StateType.CANCELLED
+
+    shown = json.loads(_cli(["get", flow_run_id, "--json"], env).stdout)
+    assert shown["status"] == "stopped"
+    assert {op["status"] for op in shown["ops"].values()} == {"stopped"}
+    not_final = [t.name for t in api.task_runs(flow_run_id) if not t.state.is_final()]
+    assert not not_final
+    assert wait_until(lambda: not run_processes(env[MARK]), 10), run_processes(env[MARK])
+
+
+def test_stop_ends_a_plain_job_and_a_second_stop_says_it_is_stopped(
+    tmp_path: Path, prefect_server: str, api: Any
+):
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    name = f"stop-job-{uuid.uuid4().hex[:8]}"
+    path = _write(tmp_path / "job.yaml", {"kind": "component", **_job(name, pids)})
+    env = _env(tmp_path, prefect_server, uuid.uuid4().hex)
+    cli = _start(path, env)
+    assert wait_until(lambda: any(pids.iterdir()), 90), cli.stderr
+    flow_run_id = _root_flow_run_id(name)
+    written = _written_pids(pids)
+
+    stop = _cli(["stop", flow_run_id, "--json"], env)
+    out, err = cli.communicate(timeout=30)
+
+    assert stop.returncode == 0, stop.stderr
+    assert json.loads(stop.stdout) == {
+        "id": flow_run_id,
+        "name": name,
+        "status": "stopping",
+        "stopping": True,
+    }
+    assert json.loads(out)["status"] == "stopped", err
+    assert not [pid for pid in written if _alive(pid)]
+    assert api.flow_run(flow_run_id).state.type == StateType.CANCELLED
+
+    again = _cli(["stop", flow_run_id], env)
+
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == f"run `{name}` ({flow_run_id}) is already stopped: nothing to stop"
+
+
+def test_stop_of_a_finished_run_changes_nothing(tmp_path: Path, prefect_server: str, api: Any):
+    name = f"stop-done-{uuid.uuid4().hex[:8]}"
+    spec = {"kind": "component", "name": name, "run": {"kind": "job", "container": {"command": [PY, "-c", "pass"]}}}  # fmt: skip
+    path = _write(tmp_path / "done.yaml", spec)
+    env = _env(tmp_path, prefect_server, uuid.uuid4().hex)
+    done = _cli(["run", "-f", str(path), "--json"], env)
+    flow_run_id = json.loads(done.stdout)["flow_run_id"]
+
+    stop = _cli(["stop", flow_run_id, "--json"], env)
+
+    assert stop.returncode == 0, stop.stderr
+    assert json.loads(stop.stdout)["status"] == "succeeded"
+    assert json.loads(stop.stdout)["stopping"] is False
+    assert api.flow_run(flow_run_id).state.type == StateType.COMPLETED
+
+
+def test_stop_of_an_unknown_run_is_one_error_line(tmp_path: Path, prefect_server: str):
+    env = _env(tmp_path, prefect_server, uuid.uuid4().hex)
+
+    stop = _cli(["stop", "no-such-run", "--json"], env)
+
+    assert stop.returncode == 1
+    assert "Traceback" not in stop.stderr
+    assert "no run with the id, name or uuid `no-such-run`" in json.loads(stop.stdout)["error"]
