@@ -23,6 +23,7 @@ import pytest
 import yaml
 from prefect.client.schemas.objects import StateType
 
+from polyaxon_prefect.prefect._states import polyaxon_status
 from tests.prefect.conftest import MARK, run_processes, wait_until
 
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc (Linux)")
@@ -111,6 +112,25 @@ def _root_flow_run_id(name: str) -> str:
     return str(runs[0].id)
 
 
+def _descendants(flow_run_id: str) -> list[Any]:
+    """Every flow run under ``flow_run_id`` (a DAG op's subflow, a sweep's trials), any depth."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
+
+    found: list[Any] = []
+    parents = [flow_run_id]
+    with get_client(sync_client=True) as client:
+        while parents:
+            children = client.read_flow_runs(
+                flow_run_filter=FlowRunFilter(
+                    parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=parents)
+                )
+            )
+            found += children
+            parents = [str(child.id) for child in children]
+    return found
+
+
 def _cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CLI, *args], env=env, capture_output=True, text=True, timeout=120)
 
@@ -178,16 +198,36 @@ def test_stop_from_a_second_process_ends_a_dag_with_a_sweep_and_leaves_no_proces
     assert {op["status"] for op in shown["ops"].values()} == {"stopped"}
     not_final = [t.name for t in api.task_runs(flow_run_id) if not t.state.is_final()]
     assert not not_final
+    children = _descendants(flow_run_id)
+    assert len(children) >= 3  # the sweep op's subflow and its two trials
+    assert {c.state.type for c in children} == {StateType.CANCELLED}, children
+    sweep_run = next(c for c in children if c.name.startswith("sweep"))
+    trials = [c for c in children if c.name.startswith("trial-")]
+    assert [polyaxon_status(t.state) for t in trials] == ["stopped", "stopped"]
     assert wait_until(lambda: not run_processes(env[MARK]), 10), run_processes(env[MARK])
 
 
-def test_stop_ends_a_plain_job_and_a_second_stop_says_it_is_stopped(
+def _first_start_sleeps(pids: Path, starts: Path) -> str:
+    """Counts its starts in ``starts``; the first one does what `_sleeper` does, later ones
+    end at once (so a re-run that executes succeeds)."""
+    return (
+        "import pathlib; "
+        f"starts = pathlib.Path({str(starts)!r}); "
+        "n = len(starts.read_text()) if starts.exists() else 0; "
+        "starts.write_text('x' * (n + 1)); "
+        f"exec({_sleeper(pids)!r}) if n == 0 else None"
+    )
+
+
+def test_stop_ends_a_plain_job_that_a_rerun_then_executes_again(
     tmp_path: Path, prefect_server: str, api: Any
 ):
-    pids = tmp_path / "pids"
+    pids, starts = tmp_path / "pids", tmp_path / "starts"
     pids.mkdir()
     name = f"stop-job-{uuid.uuid4().hex[:8]}"
-    path = _write(tmp_path / "job.yaml", {"kind": "component", **_job(name, pids)})
+    command = [PY, "-c", _first_start_sleeps(pids, starts)]
+    spec = {"kind": "component", "name": name, "cache": {"disable": False}, "run": {"kind": "job", "container": {"command": command}}}  # fmt: skip
+    path = _write(tmp_path / "job.yaml", spec)
     env = _env(tmp_path, prefect_server, uuid.uuid4().hex)
     cli = _start(path, env)
     assert wait_until(lambda: any(pids.iterdir()), 90), cli.stderr
@@ -212,6 +252,13 @@ def test_stop_ends_a_plain_job_and_a_second_stop_says_it_is_stopped(
 
     assert again.returncode == 0, again.stderr
     assert again.stdout.strip() == f"run `{name}` ({flow_run_id}) is already stopped: nothing to stop"
+
+    rerun = _cli(["run", "-f", str(path), "--json"], env)  # same file, same cache key
+
+    assert rerun.returncode == 0, rerun.stderr
+    assert json.loads(rerun.stdout)["status"] == "succeeded"
+    assert json.loads(rerun.stdout)["cached"] is False
+    assert starts.read_text() == "xx"  # the stopped job was executed again, not replayed
 
 
 def test_stop_of_a_finished_run_changes_nothing(tmp_path: Path, prefect_server: str, api: Any):
