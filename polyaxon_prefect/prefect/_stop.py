@@ -7,11 +7,14 @@ by its id is refused with the root's id, rather than left Cancelling with nobody
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.prefect._stop_watch import STOP_REASON
+
+if TYPE_CHECKING:
+    from prefect.client.schemas import OrchestrationResult
 
 __all__ = ["request_cancel"]
 
@@ -49,7 +52,9 @@ def request_cancel(api: str, flow_run_id: str) -> str:
                 f"run `{run.name}` ({run.id}) is an op or trial of run `{root.name}` "
                 f"({root.id}): stop that run (`polyaxon-prefect stop {root.id}`)"
             )
-        result = c.set_flow_run_state(run.id, Cancelling(message=STOP_REASON))
+        result: OrchestrationResult[Any] = c.set_flow_run_state(
+            run.id, Cancelling(message=STOP_REASON)
+        )
     if result.status == SetStateStatus.ABORT or result.state is None:
         reason = getattr(result.details, "reason", None) or "no reason given"
         raise PolyaxonPrefectError(f"the Prefect server refused to stop run {run.id}: {reason}")

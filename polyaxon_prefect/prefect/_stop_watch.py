@@ -22,7 +22,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from polyaxon_prefect.runtime._session import request_stop, stop_requested
+from polyaxon_prefect.runtime import request_stop, stop_requested
 
 __all__ = ["POLL_SECONDS", "STOP_REASON", "StopWatch", "watch_for_stop", "watch_root_flow_run"]
 

@@ -153,7 +153,8 @@ def test_stop_from_a_second_process_ends_a_dag_with_a_sweep_and_leaves_no_proces
     pids.mkdir()
     name = f"stop-dag-{uuid.uuid4().hex[:8]}"
     trial = _job("trial", pids, inputs=[{"name": "x", "type": "int"}])
-    sweep = {"kind": "grid", "concurrency": 2, "params": {"x": {"kind": "choice", "value": [1, 2, 3]}}}  # fmt: skip
+    choice = {"kind": "choice", "value": [1, 2, 3]}
+    sweep = {"kind": "grid", "concurrency": 2, "params": {"x": choice}}
     path = _write(
         tmp_path / "dag.yaml",
         {
@@ -201,7 +202,6 @@ def test_stop_from_a_second_process_ends_a_dag_with_a_sweep_and_leaves_no_proces
     children = _descendants(flow_run_id)
     assert len(children) >= 3  # the sweep op's subflow and its two trials
     assert {c.state.type for c in children} == {StateType.CANCELLED}, children
-    sweep_run = next(c for c in children if c.name.startswith("sweep"))
     trials = [c for c in children if c.name.startswith("trial-")]
     assert [polyaxon_status(t.state) for t in trials] == ["stopped", "stopped"]
     assert wait_until(lambda: not run_processes(env[MARK]), 10), run_processes(env[MARK])
@@ -226,7 +226,12 @@ def test_stop_ends_a_plain_job_that_a_rerun_then_executes_again(
     pids.mkdir()
     name = f"stop-job-{uuid.uuid4().hex[:8]}"
     command = [PY, "-c", _first_start_sleeps(pids, starts)]
-    spec = {"kind": "component", "name": name, "cache": {"disable": False}, "run": {"kind": "job", "container": {"command": command}}}  # fmt: skip
+    spec = {
+        "kind": "component",
+        "name": name,
+        "cache": {"disable": False},
+        "run": {"kind": "job", "container": {"command": command}},
+    }
     path = _write(tmp_path / "job.yaml", spec)
     env = _env(tmp_path, prefect_server, uuid.uuid4().hex)
     cli = _start(path, env)
@@ -251,7 +256,9 @@ def test_stop_ends_a_plain_job_that_a_rerun_then_executes_again(
     again = _cli(["stop", flow_run_id], env)
 
     assert again.returncode == 0, again.stderr
-    assert again.stdout.strip() == f"run `{name}` ({flow_run_id}) is already stopped: nothing to stop"
+    assert (
+        again.stdout.strip() == f"run `{name}` ({flow_run_id}) is already stopped: nothing to stop"
+    )
 
     rerun = _cli(["run", "-f", str(path), "--json"], env)  # same file, same cache key
 
@@ -263,7 +270,8 @@ def test_stop_ends_a_plain_job_that_a_rerun_then_executes_again(
 
 def test_stop_of_a_finished_run_changes_nothing(tmp_path: Path, prefect_server: str, api: Any):
     name = f"stop-done-{uuid.uuid4().hex[:8]}"
-    spec = {"kind": "component", "name": name, "run": {"kind": "job", "container": {"command": [PY, "-c", "pass"]}}}  # fmt: skip
+    job = {"kind": "job", "container": {"command": [PY, "-c", "pass"]}}
+    spec = {"kind": "component", "name": name, "run": job}
     path = _write(tmp_path / "done.yaml", spec)
     env = _env(tmp_path, prefect_server, uuid.uuid4().hex)
     done = _cli(["run", "-f", str(path), "--json"], env)
