@@ -10,8 +10,8 @@ It then, in this order:
 1. stops the process groups it was told about (jobs, replicas) with SIGTERM, then SIGKILL;
 2. marks the flow runs it was told about, and their task runs, ``Crashed`` through the Prefect
    API, when they are not final yet (a killed run would otherwise stay "Running" forever: flow
-   heartbeats are off for local runs); ``Cancelled`` when one of them was being stopped
-   (Cancelling: ``polyaxon-prefect stop``, then a worker killed the process);
+   heartbeats are off for local runs); ``Cancelled`` when their top-level run was being stopped
+   (``polyaxon-prefect stop``, then a worker killed the process);
 3. stops every process left whose environment carries ``POLYAXON_PREFECT_SESSION=SESSION``
    (Linux: read from ``/proc``), which catches grandchildren that left their group, and the
    server groups it was told about last, since step 2 needs them.
@@ -149,23 +149,26 @@ def _crash(api: str, kind: str, run_id: str, *, stopping: bool = False) -> None:
     _post(f"{api}/{kind}/{run_id}/set_state", {"state": state, "force": True})
 
 
-def _cancelling(payload: object) -> set[str]:
-    """The ids, in a ``/filter`` answer, of the runs that are Cancelling."""
-    if not isinstance(payload, list):
-        return set()
-    return {
-        run["id"]
-        for run in payload
-        if isinstance(run, dict)
-        and isinstance(run.get("id"), str)
-        and isinstance(run.get("state"), dict)
-        and run["state"].get("type") == "CANCELLING"
-    }
+def _being_stopped(api: str, flow_runs: list[str]) -> bool:
+    """Whether a top-level run among ``flow_runs`` was being stopped: Cancelling, or Cancelled
+    already (a worker's runner marks the run it killed Cancelled before this runs)."""
+    stopped = _post(
+        f"{api}/flow_runs/filter",
+        {
+            "flow_runs": {
+                "id": {"any_": flow_runs},
+                "parent_task_run_id": {"is_null_": True},
+                "state": {"type": {"any_": ["CANCELLING", "CANCELLED"]}},
+            },
+            "limit": 1,
+        },
+    )
+    return bool(_run_ids(stopped))
 
 
 def mark_crashed(api: str, flow_runs: list[str]) -> None:
-    """Crash the flow runs (and their task runs and child flow runs) that are not final; those
-    of a flow run that was being stopped (Cancelling) end Cancelled instead."""
+    """Crash the flow runs (and their task runs and child flow runs) that are not final; when
+    a top-level one was being stopped (`_being_stopped`), they end Cancelled instead."""
     if not flow_runs:
         return
     not_final = {"type": {"any_": _NOT_FINAL}}
@@ -180,17 +183,17 @@ def mark_crashed(api: str, flow_runs: list[str]) -> None:
             "limit": 200,
         },
     )
-    stopping = _cancelling(found)
+    stopping = _being_stopped(api, flow_runs)
     for run_id in [*_run_ids(found), *_run_ids(children)]:
         with contextlib.suppress(Exception):
-            _crash(api, "flow_runs", run_id, stopping=bool(stopping))
+            _crash(api, "flow_runs", run_id, stopping=stopping)
     tasks = _post(
         f"{api}/task_runs/filter",
         {"flow_runs": {"id": {"any_": flow_runs}}, "task_runs": {"state": not_final}, "limit": 200},
     )
     for run_id in _run_ids(tasks):
         with contextlib.suppress(Exception):
-            _crash(api, "task_runs", run_id, stopping=bool(stopping))
+            _crash(api, "task_runs", run_id, stopping=stopping)
 
 
 def main(argv: list[str]) -> int:

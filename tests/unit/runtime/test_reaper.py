@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -24,6 +25,8 @@ def _stub_api(monkeypatch: pytest.MonkeyPatch, answers: dict[str, object]) -> li
             return None
         if url.endswith("/task_runs/filter"):
             return answers["tasks"]
+        if "CANCELLED" in json.dumps(body):  # is a top-level run being stopped?
+            return answers.get("stopped", [])
         is_children = "parent_flow_run_id" in body["flow_runs"]
         return answers["children" if is_children else "runs"]
 
@@ -63,9 +66,10 @@ def test_a_run_being_stopped_ends_cancelled_with_its_children_not_crashed(
     crashed = _stub_api(
         monkeypatch,
         {
-            "runs": [{"id": "r1", "state": {"type": "CANCELLING"}}],
-            "children": [{"id": "c1", "state": {"type": "RUNNING"}}],
-            "tasks": [{"id": "t1", "state": {"type": "RUNNING"}}],
+            "runs": [{"id": "r1"}],
+            "children": [{"id": "c1"}],
+            "tasks": [{"id": "t1"}],
+            "stopped": [{"id": "r1"}],
         },
     )
     _reaper.mark_crashed("http://api", ["r1"])
@@ -74,7 +78,6 @@ def test_a_run_being_stopped_ends_cancelled_with_its_children_not_crashed(
 
 
 def test_a_running_run_still_ends_crashed(monkeypatch: pytest.MonkeyPatch) -> None:
-    running = [{"id": "r1", "state": {"type": "RUNNING"}}]
-    _stub_api(monkeypatch, {"runs": running, "children": [], "tasks": []})
+    _stub_api(monkeypatch, {"runs": [{"id": "r1"}], "children": [], "tasks": [], "stopped": []})
     _reaper.mark_crashed("http://api", ["r1"])
     assert states == ["CRASHED"]
