@@ -5,11 +5,12 @@ Prefect reacts to a Cancelling flow run only where a worker or a runner started 
 that process). A flow called in-process, as ``polyaxon-prefect run`` does, hears nothing and
 would run on, its flow run stuck in Cancelling (the server then refuses any final state but
 Cancelled). So while a top-level flow run of ours runs, a daemon thread reads its state by id
-every `POLL_SECONDS` (one small read) and, once it is Cancelling or Cancelled, asks the run to
-stop (`request_stop`): the wait loops of jobs, DAGs, sweeps and replicas then stop their
-processes, start nothing new, and end every task run and child flow run ``Cancelled``, as on
-Ctrl-C. Under a worker the watcher usually wins the race against the worker's kill; when it
-does not, the session's reaper ends what is left (see `polyaxon_prefect.runtime._reaper`).
+every `POLL_SECONDS` (one small read; `poll_seconds`) and, once it is Cancelling or Cancelled,
+asks the run to stop (`request_stop`): the wait loops of jobs, DAGs, sweeps and replicas then
+stop their processes, start nothing new, and end every task run and child flow run
+``Cancelled``, as on Ctrl-C. Under a worker, the worker's runner hears of the Cancelling state
+through Prefect's events and usually kills the process first; the session's reaper then stops
+the jobs left and ends the unfinished runs Cancelled (see `polyaxon_prefect.runtime._reaper`).
 
 The thread gets its own client: Prefect's contexts are per thread, and the flow's client is
 not shared.
@@ -18,16 +19,28 @@ not shared.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 from polyaxon_prefect.runtime import request_stop, stop_requested
 
-__all__ = ["POLL_SECONDS", "STOP_REASON", "StopWatch", "watch_for_stop", "watch_root_flow_run"]
+__all__ = [
+    "POLL_ENV",
+    "POLL_SECONDS",
+    "STOP_REASON",
+    "StopWatch",
+    "poll_seconds",
+    "watch_for_stop",
+    "watch_root_flow_run",
+]
 
 POLL_SECONDS = 0.5
-"""How often the flow run's state is read: a stop takes effect within about this long."""
+"""How often the flow run's state is read by default: a stop takes effect within about this
+long. ``POLYAXON_PREFECT_STOP_POLL_SECONDS`` sets another interval (fewer reads of a busy
+server, or slower stops)."""
+POLL_ENV = "POLYAXON_PREFECT_STOP_POLL_SECONDS"
 STOP_REASON = "stopped by `polyaxon-prefect stop`"
 """The run's stop reason, and the message of the Cancelling state that `stop` sets."""
 
@@ -39,6 +52,16 @@ class StopWatch:
 
     def __init__(self) -> None:
         self.cancelled = False
+
+
+def poll_seconds() -> float:
+    """The interval between two reads: ``POLYAXON_PREFECT_STOP_POLL_SECONDS`` when it is a
+    positive number, else `POLL_SECONDS`."""
+    try:
+        value = float(os.environ.get(POLL_ENV, ""))
+    except ValueError:
+        return POLL_SECONDS
+    return value if 0 < value < float("inf") else POLL_SECONDS
 
 
 def _cancelled(client: Any, flow_run_id: Any) -> bool:
@@ -56,7 +79,7 @@ def _watch(api_url: str, flow_run_id: Any, done: threading.Event, watch: StopWat
         temporary_settings(updates={PREFECT_API_URL: api_url}),
         get_client(sync_client=True) as client,
     ):
-        while not done.wait(POLL_SECONDS):
+        while not done.wait(poll_seconds()):
             try:
                 cancelled = _cancelled(client, flow_run_id)
             except Exception:  # a busy or restarting server: read again on the next tick

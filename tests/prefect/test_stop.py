@@ -24,6 +24,7 @@ import yaml
 from prefect.client.schemas.objects import StateType
 
 from polyaxon_prefect.prefect._states import polyaxon_status
+from polyaxon_prefect.prefect._stop_watch import POLL_ENV
 from tests.prefect.conftest import MARK, run_processes, wait_until
 
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc (Linux)")
@@ -177,6 +178,22 @@ def test_stop_from_a_second_process_ends_a_dag_with_a_sweep_and_leaves_no_proces
     written = _written_pids(pids)
     assert len(written) == 6 and all(_alive(pid) for pid in written)
 
+    trial_runs: list[Any] = []
+    assert wait_until(
+        lambda: (
+            trial_runs.extend(c for c in _descendants(flow_run_id) if c.name.startswith("trial-"))
+            or trial_runs
+        ),
+        20,
+        0.5,
+    )
+    trial_run = trial_runs[0]
+    refused = _cli(["stop", str(trial_run.id)], env)  # a trial alone: refused, the root named
+    assert refused.returncode == 1
+    assert f"stop that run (`polyaxon-prefect stop {flow_run_id}`)" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert all(_alive(pid) for pid in written)
+
     sent = time.monotonic()
     stop = _cli(["stop", flow_run_id], env)
     out, err = cli.communicate(timeout=30)
@@ -293,3 +310,31 @@ def test_stop_of_an_unknown_run_is_one_error_line(tmp_path: Path, prefect_server
     assert stop.returncode == 1
     assert "Traceback" not in stop.stderr
     assert "no run with the id, name or uuid `no-such-run`" in json.loads(stop.stdout)["error"]
+
+
+def test_a_stop_that_comes_as_the_run_ends_leaves_it_cancelled_not_cancelling(
+    tmp_path: Path, prefect_server: str, api: Any
+):
+    """The job sets its own flow run Cancelling and exits 0 at once, long before the watcher's
+    next read: the read at the run's end sees it, and the run ends Cancelled (the server takes
+    no other state after Cancelling), never stuck in Cancelling."""
+    name = f"stop-late-{uuid.uuid4().hex[:8]}"
+    code = (
+        "from prefect.client.orchestration import get_client; "
+        "from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName; "
+        "from prefect.states import Cancelling; "
+        "c = get_client(sync_client=True).__enter__(); "
+        f"named = FlowRunFilter(name=FlowRunFilterName(any_=[{name!r}])); "
+        "[r] = c.read_flow_runs(flow_run_filter=named); "
+        "c.set_flow_run_state(r.id, Cancelling())"
+    )
+    job = {"kind": "job", "container": {"command": [PY, "-c", code]}}
+    path = _write(tmp_path / "late.yaml", {"kind": "component", "name": name, "run": job})
+    env = _env(tmp_path, prefect_server, uuid.uuid4().hex) | {POLL_ENV: "600"}
+
+    done = _cli(["run", "-f", str(path), "--json"], env)
+
+    flow_run_id = json.loads(done.stdout)["flow_run_id"]
+    state = api.flow_run(flow_run_id).state
+    assert state.type == StateType.CANCELLED, done.stderr
+    assert state.message == "stopped by `polyaxon-prefect stop` as it ended"
