@@ -24,6 +24,7 @@ from polyaxon_prefect.prefect._run_files_cli import (
     cmd_invalidate,
 )
 from polyaxon_prefect.prefect._runs_cli import add_runs_parsers, cmd_get, cmd_ls, cmd_server
+from polyaxon_prefect.prefect._stop_cli import add_stop_parser, cmd_stop
 
 if TYPE_CHECKING:
     from polyaxon_prefect.specs import LoadedPolyaxonfile, Operation
@@ -99,6 +100,7 @@ def _parser() -> argparse.ArgumentParser:
     add_deploy_parser(sub)
     add_runs_parsers(sub)
     add_run_files_parsers(sub)
+    add_stop_parser(sub)
     _add_dashboard_parser(sub)
     return parser
 
@@ -334,6 +336,7 @@ _COMMANDS = {
     "get": _on_server(cmd_get),
     "invalidate": _on_server(cmd_invalidate),
     "artifacts": _on_server(cmd_artifacts),
+    "stop": _on_server(cmd_stop),
 }
 
 

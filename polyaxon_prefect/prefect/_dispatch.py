@@ -120,14 +120,30 @@ def describe_request(request: OpRequest) -> str:
 def run_request_in_flow(request: OpRequest, on_outcome: OutcomeCallback | None = None) -> Any:
     """Run ``request`` inside the current flow run; return what that flow should return.
 
-    The artifacts its ops made in the background exist before the flow run ends."""
+    The artifacts its ops made in the background exist before the flow run ends. A top-level
+    flow run is watched meanwhile: cancelled from outside (``polyaxon-prefect stop``, the UI),
+    its run stops and ends ``stopped`` (`polyaxon_prefect.prefect._stop_watch`)."""
     from polyaxon_prefect.prefect._artifacts import flush_artifacts
+    from polyaxon_prefect.prefect._stop_watch import watch_root_flow_run
 
     register_backends(request.backend)
     try:
-        return _RUNNERS[op_kind(request.operation)](request, on_outcome)
+        with watch_root_flow_run() as watch:
+            value = _RUNNERS[op_kind(request.operation)](request, on_outcome)
     finally:
         flush_artifacts()
+    if watch.cancelled and not _is_cancelled(value):  # stopped as it ended: Cancelled it is
+        from polyaxon_prefect.prefect._states import state_for_status
+        from polyaxon_prefect.prefect._stop_watch import STOP_REASON
+
+        return state_for_status(Status.STOPPED, f"{STOP_REASON} as it ended")
+    return value
+
+
+def _is_cancelled(value: Any) -> bool:
+    from prefect.client.schemas.objects import State
+
+    return isinstance(value, State) and value.is_cancelled()
 
 
 def request_flow(

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     )
     from polyaxon_prefect.runtime._locate import locate_problems
     from polyaxon_prefect.runtime._param_values import merge_params
+    from polyaxon_prefect.runtime._session import request_stop, stop_requested
 
 __all__ = [
     "EXECUTORS",
@@ -85,8 +86,10 @@ __all__ = [
     "project_name",
     "read_metrics",
     "read_outputs",
+    "request_stop",
     "resolve_artifacts_root",
     "run_process",
+    "stop_requested",
     "validate_outputs",
 ]
 
@@ -98,5 +101,6 @@ __getattr__ = lazy_attributes(
         "merge_params": "_param_values",
         "INIT_HANDLERS": "_init",
         "locate_problems": "_locate",
+        **dict.fromkeys(("request_stop", "stop_requested"), "_session"),
     },
 )

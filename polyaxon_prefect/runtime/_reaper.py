@@ -10,7 +10,8 @@ It then, in this order:
 1. stops the process groups it was told about (jobs, replicas) with SIGTERM, then SIGKILL;
 2. marks the flow runs it was told about, and their task runs, ``Crashed`` through the Prefect
    API, when they are not final yet (a killed run would otherwise stay "Running" forever: flow
-   heartbeats are off for local runs);
+   heartbeats are off for local runs); ``Cancelled`` when their top-level run was being stopped
+   (``polyaxon-prefect stop``, then a worker killed the process);
 3. stops every process left whose environment carries ``POLYAXON_PREFECT_SESSION=SESSION``
    (Linux: read from ``/proc``), which catches grandchildren that left their group, and the
    server groups it was told about last, since step 2 needs them.
@@ -130,17 +131,44 @@ def _run_ids(payload: object) -> list[str]:
     ]
 
 
-def _crash(api: str, kind: str, run_id: str) -> None:
-    state = {
-        "type": "CRASHED",
-        "name": "Crashed",
-        "message": "the polyaxon-prefect process running this was killed",
-    }
+def _crash(api: str, kind: str, run_id: str, *, stopping: bool = False) -> None:
+    """Mark a run that will never end by itself final: Crashed, or Cancelled when it was
+    being stopped (``stopping``: a Cancelling flow run and its runs), as the user asked."""
+    if stopping:
+        state = {
+            "type": "CANCELLED",
+            "name": "Cancelled",
+            "message": "stopped: the polyaxon-prefect process running this ended",
+        }
+    else:
+        state = {
+            "type": "CRASHED",
+            "name": "Crashed",
+            "message": "the polyaxon-prefect process running this was killed",
+        }
     _post(f"{api}/{kind}/{run_id}/set_state", {"state": state, "force": True})
 
 
+def _being_stopped(api: str, flow_runs: list[str]) -> bool:
+    """Whether a top-level run among ``flow_runs`` was being stopped: Cancelling, or Cancelled
+    already (a worker's runner marks the run it killed Cancelled before this runs)."""
+    stopped = _post(
+        f"{api}/flow_runs/filter",
+        {
+            "flow_runs": {
+                "id": {"any_": flow_runs},
+                "parent_task_run_id": {"is_null_": True},
+                "state": {"type": {"any_": ["CANCELLING", "CANCELLED"]}},
+            },
+            "limit": 1,
+        },
+    )
+    return bool(_run_ids(stopped))
+
+
 def mark_crashed(api: str, flow_runs: list[str]) -> None:
-    """Crash the flow runs (and their task runs and child flow runs) that are not final."""
+    """Crash the flow runs (and their task runs and child flow runs) that are not final; when
+    a top-level one was being stopped (`_being_stopped`), they end Cancelled instead."""
     if not flow_runs:
         return
     not_final = {"type": {"any_": _NOT_FINAL}}
@@ -155,16 +183,17 @@ def mark_crashed(api: str, flow_runs: list[str]) -> None:
             "limit": 200,
         },
     )
+    stopping = _being_stopped(api, flow_runs)
     for run_id in [*_run_ids(found), *_run_ids(children)]:
         with contextlib.suppress(Exception):
-            _crash(api, "flow_runs", run_id)
+            _crash(api, "flow_runs", run_id, stopping=stopping)
     tasks = _post(
         f"{api}/task_runs/filter",
         {"flow_runs": {"id": {"any_": flow_runs}}, "task_runs": {"state": not_final}, "limit": 200},
     )
     for run_id in _run_ids(tasks):
         with contextlib.suppress(Exception):
-            _crash(api, "task_runs", run_id)
+            _crash(api, "task_runs", run_id, stopping=stopping)
 
 
 def main(argv: list[str]) -> int:

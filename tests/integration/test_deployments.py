@@ -5,13 +5,16 @@ The quick-start DAG deployed with its typed form runs with a ``--param`` and its
 end as they should; a bad value is refused with a readable message and no flow run; a
 deployment is named after its operation, updated by the same operation and refused to another
 one unless ``--force``; a cron and an interval schedule show on their deployments; a
-``datetime`` schedule fires; a hook runs on failure and posts to a loopback HTTP server. One
+``datetime`` schedule fires; a hook runs on failure and posts to a loopback HTTP server; a
+running DAG stopped with ``polyaxon-prefect stop`` ends Cancelled with no process left. One
 server and one worker for the module.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -351,3 +354,61 @@ def test_a_deployment_is_its_operations_another_takes_its_name_only_with_force(
     replaced = api.deployment("report/daily-report")
     assert _shape(replaced) == (first["id"], "0 5 1 1 *", {"who": "eve"}, str(theirs))
     assert _deploying(env, mine).returncode == 1, "now it is theirs"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with contextlib.suppress(OSError):  # a zombie is gone for our purpose
+        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+            return False
+    return True
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc (Linux)")
+def test_stop_ends_a_deployed_dag_that_a_worker_runs(
+    cluster: tuple[dict[str, str], Api], tmp_path: Path
+) -> None:
+    """`polyaxon-prefect stop` of a run a worker started: its ops' processes end (checked by
+    pid), and the run, its op task runs and `get` all say stopped. The worker's runner
+    usually kills the process before its own watcher stops the DAG (Prefect's events reach
+    the worker first); the session's reaper then ends what is left Cancelled, not Crashed."""
+    env, api = cluster
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    sleeper = (
+        "import os, pathlib, subprocess, sys, time; "
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)']); "
+        f"pathlib.Path({str(pids)!r}, str(os.getpid())).write_text(str(child.pid)); "
+        "time.sleep(300)"
+    )
+    job = {"kind": "job", "container": {"command": [sys.executable, "-c", sleeper]}}
+    ops = [{"name": "a", "dagRef": "sleeper"}, {"name": "b", "dagRef": "sleeper"}]
+    dag = {"kind": "dag", "operations": ops, "components": [{"name": "sleeper", "run": job}]}
+    spec = {"version": 1.1, "kind": "component", "name": "stoppable", "run": dag}
+    path = tmp_path / "stoppable.yaml"
+    path.write_text(json.dumps(spec))
+    _deploy(env, path)
+    flow_run_id = _flow_run_id(_run(env, "stoppable/stoppable").stdout)
+    deadline = time.monotonic() + 120
+    while len(list(pids.iterdir())) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    written = [n for p in pids.iterdir() for n in (int(p.name), int(p.read_text()))]
+    assert len(written) == 4 and all(_pid_alive(pid) for pid in written)
+
+    stop_cli = [sys.executable, "-m", "polyaxon_prefect.cli", "stop", flow_run_id]
+    stopped = subprocess.run(stop_cli, env=env, capture_output=True, text=True, timeout=120)
+    assert stopped.returncode == 0, stopped.stderr
+    run = api.wait_final(flow_run_id, 30)
+
+    assert run["state"]["type"] == "CANCELLED", run["state"]
+    deadline = time.monotonic() + 10
+    while any(_pid_alive(pid) for pid in written) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not [pid for pid in written if _pid_alive(pid)]
+    assert set(api.task_runs(flow_run_id).values()) == {"Cancelled"}
+    get_cli = [sys.executable, "-m", "polyaxon_prefect.cli", "get", flow_run_id, "--json"]
+    shown = json.loads(subprocess.run(get_cli, env=env, capture_output=True, timeout=120).stdout)
+    assert shown["status"] == "stopped"

@@ -2,23 +2,31 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from polyaxon_prefect.runtime import _reaper
 
+states: list[str] = []
+"""The state type of each set_state call of the current test, in order."""
+
 
 def _stub_api(monkeypatch: pytest.MonkeyPatch, answers: dict[str, object]) -> list[str]:
     """Answer each filter call from ``answers`` (by the kind filtered); record set_state calls."""
+    states.clear()
     crashed: list[str] = []
 
     def post(url: str, body: Any) -> object:
         if url.endswith("/set_state"):
             crashed.append(url.removeprefix("http://api/").removesuffix("/set_state"))
+            states.append(body["state"]["type"])
             return None
         if url.endswith("/task_runs/filter"):
             return answers["tasks"]
+        if "CANCELLED" in json.dumps(body):  # is a top-level run being stopped?
+            return answers.get("stopped", [])
         is_children = "parent_flow_run_id" in body["flow_runs"]
         return answers["children" if is_children else "runs"]
 
@@ -48,3 +56,28 @@ def test_an_answer_that_is_not_a_list_of_runs_names_no_run(
     crashed = _stub_api(monkeypatch, {"runs": answer, "children": answer, "tasks": answer})
     _reaper.mark_crashed("http://api", ["r1"])
     assert crashed == []
+
+
+def test_a_run_being_stopped_ends_cancelled_with_its_children_not_crashed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`polyaxon-prefect stop` set the run Cancelling, then its process died (a worker killed
+    it): the user asked for a stop, so every run left ends Cancelled (``stopped``)."""
+    crashed = _stub_api(
+        monkeypatch,
+        {
+            "runs": [{"id": "r1"}],
+            "children": [{"id": "c1"}],
+            "tasks": [{"id": "t1"}],
+            "stopped": [{"id": "r1"}],
+        },
+    )
+    _reaper.mark_crashed("http://api", ["r1"])
+    assert crashed == ["flow_runs/r1", "flow_runs/c1", "task_runs/t1"]
+    assert states == ["CANCELLED"] * 3
+
+
+def test_a_running_run_still_ends_crashed(monkeypatch: pytest.MonkeyPatch) -> None:
+    _stub_api(monkeypatch, {"runs": [{"id": "r1"}], "children": [], "tasks": [], "stopped": []})
+    _reaper.mark_crashed("http://api", ["r1"])
+    assert states == ["CRASHED"]
