@@ -18,6 +18,7 @@ from polyaxon_prefect._cli_args import add_file_args, k8s_namespace, port, text_
 from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError, Problem
 from polyaxon_prefect.prefect._cli import add_run_parser, cmd_run
 from polyaxon_prefect.prefect._deploy_cli import add_deploy_parser, cmd_deploy
+from polyaxon_prefect.prefect._restart_cli import add_restart_parsers, cmd_restart, cmd_resume
 from polyaxon_prefect.prefect._runs_cli import add_runs_parsers, cmd_get, cmd_ls, cmd_server
 
 if TYPE_CHECKING:
@@ -93,6 +94,7 @@ def _parser() -> argparse.ArgumentParser:
     add_run_parser(sub)
     add_deploy_parser(sub)
     add_runs_parsers(sub)
+    add_restart_parsers(sub)
     _add_dashboard_parser(sub)
     return parser
 
@@ -326,6 +328,8 @@ _COMMANDS = {
     "server": cmd_server,
     "ls": _on_server(cmd_ls),
     "get": _on_server(cmd_get),
+    "restart": cmd_restart,
+    "resume": cmd_resume,
 }
 
 

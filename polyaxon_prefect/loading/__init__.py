@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from polyaxon_prefect._lazy import lazy_attributes
 
 if TYPE_CHECKING:
+    from polyaxon_prefect.loading._document import resolved_document
     from polyaxon_prefect.loading._load import (
         load_operation_for_signature,
         load_polyaxonfile,
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "LoadedPolyaxonfile": "polyaxon_prefect.specs",
     "load_polyaxonfile": "_load",
+    "resolved_document": "_document",
     "load_operation_for_signature": "_load",
     "parse_cli_params": "_load",
     "PATCH_STRATEGIES": "_patch",
@@ -78,6 +80,7 @@ __all__ = [
     "render_bool",
     "render_text",
     "render_value",
+    "resolved_document",
 ]
 
 __getattr__ = lazy_attributes(__name__, _LAZY)

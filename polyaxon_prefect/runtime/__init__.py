@@ -20,6 +20,7 @@ from polyaxon_prefect.runtime._connections import (
 )
 from polyaxon_prefect.runtime._context import (
     RunContext,
+    find_run_path,
     new_run_context,
     project_name,
     resolve_artifacts_root,
@@ -70,6 +71,7 @@ __all__ = [
     "connections_env",
     "execute_job",
     "executor_for",
+    "find_run_path",
     "get_connection",
     "load_connections",
     "locate_problems",
