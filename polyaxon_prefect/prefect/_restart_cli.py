@@ -224,10 +224,13 @@ def _guarded(args: argparse.Namespace, command: Any) -> int:
 
 
 def _dag_ops(loaded: LoadedPolyaxonfile) -> list[str]:
+    """The ops of a DAG run, in the order written; none for a job or a sweep (a sweep of
+    DAGs restarts whole: each trial is a DAG of its own)."""
     from polyaxon_prefect.specs import dag_of
 
-    component = loaded.operation.component
-    dag = dag_of(component.run) if component is not None else None
+    operation = loaded.operation
+    component = operation.component
+    dag = dag_of(component.run) if component is not None and operation.matrix is None else None
     operations = dag.operations if dag is not None else None
     return [str(op.name) for op in operations or [] if not isinstance(op, str) and op.name]
 
@@ -248,13 +251,8 @@ def _reuse(
         from_op = restart_point(names, statuses)
         if from_op is None:
             return None, "no op failed or was stopped: the whole dag runs again"
-    reused = [
-        name
-        for name in names
-        if name in records and str(records[name].status) == "succeeded" and name != from_op
-    ]
-    return DagReuse(from_op, records), f"from op `{from_op}`" + (
-        " (succeeded ops before it are reused)" if reused else ""
+    return DagReuse(from_op, records), (
+        f"from op `{from_op}` (the ops that succeeded and are not downstream of it are reused)"
     )
 
 
@@ -273,18 +271,18 @@ def _restart(args: argparse.Namespace) -> int:
 
     run_path = _run_path(args.run)
     record = read_record(run_path)
-    if args.from_op is not None and record.kind != "dag":
+    loaded = _load(run_path, record, args)
+    request = _request(record, loaded, args).with_(
+        sweep=SweepOptions(storage=_storage(record, args))  # the run's, for its sweeps
+    )
+    note = ""
+    if _dag_ops(loaded):
+        reuse, note = _reuse(run_path, loaded, args.from_op)
+        request = request.with_(reuse=reuse)
+    elif args.from_op is not None:
         raise _Refused(
             f"--from: run {record.uuid} is a {record.kind}; only a dag restarts from an op"
         )
-    loaded = _load(run_path, record, args)
-    request = _request(record, loaded, args)
-    note = ""
-    if record.kind == "dag":
-        reuse, note = _reuse(run_path, loaded, args.from_op)
-        request = request.with_(reuse=reuse)
-    if record.kind == "matrix":
-        request = request.with_(sweep=SweepOptions(storage=_storage(record, args)))
     kind = "copy" if args.copy else "restart"
     context = _new_context(run_path, request.op_name, record.uuid, kind)
     if args.copy:
@@ -313,7 +311,8 @@ def _resume(args: argparse.Namespace) -> int:
 
     run_path = _run_path(args.run)
     record = read_record(run_path)
-    if record.kind != "matrix":
+    loaded = _load(run_path, record, args)
+    if loaded.operation.matrix is None:
         raise _Refused(
             f"run {record.uuid} is a {record.kind}, not a sweep: `resume` continues a sweep's "
             f"study; run it again with `polyaxon-prefect restart {args.run}`"
@@ -324,7 +323,6 @@ def _resume(args: argparse.Namespace) -> int:
             f"run it again with `polyaxon-prefect restart {args.run}`"
         )
     storage = _storage(record, args)
-    loaded = _load(run_path, record, args)
     if args.more is not None:
         total = _extend(loaded, record.study, storage, args.more)
         print(f"sweep {record.study}: now {total} trials", file=sys.stderr)
@@ -340,7 +338,7 @@ def _resume(args: argparse.Namespace) -> int:
 def _extend(loaded: LoadedPolyaxonfile, study_name: str, storage: str | None, more: int) -> int:
     """Grow the study's count by ``more`` before the sweep reopens it; its new total."""
     from polyaxon_prefect.runtime import resolve_artifacts_root
-    from polyaxon_prefect.search import SweepStudy, SweepStudyError
+    from polyaxon_prefect.search import SweepStudy, SweepStudyError, extend_study
 
     matrix = loaded.operation.matrix
     assert matrix is not None  # a recorded matrix run
@@ -352,6 +350,6 @@ def _extend(loaded: LoadedPolyaxonfile, study_name: str, storage: str | None, mo
             resume=True,
             artifacts_root=resolve_artifacts_root(),
         )
-        return study.extend(more)
+        return extend_study(study, more)
     except SweepStudyError as error:
         raise _Refused(f"--more: {error}") from None

@@ -23,7 +23,6 @@ the trial has a metric value (Optuna requires one), FAIL otherwise, PRUNED when 
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import re
 import secrets
@@ -138,11 +137,6 @@ def _number(value: Any) -> float | None:
         return float(value)
     except (TypeError, ValueError):
         return None
-
-
-def _point_key(params: Mapping[str, Any]) -> str:
-    """A trial's params as one comparable string (numpy numbers as the plain ones)."""
-    return json.dumps(encode(dict(params)), sort_keys=True, default=str)
 
 
 def _only_study(path: Path) -> str | None:
@@ -571,68 +565,6 @@ class SweepStudy:
         if running or self._trials((TrialState.WAITING,)):
             return False
         return self._kind.is_finished(self)
-
-    # -- extending (``resume --more N``) -----------------------------------------------------
-
-    def extend(self, more: int) -> int:
-        """Let the sweep run ``more`` trials beyond its ``total`` (``numRuns``/``maxIterations``
-        grown by ``more``): the trials done stay done, the study goes on. A grid or a mapping
-        grows to at most its points; random draws ``more`` distinct points not drawn yet.
-        Returns the new total.
-
-        Raises:
-            SweepStudyError: the kind has no count to extend (hyperband's schedule, a tuner's
-                iterations), the search has nothing left (every point done), or it was ended
-                by early stopping.
-        """
-        if more < 1:
-            raise SweepStudyError(f"--more takes a whole number of trials >= 1, not {more}")
-        reason = self.stop_reason
-        if reason is not None:
-            raise SweepStudyError(f"the sweep was ended by early stopping ({reason}): not extended")
-        if isinstance(self._kind, TunedKind) or self.total is None or self.kind == "hyperband":
-            raise SweepStudyError(
-                f"a {self.kind} sweep has no count of trials to extend (its schedule decides "
-                "them): run a new sweep instead"
-            )
-        old = self.total
-        if isinstance(self._kind, IndexedKind):
-            uncut = self.matrix.model_copy(update={"num_runs": None})
-            points = len(self._kind.points(uncut)) if hasattr(uncut, "num_runs") else old
-            new = min(old + more, points)
-            if new <= old:
-                raise SweepStudyError(
-                    f"this {self.kind} sweep has run all of its {old} points: nothing to extend"
-                )
-        elif self._kind.searched:
-            new = old + more
-        else:
-            new = self._extend_queue(old, more)
-        self.total = new
-        self.set_study_attr("total", new)
-        return new
-
-    def _extend_queue(self, old: int, more: int) -> int:
-        """Queue up to ``more`` draws of the kind (seeded as the study) not drawn yet."""
-        counted = "num_runs" if hasattr(self.matrix, "num_runs") else "max_iterations"
-        current = getattr(self.matrix, counted, None)
-        if not isinstance(current, int):
-            raise SweepStudyError(f"a {self.kind} sweep without a count cannot be extended")
-        wider = self.matrix.model_copy(update={counted: current + more})
-        seen = {_point_key(r.params) for r in self.history()}
-        fresh = [
-            params
-            for params in self._kind.initial_queue(wider, self.seed)
-            if _point_key(params) not in seen
-        ][:more]
-        if not fresh:
-            raise SweepStudyError(
-                f"this {self.kind} sweep has drawn every distinct point of its space: "
-                "nothing to extend"
-            )
-        for offset, params in enumerate(fresh):
-            self.enqueue(old + offset, params, {})
-        return old + len(fresh)
 
     # -- tuned kinds (iterative) -------------------------------------------------------------
 
