@@ -324,7 +324,7 @@ def _resume(args: argparse.Namespace) -> int:
         )
     storage = _storage(record, args)
     if args.more is not None:
-        total = _extend(loaded, record.study, storage, args.more)
+        loaded, total = _extend(loaded, record.study, storage, args.more)
         print(f"sweep {record.study}: now {total} trials", file=sys.stderr)
     request = _request(record, loaded, args).with_(
         sweep=SweepOptions(resume=True, resume_study=record.study, storage=storage)
@@ -335,8 +335,12 @@ def _resume(args: argparse.Namespace) -> int:
     return run_cli_request(args, request)
 
 
-def _extend(loaded: LoadedPolyaxonfile, study_name: str, storage: str | None, more: int) -> int:
-    """Grow the study's count by ``more`` before the sweep reopens it; its new total."""
+def _extend(
+    loaded: LoadedPolyaxonfile, study_name: str, storage: str | None, more: int
+) -> tuple[LoadedPolyaxonfile, int]:
+    """Grow the study's count by ``more`` before the sweep reopens it: the operation with its
+    matrix's count grown too (what the resumed run records, the points a grid reads), and
+    the new total."""
     from polyaxon_prefect.runtime import resolve_artifacts_root
     from polyaxon_prefect.search import SweepStudy, SweepStudyError, extend_study
 
@@ -350,6 +354,8 @@ def _extend(loaded: LoadedPolyaxonfile, study_name: str, storage: str | None, mo
             resume=True,
             artifacts_root=resolve_artifacts_root(),
         )
-        return extend_study(study, more)
+        total = extend_study(study, more)
     except SweepStudyError as error:
         raise _Refused(f"--more: {error}") from None
+    operation = loaded.operation.model_copy(update={"matrix": study.matrix})
+    return dataclasses.replace(loaded, operation=operation), total

@@ -52,13 +52,30 @@ def extend_study(study: SweepStudy, more: int) -> int:
             raise SweepStudyError(
                 f"this {study.kind} sweep has run all of its {old} points: nothing to extend"
             )
+        wider = _counted(study.matrix, "num_runs", new)
+        study.cache.pop("points", None)  # the points are read again from the wider matrix
     elif kind.searched:
         new = old + more
+        wider = _counted(study.matrix, "max_iterations", None, more)
     else:
         new = old + _queue_more(study, kind, old, more)
+        wider = _counted(study.matrix, "num_runs", None, new - old)
+    study.matrix = wider
     study.total = new
     study.set_study_attr("total", new)
     return new
+
+
+def _counted(matrix: Any, field: str, value: int | None, more: int = 0) -> Any:
+    """``matrix`` with its count ``field`` set to ``value`` (None: grown by ``more``), so the
+    operation a resumed sweep records and the points it reads say the new count; a matrix
+    without that count, or with a templated one, is left as it is (the study's total rules)."""
+    current = getattr(matrix, field, None)
+    if value is None:
+        if not isinstance(current, int):
+            return matrix
+        value = current + more
+    return matrix.model_copy(update={field: value})
 
 
 def _points(kind: IndexedKind[Any], matrix: Any, known: int) -> int:
