@@ -195,3 +195,25 @@ def test_resume_more_runs_exactly_the_extra_trials(tmp_path: Path, prefect_serve
     old = {json.dumps(t["params"], sort_keys=True) for t in first["trials"]}
     new = {json.dumps(t["params"], sort_keys=True) for t in more["trials"]}
     assert old < new and len(new) == 12  # the 8 done trials kept, 4 new distinct points
+
+
+@pytest.mark.server
+def test_the_generic_deployment_form_restarts_from_an_op(tmp_path: Path) -> None:
+    """``restart: {run, from}`` on the generic flow (the Prefect UI's form) is `restart --from`."""
+    from polyaxon_prefect.prefect import run
+    from polyaxon_prefect.prefect._deploy import generic_flow
+
+    (tmp_path / "marks").mkdir()
+    (tmp_path / "step.py").write_text(STEP)
+    # another component than the first test's: its ops must not be served from the op cache
+    (tmp_path / "step.yaml").write_text(STEP_COMPONENT.replace("name: step", "name: step-ui"))
+    (tmp_path / "chain.yaml").write_text(_chain())
+    first = run(tmp_path / "chain.yaml")
+    assert first.status == "failed" and first.uuid is not None
+    (tmp_path / "marks" / "ok").write_text("")
+
+    state = generic_flow(restart={"run": first.uuid, "from": "c"}, return_state=True)
+    assert state.is_completed(), state.message
+    assert [len(lines) for lines in _marks(tmp_path).values()] == [1, 1, 2, 1, 1]
+    with pytest.raises(Exception, match="takes"):
+        generic_flow(restart={"ruin": first.uuid})
