@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -217,3 +219,55 @@ def test_the_generic_deployment_form_restarts_from_an_op(tmp_path: Path) -> None
     assert [len(lines) for lines in _marks(tmp_path).values()] == [1, 1, 2, 1, 1]
     with pytest.raises(Exception, match="takes"):
         generic_flow(restart={"ruin": first.uuid})
+
+
+@pytest.mark.server
+def test_resume_a_killed_sweep_by_its_run(tmp_path: Path, prefect_server: str) -> None:
+    """SIGKILL mid-sweep, then `resume RUN`: the trial left running runs again, the finished one
+    never, the rest run; the run is found by its recorded uuid (the sweep never reported)."""
+    script = (
+        "import os, time; from polyaxon_prefect import tracking; p = tracking.get_params(); "
+        f"open(os.path.join('{tmp_path}', 'trials', str(p['x']) + '-' + str(time.time())), 'w')"
+        ".close(); time.sleep(1.0); tracking.log_outputs(loss=float(p['x']))"
+    )
+    (tmp_path / "trials").mkdir()
+    (tmp_path / "sweep.yaml").write_text(
+        "version: 1.1\nkind: operation\nname: killed-sweep\n"
+        "matrix:\n  kind: mapping\n  concurrency: 1\n"
+        "  values: [{x: 1}, {x: 2}, {x: 3}, {x: 4}]\n"
+        "component:\n  name: killed\n  inputs: [{name: x, type: int}]\n"
+        "  outputs: [{name: loss, type: float}]\n"
+        f'  run: {{kind: job, container: {{command: ["{PY}", -c, "{script}"]}}}}\n'
+    )
+
+    def started() -> list[str]:
+        return sorted(p.name.split("-")[0] for p in (tmp_path / "trials").iterdir())
+
+    process = subprocess.Popen(
+        [PY, "-m", "polyaxon_prefect.cli", "run", "-f", "sweep.yaml"],
+        cwd=tmp_path,
+        env={**os.environ, "PREFECT_API_URL": prefect_server},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while started() != ["1", "2"]:
+            assert process.poll() is None and time.monotonic() < deadline, started()
+            time.sleep(0.05)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    root = Path(os.environ["POLYAXON_PREFECT_ARTIFACTS_ROOT"])
+    (record,) = [
+        path
+        for path in root.glob("*/*/run.json")
+        if json.loads(path.read_text())["op"] == "killed-sweep"
+    ]
+    uuid = json.loads(record.read_text())["uuid"]
+
+    code, resumed, err = _cli(prefect_server, tmp_path, "resume", uuid)
+    assert code == 0, err
+    assert [t["status"] for t in resumed["trials"]] == ["succeeded"] * 4
+    assert started() == ["1", "2", "2", "3", "4"]  # 1 done before the kill: never again
