@@ -52,6 +52,8 @@ __all__ = ["dag_final_status", "dag_markdown", "run_dag_in_flow", "stop_op"]
 
 MARKER_TASK_NAME = "dag_op_marker"
 _POLL_SECONDS = 0.25
+_OPS_WRITE_SECONDS = 1.0
+"""The least time between two writes of a running DAG's ``ops.json``."""
 
 _RUNNING: dict[str, _DagFlow] = {}
 _RUNNING_LOCK = threading.Lock()
@@ -116,6 +118,7 @@ class _DagFlow:
         self.rerun = downstream_of(reuse.from_op, plan.downstreams) if reuse else set()
         """On a restart, the op it runs from and what follows: they run, never from the cache."""
         self.reused_from: dict[str, str] = {}
+        self.ops_written_at = -_OPS_WRITE_SECONDS
 
     # -- edges ----------------------------------------------------------------------------
     def wait_for(self, name: str) -> list[Any]:
@@ -218,8 +221,14 @@ class _DagFlow:
         self.write_ops()
         self.log_end(name, Status.SUCCEEDED, message, reused_from=source)
 
-    def write_ops(self) -> None:
-        """The ops ended so far, in the DAG's run directory (what a restart reuses)."""
+    def write_ops(self, *, final: bool = False) -> None:
+        """The ops ended so far, in the DAG's run directory (what a restart reuses): at most
+        once a second while ops end (a DAG of thousands of ops would rewrite it thousands of
+        times), and once at the end; a killed DAG's last second of ends is run again."""
+        now = time.monotonic()
+        if not final and now - self.ops_written_at < _OPS_WRITE_SECONDS:
+            return
+        self.ops_written_at = now
         records = self.dag.records
         ordered = {name: records[name] for name in self.plan.order if name in records}
         record_ops(self.context.run_path, ordered, self.reused_from)
@@ -309,6 +318,7 @@ class _DagFlow:
                 for name in list(self.flights):
                     with contextlib.suppress(Exception):
                         self.collect(name)
+                self.write_ops(final=True)
 
 
 def _child_context(name: str, parent: RunContext) -> RunContext:
