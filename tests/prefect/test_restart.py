@@ -137,31 +137,38 @@ def test_restart_from_the_failed_op_reuses_the_ops_before_it(
 
 
 @pytest.mark.server
-def test_restart_a_job_with_a_param_and_a_copy(tmp_path: Path, prefect_server: str) -> None:
+def test_restart_a_job_with_params_a_preset_and_a_copy(tmp_path: Path, prefect_server: str) -> None:
     script = (
         "import os; from polyaxon_prefect import tracking; p = tracking.get_params(); "
         "d = os.environ['POLYAXON_PREFECT_RUN_ARTIFACTS_PATH']; "
-        "n = len(os.listdir(d)); open(os.path.join(d, 'x-' + str(p['x'])), 'w').close(); "
-        "tracking.log_outputs(seen=n, got=p['x'])"
+        "open(os.path.join(d, 'x-' + str(p['x'])), 'w').close(); "
+        "tracking.log_outputs(got=p['x'], label=p['tag'])"
     )
     (tmp_path / "job.yaml").write_text(
         "version: 1.1\nkind: component\nname: again\n"
-        "inputs: [{name: x, type: int, value: 1, isOptional: true}]\n"
-        "outputs: [{name: seen, type: int}, {name: got, type: int}]\n"
+        "inputs: [{name: x, type: int, value: 1, isOptional: true},"
+        " {name: tag, type: str, value: plain, isOptional: true}]\n"
+        "outputs: [{name: got, type: int}, {name: label, type: str}]\n"
         f'run: {{kind: job, container: {{command: ["{PY}", -c, "{script}"]}}}}\n'
+    )
+    (tmp_path / "override.yaml").write_text(
+        "version: 1.1\nkind: operation\nparams: {tag: {value: patched}}\n"
     )
     code, first, err = _cli(prefect_server, tmp_path, "run", "-f", "job.yaml", "-P", "x=2")
     assert code == 0, err
+    (tmp_path / "job.yaml").write_text("not: [a polyaxonfile\n")  # edited since: no matter
     code, again, err = _cli(prefect_server, tmp_path, "restart", first["uuid"], "--copy")
     assert code == 0, err
-    assert again["outputs"]["got"] == 2  # the recorded -P value
+    assert again["outputs"] == {"got": 2, "label": "plain"}  # the recorded -P value
     new_dir = Path(again["artifacts_path"])
     assert (new_dir / "x-2").is_file()  # copied from the old run, then written again
     record = json.loads((new_dir / "run.json").read_text())
     assert (record["original_uuid"], record["cloning_kind"]) == (first["uuid"], "copy")
-    code, third, err = _cli(prefect_server, tmp_path, "restart", first["uuid"], "-P", "x=5")
+    code, third, err = _cli(
+        prefect_server, tmp_path, "restart", first["uuid"], "-P", "x=5", "-f", "override.yaml"
+    )
     assert code == 0, err
-    assert third["outputs"]["got"] == 5
+    assert third["outputs"] == {"got": 5, "label": "patched"}
     assert not (Path(third["artifacts_path"]) / "x-2").exists()  # no --copy: a fresh directory
     code, refused, err = _cli(prefect_server, tmp_path, "resume", first["uuid"])
     assert code == 2
