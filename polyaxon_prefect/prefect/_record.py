@@ -6,11 +6,13 @@
     <run directory>/
         polyaxonfile.yaml   the fully resolved operation (presets, params, refs inlined; what
                             ``compile`` prints): it loads back as a Polyaxonfile
-        run.json            how it was run: the kind, the op, the files it came from, the params
-                            given, the working directory, the backend, a sweep's storage and
-                            study; ``original_uuid``/``cloning_kind`` for a restarted run
+        run.json            how it was run: the kind, the op, the file it came from, the params
+                            given, the working directory, the backend, a sweep's storage,
+                            trials' deployment and study; ``original_uuid``/``cloning_kind``
+                            for a restarted run
         ops.json            a DAG's ops as they ended (status, outputs, uuid, globals...): what
-                            ``restart --from`` reuses (rewritten as each op ends)
+                            ``restart --from`` reuses (rewritten as ops end, at most once
+                            a second, and when the DAG ends)
 
 Secrets are never written: connections are named in the operation and resolved again from the
 connections file at each run; a storage URL's password is masked (``resume`` asks for the URL
@@ -71,6 +73,7 @@ class RunRecord:
     use_cache: bool = True
     skip_builds: bool = False
     storage: str | None = None
+    deployment: str | None = None
     study: str | None = None
     original_uuid: str | None = None
     cloning_kind: str | None = None
@@ -132,6 +135,7 @@ def record_run(request: OpRequest, context: RunContext) -> None:
         use_cache=request.use_cache,
         skip_builds=request.skip_builds,
         storage=safe_storage(request.sweep.storage),
+        deployment=request.sweep.deployment,
         original_uuid=context.original_uuid,
         cloning_kind=context.cloning_kind,
     )

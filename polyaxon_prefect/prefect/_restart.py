@@ -98,7 +98,8 @@ def _request(
         backend=record.backend,
         use_cache=record.use_cache,
         base_dir=Path(record.base_dir) if record.base_dir else None,
-        sweep=SweepOptions(storage=_storage(record, storage)),  # the run's, for its sweeps
+        # the run's, for its sweeps (at any depth)
+        sweep=SweepOptions(storage=_storage(record, storage), deployment=record.deployment),
     )
 
 
