@@ -18,6 +18,7 @@ from polyaxon_prefect._cli_args import add_file_args, k8s_namespace, port, text_
 from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError, Problem
 from polyaxon_prefect.prefect._cli import add_run_parser, cmd_run
 from polyaxon_prefect.prefect._deploy_cli import add_deploy_parser, cmd_deploy
+from polyaxon_prefect.prefect._restart_cli import add_restart_parsers, cmd_restart, cmd_resume
 from polyaxon_prefect.prefect._run_files_cli import (
     add_run_files_parsers,
     cmd_artifacts,
@@ -101,6 +102,7 @@ def _parser() -> argparse.ArgumentParser:
     add_runs_parsers(sub)
     add_run_files_parsers(sub)
     add_stop_parser(sub)
+    add_restart_parsers(sub)
     _add_dashboard_parser(sub)
     return parser
 
@@ -337,6 +339,8 @@ _COMMANDS = {
     "invalidate": _on_server(cmd_invalidate),
     "artifacts": _on_server(cmd_artifacts),
     "stop": _on_server(cmd_stop),
+    "restart": cmd_restart,
+    "resume": cmd_resume,
 }
 
 

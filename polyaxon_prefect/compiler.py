@@ -13,18 +13,12 @@ __all__ = ["compile_document", "compile_plan"]
 def compile_document(loaded: LoadedPolyaxonfile) -> dict[str, Any]:
     """Presets and runPatch applied, references inlined, params typed by their inputs.
 
-    The document is stable (keys in spec order, no empty fields) so tests and users can diff it.
+    The document is stable (keys in spec order, no empty fields) so tests and users can diff it;
+    it is also what a run records in its directory (`polyaxon_prefect.loading.resolved_document`).
     """
-    document = loaded.operation.to_dict()
-    params = document.get("params") or {}
-    for name, value in loaded.params.items():
-        if name in params:
-            params[name] = {**params[name], "value": value}
-    if params:
-        document["params"] = params
-    if loaded.legacy_notes:
-        document["x-legacyNotes"] = list(loaded.legacy_notes)
-    return document
+    from polyaxon_prefect.loading import resolved_document
+
+    return resolved_document(loaded)
 
 
 def _plan(operation: Operation, component: Component | None, depth: int) -> dict[str, Any]:

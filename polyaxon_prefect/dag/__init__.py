@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     )
     from polyaxon_prefect.dag._records import OpRecord
     from polyaxon_prefect.dag._resolve import DagScope, resolve_params
+    from polyaxon_prefect.dag._reuse import DagReuse, downstream_of, restart_point, reused_ops
     from polyaxon_prefect.dag._triggers import (
         DONE_STATUSES,
         FAILED_STATUSES,
@@ -55,6 +56,10 @@ _LAZY = {
     "OpRecord": "_records",
     "DagScope": "_resolve",
     "resolve_params": "_resolve",
+    "DagReuse": "_reuse",
+    "downstream_of": "_reuse",
+    "restart_point": "_reuse",
+    "reused_ops": "_reuse",
     "DONE_STATUSES": "_triggers",
     "FAILED_STATUSES": "_triggers",
     "TRIGGERS": "_triggers",
@@ -70,12 +75,14 @@ __all__ = [
     "TRIGGERS",
     "ConditionError",
     "DagPlan",
+    "DagReuse",
     "DagScope",
     "Decision",
     "OpRecord",
     "child_loaded",
     "dag_context",
     "decide",
+    "downstream_of",
     "evaluate_conditions",
     "find_cycle",
     "inline_component",
@@ -85,6 +92,8 @@ __all__ = [
     "ref_op_name",
     "resolve_joins",
     "resolve_params",
+    "restart_point",
+    "reused_ops",
     "topological_stages",
     "truth_table_markdown",
     "validate_dag",

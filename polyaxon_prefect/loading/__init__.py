@@ -16,6 +16,7 @@ if TYPE_CHECKING:
         parse_hparams,
         parse_tags,
     )
+    from polyaxon_prefect.loading._document import resolved_document
     from polyaxon_prefect.loading._load import (
         load_operation_for_signature,
         load_polyaxonfile,
@@ -51,6 +52,7 @@ _LAZY = {
     "source_of": "_url_file",
     "LoadedPolyaxonfile": "polyaxon_prefect.specs",
     "load_polyaxonfile": "_load",
+    "resolved_document": "_document",
     "load_operation_for_signature": "_load",
     "parse_cli_params": "_cli_overrides",
     "PATCH_STRATEGIES": "_patch",
@@ -94,6 +96,7 @@ __all__ = [
     "render_bool",
     "render_text",
     "render_value",
+    "resolved_document",
     "source_of",
 ]
 

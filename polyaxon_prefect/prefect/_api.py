@@ -205,7 +205,7 @@ def to_flow(
             skip_builds=skip_builds,
             backend=env_backend(),
         )
-        return run_request_in_flow(request, track_request(request).append)
+        return run_request_in_flow(request, track_request(request).append, top_level=True)
 
     signature = flow_signature(params)
     polyaxon_op.__signature__ = signature  # type: ignore[attr-defined]

@@ -33,7 +33,7 @@ from polyaxon_prefect.specs import BACKENDS, Status
 if TYPE_CHECKING:
     from polyaxon_prefect.prefect._connect import Connection as ConnectionT
 
-__all__ = ["add_run_parser", "cmd_run"]
+__all__ = ["add_run_parser", "cmd_run", "run_cli_request"]
 
 
 def add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -185,6 +185,8 @@ def _op_status(op: dict[str, Any]) -> str:
     status = str(op.get("status"))
     if str(op.get("message") or "").startswith("cache hit"):
         status += f" (cached from run {op.get('uuid')})"
+    elif op.get("reused"):
+        status += f" (reused from run {op.get('uuid')})"
     return status
 
 
@@ -357,10 +359,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Handle ``polyaxon-prefect run``; returns the exit code."""
     from polyaxon_prefect.prefect._dispatch import prepare_request
     from polyaxon_prefect.prefect._request import OpRequest, SweepOptions
-    from polyaxon_prefect.prefect._server_watch import ServerGone, ServerWatch
     from polyaxon_prefect.runtime._connections import load_connections
-    from polyaxon_prefect.runtime._masking import mask_text
-    from polyaxon_prefect.runtime._session import current_session
 
     refused = check_command_line(args)
     if refused is not None:
@@ -382,6 +381,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         request = prepare_request(request)  # a job's problems show before anything starts
     except (PolyaxonfileError, PolyaxonPrefectError) as error:
         return _invalid(error, as_json=args.json)
+    return run_cli_request(args, request)
+
+
+def run_cli_request(args: argparse.Namespace, request: Any) -> int:
+    """Run the prepared ``request`` as ``run`` does (its server, signals, live table, end lines
+    or ``--json``: ``args.json``, ``args.live``); returns the exit code. ``restart`` and
+    ``resume`` run theirs through it too."""
+    from polyaxon_prefect.prefect._server_watch import ServerGone, ServerWatch
+    from polyaxon_prefect.runtime._masking import mask_text
+    from polyaxon_prefect.runtime._session import current_session
 
     session = current_session()
     server = None

@@ -18,6 +18,7 @@ only runs what was decided (the design prefect-dbt ships for dbt graphs):
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import queue
 import threading
 import time
@@ -29,6 +30,7 @@ from prefect import allow_failure, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import State, StateType
 
+from polyaxon_prefect.dag import downstream_of, reused_ops
 from polyaxon_prefect.dag._plan import DagPlan, child_loaded, plan_dag
 from polyaxon_prefect.dag._records import OpRecord
 from polyaxon_prefect.dag._report import dag_final_status, dag_markdown, dag_summary, ops_table
@@ -37,6 +39,7 @@ from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.prefect import _live
 from polyaxon_prefect.prefect._artifacts import artifact_key, markdown_artifact
 from polyaxon_prefect.prefect._job import OutcomeCallback, flow_name
+from polyaxon_prefect.prefect._record import record_ops
 from polyaxon_prefect.prefect._request import Children, OpRequest, OpTask
 from polyaxon_prefect.prefect._states import state_for_status
 from polyaxon_prefect.runtime import RunContext, merge_params, new_run_context
@@ -49,6 +52,8 @@ __all__ = ["dag_final_status", "dag_markdown", "run_dag_in_flow", "stop_op"]
 
 MARKER_TASK_NAME = "dag_op_marker"
 _POLL_SECONDS = 0.25
+_OPS_WRITE_SECONDS = 1.0
+"""The least time between two writes of a running DAG's ``ops.json``."""
 
 _RUNNING: dict[str, _DagFlow] = {}
 _RUNNING_LOCK = threading.Lock()
@@ -107,6 +112,13 @@ class _DagFlow:
         self.flights: dict[str, _Flight] = {}
         self.done_queue: queue.SimpleQueue[str] = queue.SimpleQueue()
         self.lock = threading.Lock()
+        reuse = request.reuse
+        self.reused = reused_ops(reuse, plan.order, plan.downstreams) if reuse else {}
+        """Ops not run again on a restart (``restart --from``): their earlier records."""
+        self.rerun = downstream_of(reuse.from_op, plan.downstreams) if reuse else set()
+        """On a restart, the op it runs from and what follows: they run, never from the cache."""
+        self.reused_from: dict[str, str] = {}
+        self.ops_written_at = -_OPS_WRITE_SECONDS
 
     # -- edges ----------------------------------------------------------------------------
     def wait_for(self, name: str) -> list[Any]:
@@ -142,10 +154,12 @@ class _DagFlow:
             flight.cancel.set()
 
     # -- applying actions -----------------------------------------------------------------
-    def log_end(self, name: str, status: Status, message: str, cached_from: str = "") -> None:
-        _live.notify(self.name, name, status, cached_from)
+    def log_end(
+        self, name: str, status: Status, message: str, cached_from: str = "", reused_from: str = ""
+    ) -> None:
+        _live.notify(self.name, name, status, cached_from, reused_from=reused_from)
         text = f"op `{name}`: {status}"
-        if message and status != Status.SUCCEEDED:
+        if message and (reused_from or status != Status.SUCCEEDED):
             text += f" ({message})"
         (self.logger.error if status == Status.FAILED else self.logger.info)(text)
 
@@ -155,10 +169,14 @@ class _DagFlow:
             return
         marker = _marker_task(action.name, action.status, action.message)
         self.handles[action.name] = marker(return_state=True, wait_for=self.wait_for(action.name))
+        self.write_ops()
         self.log_end(action.name, action.status, action.message)
 
     def launch(self, launch: Launch) -> None:
         name, params = launch.name, launch.params
+        if name in self.reused:
+            self.reuse(name)
+            return
         context = _child_context(name, self.context)
         cancel = threading.Event()
         child = self.request.with_(
@@ -168,6 +186,8 @@ class _DagFlow:
             in_pipeline=True,
             name=name,
             cancel_event=cancel,
+            reuse=None,
+            use_cache=self.request.use_cache and name not in self.rerun,
         )
         problem = ""
         try:
@@ -185,6 +205,33 @@ class _DagFlow:
                 cancel.set()
         _live.notify(self.name, name, Status.RUNNING)
         future.add_done_callback(lambda _f, n=name: self.done_queue.put(n))
+
+    def reuse(self, name: str) -> None:
+        """Op ``name`` of a restarted DAG ends as it ended in the earlier run, without running:
+        a marker task run says so (Completed, ``reused from run <uuid>``) and its recorded
+        outputs, globals and artifacts feed the ops after it."""
+        earlier = self.reused[name]
+        source = earlier.uuid or "?"
+        message = f"reused from run {source}"
+        record = dataclasses.replace(earlier, message=message)
+        marker = _marker_task(name, Status.SUCCEEDED, message)
+        self.handles[name] = marker(return_state=True, wait_for=self.wait_for(name))
+        self.reused_from[name] = source
+        self.dag.finished(name, record, {"reused": True})
+        self.write_ops()
+        self.log_end(name, Status.SUCCEEDED, message, reused_from=source)
+
+    def write_ops(self, *, final: bool = False) -> None:
+        """The ops ended so far, in the DAG's run directory (what a restart reuses): at most
+        once a second while ops end (a DAG of thousands of ops would rewrite it thousands of
+        times), and once at the end; a killed DAG's last second of ends is run again."""
+        now = time.monotonic()
+        if not final and now - self.ops_written_at < _OPS_WRITE_SECONDS:
+            return
+        self.ops_written_at = now
+        records = self.dag.records
+        ordered = {name: records[name] for name in self.plan.order if name in records}
+        record_ops(self.context.run_path, ordered, self.reused_from)
 
     def collect(self, name: str) -> None:
         """Read the final state of an op in flight (after ``wait()``) into its record."""
@@ -219,6 +266,7 @@ class _DagFlow:
             if getattr(result, key) is not None
         }
         self.dag.finished(name, record, detail)
+        self.write_ops()
         self.log_end(name, record.status, record.message, uuid if result.cached else "")
 
     # -- the loop -------------------------------------------------------------------------
@@ -270,6 +318,7 @@ class _DagFlow:
                 for name in list(self.flights):
                     with contextlib.suppress(Exception):
                         self.collect(name)
+                self.write_ops(final=True)
 
 
 def _child_context(name: str, parent: RunContext) -> RunContext:

@@ -109,20 +109,58 @@ def _past_failure() -> str | None:
     return None
 
 
-def _run_generic(polyaxonfile: str, params: dict[str, Any] | None = None) -> Any:
+def _run_generic(
+    polyaxonfile: str = "",
+    params: dict[str, Any] | None = None,
+    restart: dict[str, str] | None = None,
+) -> Any:
     """A Polyaxonfile given as a parameter (a deployment made the Prefect way, from a
-    ``prefect.yaml`` without ``POLYAXON_PREFECT_FILE``), with its params by input name."""
+    ``prefect.yaml`` without ``POLYAXON_PREFECT_FILE``), with its params by input name; or,
+    with ``restart: {run: RUN, from: OP}``, run RUN's recorded operation again (``restart
+    RUN --from OP`` from the UI; ``from`` optional, ``params`` on top)."""
     from polyaxon_prefect.prefect._api import to_flow
     from polyaxon_prefect.prefect._flow_signature import python_name
 
+    if restart:
+        return _restart_in_flow(restart, params or {})
+    if not polyaxonfile:
+        raise PolyaxonPrefectError(
+            "give `polyaxonfile` (a path or URL), or `restart: {run: RUN, from: OP}`"
+        )
     with tempfile.TemporaryDirectory(prefix="polyaxonfile-") as tmp:
         typed = to_flow(_local(polyaxonfile, Path(tmp)))
         return typed.fn(**{python_name(k): v for k, v in (params or {}).items()})
 
 
+def _restart_in_flow(restart: Mapping[str, Any], params: Mapping[str, Any]) -> Any:
+    """``restart: {run, from}`` in the current flow run, as the CLI's ``restart`` runs it."""
+    from prefect import get_run_logger
+
+    from polyaxon_prefect.prefect._dispatch import run_request_in_flow
+    from polyaxon_prefect.prefect._restart import restart_request
+    from polyaxon_prefect.prefect._state_hooks import track_request
+    from polyaxon_prefect.runtime import load_connections
+
+    unknown = sorted(set(restart) - {"run", "from"})
+    if unknown or not restart.get("run"):
+        raise PolyaxonPrefectError(
+            f"`restart` takes {{run: RUN, from: OP}} (`from` optional), not {dict(restart)}"
+        )
+    from_op = restart.get("from")
+    request, line = restart_request(
+        str(restart["run"]),
+        from_op=str(from_op) if from_op else None,
+        params=params,
+        connections=load_connections(),
+    )
+    get_run_logger().info(line)
+    return run_request_in_flow(request, track_request(request).append, top_level=True)
+
+
 generic_flow = flow(
     name="polyaxonfile",
-    description="Runs the Polyaxonfile given as `polyaxonfile` (a path or URL) with `params`.",
+    description="Runs the Polyaxonfile given as `polyaxonfile` (a path or URL) with `params`; "
+    "or, with `restart: {run: RUN, from: OP}`, runs RUN's recorded operation again.",
     **deferred_state_hooks(run_hook_op),
 )(_run_generic)
 

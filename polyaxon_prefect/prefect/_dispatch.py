@@ -117,9 +117,13 @@ def describe_request(request: OpRequest) -> str:
     return f"running {op_kind(request.operation)} `{request.op_name}`"
 
 
-def run_request_in_flow(request: OpRequest, on_outcome: OutcomeCallback | None = None) -> Any:
+def run_request_in_flow(
+    request: OpRequest, on_outcome: OutcomeCallback | None = None, *, top_level: bool = False
+) -> Any:
     """Run ``request`` inside the current flow run; return what that flow should return.
 
+    ``top_level``: a run of its own (not a DAG op nor a trial): it records the resolved
+    operation in its run directory first (`_record`), so ``restart`` can run it again.
     The artifacts its ops made in the background exist before the flow run ends. A top-level
     flow run is watched meanwhile: cancelled from outside (``polyaxon-prefect stop``, the UI),
     its run stops and ends ``stopped`` (`polyaxon_prefect.prefect._stop_watch`)."""
@@ -127,6 +131,8 @@ def run_request_in_flow(request: OpRequest, on_outcome: OutcomeCallback | None =
     from polyaxon_prefect.prefect._stop_watch import watch_root_flow_run
 
     register_backends(request.backend)
+    if top_level:
+        request = _recorded(request)
     try:
         with watch_root_flow_run() as watch:
             value = _RUNNERS[op_kind(request.operation)](request, on_outcome)
@@ -146,15 +152,35 @@ def _is_cancelled(value: Any) -> bool:
     return isinstance(value, State) and value.is_cancelled()
 
 
+def _recorded(request: OpRequest) -> OpRequest:
+    """``request`` with its run context made now (a DAG's or a sweep's is otherwise made by
+    its runner; a job's by its prepare), after recording its operation in that run's
+    directory (`polyaxon_prefect.prefect._record`)."""
+    from polyaxon_prefect.prefect._record import record_run
+    from polyaxon_prefect.runtime import new_run_context, project_name
+
+    if op_kind(request.operation) == "job":
+        request = request if request.prepared is not None else prepare_request(request)
+        assert request.prepared is not None
+        context = request.prepared.context
+    else:
+        context = request.run_context or new_run_context(request.op_name, project_name())
+        request = request.with_(run_context=context.make_dirs())
+    record_run(request, context)
+    return request
+
+
 def request_flow(
     request: OpRequest,
     *,
     name: str | None = None,
     on_outcome: OutcomeCallback | None = None,
+    top_level: bool = False,
 ) -> Flow[[], Any]:
     """A parameterless flow running ``request``: call it, as a top-level run or a subflow.
 
-    ``name`` is the flow's name (default: the component's), the run is named after the request.
+    ``name`` is the flow's name (default: the component's), the run is named after the request;
+    ``top_level``: see `run_request_in_flow`.
     """
     from prefect import flow
 
@@ -169,7 +195,7 @@ def request_flow(
             on_outcome(outcome)
 
     def run_operation() -> Any:
-        return run_request_in_flow(request, record)
+        return run_request_in_flow(request, record, top_level=top_level)
 
     options: dict[str, Any] = {
         "name": flow_name(name or request.flow_name),
@@ -226,7 +252,7 @@ def run_request(
         if on_outcome is not None:
             on_outcome(outcome)
 
-    op_flow = request_flow(request, name=flow_name, on_outcome=record)
+    op_flow = request_flow(request, name=flow_name, on_outcome=record, top_level=True)
     job_tags = request.prepared.tags if request.prepared is not None else request.tags
     with local_run_settings(), tags(*job_tags):
         state = final_state(op_flow)

@@ -61,10 +61,17 @@ class LiveTable:
             self.width = max([self.width, *(len(o) for o in ops)])
             self._write(f"{'op':<{self.width}}  {'status':<15}  time    (dag {dag})")
 
-    def update(self, dag: str, op: str, status: Status, cached_from: str | None = None) -> None:
+    def update(
+        self,
+        dag: str,
+        op: str,
+        status: Status,
+        cached_from: str | None = None,
+        reused_from: str | None = None,
+    ) -> None:
         with self.lock:
             self.statuses.setdefault(dag, {})[op] = status
-            note = _cache_note(cached_from)
+            note = _cache_note(cached_from) or _reuse_note(reused_from)
             if note:
                 self.notes[(dag, op)] = note
             now = time.monotonic()
@@ -99,15 +106,27 @@ def start(dag: str, ops: Sequence[str]) -> None:
         table.start(dag, ops)
 
 
-def notify(dag: str, op: str, status: Status, cached_from: str | None = None) -> None:
+def notify(
+    dag: str,
+    op: str,
+    status: Status,
+    cached_from: str | None = None,
+    *,
+    reused_from: str | None = None,
+) -> None:
     """Report that op ``op`` of DAG ``dag`` is now ``status`` (no-op without a table);
-    ``cached_from``: the run whose outputs a cache hit reused."""
+    ``cached_from``: the run whose outputs a cache hit reused; ``reused_from``: the earlier
+    run a restarted DAG took this op's results from (``restart --from``)."""
     for table in list(_TABLES):
-        table.update(dag, op, status, cached_from)
+        table.update(dag, op, status, cached_from, reused_from)
 
 
 def _cache_note(cached_from: str | None) -> str:
     return f"(cached from run {cached_from})" if cached_from else ""
+
+
+def _reuse_note(reused_from: str | None) -> str:
+    return f"(reused from run {reused_from})" if reused_from else ""
 
 
 def finish(dag: str, status: Status) -> None:

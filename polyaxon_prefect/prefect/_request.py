@@ -27,6 +27,7 @@ from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.specs import LOCAL, backend_for, run_kind
 
 if TYPE_CHECKING:
+    from polyaxon_prefect.dag import DagReuse
     from polyaxon_prefect.specs import Component, Operation
 
 __all__ = ["Children", "OpRequest", "OpTask", "SweepOptions"]
@@ -44,6 +45,9 @@ class SweepOptions:
     """The study to create or resume; None: derived from the op."""
     deployment: str | None = None
     """``flow-name/deployment-name``: run each trial as a run of that deployment (a work pool)."""
+    resume_study: str | None = None
+    """With ``resume``: the study to continue (``resume RUN``: that run's own study), instead
+    of the latest of the op; its left-running trials are re-queued as ``--resume`` does."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,10 @@ class OpRequest:
     use_cache: bool = True
     """False (``run --no-cache``): no op of this run, at any depth, is served from the op
     cache; its successes are still recorded, so a later run reuses the freshest result."""
+    reuse: DagReuse | None = None
+    """A DAG restarted from an op (``restart --from``): the earlier run's op records, of which
+    the succeeded ops not downstream of that op are reused instead of run. Its own ops only:
+    the DAG runner clears it for its children."""
 
     @property
     def operation(self) -> Operation:

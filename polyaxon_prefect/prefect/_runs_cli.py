@@ -281,7 +281,8 @@ def _print_run(run: dict[str, Any]) -> None:
         print("ops:")
         for name, op in run["ops"].items():
             outputs = f"  {_pairs(op['outputs'])}" if op.get("outputs") else ""
-            why = op.get("message") if op["status"] != Status.SUCCEEDED else ""
+            shown = op["status"] != Status.SUCCEEDED or op.get("reused")  # reused from run X
+            why = op.get("message") if shown else ""
             print(f"  {name}: {op['status']}{outputs}" + (f"  ({why})" if why else ""))
     if "trials" in run:
         _print_sweep(run)

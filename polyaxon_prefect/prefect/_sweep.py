@@ -48,6 +48,7 @@ from prefect.states import Failed
 
 from polyaxon_prefect.exceptions import PolyaxonPrefectError, unwritable_study
 from polyaxon_prefect.prefect._job import OutcomeCallback
+from polyaxon_prefect.prefect._record import note_study
 from polyaxon_prefect.prefect._request import Children, OpRequest, SweepOptions
 from polyaxon_prefect.prefect._states import state_for_status
 from polyaxon_prefect.prefect._sweep_board import SweepBoard
@@ -129,7 +130,9 @@ class _Sweep:
     # -- study ----------------------------------------------------------------------------
 
     def open_study(self) -> SweepStudy:
-        return open_sweep_study(self.request, self.book, self.logger)
+        study = open_sweep_study(self.request, self.book, self.logger)
+        note_study(self.context.run_path, study.name)  # what `resume RUN` continues
+        return study
 
     # -- launching ------------------------------------------------------------------------
 

@@ -47,7 +47,9 @@ def open_sweep_study(request: OpRequest, book: SweepRun, logger: Any) -> SweepSt
     artifacts_root = resolve_artifacts_root()
     resume = options.resume
     name = options.study_name
-    if resume and name is None:
+    if resume and name is None and options.resume_study is not None:
+        name = options.resume_study
+    elif resume and name is None:
         name = SweepStudy.latest(options.storage, prefix, artifacts_root=artifacts_root)
         if name is None:
             logger.warning(

@@ -26,6 +26,7 @@ from polyaxon_prefect.search._space import hp_values, reachable_values, sample_h
 from polyaxon_prefect.search._stopping import RunSummary, StopDecision, check_early_stopping
 
 if TYPE_CHECKING:
+    from polyaxon_prefect.search._extend import extend_study
     from polyaxon_prefect.search._study import SweepStudy
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "TrialRecord",
     "UnknownMatrixKindError",
     "check_early_stopping",
+    "extend_study",
     "get_kind",
     "grid_points",
     "grid_suggestions",
@@ -55,4 +57,4 @@ __all__ = [
 ]
 
 # The Optuna-backed study loads on first use: planning and ``compile`` never import Optuna.
-__getattr__ = lazy_attributes(__name__, {"SweepStudy": "_study"})
+__getattr__ = lazy_attributes(__name__, {"SweepStudy": "_study", "extend_study": "_extend"})

@@ -42,11 +42,11 @@ def _load_generic(monkeypatch, file: str | None):  # type: ignore[no-untyped-def
 
 def test_the_generic_entrypoint_matches_what_each_deployment_passes(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Without POLYAXON_PREFECT_FILE it takes `polyaxonfile` and `params` (the prefect.yaml
-    entries give exactly those); with it, it is that file's typed flow (the deploy command's
-    form)."""
+    entries give exactly those), or `restart`; with it, it is that file's typed flow (the
+    deploy command's form)."""
     generic = _load_generic(monkeypatch, None)
     names = set(generic.parameters.properties)
-    assert names == {"polyaxonfile", "params"}
+    assert names == {"polyaxonfile", "params", "restart"}
     config = yaml.safe_load((ROOT / "deployments" / "prefect.yaml").read_text())
     for deployment in config["deployments"]:
         if deployment["entrypoint"] == "flows/polyaxonfile.py:flow":
