@@ -16,16 +16,24 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from polyaxon_prefect import __version__
 from polyaxon_prefect._cli_args import add_file_args, k8s_namespace, port, text_value
 from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError, Problem
-from polyaxon_prefect.prefect._cli import add_run_parser, cmd_run
-from polyaxon_prefect.prefect._deploy_cli import add_deploy_parser, cmd_deploy
-from polyaxon_prefect.prefect._restart_cli import add_restart_parsers, cmd_restart, cmd_resume
-from polyaxon_prefect.prefect._run_files_cli import (
+from polyaxon_prefect.prefect.commands import (
+    add_deploy_parser,
+    add_restart_parsers,
     add_run_files_parsers,
+    add_run_parser,
+    add_runs_parsers,
+    add_stop_parser,
     cmd_artifacts,
+    cmd_deploy,
+    cmd_get,
     cmd_invalidate,
+    cmd_ls,
+    cmd_restart,
+    cmd_resume,
+    cmd_run,
+    cmd_server,
+    cmd_stop,
 )
-from polyaxon_prefect.prefect._runs_cli import add_runs_parsers, cmd_get, cmd_ls, cmd_server
-from polyaxon_prefect.prefect._stop_cli import add_stop_parser, cmd_stop
 
 if TYPE_CHECKING:
     from polyaxon_prefect.specs import LoadedPolyaxonfile, Operation
