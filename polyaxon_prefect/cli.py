@@ -18,6 +18,7 @@ from polyaxon_prefect._cli_args import add_file_args, k8s_namespace, port, text_
 from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError, Problem
 from polyaxon_prefect.prefect._cli import add_run_parser, cmd_run
 from polyaxon_prefect.prefect._deploy_cli import add_deploy_parser, cmd_deploy
+from polyaxon_prefect.prefect._logs_cli import add_logs_parsers, cmd_logs, cmd_statuses
 from polyaxon_prefect.prefect._runs_cli import add_runs_parsers, cmd_get, cmd_ls, cmd_server
 
 if TYPE_CHECKING:
@@ -93,6 +94,7 @@ def _parser() -> argparse.ArgumentParser:
     add_run_parser(sub)
     add_deploy_parser(sub)
     add_runs_parsers(sub)
+    add_logs_parsers(sub)
     _add_dashboard_parser(sub)
     return parser
 
@@ -326,6 +328,8 @@ _COMMANDS = {
     "server": cmd_server,
     "ls": _on_server(cmd_ls),
     "get": _on_server(cmd_get),
+    "logs": _on_server(cmd_logs),
+    "statuses": _on_server(cmd_statuses),
 }
 
 

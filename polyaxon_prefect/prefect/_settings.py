@@ -35,6 +35,10 @@ ENV_DEFAULTS: dict[str, str] = {
     # Prefect's default of 20 s (the CLI starts its own server, see `_server`; this is for runs
     # started from Python).
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "300",
+    # A run's lines reach the API in batches, every 2 s by default: `logs -f` in another
+    # terminal would show a line up to 2 s after the job printed it; 0.5 s keeps it well under
+    # (one small request a second or two per busy process, to a local server).
+    "PREFECT_LOGGING_TO_API_BATCH_INTERVAL": "0.5",
 }
 """Set in ``os.environ`` unless already present (the user's value always wins)."""
 

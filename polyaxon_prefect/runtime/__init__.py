@@ -20,6 +20,7 @@ from polyaxon_prefect.runtime._connections import (
 )
 from polyaxon_prefect.runtime._context import (
     RunContext,
+    find_run_path,
     new_run_context,
     project_name,
     resolve_artifacts_root,
@@ -31,6 +32,14 @@ from polyaxon_prefect.runtime._errors import (
     ProcessStartError,
     RunRuntimeError,
     UnknownConnectionError,
+)
+from polyaxon_prefect.runtime._log_files import read_log_files
+from polyaxon_prefect.runtime._log_lines import (
+    LogLine,
+    exit_code,
+    line_record,
+    select_lines,
+    shown_line,
 )
 from polyaxon_prefect.runtime._options import PrepareOptions
 from polyaxon_prefect.runtime._outputs import read_metrics, read_outputs, validate_outputs
@@ -58,6 +67,7 @@ __all__ = [
     "ConnectionsFile",
     "EnvVar",
     "Executor",
+    "LogLine",
     "OutputsError",
     "PrepareOptions",
     "PreparedJob",
@@ -70,7 +80,10 @@ __all__ = [
     "connections_env",
     "execute_job",
     "executor_for",
+    "find_run_path",
+    "exit_code",
     "get_connection",
+    "line_record",
     "load_connections",
     "locate_problems",
     "mask_secrets",
@@ -79,10 +92,13 @@ __all__ = [
     "prepare_container",
     "prepare_job",
     "project_name",
+    "read_log_files",
     "read_metrics",
     "read_outputs",
     "resolve_artifacts_root",
     "run_process",
+    "select_lines",
+    "shown_line",
     "validate_outputs",
 ]
 

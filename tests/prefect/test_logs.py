@@ -1,0 +1,187 @@
+"""``logs`` and ``statuses`` read a run back from another process: a finished 1 master + 2
+worker run's lines with each replica's prefix, from Prefect's logs API and, once the server no
+longer has the run, from the files the run kept; ``logs -f`` and ``statuses -w`` on a job that
+is running, each in its own process, until it ends."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from polyaxon_prefect.prefect import run
+from polyaxon_prefect.runtime._result import RunResult
+
+SCRIPT = Path(__file__).with_name("replica_script.py")
+PY = sys.executable
+REPLICAS = ("master-0", "worker-0", "worker-1")
+
+
+def _cli(api: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [PY, "-m", "polyaxon_prefect.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PREFECT_API_URL": api},
+        timeout=timeout,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def replica_run(tmp_path_factory: pytest.TempPathFactory, prefect_server: str) -> RunResult:
+    """A pytorchjob of a master and two workers, each printing its rank, run to its end."""
+    from prefect.logging.handlers import APILogWorker
+
+    folder = tmp_path_factory.mktemp("logs")
+    command = json.dumps([PY, str(SCRIPT), "echo", "2"])
+    path = folder / "ddp.yaml"
+    path.write_text(
+        "version: 1.1\nkind: component\nname: logs-ddp\n"
+        "outputs: [{name: loss, type: float}]\n"
+        "run:\n  kind: pytorchjob\n"
+        f"  master: {{replicas: 1, container: {{command: {command}}}}}\n"
+        f"  worker: {{replicas: 2, container: {{command: {command}}}}}\n",
+        encoding="utf-8",
+    )
+    result = run(path)
+    assert result.status == "succeeded", result.message
+    APILogWorker.drain_all(timeout=10)  # this process's lines are all on the server
+    return result
+
+
+def _expected(replica: str) -> str:
+    rank = REPLICAS.index(replica)
+    return f"[{replica}] echo 2 from rank {rank}"
+
+
+def test_logs_of_a_finished_replica_run_have_each_replicas_lines_with_its_prefix(
+    replica_run: RunResult, prefect_server: str
+):
+    shown = _cli(prefect_server, "logs", str(replica_run.flow_run_id))
+
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    for replica in REPLICAS:
+        assert _expected(replica) in lines, (replica, shown.stdout)
+    assert "from the files" not in shown.stderr  # read from the API
+
+    one = _cli(prefect_server, "logs", replica_run.uuid or "", "--replica", "worker-1")
+    assert one.returncode == 0, one.stderr
+    assert one.stdout.splitlines() == ["echo 2 from rank 2"]
+
+    last = _cli(prefect_server, "logs", str(replica_run.flow_run_id), "--tail", "2", "--json")
+    records = [json.loads(line) for line in last.stdout.splitlines()]
+    assert len(records) == 2
+    assert all(set(r) == {"timestamp", "level", "op", "replica", "message"} for r in records)
+
+
+def test_each_replica_keeps_its_own_log_file(replica_run: RunResult):
+    logs = Path(replica_run.artifacts_path or "", "logs")
+    for rank, replica in enumerate(REPLICAS):
+        text = (logs / f"{replica}.log").read_text(encoding="utf-8")
+        assert text.splitlines() == [f"echo 2 from rank {rank}"]
+
+
+def test_logs_come_from_the_run_files_once_the_server_no_longer_has_the_run(
+    replica_run: RunResult, prefect_server: str
+):
+    """The run deleted from the server (its logs go with it), as a reset database leaves it:
+    the uuid still names the run's directory, whose files have every replica's lines."""
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        client.delete_flow_run(replica_run.flow_run_id)
+    assert _cli(prefect_server, "get", str(replica_run.flow_run_id)).returncode == 1
+
+    shown = _cli(prefect_server, "logs", replica_run.uuid or "")
+
+    assert shown.returncode == 0, shown.stderr
+    assert sorted(shown.stdout.splitlines()) == sorted(_expected(r) for r in REPLICAS)
+    notes = shown.stderr.strip().splitlines()
+    assert len(notes) == 1 and "from the files" in notes[0], shown.stderr
+    missing = _cli(prefect_server, "logs", uuid.uuid4().hex, "--json")
+    assert missing.returncode == 1
+    assert "no run" in json.loads(missing.stdout)["error"]
+
+
+def _start(api: str, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [PY, "-m", "polyaxon_prefect.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PREFECT_API_URL": api},
+    )
+
+
+def _flow_run_named(name: str, timeout: float) -> Any:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
+
+    deadline = time.monotonic() + timeout
+    with get_client(sync_client=True) as client:
+        while time.monotonic() < deadline:
+            found = client.read_flow_runs(
+                flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=[name]))
+            )
+            if found:
+                return found[0]
+            time.sleep(0.1)
+    raise AssertionError(f"no flow run named {name} in {timeout}s")
+
+
+def _timed_lines(process: subprocess.Popen[str]) -> list[tuple[float, str]]:
+    """Each stdout line of ``process`` with when it was read, until it exits (in a thread)."""
+    got: list[tuple[float, str]] = []
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            got.append((time.monotonic(), line.rstrip("\n")))
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    return got
+
+
+def test_follow_shows_lines_as_they_come_and_statuses_watch_sees_running_then_succeeded(
+    tmp_path: Path, prefect_server: str
+):
+    name = f"follow-{uuid.uuid4().hex[:8]}"
+    body = "import time\nfor i in range(6):\n    print(f'tick {i}', flush=True)\n    time.sleep(0.5)\n"
+    (tmp_path / "tick.py").write_text(body, encoding="utf-8")
+    (tmp_path / "job.yaml").write_text(
+        f"version: 1.1\nkind: component\nname: {name}\n"
+        f"run: {{kind: job, container: {{command: [{PY}, {tmp_path / 'tick.py'}]}}}}\n",
+        encoding="utf-8",
+    )
+    job = _start(prefect_server, "run", "-f", str(tmp_path / "job.yaml"))
+    try:
+        flow_run = _flow_run_named(name, 60)
+        follow = _start(prefect_server, "logs", str(flow_run.id), "-f")
+        watch = _start(prefect_server, "statuses", str(flow_run.id), "-w")
+        got = _timed_lines(follow)
+        assert job.wait(timeout=120) == 0
+        job_ended = time.monotonic()
+        assert follow.wait(timeout=60) == 0, follow.stderr.read() if follow.stderr else ""
+        watched, errors = watch.communicate(timeout=60)
+    finally:
+        for process in (job,):
+            if process.poll() is None:
+                process.kill()
+    assert watch.returncode == 0, errors
+    ticks = [(at, line) for at, line in got if line.startswith("tick ")]
+    assert [line for _, line in ticks] == [f"tick {i}" for i in range(6)]
+    assert ticks[0][0] < job_ended - 1.0, "the first line came only after the job ended"
+    statuses = [line.split()[2] for line in watched.splitlines()]
+    assert "running" in statuses and statuses[-1] == "succeeded", watched
+    assert statuses.index("running") < statuses.index("succeeded")
