@@ -49,6 +49,7 @@ class _Tree:
     runs its lines were logged from."""
 
     root: UUID
+    root_name: str
     labelled: bool
     """False for a job: its task run is the job itself, not an op."""
     paths: dict[UUID, str | None] = field(default_factory=dict)
@@ -97,11 +98,17 @@ class _Tree:
         path = self.paths.get(log.flow_run_id)
         if self.labelled and log.task_run_id is not None:
             task = self.tasks.get(log.task_run_id)
-            if task:
+            # a job's task has the job's name: the kind of a run still going is not known yet
+            if task and not (log.flow_run_id == self.root and task == self.root_name):
                 path = f"{path}/{task}" if path else task
         if not self.labelled and log.flow_run_id == self.root:
             path = None
         return LogLine(log.message, timestamp=log.timestamp, level=log.level, op=path)
+
+
+def _tree(client: Any, flow_run_id: str, kind: str) -> _Tree:
+    root = client.read_flow_run(UUID(flow_run_id))
+    return _Tree(root.id, root.name or "", labelled=kind != "job")
 
 
 def _logs_after(client: Any, flow_run_ids: list[UUID], after: datetime | None) -> Iterator[Any]:
@@ -146,7 +153,7 @@ def read_run_logs(api: str, flow_run_id: str, *, kind: str) -> list[LogLine]:
     """Every line the API has of the run (flow run ``flow_run_id``, a ``kind`` run:
     job|dag|matrix), oldest first."""
     with _client(api) as client:
-        tree = _Tree(UUID(flow_run_id), labelled=kind != "job")
+        tree = _tree(client, flow_run_id, kind)
         tree.refresh(client)
         return _Cursor().take(client, tree)
 
@@ -172,7 +179,7 @@ def follow_logs(
     """Hand every line of the run to ``emit`` as it reaches the API, until the run ended and
     `SETTLE_SECONDS` passed without a new line; return its Polyaxon status."""
     with _client(api) as client:
-        tree = _Tree(UUID(flow_run_id), labelled=kind != "job")
+        tree = _tree(client, flow_run_id, kind)
         cursor = _Cursor()
         status: str | None = None
         quiet_since: float | None = None

@@ -19,6 +19,7 @@ import pytest
 
 from polyaxon_prefect.prefect import run
 from polyaxon_prefect.runtime._result import RunResult
+from tests.prefect.conftest import wait_until
 
 SCRIPT = Path(__file__).with_name("replica_script.py")
 PY = sys.executable
@@ -156,8 +157,16 @@ def _timed_lines(process: subprocess.Popen[str]) -> list[tuple[float, str]]:
 def test_follow_shows_lines_as_they_come_and_statuses_watch_sees_running_then_succeeded(
     tmp_path: Path, prefect_server: str
 ):
+    """The job says it is waiting, and ticks only once `logs -f` (started while it runs) has
+    shown that line: each tick then reaches `logs -f` while the job still runs."""
     name = f"follow-{uuid.uuid4().hex[:8]}"
-    body = "import time\nfor i in range(6):\n    print(f'tick {i}', flush=True)\n    time.sleep(0.5)\n"
+    go = tmp_path / "go"
+    body = (
+        "import os, time\n"
+        "print('waiting', flush=True)\n"
+        f"while not os.path.exists({str(go)!r}):\n    time.sleep(0.05)\n"
+        "for i in range(4):\n    print(f'tick {i}', flush=True)\n    time.sleep(0.5)\n"
+    )
     (tmp_path / "tick.py").write_text(body, encoding="utf-8")
     (tmp_path / "job.yaml").write_text(
         f"version: 1.1\nkind: component\nname: {name}\n"
@@ -165,23 +174,27 @@ def test_follow_shows_lines_as_they_come_and_statuses_watch_sees_running_then_su
         encoding="utf-8",
     )
     job = _start(prefect_server, "run", "-f", str(tmp_path / "job.yaml"))
+    follow = watch = None
     try:
         flow_run = _flow_run_named(name, 60)
         follow = _start(prefect_server, "logs", str(flow_run.id), "-f")
         watch = _start(prefect_server, "statuses", str(flow_run.id), "-w")
         got = _timed_lines(follow)
+        assert wait_until(lambda: any(line == "waiting" for _, line in got), 60), got
+        go.touch()
         assert job.wait(timeout=120) == 0
         job_ended = time.monotonic()
         assert follow.wait(timeout=60) == 0, follow.stderr.read() if follow.stderr else ""
         watched, errors = watch.communicate(timeout=60)
     finally:
-        for process in (job,):
-            if process.poll() is None:
+        go.touch()
+        for process in (job, follow, watch):
+            if process is not None and process.poll() is None:
                 process.kill()
     assert watch.returncode == 0, errors
     ticks = [(at, line) for at, line in got if line.startswith("tick ")]
-    assert [line for _, line in ticks] == [f"tick {i}" for i in range(6)]
-    assert ticks[0][0] < job_ended - 1.0, "the first line came only after the job ended"
+    assert [line for _, line in ticks] == [f"tick {i}" for i in range(4)]
+    assert ticks[0][0] < job_ended - 1.0, "the first tick came only after the job ended"
     statuses = [line.split()[2] for line in watched.splitlines()]
     assert "running" in statuses and statuses[-1] == "succeeded", watched
     assert statuses.index("running") < statuses.index("succeeded")
