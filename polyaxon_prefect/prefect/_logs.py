@@ -73,14 +73,28 @@ class _Tree:
                 offset += _PAGE
                 if len(page) < _PAGE:
                     break
+            children = [child for child in children if child.id not in self.paths]
+            owners = self._owners(client, [c.parent_task_run_id for c in children])
             level = []
             for child in children:
-                if child.id in self.paths:
-                    continue
-                parent = self.paths.get(child.parent_flow_run_id) if child.parent_flow_run_id else None
+                parent = self.paths.get(owners.get(child.parent_task_run_id))
                 label = (child.name or "").split(" ", 1)[0] or str(child.id)
                 self.paths[child.id] = f"{parent}/{label}" if parent else label
                 level.append(child.id)
+
+    def _owners(self, client: Any, task_run_ids: list[Any]) -> dict[Any, UUID]:
+        """The flow run each of ``task_run_ids`` ran in (a subflow's parent is a task run)."""
+        from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterId
+
+        ids = list({ident for ident in task_run_ids if ident is not None})
+        owners: dict[Any, UUID] = {}
+        for start in range(0, len(ids), _PAGE):
+            found = client.read_task_runs(
+                task_run_filter=TaskRunFilter(id=TaskRunFilterId(any_=ids[start : start + _PAGE])),
+                limit=_PAGE,
+            )
+            owners.update({task.id: task.flow_run_id for task in found})
+        return owners
 
     def name_tasks(self, client: Any, logs: list[Any]) -> None:
         """The names of the task runs of ``logs`` not known yet."""

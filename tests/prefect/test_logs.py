@@ -198,3 +198,72 @@ def test_follow_shows_lines_as_they_come_and_statuses_watch_sees_running_then_su
     statuses = [line.split()[2] for line in watched.splitlines()]
     assert "running" in statuses and statuses[-1] == "succeeded", watched
     assert statuses.index("running") < statuses.index("succeeded")
+
+
+LEAF = (
+    "version: 1.1\nkind: component\nname: leaf\n"
+    "inputs: [{name: x, type: float, value: 0.5, isOptional: true}]\n"
+    f"run: {{kind: job, container: {{command: [{PY}, -c, "
+    '"from polyaxon_prefect import tracking; print(\'hello\', tracking.get_params()[\'x\'])"]}}\n'
+)
+INNER = (
+    "version: 1.1\nkind: component\nname: inner\nrun:\n  kind: dag\n  operations:\n"
+    "  - {name: a, pathRef: leaf.yaml, params: {x: {value: 0.4}}}\n"
+)
+PIPE = (
+    "version: 1.1\nkind: component\nname: logs-pipe\nrun:\n  kind: dag\n  operations:\n"
+    "  - {name: first, pathRef: leaf.yaml, params: {x: {value: 0.1}}}\n"
+    "  - {name: nested, pathRef: inner.yaml, dependencies: [first]}\n"
+    "  - name: tune\n    pathRef: leaf.yaml\n"
+    "    matrix: {kind: mapping, values: [{x: 0.2}, {x: 0.3}]}\n"
+)
+
+
+def _pipe(folder: Path, *, to_api: bool) -> RunResult:
+    """The DAG ``logs-pipe`` (a job op, a nested DAG op, a sweep op of two trials), run with
+    its lines sent to the API or not (as with ``PREFECT_LOGGING_TO_API_ENABLED=false``)."""
+    from prefect.logging.handlers import APILogWorker
+    from prefect.settings import PREFECT_LOGGING_TO_API_ENABLED, temporary_settings
+
+    for name, text in {"leaf.yaml": LEAF, "inner.yaml": INNER, "pipe.yaml": PIPE}.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    with temporary_settings(updates={PREFECT_LOGGING_TO_API_ENABLED: to_api}):
+        result = run(folder / "pipe.yaml", cache=False)
+    assert result.status == "succeeded", result.message
+    APILogWorker.drain_all(timeout=10)
+    return result
+
+
+def test_a_dags_lines_name_their_op_and_op_selects_one(tmp_path: Path, prefect_server: str):
+    result = _pipe(tmp_path, to_api=True)
+
+    shown = _cli(prefect_server, "logs", str(result.flow_run_id))
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    for line in ("[first] hello 0.1", "[nested/a] hello 0.4"):
+        assert line in lines, shown.stdout
+    trials = sorted(line for line in lines if line.startswith("[tune/trial-"))
+    assert trials == ["[tune/trial-0] hello 0.2", "[tune/trial-1] hello 0.3"]
+
+    nested = _cli(prefect_server, "logs", str(result.flow_run_id), "--op", "nested")
+    assert "[nested/a] hello 0.4" in nested.stdout.splitlines()
+    assert all(line.startswith("[nested") for line in nested.stdout.splitlines()), nested.stdout
+    one = _cli(prefect_server, "logs", str(result.flow_run_id), "--op", "tune/trial-1")
+    assert one.stdout.splitlines() == ["[tune/trial-1] hello 0.3"]
+
+
+def test_a_dags_lines_come_from_its_ops_files_when_the_server_has_no_logs(
+    tmp_path: Path, prefect_server: str
+):
+    result = _pipe(tmp_path, to_api=False)
+
+    shown = _cli(prefect_server, "logs", str(result.flow_run_id))
+
+    assert shown.returncode == 0, shown.stderr
+    assert "has no logs" in shown.stderr and "from the files" in shown.stderr
+    assert sorted(shown.stdout.splitlines()) == [
+        "[first] hello 0.1",
+        "[nested/a] hello 0.4",
+        "[tune/trial-0] hello 0.2",
+        "[tune/trial-1] hello 0.3",
+    ]
