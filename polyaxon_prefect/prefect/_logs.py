@@ -50,8 +50,9 @@ class _Tree:
 
     root: UUID
     root_name: str
-    labelled: bool
-    """False for a job: its task run is the job itself, not an op."""
+    dag: bool
+    """Whether the root's task runs are a DAG's ops; else the one named as the root is the job
+    itself (a run still going may not be known as a DAG yet: its ops are named otherwise)."""
     paths: dict[UUID, str | None] = field(default_factory=dict)
     tasks: dict[UUID, str] = field(default_factory=dict)
 
@@ -77,7 +78,8 @@ class _Tree:
             owners = self._owners(client, [c.parent_task_run_id for c in children])
             level = []
             for child in children:
-                parent = self.paths.get(owners.get(child.parent_task_run_id))
+                owner = owners.get(child.parent_task_run_id)
+                parent = self.paths.get(owner) if owner is not None else None
                 label = (child.name or "").split(" ", 1)[0] or str(child.id)
                 self.paths[child.id] = f"{parent}/{label}" if parent else label
                 level.append(child.id)
@@ -110,19 +112,17 @@ class _Tree:
 
     def line(self, log: Any) -> LogLine:
         path = self.paths.get(log.flow_run_id)
-        if self.labelled and log.task_run_id is not None:
+        if log.task_run_id is not None:
             task = self.tasks.get(log.task_run_id)
-            # a job's task has the job's name: the kind of a run still going is not known yet
-            if task and not (log.flow_run_id == self.root and task == self.root_name):
+            job = log.flow_run_id == self.root and not self.dag and task == self.root_name
+            if task and not job:
                 path = f"{path}/{task}" if path else task
-        if not self.labelled and log.flow_run_id == self.root:
-            path = None
         return LogLine(log.message, timestamp=log.timestamp, level=log.level, op=path)
 
 
-def _tree(client: Any, flow_run_id: str, kind: str) -> _Tree:
+def _tree(client: Any, flow_run_id: str, dag: bool) -> _Tree:
     root = client.read_flow_run(UUID(flow_run_id))
-    return _Tree(root.id, root.name or "", labelled=kind != "job")
+    return _Tree(root.id, root.name or "", dag)
 
 
 def _logs_after(client: Any, flow_run_ids: list[UUID], after: datetime | None) -> Iterator[Any]:
@@ -154,20 +154,24 @@ class _Cursor:
 
     def take(self, client: Any, tree: _Tree) -> list[LogLine]:
         after = self.newest - timedelta(seconds=_LOOKBACK_SECONDS) if self.newest else None
-        fresh = [log for log in _logs_after(client, list(tree.paths), after) if log.id not in self.seen]
+        fresh = [
+            log for log in _logs_after(client, list(tree.paths), after) if log.id not in self.seen
+        ]
         if not fresh:
             return []
         self.seen.update(log.id for log in fresh)
-        self.newest = max([*(log.timestamp for log in fresh), *([self.newest] if self.newest else [])])
+        self.newest = max(
+            [*(log.timestamp for log in fresh), *([self.newest] if self.newest else [])]
+        )
         tree.name_tasks(client, fresh)
         return [tree.line(log) for log in fresh]
 
 
-def read_run_logs(api: str, flow_run_id: str, *, kind: str) -> list[LogLine]:
-    """Every line the API has of the run (flow run ``flow_run_id``, a ``kind`` run:
-    job|dag|matrix), oldest first."""
+def read_run_logs(api: str, flow_run_id: str, *, dag: bool) -> list[LogLine]:
+    """Every line the API has of the run (flow run ``flow_run_id``; ``dag``: a DAG, whose
+    task runs are its ops), oldest first."""
     with _client(api) as client:
-        tree = _tree(client, flow_run_id, kind)
+        tree = _tree(client, flow_run_id, dag)
         tree.refresh(client)
         return _Cursor().take(client, tree)
 
@@ -186,14 +190,14 @@ def follow_logs(
     api: str,
     flow_run_id: str,
     *,
-    kind: str,
+    dag: bool,
     emit: Callable[[list[LogLine]], None],
     poll: float = FOLLOW_POLL_SECONDS,
 ) -> str:
     """Hand every line of the run to ``emit`` as it reaches the API, until the run ended and
     `SETTLE_SECONDS` passed without a new line; return its Polyaxon status."""
     with _client(api) as client:
-        tree = _tree(client, flow_run_id, kind)
+        tree = _tree(client, flow_run_id, dag)
         cursor = _Cursor()
         status: str | None = None
         quiet_since: float | None = None

@@ -157,7 +157,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
         return _from_files(args, path, {}, f"the Prefect server does not know run {args.run}")
     printer = _Printer(args)
     if not args.follow or run["status"] in DONE_STATUSES:
-        lines = _read(api, lambda: read_run_logs(api, run["id"], kind=run["kind"]))
+        lines = _read(api, lambda: read_run_logs(api, run["id"], dag="ops" in run))
         if not lines and run.get("artifacts_path"):
             why = f"the Prefect server has no logs of run {args.run}"
             return _from_files(args, Path(run["artifacts_path"]), _children(run), why)
@@ -165,9 +165,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
         if not args.follow:
             return 0
         return exit_code(run["status"])
-    status = _read(
-        api, lambda: follow_logs(api, run["id"], kind=run["kind"], emit=printer)
-    )
+    status = _read(api, lambda: follow_logs(api, run["id"], dag="ops" in run, emit=printer))
     return exit_code(status)
 
 

@@ -88,7 +88,6 @@ def _by_uuid(client: Any, uuid: str) -> Any:
     """The flow run whose report names Polyaxon run ``uuid`` (``... (run <uuid>)``), newest
     first; None when no report does."""
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterType
-
     from prefect.exceptions import ObjectNotFound
 
     marker = f"(run {uuid})"

@@ -204,7 +204,7 @@ LEAF = (
     "version: 1.1\nkind: component\nname: leaf\n"
     "inputs: [{name: x, type: float, value: 0.5, isOptional: true}]\n"
     f"run: {{kind: job, container: {{command: [{PY}, -c, "
-    '"from polyaxon_prefect import tracking; print(\'hello\', tracking.get_params()[\'x\'])"]}}\n'
+    "\"from polyaxon_prefect import tracking; print('hello', tracking.get_params()['x'])\"]}}\n"
 )
 INNER = (
     "version: 1.1\nkind: component\nname: inner\nrun:\n  kind: dag\n  operations:\n"
