@@ -39,7 +39,7 @@ from polyaxon_prefect.prefect._artifacts import artifact_key, markdown_artifact
 from polyaxon_prefect.prefect._job import OutcomeCallback, flow_name
 from polyaxon_prefect.prefect._request import Children, OpRequest, OpTask
 from polyaxon_prefect.prefect._states import state_for_status
-from polyaxon_prefect.runtime import RunContext, merge_params, new_run_context
+from polyaxon_prefect.runtime import RunContext, merge_params, new_run_context, record_child
 from polyaxon_prefect.runtime._masking import mask_text
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.runtime._session import stop_reason, stop_requested
@@ -160,6 +160,7 @@ class _DagFlow:
     def launch(self, launch: Launch) -> None:
         name, params = launch.name, launch.params
         context = _child_context(name, self.context)
+        record_child(self.context.run_path, name, context.uuid)  # `logs` without the server
         cancel = threading.Event()
         child = self.request.with_(
             loaded=child_loaded(self.request.loaded, self.plan.ops[name]),

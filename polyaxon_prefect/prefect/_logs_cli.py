@@ -132,7 +132,9 @@ class _Printer:
         sys.stdout.flush()
 
 
-def _from_files(args: argparse.Namespace, run_path: Any, children: dict[str, str], why: str) -> int:
+def _from_files(
+    args: argparse.Namespace, run_path: Any, children: dict[str, str] | None, why: str
+) -> int:
     from polyaxon_prefect.runtime import read_log_files
 
     lines = read_log_files(run_path, children)
@@ -154,13 +156,14 @@ def cmd_logs(args: argparse.Namespace) -> int:
         path = find_run_path(args.run)
         if path is None:
             raise
-        return _from_files(args, path, {}, f"the Prefect server does not know run {args.run}")
+        return _from_files(args, path, None, f"the Prefect server does not know run {args.run}")
     printer = _Printer(args)
     if not args.follow or run["status"] in DONE_STATUSES:
         lines = _read(api, lambda: read_run_logs(api, run["id"], dag="ops" in run))
         if not lines and run.get("artifacts_path"):
             why = f"the Prefect server has no logs of run {args.run}"
-            return _from_files(args, Path(run["artifacts_path"]), _children(run), why)
+            children = _children(run) or None  # else the runs the run recorded
+            return _from_files(args, Path(run["artifacts_path"]), children, why)
         printer(lines)
         if not args.follow:
             return 0

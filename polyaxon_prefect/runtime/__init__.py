@@ -33,7 +33,7 @@ from polyaxon_prefect.runtime._errors import (
     RunRuntimeError,
     UnknownConnectionError,
 )
-from polyaxon_prefect.runtime._log_files import read_log_files
+from polyaxon_prefect.runtime._log_files import read_log_files, record_child
 from polyaxon_prefect.runtime._log_lines import (
     LogLine,
     exit_code,
@@ -95,6 +95,7 @@ __all__ = [
     "read_log_files",
     "read_metrics",
     "read_outputs",
+    "record_child",
     "resolve_artifacts_root",
     "run_process",
     "select_lines",

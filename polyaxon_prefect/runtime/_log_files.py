@@ -4,11 +4,14 @@
 Every process of a run writes its lines (masked, as they went to Prefect) under
 ``<run>/logs/``: ``job.log`` for a job and its init steps, ``<replica>.log`` for each replica
 of a distributed op (`runtime._replicas`). A DAG's ops and a sweep's trials are runs of their
-own, with their own directories; the caller names them (``children``: op path -> run uuid).
+own, with their own directories: a DAG or a sweep records each one it starts in its own
+``logs/runs.jsonl`` (`record_child`), so the files alone lead from the run to every line of it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -16,9 +19,36 @@ from polyaxon_prefect.runtime._context import find_run_path
 from polyaxon_prefect.runtime._log_lines import LogLine
 from polyaxon_prefect.runtime._outcome import LOG_FILE
 
-__all__ = ["LOGS_DIR", "log_files", "read_log_files"]
+__all__ = ["CHILDREN_FILE", "LOGS_DIR", "log_files", "read_log_files", "record_child"]
 
 LOGS_DIR = "logs"
+CHILDREN_FILE = "runs.jsonl"
+"""A DAG's or a sweep's record of the runs it started: ``{"op": ..., "uuid": ...}`` a line."""
+_MAX_DEPTH = 32
+
+
+def record_child(run_path: Path, op: str, uuid: str) -> None:
+    """Note in ``run_path``'s logs folder that op (or trial) ``op`` runs as run ``uuid``. An
+    index for `read_log_files`, so a write that fails is no failure of the run."""
+    with contextlib.suppress(OSError):
+        folder = run_path / LOGS_DIR
+        folder.mkdir(parents=True, exist_ok=True)
+        with (folder / CHILDREN_FILE).open("a", encoding="utf-8") as index:
+            index.write(json.dumps({"op": op, "uuid": uuid}) + "\n")
+
+
+def recorded_children(run_path: Path) -> dict[str, str]:
+    """Op -> run uuid of the runs ``run_path`` recorded (`record_child`), in start order."""
+    try:
+        text = (run_path / LOGS_DIR / CHILDREN_FILE).read_text(encoding="utf-8")
+    except OSError:
+        return {}
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        with contextlib.suppress(ValueError, TypeError, KeyError):
+            entry = json.loads(line)
+            found[str(entry["op"])] = str(entry["uuid"])
+    return found
 
 
 def log_files(run_path: Path) -> list[tuple[str | None, Path]]:
@@ -50,16 +80,37 @@ def read_log_files(
     children: Mapping[str, str] | None = None,
     artifacts_root: str | Path | None = None,
 ) -> list[LogLine]:
-    """Every line the run at ``run_path`` kept, then each child's (``children``: op path ->
-    run uuid, in the order given; one whose directory is gone has no lines); a replica's lines
+    """Every line the run at ``run_path`` kept, then each child's: ``children`` (op path ->
+    run uuid) when given, else the runs it recorded, and theirs (``nested/a``,
+    ``tune/trial-3``); one whose directory is gone has no lines. A replica's lines are
     prefixed ``[worker-1] `` as they are in Prefect's logs."""
     lines: list[LogLine] = []
     for replica, path in log_files(run_path):
         lines += _lines(path, replica, None)
-    for op, uuid in (children or {}).items():
-        child = find_run_path(uuid, artifacts_root)
-        if child is None:
-            continue
-        for replica, path in log_files(child):
-            lines += _lines(path, replica, op)
+    if children is not None:
+        for op, uuid in children.items():
+            child = find_run_path(uuid, artifacts_root)
+            if child is not None:
+                lines += _own_lines(child, op)
+        return lines
+    return lines + _below(run_path, "", artifacts_root, 0)
+
+
+def _own_lines(run_path: Path, op: str) -> list[LogLine]:
+    lines: list[LogLine] = []
+    for replica, path in log_files(run_path):
+        lines += _lines(path, replica, op)
+    return lines
+
+
+def _below(run_path: Path, prefix: str, root: str | Path | None, depth: int) -> list[LogLine]:
+    """The lines of the runs ``run_path`` recorded, and of theirs, each under its op path."""
+    lines: list[LogLine] = []
+    if depth >= _MAX_DEPTH:
+        return lines
+    for op, uuid in recorded_children(run_path).items():
+        child = find_run_path(uuid, root)
+        if child is not None and child != run_path:
+            lines += _own_lines(child, prefix + op)
+            lines += _below(child, f"{prefix}{op}/", root, depth + 1)
     return lines

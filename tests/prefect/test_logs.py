@@ -259,11 +259,21 @@ def test_a_dags_lines_come_from_its_ops_files_when_the_server_has_no_logs(
 
     shown = _cli(prefect_server, "logs", str(result.flow_run_id))
 
-    assert shown.returncode == 0, shown.stderr
-    assert "has no logs" in shown.stderr and "from the files" in shown.stderr
-    assert sorted(shown.stdout.splitlines()) == [
+    expected = [
         "[first] hello 0.1",
         "[nested/a] hello 0.4",
         "[tune/trial-0] hello 0.2",
         "[tune/trial-1] hello 0.3",
     ]
+    assert shown.returncode == 0, shown.stderr
+    assert "has no logs" in shown.stderr and "from the files" in shown.stderr
+    assert sorted(shown.stdout.splitlines()) == expected
+
+    # the server no longer has the run (as after a reset): the DAG's files lead to its ops'
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        client.delete_flow_run(result.flow_run_id)
+    gone = _cli(prefect_server, "logs", result.uuid or "", "--op", "tune")
+    assert "does not know run" in gone.stderr, gone.stderr
+    assert sorted(gone.stdout.splitlines()) == expected[2:]
