@@ -21,7 +21,6 @@ from polyaxon_prefect.prefect import run
 from polyaxon_prefect.runtime._result import RunResult
 from tests.prefect.conftest import wait_until
 
-SCRIPT = Path(__file__).with_name("replica_script.py")
 PY = sys.executable
 REPLICAS = ("master-0", "worker-0", "worker-1")
 
@@ -37,23 +36,44 @@ def _cli(api: str, *args: str, timeout: float = 120) -> subprocess.CompletedProc
     )
 
 
+SECRET = "s3cr3t-R3PLICA-777"
+ECHO = (
+    "import os; from polyaxon_prefect import tracking; rank = int(os.environ['RANK']); "
+    "print('echo 2 from rank', rank, 'token', os.environ['API_TOKEN'], flush=True); "
+    "tracking.log_outputs(loss=2.0 * (rank + 1))"
+)
+
+
 @pytest.fixture(scope="module")
 def replica_run(tmp_path_factory: pytest.TempPathFactory, prefect_server: str) -> RunResult:
-    """A pytorchjob of a master and two workers, each printing its rank, run to its end."""
+    """A pytorchjob of a master and two workers, each printing its rank and a connection's
+    secret (which must show as ``***`` everywhere), run to its end."""
     from prefect.logging.handlers import APILogWorker
 
+    from polyaxon_prefect.runtime import Connection
+
     folder = tmp_path_factory.mktemp("logs")
-    command = json.dumps([PY, str(SCRIPT), "echo", "2"])
+    (folder / "secrets").mkdir()
+    (folder / "secrets" / "creds.env").write_text(f"API_TOKEN={SECRET}\n", encoding="utf-8")
+    connection = Connection.model_validate(
+        {"name": "api", "kind": "http", "schema": {"url": "https://x"}, "secret": {"name": "creds"}}
+    )
+    command = json.dumps([PY, "-c", ECHO])
+    replica = "{replicas: %d, connections: [api], container: {command: %s}}"
     path = folder / "ddp.yaml"
     path.write_text(
         "version: 1.1\nkind: component\nname: logs-ddp\n"
         "outputs: [{name: loss, type: float}]\n"
         "run:\n  kind: pytorchjob\n"
-        f"  master: {{replicas: 1, container: {{command: {command}}}}}\n"
-        f"  worker: {{replicas: 2, container: {{command: {command}}}}}\n",
+        f"  master: {replica % (1, command)}\n"
+        f"  worker: {replica % (2, command)}\n",
         encoding="utf-8",
     )
-    result = run(path)
+    os.environ["POLYAXON_PREFECT_SECRETS_DIR"] = str(folder / "secrets")
+    try:
+        result = run(path, connections={"api": connection})
+    finally:
+        del os.environ["POLYAXON_PREFECT_SECRETS_DIR"]
     assert result.status == "succeeded", result.message
     APILogWorker.drain_all(timeout=10)  # this process's lines are all on the server
     return result
@@ -61,7 +81,7 @@ def replica_run(tmp_path_factory: pytest.TempPathFactory, prefect_server: str) -
 
 def _expected(replica: str) -> str:
     rank = REPLICAS.index(replica)
-    return f"[{replica}] echo 2 from rank {rank}"
+    return f"[{replica}] echo 2 from rank {rank} token ***"
 
 
 def test_logs_of_a_finished_replica_run_have_each_replicas_lines_with_its_prefix(
@@ -74,10 +94,11 @@ def test_logs_of_a_finished_replica_run_have_each_replicas_lines_with_its_prefix
     for replica in REPLICAS:
         assert _expected(replica) in lines, (replica, shown.stdout)
     assert "from the files" not in shown.stderr  # read from the API
+    assert SECRET not in shown.stdout
 
     one = _cli(prefect_server, "logs", replica_run.uuid or "", "--replica", "worker-1")
     assert one.returncode == 0, one.stderr
-    assert one.stdout.splitlines() == ["echo 2 from rank 2"]
+    assert one.stdout.splitlines() == ["echo 2 from rank 2 token ***"]
 
     last = _cli(prefect_server, "logs", str(replica_run.flow_run_id), "--tail", "2", "--json")
     records = [json.loads(line) for line in last.stdout.splitlines()]
@@ -89,7 +110,7 @@ def test_each_replica_keeps_its_own_log_file(replica_run: RunResult):
     logs = Path(replica_run.artifacts_path or "", "logs")
     for rank, replica in enumerate(REPLICAS):
         text = (logs / f"{replica}.log").read_text(encoding="utf-8")
-        assert text.splitlines() == [f"echo 2 from rank {rank}"]
+        assert text.splitlines() == [f"echo 2 from rank {rank} token ***"]
 
 
 def test_logs_come_from_the_run_files_once_the_server_no_longer_has_the_run(
