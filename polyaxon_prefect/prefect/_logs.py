@@ -147,22 +147,25 @@ def _logs_after(client: Any, flow_run_ids: list[UUID], after: datetime | None) -
 
 @dataclass
 class _Cursor:
-    """Where a reader is in a run's logs: the newest timestamp seen and the ids printed."""
+    """Where a reader is in a run's logs: the newest timestamp seen, and the ids printed that
+    the next read can return again (those within `_LOOKBACK_SECONDS` of it; older ones are
+    forgotten, so a long ``-f`` does not grow)."""
 
     newest: datetime | None = None
-    seen: set[UUID] = field(default_factory=set)
+    seen: dict[UUID, datetime] = field(default_factory=dict)
 
     def take(self, client: Any, tree: _Tree) -> list[LogLine]:
         after = self.newest - timedelta(seconds=_LOOKBACK_SECONDS) if self.newest else None
-        fresh = [
-            log for log in _logs_after(client, list(tree.paths), after) if log.id not in self.seen
-        ]
+        logs = _logs_after(client, list(tree.paths), after)
+        fresh = [log for log in logs if log.id not in self.seen]
         if not fresh:
             return []
-        self.seen.update(log.id for log in fresh)
-        self.newest = max(
-            [*(log.timestamp for log in fresh), *([self.newest] if self.newest else [])]
-        )
+        newest = max(log.timestamp for log in fresh)
+        self.newest = max(newest, self.newest) if self.newest else newest
+        horizon = self.newest - timedelta(seconds=_LOOKBACK_SECONDS)
+        kept = {ident: at for ident, at in self.seen.items() if at >= horizon}
+        kept.update((log.id, log.timestamp) for log in fresh if log.timestamp >= horizon)
+        self.seen = kept
         tree.name_tasks(client, fresh)
         return [tree.line(log) for log in fresh]
 
