@@ -230,6 +230,11 @@ class StatusChange:
     status: str
     message: str
 
+    def line(self) -> str:
+        """``2026-05-04 10:11:12  running  message``, in this machine's local time."""
+        when = self.timestamp.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+        return f"{when}  {self.status}" + (f"  {self.message}" if self.message else "")
+
     def record(self) -> dict[str, Any]:
         return {
             "timestamp": self.timestamp.isoformat(),

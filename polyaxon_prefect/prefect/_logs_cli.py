@@ -175,16 +175,9 @@ def cmd_logs(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------------- statuses
 
 
-def _local(timestamp: Any) -> str:
-    return str(timestamp.astimezone().strftime("%Y-%m-%d %H:%M:%S"))
-
-
 def _print_change(args: argparse.Namespace, change: Any) -> None:
-    if args.json:
-        print(json.dumps(change.record(), default=str), flush=True)
-        return
-    message = f"  {change.message}" if change.message else ""
-    print(f"{_local(change.timestamp)}  {change.status}{message}", flush=True)
+    text = json.dumps(change.record(), default=str) if args.json else change.line()
+    print(text, flush=True)
 
 
 def cmd_statuses(args: argparse.Namespace) -> int:

@@ -175,7 +175,7 @@ def _timed_lines(process: subprocess.Popen[str]) -> list[tuple[float, str]]:
     return got
 
 
-def test_follow_shows_lines_as_they_come_and_statuses_watch_sees_running_then_succeeded(
+def test_follow_shows_lines_as_they_come_and_watching_sees_running_then_succeeded(
     tmp_path: Path, prefect_server: str
 ):
     """The job says it is waiting, and ticks only once `logs -f` (started while it runs) has
@@ -195,11 +195,12 @@ def test_follow_shows_lines_as_they_come_and_statuses_watch_sees_running_then_su
         encoding="utf-8",
     )
     job = _start(prefect_server, "run", "-f", str(tmp_path / "job.yaml"))
-    follow = watch = None
+    follow = watch = get = None
     try:
         flow_run = _flow_run_named(name, 60)
         follow = _start(prefect_server, "logs", str(flow_run.id), "-f")
         watch = _start(prefect_server, "statuses", str(flow_run.id), "-w")
+        get = _start(prefect_server, "get", str(flow_run.id), "-w", "--json")
         got = _timed_lines(follow)
         assert wait_until(lambda: any(line == "waiting" for _, line in got), 60), got
         go.touch()
@@ -207,9 +208,10 @@ def test_follow_shows_lines_as_they_come_and_statuses_watch_sees_running_then_su
         job_ended = time.monotonic()
         assert follow.wait(timeout=60) == 0, follow.stderr.read() if follow.stderr else ""
         watched, errors = watch.communicate(timeout=60)
+        got_run, got_changes = get.communicate(timeout=60)
     finally:
         go.touch()
-        for process in (job, follow, watch):
+        for process in (job, follow, watch, get):
             if process is not None and process.poll() is None:
                 process.kill()
     assert watch.returncode == 0, errors
@@ -219,6 +221,9 @@ def test_follow_shows_lines_as_they_come_and_statuses_watch_sees_running_then_su
     statuses = [line.split()[2] for line in watched.splitlines()]
     assert "running" in statuses and statuses[-1] == "succeeded", watched
     assert statuses.index("running") < statuses.index("succeeded")
+    assert get.returncode == 0, got_changes
+    assert json.loads(got_run)["status"] == "succeeded"  # stdout: the run as it ended
+    assert [line.split()[2] for line in got_changes.splitlines()][-1] == "succeeded"
 
 
 LEAF = (
