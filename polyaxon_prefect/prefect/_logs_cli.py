@@ -81,6 +81,12 @@ def add_logs_parsers(subparsers: Any) -> None:
         "--tail", type=_count, default=None, metavar="N", help="only the last N lines"
     )
     logs.add_argument(
+        "--files",
+        action="store_true",
+        help="read the files the run kept (every line, where Prefect got at most "
+        "$POLYAXON_PREFECT_LOG_LINES_PER_SECOND of a flood) instead of Prefect's logs",
+    )
+    logs.add_argument(
         "--json", action="store_true", help="one JSON object a line (timestamp, op, message...)"
     )
     statuses = subparsers.add_parser("statuses", help="a run's status changes, with their times")
@@ -156,14 +162,23 @@ def cmd_logs(args: argparse.Namespace) -> int:
         path = find_run_path(args.run)
         if path is None:
             raise
-        return _from_files(args, path, None, f"the Prefect server does not know run {args.run}")
+        why = "--files" if args.files else f"the Prefect server does not know run {args.run}"
+        return _from_files(args, path, None, why)
     printer = _Printer(args)
+    files = Path(run["artifacts_path"]) if run.get("artifacts_path") else None
+    children = _children(run) or None  # else the runs the run recorded
+    if args.files:
+        if files is None:
+            raise PolyaxonPrefectError(
+                f"run {args.run} has no run directory under this machine's artifacts root "
+                "(it ran elsewhere, or the directory was removed): read it without --files"
+            )
+        return _from_files(args, files, children, "--files")
     if not args.follow or run["status"] in DONE_STATUSES:
         lines = _read(api, lambda: read_run_logs(api, run["id"], dag="ops" in run))
-        if not lines and run.get("artifacts_path"):
+        if not lines and files is not None:
             why = f"the Prefect server has no logs of run {args.run}"
-            children = _children(run) or None  # else the runs the run recorded
-            return _from_files(args, Path(run["artifacts_path"]), children, why)
+            return _from_files(args, files, children, why)
         printer(lines)
         if not args.follow:
             return 0

@@ -100,6 +100,10 @@ def test_logs_of_a_finished_replica_run_have_each_replicas_lines_with_its_prefix
     assert one.returncode == 0, one.stderr
     assert one.stdout.splitlines() == ["echo 2 from rank 2 token ***"]
 
+    files = _cli(prefect_server, "logs", str(replica_run.flow_run_id), "--files", "--tail", "1")
+    assert files.stdout.splitlines() == [_expected("worker-1")]  # the files, last one by name
+    assert "--files: the lines below are from the files" in files.stderr
+
     last = _cli(prefect_server, "logs", str(replica_run.flow_run_id), "--tail", "2", "--json")
     records = [json.loads(line) for line in last.stdout.splitlines()]
     assert len(records) == 2
