@@ -5,7 +5,8 @@ Prefect's API by any process (like ``polyaxon ops logs`` / ``polyaxon ops status
 from the API; when the server has none (its database was reset, a new server, API logging
 off), it reads the files the run kept under its run directory and says so in one stderr line.
 ``-f`` and ``-w`` follow the run until it ends and exit as ``run`` does: 0 when it succeeded,
-1 for any other end.
+1 for any other end (``-f`` of a run only its files know prints them and exits 0: a run's
+status is not in its files).
 
 Light at import: the parsers are built before Prefect is imported; the commands import it.
 """
