@@ -139,6 +139,22 @@ def test_logs_come_from_the_run_files_once_the_server_no_longer_has_the_run(
     assert "no run" in json.loads(missing.stdout)["error"]
 
 
+@pytest.mark.slow
+def test_logs_come_from_the_run_files_on_a_new_empty_server(replica_run: RunResult, tmp_path: Path):
+    """A second Prefect server with a database of its own (as after a reset): it knows no run,
+    the uuid still names the run's directory."""
+    from tests.integration.conftest import prefect_server as new_server
+
+    with new_server(tmp_path) as env:
+        shown = _cli(
+            env["PREFECT_API_URL"], "logs", replica_run.uuid or "", "--replica", "master-0"
+        )
+
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines() == ["echo 2 from rank 0 token ***"]
+    assert "does not know run" in shown.stderr and "from the files" in shown.stderr
+
+
 def _start(api: str, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [PY, "-m", "polyaxon_prefect.cli", *args],
