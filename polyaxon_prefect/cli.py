@@ -18,6 +18,7 @@ from polyaxon_prefect._cli_args import add_file_args, k8s_namespace, port, text_
 from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError, Problem
 from polyaxon_prefect.prefect.commands import (
     add_deploy_parser,
+    add_logs_parsers,
     add_restart_parsers,
     add_run_files_parsers,
     add_run_parser,
@@ -27,11 +28,13 @@ from polyaxon_prefect.prefect.commands import (
     cmd_deploy,
     cmd_get,
     cmd_invalidate,
+    cmd_logs,
     cmd_ls,
     cmd_restart,
     cmd_resume,
     cmd_run,
     cmd_server,
+    cmd_statuses,
     cmd_stop,
 )
 
@@ -111,6 +114,7 @@ def _parser() -> argparse.ArgumentParser:
     add_run_files_parsers(sub)
     add_stop_parser(sub)
     add_restart_parsers(sub)
+    add_logs_parsers(sub)
     _add_dashboard_parser(sub)
     return parser
 
@@ -349,6 +353,8 @@ _COMMANDS = {
     "stop": _on_server(cmd_stop),
     "restart": cmd_restart,
     "resume": cmd_resume,
+    "logs": _on_server(cmd_logs),
+    "statuses": _on_server(cmd_statuses),
 }
 
 

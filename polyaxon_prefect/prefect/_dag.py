@@ -42,7 +42,7 @@ from polyaxon_prefect.prefect._job import OutcomeCallback, flow_name
 from polyaxon_prefect.prefect._record import record_ops
 from polyaxon_prefect.prefect._request import Children, OpRequest, OpTask
 from polyaxon_prefect.prefect._states import state_for_status
-from polyaxon_prefect.runtime import RunContext, merge_params, new_run_context
+from polyaxon_prefect.runtime import RunContext, merge_params, new_run_context, record_child
 from polyaxon_prefect.runtime._masking import mask_text
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.runtime._session import stop_reason, stop_requested
@@ -178,6 +178,7 @@ class _DagFlow:
             self.reuse(name)
             return
         context = _child_context(name, self.context)
+        record_child(self.context.run_path, name, context.uuid)  # `logs` without the server
         cancel = threading.Event()
         child = self.request.with_(
             loaded=child_loaded(self.request.loaded, self.plan.ops[name]),

@@ -14,6 +14,7 @@ from typing import Any
 
 from polyaxon_prefect._cli_args import text_value
 from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError
+from polyaxon_prefect.prefect._run_flags import add_follow_flags
 
 __all__ = ["add_restart_parsers", "cmd_restart", "cmd_resume"]
 
@@ -51,6 +52,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--live", action="store_true", help="a live table of op statuses")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    add_follow_flags(parser)
 
 
 def add_restart_parsers(subparsers: Any) -> None:

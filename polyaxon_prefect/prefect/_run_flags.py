@@ -34,6 +34,7 @@ from polyaxon_prefect.specs import MATRIX_KINDS
 
 __all__ = [
     "EAGER_NOTE",
+    "add_follow_flags",
     "add_polyaxon_flags",
     "check_command_line",
     "follow",
@@ -98,21 +99,7 @@ def add_polyaxon_flags(parser: argparse.ArgumentParser) -> None:
         metavar="A,B",
         help="tags of the run, comma separated (added to the file's): Prefect's flow run tags",
     )
-    parser.add_argument(
-        "-w",
-        "--watch",
-        action="store_true",
-        help="print one line on stderr per status change of the run (and of its trials and "
-        "ops) until it ends",
-    )
-    parser.add_argument(
-        "-l",
-        "--log",
-        "--logs",
-        dest="log",
-        action="store_true",
-        help="print the job's output lines on stdout as they come (stderr under --json)",
-    )
+    add_follow_flags(parser)
     matrix = parser.add_argument_group("ad-hoc matrix (Polyaxon's -HP)")
     matrix.add_argument(
         "-HP",
@@ -144,6 +131,26 @@ def add_polyaxon_flags(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="N",
         help="the most trials to run (default: all a grid has; a random sweep needs it)",
+    )
+
+
+def add_follow_flags(parser: argparse.ArgumentParser) -> None:
+    """``-w/--watch`` and ``-l/--log``: of ``run``, and of ``restart``/``resume``, which run a
+    recorded operation the same way (`follow` reads them)."""
+    parser.add_argument(
+        "-w",
+        "--watch",
+        action="store_true",
+        help="print one line on stderr per status change of the run (and of its trials and "
+        "ops) until it ends",
+    )
+    parser.add_argument(
+        "-l",
+        "--log",
+        "--logs",
+        dest="log",
+        action="store_true",
+        help="print the job's output lines on stdout as they come (stderr under --json)",
     )
 
 

@@ -88,13 +88,17 @@ def _by_uuid(client: Any, uuid: str) -> Any:
     """The flow run whose report names Polyaxon run ``uuid`` (``... (run <uuid>)``), newest
     first; None when no report does."""
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterType
+    from prefect.exceptions import ObjectNotFound
 
     marker = f"(run {uuid})"
     reports = ArtifactFilter(type=ArtifactFilterType(any_=["table", "markdown"]))
     for artifact in _pages(client, reports):
         named = marker in (artifact.description or "")
         if named and artifact.task_run_id is None and artifact.flow_run_id is not None:
-            return client.read_flow_run(artifact.flow_run_id)
+            try:
+                return client.read_flow_run(artifact.flow_run_id)
+            except ObjectNotFound:  # the flow run was deleted; its artifacts are kept
+                return None
     return None
 
 

@@ -100,6 +100,13 @@ def add_runs_parsers(subparsers: Any) -> None:
         help="the flow run's id or name, or the Polyaxon run uuid that `run` printed",
     )
     get.add_argument("--json", action="store_true")
+    get.add_argument(
+        "-w",
+        "--watch",
+        action="store_true",
+        help="first show its status changes (on stderr) until it ends, as `statuses -w`; "
+        "exit 0 if it succeeded, else 1",
+    )
 
 
 def cmd_server(args: argparse.Namespace) -> int:
@@ -306,11 +313,19 @@ def cmd_get(args: argparse.Namespace) -> int:
         return 1
     if run is None:
         return _refused(args, f"no run with the id, name or uuid `{args.run}`")
+    code = 0
+    if args.watch:
+        from polyaxon_prefect.prefect._logs import watch_statuses
+        from polyaxon_prefect.runtime import exit_code
+
+        show = lambda change: print(change.line(), file=sys.stderr, flush=True)  # noqa: E731
+        code = exit_code(_read(api, lambda: watch_statuses(api, run["id"], show)))
+        run = _read(api, lambda: get_run(api, run["id"])) or run  # as it ended
     if args.json:
         print(json.dumps(run, indent=2, default=str))
-        return 0
+        return code
     _print_run(run)
-    return 0
+    return code
 
 
 def run_api() -> str:

@@ -10,6 +10,9 @@ Why each one:
 - ``DO_NOT_TRACK=1``: Prefect's client telemetry off, so a run sends nothing anywhere and
   prints no telemetry notice; the servers we spawn get it too (``_server``,
   ``_background_server``).
+- ``PREFECT_LOGGING_TO_API_BATCH_INTERVAL=0.5``: a run's lines reach the API in batches, every
+  2 s by default, so ``logs -f`` in another terminal showed a line up to 2 s late; 0.5 s costs
+  one small request every half second per busy process, to a local server.
 - Flow heartbeats off: since Prefect 3.8 every flow run starts a heartbeat thread (every 180 s)
   that the engine joins on exit, adding about one second to *every* flow run, which is most of
   the overhead of a short local job. Heartbeats detect crashed runs of deployed, long-running
@@ -35,6 +38,8 @@ ENV_DEFAULTS: dict[str, str] = {
     # Prefect's default of 20 s (the CLI starts its own server, see `_server`; this is for runs
     # started from Python).
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "300",
+    # `logs -f` elsewhere shows a run's line about 0.5 s after it was printed (see above)
+    "PREFECT_LOGGING_TO_API_BATCH_INTERVAL": "0.5",
 }
 """Set in ``os.environ`` unless already present (the user's value always wins)."""
 

@@ -56,7 +56,7 @@ from polyaxon_prefect.prefect._sweep_study import open_sweep_study, study_prefix
 from polyaxon_prefect.prefect._sweep_trials import TrialRunner
 from polyaxon_prefect.prefect._trials import end_trials_task_run, trial_flow_id, trials_task_run
 from polyaxon_prefect.prefect._tuner import TunerFailedError, tuner_suggestions
-from polyaxon_prefect.runtime import new_run_context, project_name
+from polyaxon_prefect.runtime import new_run_context, project_name, record_child
 from polyaxon_prefect.runtime._outputs import tail_metric
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.runtime._session import stop_reason, stop_requested
@@ -153,6 +153,7 @@ class _Sweep:
             run_uuid=run_uuid,
             iteration=index,
         ).make_dirs()
+        record_child(self.context.run_path, f"trial-{index}", run_uuid)  # `logs` without the server
         metrics_path = context.run_outputs_path / METRICS_FILE
         watched = metrics_path if self.prune_metric else None
         flight = _Flight(suggestion, cancel, watched, self.prune_metric)

@@ -34,6 +34,14 @@ from polyaxon_prefect.runtime._errors import (
     RunRuntimeError,
     UnknownConnectionError,
 )
+from polyaxon_prefect.runtime._log_files import read_log_files, record_child
+from polyaxon_prefect.runtime._log_lines import (
+    LogLine,
+    exit_code,
+    line_record,
+    select_lines,
+    shown_line,
+)
 from polyaxon_prefect.runtime._options import PrepareOptions
 from polyaxon_prefect.runtime._outputs import read_metrics, read_outputs, validate_outputs
 from polyaxon_prefect.runtime._process import ProcessResult, mask_secrets, run_process
@@ -61,6 +69,7 @@ __all__ = [
     "ConnectionsFile",
     "EnvVar",
     "Executor",
+    "LogLine",
     "OutputsError",
     "PrepareOptions",
     "PreparedJob",
@@ -74,8 +83,10 @@ __all__ = [
     "connections_env",
     "execute_job",
     "executor_for",
+    "exit_code",
     "find_run_path",
     "get_connection",
+    "line_record",
     "load_connections",
     "locate_problems",
     "mask_secrets",
@@ -84,11 +95,15 @@ __all__ = [
     "prepare_container",
     "prepare_job",
     "project_name",
+    "read_log_files",
     "read_metrics",
     "read_outputs",
+    "record_child",
     "request_stop",
     "resolve_artifacts_root",
     "run_process",
+    "select_lines",
+    "shown_line",
     "stop_requested",
     "validate_outputs",
 ]

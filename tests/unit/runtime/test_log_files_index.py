@@ -1,0 +1,40 @@
+"""A DAG's or a sweep's record of the runs it started leads `logs` from its directory to every
+op's and trial's lines, nested runs included, when no server has them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from polyaxon_prefect.runtime import read_log_files, record_child, shown_line
+
+
+def _run(root: Path, uuid: str, text: str = "") -> Path:
+    path = root / "default" / uuid
+    (path / "logs").mkdir(parents=True)
+    if text:
+        (path / "logs" / "job.log").write_text(text, encoding="utf-8")
+    return path
+
+
+def test_recorded_runs_are_read_under_their_op_path_nested_ones_too(tmp_path: Path):
+    dag = _run(tmp_path, "dag1")
+    _run(tmp_path, "op1", "first line\n")
+    nested = _run(tmp_path, "nest1")
+    _run(tmp_path, "op2", "inner line\n")
+    record_child(dag, "first", "op1")
+    record_child(dag, "nested", "nest1")
+    record_child(dag, "lost", "gone")  # its directory was removed: no lines, no error
+    record_child(nested, "a", "op2")
+    with (dag / "logs" / "runs.jsonl").open("a") as index:
+        index.write("not json\n")
+
+    lines = read_log_files(dag, artifacts_root=tmp_path)
+
+    assert [shown_line(line) for line in lines] == ["[first] first line", "[nested/a] inner line"]
+
+
+def test_a_record_that_cannot_be_written_is_no_failure(tmp_path: Path):
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    record_child(blocked, "op", "x")  # `blocked/logs` cannot be made
+    assert read_log_files(blocked) == []
