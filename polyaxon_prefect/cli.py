@@ -358,10 +358,30 @@ _COMMANDS = {
 }
 
 
+_SORT_FLAGS = ("-s", "--sort")
+
+
+def _descending_sorts(argv: list[str]) -> list[str]:
+    """``ls --sort -metrics.loss`` as Polyaxon's users type it: argparse reads a value that
+    starts with ``-`` as an unknown option ("expected one argument"), so such a value is joined
+    to its flag (``--sort=-metrics.loss``) before parsing. Only ``ls`` has the flag."""
+    if not argv or argv[0] != "ls":
+        return argv
+    joined: list[str] = []
+    pending = False
+    for word in argv:
+        if pending and word.startswith("-") and word[1:2].isalpha():
+            joined[-1] = f"{joined[-1]}={word}"
+        else:
+            joined.append(word)
+        pending = word in _SORT_FLAGS
+    return joined
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The command line, or exit 2 with one line on stderr that names the argument and what
     it takes (and, under ``--json``, ``{"error": ...}`` on stdout)."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = _descending_sorts(list(sys.argv[1:] if argv is None else argv))
     try:
         return _parser().parse_args(argv)
     except UsageError as error:

@@ -96,3 +96,24 @@ def test_deploy_refuses_a_temporary_server_before_starting_one(tmp_path: Path) -
     assert "needs a Prefect server that outlives it" in done.stderr
     assert "polyaxon-prefect server start" in done.stderr and "PREFECT_API_URL" in done.stderr
     assert "starting" not in done.stderr and not (tmp_path / "home" / "prefect.db").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "sort"),
+    [
+        (["ls", "--sort", "-metrics.loss"], "-metrics.loss"),
+        (["ls", "-s", "-metrics.loss,name"], "-metrics.loss,name"),
+        (["ls", "-q", "kind:job", "-s", "-duration", "--json"], "-duration"),
+        (["ls", "--sort=-started_at"], "-started_at"),
+        (["ls", "-s", "name"], "name"),
+    ],
+)
+def test_a_descending_sort_is_typed_as_polyaxon_users_type_it(argv: list[str], sort: str) -> None:
+    """``--sort -metrics.loss``: argparse alone reads the value as an unknown option."""
+    from polyaxon_prefect.cli import parse_args
+    from polyaxon_prefect.query import parse_sort
+
+    args = parse_args(argv)
+    assert (args.command, args.sort) == ("ls", parse_sort(sort))
+    assert args.sort[0].descending == sort.startswith("-")
+    assert args.json == ("--json" in argv), "the flag after it is still a flag"

@@ -62,6 +62,11 @@ def _details(client: Any, run: Any, artifacts: list[Any]) -> dict[str, Any]:
     }
 
 
+_SHOWN_DURATION = "\0duration"
+"""Where a record keeps the duration as `ls` shows it (``0.5s``, ``3.1s so far``) while the
+query reads ``duration`` as seconds."""
+
+
 def _record(shown: dict[str, Any], run: Any) -> dict[str, Any]:
     """The row the query reads: native values (datetimes, seconds) beside the shown ones."""
     return {
@@ -70,6 +75,7 @@ def _record(shown: dict[str, Any], run: Any) -> dict[str, Any]:
         "started_at": run.start_time,
         "finished_at": run.end_time,
         "duration": _seconds(run),
+        _SHOWN_DURATION: shown["duration"],
     }
 
 
@@ -173,6 +179,7 @@ def query_runs(
                 break
     ordered = sort_rows(kept, sort)[:limit]
     for record in ordered:  # the native values were for the query; rows stay JSON-friendly
-        for key in ("created_at", "started_at", "finished_at", "duration"):
+        for key in ("created_at", "started_at", "finished_at"):
             record.pop(key)
+        record["duration"] = record.pop(_SHOWN_DURATION)
     return ordered

@@ -289,11 +289,52 @@ def check_prefect_yaml(journey: Journey) -> None:
     }
 
 
+def check_daily_verbs(journey: Journey) -> None:
+    """What each verb printed is true of the run: its lines, its states in order, the query
+    keeping it with its params and outputs, its files, and a restart of the recorded
+    operation with one param changed."""
+    run = journey.output(".venv/bin/polyaxon-prefect run").stdout
+    assert "status: succeeded" in run and "tags: examples, quick-start, nightly" in run
+    first_dir = run.split("run directory: ", 1)[1].splitlines()[0]
+
+    logs = journey.output(".venv/bin/polyaxon-prefect logs").stdout.splitlines()
+    assert len(logs) == 3 and any("epoch 3/3: loss=" in line for line in logs), logs
+
+    states = [
+        line.split()[-1]
+        for line in journey.output(".venv/bin/polyaxon-prefect statuses").stdout.splitlines()
+    ]
+    assert states[-1] == "succeeded" and "running" in states, states
+
+    table = journey.output(".venv/bin/polyaxon-prefect ls").stdout.splitlines()
+    assert table[0].split()[:6] == ["name", "kind", "status", "started", "duration", "id"]
+    assert "in.epochs" in table[0] and "out.loss" in table[0]
+    [row] = table[1:]  # the restart came after: one run had the tag then
+    cells = row.split()
+    assert cells[:3] == ["nightly", "job", "succeeded"] and cells[5].endswith("s"), cells
+    assert re.fullmatch(r"\d+\.\ds", cells[5]), f"a finished run's duration: {cells[5]}"
+
+    files = journey.output(".venv/bin/polyaxon-prefect artifacts").stdout
+    for name in ("logs/job.log", "outputs/outputs.json", "polyaxonfile.yaml", "run.json"):
+        assert name in files, files
+    assert first_dir in files
+
+    restarted = journey.output(".venv/bin/polyaxon-prefect restart").stdout
+    assert "status: succeeded" in restarted
+    second_dir = restarted.split("run directory: ", 1)[1].splitlines()[0]
+    assert second_dir != first_dir
+    record = json.loads((Path(second_dir) / "run.json").read_text(encoding="utf-8"))
+    assert record["params"]["epochs"] in (2, "2"), record["params"]
+    listed = [r for r in _runs(journey) if r[0] == "nightly"]
+    assert listed == [("nightly", "job", "succeeded")] * 2
+
+
 CHECKS: dict[str, Callable[[Journey], None]] = {
     "quick-start": check_quick_start,
     "local-server": check_local_server,
     "deployment": check_deployment,
     "prefect-yaml": check_prefect_yaml,
+    "daily-verbs": check_daily_verbs,
 }
 
 

@@ -19,6 +19,7 @@ import uuid
 
 import pytest
 
+from polyaxon_prefect.prefect._runs import get_run
 from polyaxon_prefect.prefect._runs_query import query_runs
 from polyaxon_prefect.query import parse_query, parse_sort
 from polyaxon_prefect.testing.recorded_runs import RecordedRun, record_runs, sample_runs
@@ -63,6 +64,9 @@ def test_query_filters_and_sorts_200_runs_in_under_2_s(
     assert len(rows) == 14  # n % 6 == 0 and n % 10 in {0, 2}, for n < 200
     assert {row["uuid"] for row in rows} == {r.uuid for r in expected}
     assert elapsed < 2.0, f"{elapsed:.2f} s"
+    for row in rows[:3]:  # the duration `ls` shows, not the seconds the query compared
+        shown = get_run(prefect_server, row["id"])
+        assert shown is not None and row["duration"] == shown["duration"], row
 
 
 def test_limit_without_sort_is_the_newest_matches(
