@@ -43,7 +43,7 @@ CLASS_CEILINGS = {
 """Classes over ``MAX_CLASS_LINES`` when the check came in: each may shrink, none may grow
 (split them by concern, then drop the entry)."""
 
-MAX_PRIVATE_MODULE_IMPORTS = 99
+MAX_PRIVATE_MODULE_IMPORTS = 94
 """Imports of another package's private module (``polyaxon_prefect.runtime._job`` from
 ``prefect``) when the check came in. The policy is that a package is used through the names
 its ``__init__`` exports; until the existing imports are moved there, the count may only go
