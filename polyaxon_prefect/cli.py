@@ -403,8 +403,14 @@ def _failed(args: argparse.Namespace, message: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``polyaxon-prefect`` console script."""
+    import logging
     import os
 
+    # A log line that cannot be sent (Prefect's API log worker, with a server gone mid-run)
+    # is not the user's error: the stdlib's "production" setting drops it, where Prefect's
+    # worker would write "--- Error logging to API ---" and the error without its newline
+    # into our one-line report. The lines stay in the run's log files.
+    logging.raiseExceptions = False
     args = parse_args(argv)
     try:
         return _COMMANDS[args.command](args)
