@@ -7,6 +7,7 @@ import argparse
 import json
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "prefect_name",
     "seconds",
     "text_value",
+    "whole_number",
 ]
 
 
@@ -81,6 +83,24 @@ def port(text: str) -> int:
     if not 1 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"a port is from 1 to 65535, not {value}")
     return value
+
+
+def whole_number(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argument type: a whole number from ``low`` (to ``high``), its name in the message
+    argparse prints (``--tail``: ``whole_number(0)``, ``--more``: ``whole_number(1)``)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < low or (high is not None and value > high):
+            wanted = f"from {low} to {high}" if high is not None else f"{low} or more"
+            raise argparse.ArgumentTypeError(f"must be {wanted}, not {value}")
+        return value
+
+    parse.__name__ = "whole number"  # argparse names the type by it in "invalid ... value"
+    return parse
 
 
 def seconds(text: str) -> float:

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from polyaxon_prefect._cli_args import text_value
+from polyaxon_prefect._cli_args import text_value, whole_number
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.specs import DONE_STATUSES
 
@@ -36,17 +36,6 @@ def _replica(text: str) -> str:
             f"not a replica name: {text!r} (a replica type and its index, e.g. worker-1)"
         )
     return text
-
-
-def _count(text: str) -> int:
-    """``--tail``: a whole number, 0 or more."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
-    return value
 
 
 _RUN_HELP = "the flow run's id or name, or the Polyaxon run uuid that `run` printed"
@@ -79,7 +68,7 @@ def add_logs_parsers(subparsers: Any) -> None:
         help="only this replica's lines (e.g. worker-1), without their `[worker-1] ` prefix",
     )
     logs.add_argument(
-        "--tail", type=_count, default=None, metavar="N", help="only the last N lines"
+        "--tail", type=whole_number(0), default=None, metavar="N", help="only the last N lines"
     )
     logs.add_argument(
         "--files",

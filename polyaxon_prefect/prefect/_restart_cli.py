@@ -12,23 +12,13 @@ import json
 import sys
 from typing import Any
 
-from polyaxon_prefect._cli_args import text_value
+from polyaxon_prefect._cli_args import text_value, whole_number
 from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError
 from polyaxon_prefect.prefect._run_flags import add_follow_flags
 
 __all__ = ["add_restart_parsers", "cmd_restart", "cmd_resume"]
 
 _USAGE = 2
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
-    return value
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -105,7 +95,7 @@ def add_restart_parsers(subparsers: Any) -> None:
     _common(resume)
     resume.add_argument(
         "--more",
-        type=_positive,
+        type=whole_number(1),
         default=None,
         metavar="N",
         help="run N more trials than the sweep was set to (numRuns/maxIterations + N)",

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO, Any
 
-from polyaxon_prefect._cli_args import text_value
+from polyaxon_prefect._cli_args import text_value, whole_number
 from polyaxon_prefect.specs import MATRIX_KINDS
 
 __all__ = [
@@ -55,16 +55,6 @@ _UPLOAD = "\0upload"
 """``-u`` given with no URL: Polyaxon 2.x's ``--upload`` flag."""
 _PROG = "polyaxon-prefect run"
 _POLL_SECONDS = 0.5
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"a whole number is needed, not {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
-    return value
 
 
 def add_polyaxon_flags(parser: argparse.ArgumentParser) -> None:
@@ -120,14 +110,14 @@ def add_polyaxon_flags(parser: argparse.ArgumentParser) -> None:
     )
     matrix.add_argument(
         "--matrix-concurrency",
-        type=_positive,
+        type=whole_number(1),
         default=None,
         metavar="N",
         help="trials at a time (default: 1)",
     )
     matrix.add_argument(
         "--matrix-num-runs",
-        type=_positive,
+        type=whole_number(1),
         default=None,
         metavar="N",
         help="the most trials to run (default: all a grid has; a random sweep needs it)",

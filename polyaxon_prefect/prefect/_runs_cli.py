@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Any
 
-from polyaxon_prefect._cli_args import port, seconds, text_value
+from polyaxon_prefect._cli_args import port, seconds, text_value, whole_number
 from polyaxon_prefect.prefect._ls_query_cli import add_query_args, ls_rows, print_rows, wants_query
 from polyaxon_prefect.specs import Status
 
@@ -23,17 +23,6 @@ _STOPPED_EXIT = 3
 """``server status`` when the server is not running (as ``systemctl status`` says it)."""
 _MAX_LIMIT = 1000
 """The most runs ``ls`` reads in one go (each row costs the API a few reads)."""
-
-
-def _limit(text: str) -> int:
-    """``ls --limit``: a whole number from 1 to `_MAX_LIMIT` (argparse prints the error)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if not 1 <= value <= _MAX_LIMIT:
-        raise argparse.ArgumentTypeError(f"must be from 1 to {_MAX_LIMIT}, not {value}")
-    return value
 
 
 _DATABASE_SCHEMES = ("postgresql+asyncpg://", "sqlite+aiosqlite://")
@@ -87,7 +76,10 @@ def add_runs_parsers(subparsers: Any) -> None:
         help="only runs with this Polyaxon status: " + ", ".join(Status),
     )
     ls.add_argument(
-        "--limit", type=_limit, default=20, help=f"how many runs, 1 to {_MAX_LIMIT} (default 20)"
+        "--limit",
+        type=whole_number(1, _MAX_LIMIT),
+        default=20,
+        help=f"how many runs, 1 to {_MAX_LIMIT} (default 20)",
     )
     ls.add_argument("--json", action="store_true")
     add_query_args(ls)
