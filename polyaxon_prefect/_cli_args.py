@@ -12,6 +12,7 @@ from typing import Any
 
 __all__ = [
     "add_file_args",
+    "add_params_arg",
     "deployment_ref",
     "json_object",
     "k8s_namespace",
@@ -39,15 +40,7 @@ def add_file_args(
         help="the Polyaxonfile; repeat to apply presets on top of it, in order",
     )
     if params:
-        parser.add_argument(
-            "-P",
-            "--param",
-            dest="params",
-            action="append",
-            default=[],
-            metavar="NAME=VALUE",
-            help="a param value, parsed by the input's declared type (repeatable)",
-        )
+        add_params_arg(parser)
     parser.add_argument(
         "--hub",
         dest="hub_dirs",
@@ -55,6 +48,22 @@ def add_file_args(
         default=[],
         metavar="DIR",
         help="a directory of hub components for hubRef (also $POLYAXON_PREFECT_HUB)",
+    )
+
+
+def add_params_arg(
+    parser: argparse.ArgumentParser,
+    help: str = "a param value, parsed by the input's declared type (repeatable)",
+) -> None:
+    """``-P/--param NAME=VALUE``, repeatable, into ``params`` (Polyaxon's flag)."""
+    parser.add_argument(
+        "-P",
+        "--param",
+        dest="params",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help=help,
     )
 
 

@@ -12,7 +12,7 @@ import json
 import sys
 from typing import Any
 
-from polyaxon_prefect._cli_args import text_value, whole_number
+from polyaxon_prefect._cli_args import add_params_arg, text_value, whole_number
 from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError
 from polyaxon_prefect.prefect._run_flags import add_follow_flags
 
@@ -68,15 +68,7 @@ def add_restart_parsers(subparsers: Any) -> None:
         action="store_true",
         help="start the new run's directory as a copy of the old run's",
     )
-    restart.add_argument(
-        "-P",
-        "--param",
-        dest="params",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="a param value on top of the recorded ones (repeatable)",
-    )
+    add_params_arg(restart, help="a param value on top of the recorded ones (repeatable)")
     restart.add_argument(
         "-f",
         "--file",
