@@ -12,9 +12,7 @@ server and one worker for the module.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -30,6 +28,7 @@ from typing import Any
 import pytest
 
 from tests.integration.conftest import prefect_server, stop
+from tests.prefect.conftest import pid_alive
 
 pytestmark = [pytest.mark.slow, pytest.mark.process, pytest.mark.server]
 
@@ -356,17 +355,6 @@ def test_a_deployment_is_its_operations_another_takes_its_name_only_with_force(
     assert _deploying(env, mine).returncode == 1, "now it is theirs"
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with contextlib.suppress(OSError):  # a zombie is gone for our purpose
-        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
-            return False
-    return True
-
-
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc (Linux)")
 def test_stop_ends_a_deployed_dag_that_a_worker_runs(
     cluster: tuple[dict[str, str], Api], tmp_path: Path
@@ -396,7 +384,7 @@ def test_stop_ends_a_deployed_dag_that_a_worker_runs(
     while len(list(pids.iterdir())) < 2 and time.monotonic() < deadline:
         time.sleep(0.2)
     written = [n for p in pids.iterdir() for n in (int(p.name), int(p.read_text()))]
-    assert len(written) == 4 and all(_pid_alive(pid) for pid in written)
+    assert len(written) == 4 and all(pid_alive(pid) for pid in written)
 
     stop_cli = [sys.executable, "-m", "polyaxon_prefect.cli", "stop", flow_run_id]
     stopped = subprocess.run(stop_cli, env=env, capture_output=True, text=True, timeout=120)
@@ -405,9 +393,9 @@ def test_stop_ends_a_deployed_dag_that_a_worker_runs(
 
     assert run["state"]["type"] == "CANCELLED", run["state"]
     deadline = time.monotonic() + 10
-    while any(_pid_alive(pid) for pid in written) and time.monotonic() < deadline:
+    while any(pid_alive(pid) for pid in written) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not [pid for pid in written if _pid_alive(pid)]
+    assert not [pid for pid in written if pid_alive(pid)]
     assert set(api.task_runs(flow_run_id).values()) == {"Cancelled"}
     get_cli = [sys.executable, "-m", "polyaxon_prefect.cli", "get", flow_run_id, "--json"]
     shown = json.loads(subprocess.run(get_cli, env=env, capture_output=True, timeout=120).stdout)

@@ -7,8 +7,11 @@ cache entry of an earlier test session can never turn a first run into a hit.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import textwrap
 import time
@@ -172,3 +175,28 @@ def wait_until(predicate: Any, timeout: float, step: float = 0.1) -> bool:
             return True
         time.sleep(step)
     return bool(predicate())
+
+
+def cli_on(api: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``polyaxon-prefect ARGS`` in a second process (this interpreter), on the server at
+    ``api``: how a user's other terminal reads what a run left."""
+    return subprocess.run(
+        [sys.executable, "-m", "polyaxon_prefect.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PREFECT_API_URL": api},
+        timeout=120,
+        check=False,
+    )
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a zombie is gone for our purpose)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with contextlib.suppress(OSError):
+        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+            return False
+    return True

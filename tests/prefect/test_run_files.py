@@ -6,25 +6,13 @@ what the run wrote."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 from polyaxon_prefect.prefect import run
+from tests.prefect.conftest import cli_on
 
 PY = sys.executable
-
-
-def _cli(api: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [PY, "-m", "polyaxon_prefect.cli", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PREFECT_API_URL": api},
-        timeout=120,
-        check=False,
-    )
 
 
 def _marking(name: str, marker: Path, cache: str) -> str:
@@ -48,7 +36,7 @@ def test_invalidate_makes_the_next_identical_job_execute(tmp_path: Path, prefect
     assert (first.status, hit.status, hit.cached) == ("succeeded", "succeeded", True)
     assert _lines(marker) == 1
 
-    done = _cli(prefect_server, "invalidate", str(hit.flow_run_id))  # the hit names the entry
+    done = cli_on(prefect_server, "invalidate", str(hit.flow_run_id))  # the hit names the entry
     assert done.returncode == 0, done.stderr
     assert "dropped 1 cache entry" in done.stdout
 
@@ -57,11 +45,11 @@ def test_invalidate_makes_the_next_identical_job_execute(tmp_path: Path, prefect
     assert _lines(marker) == 2  # executed again
     assert run(path).cached  # and cached again from then on
 
-    again = _cli(prefect_server, "invalidate", str(first.flow_run_id), "--json")
+    again = cli_on(prefect_server, "invalidate", str(first.flow_run_id), "--json")
     assert again.returncode == 0, again.stderr
     shown = json.loads(again.stdout)
     assert shown["dropped"] == [] and first.uuid in shown["uuids"]  # third's entry is another
-    nothing = _cli(prefect_server, "invalidate", "no-such-run-name")
+    nothing = cli_on(prefect_server, "invalidate", "no-such-run-name")
     assert nothing.returncode == 1
     assert nothing.stderr.strip().splitlines() == [
         "error: no run with the id, name or uuid `no-such-run-name`"
@@ -81,7 +69,7 @@ def test_invalidate_a_dag_drops_its_ops_entries(tmp_path: Path, prefect_server: 
     assert run(dag).status == "succeeded"
     assert (_lines(tmp_path / "a.marks"), _lines(tmp_path / "b.marks")) == (1, 1)
 
-    done = _cli(prefect_server, "invalidate", str(first.flow_run_id), "--json")
+    done = cli_on(prefect_server, "invalidate", str(first.flow_run_id), "--json")
     assert done.returncode == 0, done.stderr
     assert len(json.loads(done.stdout)["dropped"]) == 2
 
@@ -113,14 +101,14 @@ def test_artifacts_lists_and_downloads_what_the_run_wrote(tmp_path: Path, prefec
     written = {p.relative_to(run_dir).as_posix(): p.stat().st_size for p in files}
     assert {"plots/loss.txt", "model.bin"} <= set(written)
 
-    listed = _cli(prefect_server, "artifacts", str(result.uuid), "--json")
+    listed = cli_on(prefect_server, "artifacts", str(result.uuid), "--json")
     assert listed.returncode == 0, listed.stderr
     files = {f["path"]: f["size"] for f in json.loads(listed.stdout)["files"]}
     assert files == written
     assert files["model.bin"] == 1000
 
     target = tmp_path / "copy"
-    copied = _cli(prefect_server, "artifacts", str(result.flow_run_id), "--download", str(target))
+    copied = cli_on(prefect_server, "artifacts", str(result.flow_run_id), "--download", str(target))
     assert copied.returncode == 0, copied.stderr
     assert f"copied {len(written)} files" in copied.stdout
     for name in written:
@@ -128,7 +116,7 @@ def test_artifacts_lists_and_downloads_what_the_run_wrote(tmp_path: Path, prefec
 
     blocked = tmp_path / "a-file"
     blocked.write_text("not a directory")
-    refused = _cli(prefect_server, "artifacts", str(result.uuid), "--download", str(blocked))
+    refused = cli_on(prefect_server, "artifacts", str(result.uuid), "--download", str(blocked))
     assert refused.returncode == 1
     (line,) = refused.stderr.strip().splitlines()
     assert line.startswith(f"error: cannot copy the run's files into {blocked}: ")

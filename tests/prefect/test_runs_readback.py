@@ -4,9 +4,7 @@ server, then read with `get_run`/`list_runs` and with the CLI in a subprocess.""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 from uuid import UUID
@@ -16,6 +14,7 @@ import pytest
 from polyaxon_prefect.prefect import run
 from polyaxon_prefect.prefect._runs import AmbiguousRunError, get_run, list_runs
 from polyaxon_prefect.runtime._result import RunResult
+from tests.prefect.conftest import cli_on
 
 PY = sys.executable
 LEAF = (
@@ -66,17 +65,6 @@ def runs(tmp_path_factory: pytest.TempPathFactory, prefect_server: str) -> dict[
     return done
 
 
-def _cli(api: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [PY, "-m", "polyaxon_prefect.cli", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PREFECT_API_URL": api},
-        timeout=120,
-        check=False,
-    )
-
-
 def test_get_job_has_last_metrics_and_is_found_by_polyaxon_uuid(
     runs: dict[str, RunResult], prefect_server: str
 ) -> None:
@@ -94,7 +82,7 @@ def test_get_job_has_last_metrics_and_is_found_by_polyaxon_uuid(
         assert by_uuid is not None and by_uuid["id"] == got["id"]
     assert get_run(prefect_server, "0" * 32) is None
 
-    shown = _cli(prefect_server, "get", job.uuid)
+    shown = cli_on(prefect_server, "get", job.uuid)
     assert shown.returncode == 0, shown.stderr
     assert f"uuid: {job.uuid}" in shown.stdout
     assert "metrics:\n  acc: 0.7\n" in shown.stdout
@@ -113,7 +101,7 @@ def test_get_dag_lists_its_ops_only_from_its_report(
     assert nested["status"] == "succeeded" and nested["ops"]["a"]["outputs"] == {"loss": 0.01}
     assert first["uuid"] == dag.ops["first"]["uuid"]  # type: ignore[index]
 
-    shown = _cli(prefect_server, "get", str(dag.flow_run_id))
+    shown = cli_on(prefect_server, "get", str(dag.flow_run_id))
     assert shown.returncode == 0, shown.stderr
     assert "ops:\n  first: succeeded  loss=0.04\n  nested: succeeded\n" in shown.stdout
 
@@ -156,11 +144,11 @@ def test_get_sweep_has_its_trials_and_best(runs: dict[str, RunResult], prefect_s
     assert got["best"] == sweep.best and got["best"]["params"] == {"x": 0.35}
     assert got["outputs"] == {"loss": 0.0025}
 
-    as_json = _cli(prefect_server, "get", sweep.uuid or "", "--json")
+    as_json = cli_on(prefect_server, "get", sweep.uuid or "", "--json")
     assert as_json.returncode == 0, as_json.stderr
     payload = json.loads(as_json.stdout)
     assert payload["trials"] == sweep.trials and payload["best"] == sweep.best
-    shown = _cli(prefect_server, "get", str(sweep.flow_run_id)).stdout
+    shown = cli_on(prefect_server, "get", str(sweep.flow_run_id)).stdout
     assert re.search(r"^  1 +succeeded +0\.0025 +x=0\.35$", shown, re.M), shown
     assert "best: trial 1, loss = 0.0025\n  params: x=0.35\n" in shown
 
@@ -176,7 +164,7 @@ def test_an_ambiguous_name_lists_the_candidates(tmp_path: Path, prefect_server: 
         get_run(prefect_server, "readback-twice")
     assert [c["id"] for c in raised.value.candidates] == ids[::-1]
 
-    done = _cli(prefect_server, "get", "readback-twice")
+    done = cli_on(prefect_server, "get", "readback-twice")
     assert done.returncode == 1 and done.stdout == ""
     assert "2 runs are named `readback-twice`; get one by its id:" in done.stderr
     assert all(
@@ -196,13 +184,13 @@ def test_ls_shows_start_times_and_bounds_its_limit(
         assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", row["started"])
     assert len(list_runs(prefect_server, limit=1)) == 1
 
-    shown = _cli(prefect_server, "ls", "--limit", "3")
+    shown = cli_on(prefect_server, "ls", "--limit", "3")
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
     assert lines[0].split() == ["name", "kind", "status", "started", "duration", "id"]
     assert len(lines) == 4
     for bad, why in (("0", "from 1 to 1000, not 0"), ("1001", "not 1001"), ("x", "whole number")):
-        refused = _cli(prefect_server, "ls", "--limit", bad)
+        refused = cli_on(prefect_server, "ls", "--limit", bad)
         assert refused.returncode == 2 and why in refused.stderr
         assert "Traceback" not in refused.stderr
 
@@ -226,5 +214,5 @@ def test_get_dag_says_which_op_failed_and_why(tmp_path: Path, prefect_server: st
         "bad": "failed",
         "after": "upstream_failed",
     }
-    shown = _cli(prefect_server, "get", str(result.flow_run_id)).stdout
+    shown = cli_on(prefect_server, "get", str(result.flow_run_id)).stdout
     assert re.search(r"^  bad: failed  \(.*exited with code 3", shown, re.M), shown

@@ -25,7 +25,7 @@ from prefect.client.schemas.objects import StateType
 
 from polyaxon_prefect.prefect._states import polyaxon_status
 from polyaxon_prefect.prefect._stop_watch import POLL_ENV
-from tests.prefect.conftest import MARK, run_processes, wait_until
+from tests.prefect.conftest import MARK, pid_alive, run_processes, wait_until
 
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc (Linux)")
 
@@ -81,17 +81,6 @@ def _written_pids(pids: Path) -> list[int]:
         with contextlib.suppress(ValueError, OSError):
             found += [int(entry.name), int(entry.read_text())]
     return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with contextlib.suppress(OSError):  # a zombie is gone for our purpose
-        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
-            return False
-    return True
 
 
 def _root_flow_run_id(name: str) -> str:
@@ -176,7 +165,7 @@ def test_stop_from_a_second_process_ends_a_dag_with_a_sweep_and_leaves_no_proces
     assert wait_until(lambda: len(list(pids.iterdir())) >= 3, 90), cli.stderr
     flow_run_id = _root_flow_run_id(name)
     written = _written_pids(pids)
-    assert len(written) == 6 and all(_alive(pid) for pid in written)
+    assert len(written) == 6 and all(pid_alive(pid) for pid in written)
 
     trial_runs: list[Any] = []
     assert wait_until(
@@ -192,7 +181,7 @@ def test_stop_from_a_second_process_ends_a_dag_with_a_sweep_and_leaves_no_proces
     assert refused.returncode == 1
     assert f"stop that run (`polyaxon-prefect stop {flow_run_id}`)" in refused.stderr
     assert "Traceback" not in refused.stderr
-    assert all(_alive(pid) for pid in written)
+    assert all(pid_alive(pid) for pid in written)
 
     sent = time.monotonic()
     stop = _cli(["stop", flow_run_id], env)
@@ -204,7 +193,7 @@ def test_stop_from_a_second_process_ends_a_dag_with_a_sweep_and_leaves_no_proces
     assert elapsed < 10, elapsed
     assert cli.returncode == 1, err
     assert "Traceback" not in err
-    assert not [pid for pid in written if _alive(pid)]
+    assert not [pid for pid in written if pid_alive(pid)]
     assert len(list(pids.iterdir())) == 3  # the third trial never started
     payload = json.loads(out)
     assert payload["status"] == "stopped"
@@ -267,7 +256,7 @@ def test_stop_ends_a_plain_job_that_a_rerun_then_executes_again(
         "stopping": True,
     }
     assert json.loads(out)["status"] == "stopped", err
-    assert not [pid for pid in written if _alive(pid)]
+    assert not [pid for pid in written if pid_alive(pid)]
     assert api.flow_run(flow_run_id).state.type == StateType.CANCELLED
 
     again = _cli(["stop", flow_run_id], env)
