@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from polyaxon_prefect.prefect._runs import _client
+from polyaxon_prefect.prefect._runs import api_client
 from polyaxon_prefect.runtime import LogLine
 
 __all__ = [
@@ -173,7 +173,7 @@ class _Cursor:
 def read_run_logs(api: str, flow_run_id: str, *, dag: bool) -> list[LogLine]:
     """Every line the API has of the run (flow run ``flow_run_id``; ``dag``: a DAG, whose
     task runs are its ops), oldest first."""
-    with _client(api) as client:
+    with api_client(api) as client:
         tree = _tree(client, flow_run_id, dag)
         tree.refresh(client)
         return _Cursor().take(client, tree)
@@ -199,7 +199,7 @@ def follow_logs(
 ) -> str:
     """Hand every line of the run to ``emit`` as it reaches the API, until the run ended and
     `SETTLE_SECONDS` passed without a new line; return its Polyaxon status."""
-    with _client(api) as client:
+    with api_client(api) as client:
         tree = _tree(client, flow_run_id, dag)
         cursor = _Cursor()
         status: str | None = None
@@ -259,7 +259,7 @@ def _changes(states: list[Any]) -> list[StatusChange]:
 
 def status_history(api: str, flow_run_id: str) -> list[StatusChange]:
     """The run's status changes so far (its flow run's state history through `_states`)."""
-    with _client(api) as client:
+    with api_client(api) as client:
         return _changes(client.read_flow_run_states(UUID(flow_run_id)))
 
 
@@ -275,7 +275,7 @@ def watch_statuses(
     from polyaxon_prefect.prefect._states import polyaxon_status
 
     shown = 0
-    with _client(api) as client:
+    with api_client(api) as client:
         while True:
             run = client.read_flow_run(UUID(flow_run_id))
             changes = _changes(client.read_flow_run_states(UUID(flow_run_id)))

@@ -25,7 +25,7 @@ from polyaxon_prefect.runtime._context import find_run_path
 from polyaxon_prefect.search._sweep import read_data_section
 from polyaxon_prefect.specs import Status
 
-__all__ = ["CANDIDATES", "AmbiguousRunError", "get_run", "list_runs"]
+__all__ = ["CANDIDATES", "AmbiguousRunError", "api_client", "get_run", "list_runs"]
 
 _PAGE = 200
 """Artifacts read per request (the API's default upper bound)."""
@@ -44,7 +44,8 @@ class AmbiguousRunError(LookupError):
 
 
 @contextmanager
-def _client(api: str) -> Iterator[Any]:
+def api_client(api: str) -> Iterator[Any]:
+    """A sync Prefect client on the server at ``api`` (the one way the run verbs reach it)."""
     from prefect.client.orchestration import get_client
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
@@ -172,7 +173,7 @@ def list_runs(api: str, *, status: str | None = None, limit: int = 20) -> list[d
         state = FlowRunFilterState(type=FlowRunFilterStateType(any_=types))
     top = FlowRunFilter(parent_task_run_id=FlowRunFilterParentTaskRunId(is_null_=True), state=state)
     runs: list[Any] = []
-    with _client(api) as client:
+    with api_client(api) as client:
         while len(runs) < limit:  # the API answers at most `_PAGE` runs a request
             wanted = min(_PAGE, limit - len(runs))
             page = client.read_flow_runs(
@@ -342,7 +343,7 @@ def get_run(api: str, run: str) -> dict[str, Any] | None:
     ``best``.
 
     Raises `AmbiguousRunError` when several runs have the name ``run``."""
-    with _client(api) as client:
+    with api_client(api) as client:
         found = _find(client, run)
         if found is None:
             return None

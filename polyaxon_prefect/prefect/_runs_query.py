@@ -19,11 +19,11 @@ from typing import Any
 from polyaxon_prefect.prefect._runs import (
     _PAGE,
     _artifacts,
-    _client,
     _of,
     _row,
     _shape,
     _uuid,
+    api_client,
 )
 from polyaxon_prefect.query import Condition, SortKey, matches, sort_rows
 
@@ -158,7 +158,7 @@ def query_runs(
     pushed = _pushed_filter(conditions)
     kept: list[dict[str, Any]] = []
     offset = 0
-    with _client(api) as client:
+    with api_client(api) as client:
         while sort or len(kept) < limit:
             page = client.read_flow_runs(
                 flow_run_filter=pushed,

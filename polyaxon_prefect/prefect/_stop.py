@@ -36,15 +36,14 @@ def request_cancel(api: str, flow_run_id: str) -> str:
     (``stopping``, or ``stopped`` when the server cancelled it at once: nothing ran it yet).
 
     A child run, or a transition the server refuses, is one `PolyaxonPrefectError` line."""
-    from prefect.client.orchestration import get_client
     from prefect.client.schemas.objects import StateType
     from prefect.client.schemas.responses import SetStateStatus
-    from prefect.settings import PREFECT_API_URL, temporary_settings
     from prefect.states import Cancelling
 
+    from polyaxon_prefect.prefect._runs import api_client
     from polyaxon_prefect.prefect._states import polyaxon_status
 
-    with temporary_settings(updates={PREFECT_API_URL: api}), get_client(sync_client=True) as c:
+    with api_client(api) as c:
         run = c.read_flow_run(UUID(flow_run_id))
         root = _root_of(c, run)
         if root.id != run.id:

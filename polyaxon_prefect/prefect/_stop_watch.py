@@ -71,13 +71,11 @@ def _cancelled(client: Any, flow_run_id: Any) -> bool:
 
 
 def _watch(api_url: str, flow_run_id: Any, done: threading.Event, watch: StopWatch) -> None:
-    from prefect.client.orchestration import get_client
-    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from polyaxon_prefect.prefect._runs import api_client
 
     with (
         contextlib.suppress(Exception),  # a watcher that cannot read leaves the run as it is
-        temporary_settings(updates={PREFECT_API_URL: api_url}),
-        get_client(sync_client=True) as client,
+        api_client(api_url) as client,
     ):
         while not done.wait(poll_seconds()):
             try:
@@ -112,9 +110,9 @@ def watch_for_stop(api_url: str, flow_run_id: Any) -> Iterator[StopWatch]:
     finally:
         done.set()  # the thread ends at its next tick; nothing waits for it
     if not watch.cancelled:
-        from prefect.client.orchestration import get_client
+        from polyaxon_prefect.prefect._runs import api_client
 
-        with contextlib.suppress(Exception), get_client(sync_client=True) as client:
+        with contextlib.suppress(Exception), api_client(api_url) as client:
             watch.cancelled = _cancelled(client, flow_run_id)
 
 
