@@ -192,7 +192,7 @@ def _metrics(values: dict[str, Any]) -> dict[str, Any]:
     """Only the values a metric can hold (numbers): Keras logs may carry strings or arrays."""
     kept = {}
     for name, value in values.items():
-        if isinstance(value, bool) or isinstance(value, str | bytes):
+        if isinstance(value, (bool, str, bytes)):
             continue
         try:
             float(value)
