@@ -433,6 +433,16 @@ class Run:
     set_run_event_logger = noop("set_run_event_logger", "is a no-op here")
     set_run_resource_logger = noop("set_run_resource_logger", "is a no-op here")
     sync_events_summaries = noop("sync_events_summaries", "is a no-op here")
+    set_readme = noop("set_readme", "is a no-op: the run has no README page here")
+    update = noop("update", "is a no-op: the run's record is written by the runtime")
+    push_offline_run = noop("push_offline_run", "is a no-op: runs are local already")
+    pull_remote_run = noop("pull_remote_run", "is a no-op: runs are local already")
+    promote_to_model_version = noop("promote_to_model_version", "is a no-op: no model registry")
+    promote_to_artifact_version = noop(
+        "promote_to_artifact_version", "is a no-op: no artifact registry"
+    )
+    set_run_process_sidecar = noop("set_run_process_sidecar", "is a no-op here")
+    sync_system_events_summaries = noop("sync_system_events_summaries", "is a no-op here")
     log_image = noop("log_image", _NO_MEDIA)
     log_image_with_boxes = noop("log_image_with_boxes", _NO_MEDIA)
     log_mpl_image = noop("log_mpl_image", _NO_MEDIA)

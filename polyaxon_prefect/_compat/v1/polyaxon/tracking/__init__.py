@@ -68,6 +68,14 @@ _METHODS = (
     "sync_events_summaries",
     "get_inputs",
     "get_outputs",
+    "set_readme",
+    "update",
+    "push_offline_run",
+    "pull_remote_run",
+    "promote_to_model_version",
+    "promote_to_artifact_version",
+    "set_run_process_sidecar",
+    "sync_system_events_summaries",
 )
 
 __all__ = ["TRACKING_RUN", "Run", "get_or_create_run", "init", *_METHODS]
