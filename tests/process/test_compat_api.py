@@ -389,7 +389,9 @@ def test_v0_distributed_facts_from_tf_config(tmp_path: Path) -> None:
     assert config["cluster"] == tf["cluster"] and config["model_dir"] == str(run_dir / "outputs")
 
 
-@pytest.mark.parametrize(("rank", "task", "master"), [("0", "master", True), ("2", "worker", False)])
+@pytest.mark.parametrize(
+    ("rank", "task", "master"), [("0", "master", True), ("2", "worker", False)]
+)
 def test_v0_distributed_facts_from_pytorch_env(
     tmp_path: Path, rank: str, task: str, master: bool
 ) -> None:
