@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-pytestmark = [pytest.mark.process, pytest.mark.server]
+# each run is a CLI process on the server plus a training script: 5-25 s each
+pytestmark = [pytest.mark.process, pytest.mark.server, pytest.mark.slow]
 
 PROJECTS = Path(__file__).parent.parent / "projects"
 UPSTREAM = "https://github.com/polyaxon/polyaxon-examples"
@@ -49,10 +50,9 @@ def examples_repo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     }
 
 
-def run_project(
-    api: str, env: dict[str, str], path: Path, *params: str
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``run -f path --json`` then ``get <run> --json``, both as a user's terminal would."""
+def run_project(api: str, env: dict[str, str], path: Path, *params: str) -> dict[str, Any]:
+    """``run -f path --json`` then ``get <run> --json`` (what is returned), both as a user's
+    terminal would."""
     args = [a for p in params for a in ("-P", p)]
     full = {**os.environ, **env, "PREFECT_API_URL": api}
     done = subprocess.run(
@@ -74,7 +74,7 @@ def run_project(
         timeout=120,
         check=True,
     )
-    return ran, json.loads(got.stdout)
+    return json.loads(got.stdout)
 
 
 def lineage(run: dict[str, Any]) -> list[dict[str, Any]]:
@@ -84,9 +84,7 @@ def lineage(run: dict[str, Any]) -> list[dict[str, Any]]:
 
 def test_v1_sklearn_iris(prefect_server: str, examples_repo: dict[str, str]) -> None:
     """``tracking.init``, ``log_metrics(**metrics)``, ``log_model(path, name, framework)``."""
-    _, got = run_project(
-        prefect_server, examples_repo, PROJECTS / "v1_sklearn_iris/polyaxonfile.yml"
-    )
+    got = run_project(prefect_server, examples_repo, PROJECTS / "v1_sklearn_iris/polyaxonfile.yml")
     assert got["status"] == "succeeded" and got["kind"] == "job"
     assert set(got["metrics"]) == {"accuracy", "recall", "f1"}
     assert 0.8 < got["metrics"]["accuracy"] <= 1.0
@@ -101,7 +99,7 @@ def test_v1_sklearn_random_forest_run_object(
 ) -> None:
     """``from polyaxon.tracking import Run``: ``Run().log_data_ref``, ``log_metrics``."""
     path = PROJECTS / "v1_sklearn_random_forest/polyaxonfile.yml"
-    _, got = run_project(prefect_server, examples_repo, path, "n_estimators=5")
+    got = run_project(prefect_server, examples_repo, path, "n_estimators=5")
     assert got["status"] == "succeeded" and got["params"]["n_estimators"] == "5"
     assert set(got["metrics"]) == {"accuracy_mean", "accuracy_std"}
     assert 0 < got["metrics"]["accuracy_mean"] <= 1
@@ -112,32 +110,30 @@ def test_v1_sklearn_sgd_classifier(prefect_server: str, examples_repo: dict[str,
     """The script runs from the clone by absolute path (``globals.artifacts_path``). Its
     default ``loss: log`` was renamed ``log_loss`` by scikit-learn 1.3: given with ``-P``."""
     path = PROJECTS / "v1_sklearn_sgd_classifier/polyaxonfile.yml"
-    _, got = run_project(prefect_server, examples_repo, path, "loss=log_loss")
+    got = run_project(prefect_server, examples_repo, path, "loss=log_loss")
     assert got["status"] == "succeeded"
     assert set(got["metrics"]) == {"accuracy_mean", "accuracy_std"}
 
 
 def test_v0_sklearn_random_forest(prefect_server: str) -> None:
     """Legacy ``kind: experiment`` + ``polyaxon_client.tracking.Experiment``."""
-    _, got = run_project(prefect_server, {}, PROJECTS / "v0_sklearn_random_forest/polyaxonfile.yml")
+    got = run_project(prefect_server, {}, PROJECTS / "v0_sklearn_random_forest/polyaxonfile.yml")
     assert got["status"] == "succeeded"
     assert set(got["metrics"]) == {"accuracy_mean", "accuracy_std"}
     assert got["params"] == {"n_estimators": "3", "max_features": "3", "min_samples_leaf": "80"}
     assert [r["name"] for r in lineage(got)] == ["dataset_X", "dataset_y"]
 
 
-@pytest.mark.slow
 def test_v0_pytorch_mnist(prefect_server: str) -> None:
     """Legacy PyTorch: ``Experiment``, ``get_data_paths()`` (the artifacts root's ``data``),
     a test-set ``log_metrics(loss=..., accuracy=...)`` per epoch (synthetic MNIST)."""
-    ran, got = run_project(prefect_server, {}, PROJECTS / "v0_pytorch_mnist/polyaxonfile.yml")
+    got = run_project(prefect_server, {}, PROJECTS / "v0_pytorch_mnist/polyaxonfile.yml")
     assert got["status"] == "succeeded"
     assert set(got["metrics"]) == {"loss", "accuracy"}
     metrics = Path(got["artifacts_path"]) / "outputs/metrics.jsonl"
     assert len(metrics.read_text().splitlines()) == 5, "one line per epoch (epochs: 5)"
 
 
-@pytest.mark.slow
 def test_v1_kubeflow_pytorchjob_distributed_gloo(
     prefect_server: str, examples_repo: dict[str, str], tmp_path: Path
 ) -> None:
@@ -154,7 +150,7 @@ def test_v1_kubeflow_pytorchjob_distributed_gloo(
     path = tmp_path / "polyaxonfile.yaml"
     path.write_text(source.replace("version: 1\n", "version: 1.1\n", 1))
     env = {**examples_repo, "CUDA_VISIBLE_DEVICES": "0,1"}
-    _, got = run_project(prefect_server, env, path)
+    got = run_project(prefect_server, env, path)
     assert got["status"] == "succeeded", got
     # `--dir logs` (the script's default) is relative to the working directory: the file's
     # directory (two replicas starting in the same second share one file name: 1 or 2 files)
