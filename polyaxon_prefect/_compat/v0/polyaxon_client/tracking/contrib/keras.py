@@ -11,7 +11,7 @@ try:
 except ImportError:  # pragma: no cover - old TensorFlow images
     from tensorflow import keras  # type: ignore[no-redef]
 
-from .. import Experiment
+from polyaxon_client.tracking import Experiment
 
 __all__ = ["PolyaxonKeras"]
 

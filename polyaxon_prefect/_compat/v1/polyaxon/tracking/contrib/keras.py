@@ -17,7 +17,7 @@ try:
 except ImportError:  # pragma: no cover - old TensorFlow images
     from tensorflow import keras  # type: ignore[no-redef]
 
-from ... import tracking
+from polyaxon import tracking
 
 __all__ = ["PolyaxonCallback", "PolyaxonKerasCallback"]
 

@@ -16,7 +16,7 @@ except ImportError:  # the standalone ``pytorch_lightning`` package
     from pytorch_lightning.loggers import Logger as _Logger  # type: ignore[no-redef]
     from pytorch_lightning.utilities import rank_zero_only  # type: ignore[no-redef]
 
-from ... import tracking
+from polyaxon import tracking
 
 __all__ = ["PolyaxonCallback", "PolyaxonLogger"]
 
