@@ -68,7 +68,11 @@ def warn_once(name: str, why: str) -> None:
     if name in _warned:
         return
     _warned.add(name)
-    warnings.warn(f"polyaxon-prefect: `{name}` {why}", RuntimeWarning, stacklevel=3)
+    message = f"polyaxon-prefect: `{name}` {why}"
+    try:
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
+    except Warning:  # warnings turned into errors (-W error): still never fail the run
+        sys.stderr.write(f"RuntimeWarning: {message}\n")
 
 
 def noop(name: str, why: str = "has no meaning outside a Polyaxon cluster; ignored") -> Any:

@@ -284,6 +284,16 @@ def test_calls_without_meaning_warn_once_and_go_on(tmp_path: Path, call: str) ->
     assert done.stderr.count(f"`{name}`") == 1, done.stderr
 
 
+def test_warnings_as_errors_still_never_fail_the_run(tmp_path: Path) -> None:
+    _, done = run_script(
+        tmp_path,
+        "from polyaxon import tracking\ntracking.log_code_ref()\nprint('went on')\n",
+        env={"PYTHONWARNINGS": "error"},
+    )
+    assert done.stdout.strip() == "went on"
+    assert done.stderr.count("`log_code_ref`") == 1
+
+
 def test_run_client_and_run_class(tmp_path: Path) -> None:
     run_dir, done = run_script(
         tmp_path,
