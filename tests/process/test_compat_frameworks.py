@@ -22,7 +22,8 @@ SCRIPTS = Path(__file__).parent / "frameworks"
 
 
 def run(tmp_path: Path, script: str, env: dict[str, str] | None = None) -> RunContext:
-    shutil.copy(SCRIPTS / script, tmp_path / script)
+    if (SCRIPTS / script).exists():
+        shutil.copy(SCRIPTS / script, tmp_path / script)
     env_yaml = "".join(f"\n      - {{name: {k}, value: {v}}}" for k, v in (env or {}).items())
     path = tmp_path / "polyaxonfile.yaml"
     path.write_text(
@@ -75,3 +76,21 @@ def test_tensorboard_events_are_the_runs_artifacts(tmp_path: Path) -> None:
     loss = events.Scalars("tensorboard", "loss")
     assert [(e.step, round(e.value, 3)) for e in loss] == [(0, 1.0), (1, 0.5), (2, 0.333)]
     assert events.Scalars("eval", "accuracy")[0].value == 0.5
+
+
+def test_scikit_log_classifier_and_log_regressor(tmp_path: Path) -> None:
+    pytest.importorskip("sklearn")
+    (tmp_path / "sk.py").write_text(
+        "from sklearn.datasets import load_iris, load_diabetes\n"
+        "from sklearn.linear_model import LogisticRegression, Ridge\n"
+        "from polyaxon.tracking.contrib.scikit import log_classifier, log_regressor\n"
+        "X, y = load_iris(return_X_y=True)\n"
+        "log_classifier(LogisticRegression(max_iter=500).fit(X, y), X, y)\n"
+        "X, y = load_diabetes(return_X_y=True)\n"
+        "log_regressor(Ridge().fit(X, y), X, y)\n"
+    )
+    ctx = run(tmp_path, "sk.py")
+    classifier, regressor = read_metrics_file(ctx.run_outputs_path / "metrics.jsonl")
+    assert {"accuracy", "f1", "precision_class_0_test", "support_class_2_test"} <= set(classifier)
+    assert classifier["support_class_2_test"] == 50 and classifier["accuracy"] > 0.9
+    assert {"evs", "me", "mae", "r2"} <= set(regressor) and 0 < regressor["r2"] < 1
