@@ -28,6 +28,7 @@ from polyaxon_prefect.exceptions import PolyaxonfileError, Problem, UnsupportedF
 from polyaxon_prefect.loading import ParamValue, build_context
 from polyaxon_prefect.runtime._build import BuildNotSupportedError, check_build
 from polyaxon_prefect.runtime._cache_key import cache_enabled, cache_key
+from polyaxon_prefect.runtime._compat_path import compat_env
 from polyaxon_prefect.runtime._connections import (
     Connection,
     connections_env,
@@ -215,10 +216,13 @@ def prepare_container(
         else None
     )
     timeout = getattr(job.termination, "timeout", None)
+    argv = python_argv(job.container.argv)
+    env = _environment(component, operation, values, run_context, job)
+    env.update(compat_env(argv, env, [io.name for io in component.outputs or []]))
     prepared = PreparedJob(
         op_name=op_name,
-        argv=python_argv(job.container.argv),
-        env=_environment(component, operation, values, run_context, job),
+        argv=argv,
+        env=env,
         cwd=job.container.cwd,
         image=job.container.image,
         secrets=secrets,

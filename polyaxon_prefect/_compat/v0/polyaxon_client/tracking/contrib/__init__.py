@@ -1,0 +1,1 @@
+"""polyaxon-client v0's framework integrations (Keras)."""

@@ -1,0 +1,1 @@
+"""Framework integrations of Polyaxon's tracking (Keras, PyTorch Lightning, TensorBoard)."""
