@@ -210,6 +210,24 @@ class _Loader:
             number = None
         if number in _SUPPORTED_VERSIONS:
             return True
+        if number == 1.0 and data.get("kind") in _TOP_KINDS:
+            # Polyaxon 2.x ignores `version` (its CLI says so and checks the file as v1.1), and
+            # public v1 files still carry `version: 1` with a modern kind: read them as 1.1.
+            self.warnings.append(
+                doc.positions.problem(
+                    Problem(
+                        f"`version: {version}` with `kind: {data['kind']}` is read as "
+                        "`version: 1.1`, as Polyaxon 2.x reads it",
+                        rule="version",
+                        path=("version",),
+                        value=version,
+                        hint="write `version: 1.1` to silence this",
+                        severity="warning",
+                    )
+                )
+            )
+            data["version"] = _SUPPORTED_VERSIONS[0]
+            return True
         self.problems.append(
             doc.positions.problem(
                 Problem(

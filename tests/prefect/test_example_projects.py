@@ -140,15 +140,15 @@ def test_v1_kubeflow_pytorchjob_distributed_gloo(
     """A ``pytorchjob`` (master + 1 worker) on gloo, TensorBoard through tensorboardX (no
     Polyaxon tracking calls: the operator's env, ``WORLD_SIZE``/``RANK``/``MASTER_ADDR``, is
     its whole contract). The file
-    says ``version: 1`` (the v1.0 header polyaxon 2.x ignores, which our loader refuses with a
-    fix-it hint): the test runs a copy with ``version: 1.1``, every other line the same. Each
+    says ``version: 1`` (the v1.0 header polyaxon 2.x ignores; read as 1.1 with a warning): the
+    test runs an unchanged copy in a temporary directory, where the script writes its logs. Each
     replica requests one ``nvidia.com/gpu``: ``CUDA_VISIBLE_DEVICES=0,1`` stands for the two
     GPUs (the CPU-only torch sees none, so the script takes its gloo/CPU path)."""
     pytest.importorskip("tensorboardX")
     source = (PROJECTS / "v1_kubeflow_pytorchjob/polyaxonfile.yaml").read_text()
     assert source.startswith("version: 1\n")
     path = tmp_path / "polyaxonfile.yaml"
-    path.write_text(source.replace("version: 1\n", "version: 1.1\n", 1))
+    path.write_text(source)
     env = {**examples_repo, "CUDA_VISIBLE_DEVICES": "0,1"}
     got = run_project(prefect_server, env, path)
     assert got["status"] == "succeeded", got
