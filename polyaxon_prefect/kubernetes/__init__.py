@@ -1,8 +1,9 @@
-"""Kubernetes manifests of a distributed run, as plain dicts (no Prefect, no Kubernetes client).
+"""Kubernetes manifests of a job or distributed run, as plain dicts (no Prefect, no client).
 
 ``build_manifests`` is what ``polyaxon-prefect compile --target kubernetes`` prints and what a
-submitting executor will create; being pure, it is tested against the CRD and API schemas
-without a cluster. Two backends:
+submitting executor creates; being pure, it is tested against the CRD and API schemas
+without a cluster. A ``kind: job`` is one ``batch/v1`` Job on either backend (`_job`), its
+outputs coming back on its log (`_handback`). A distributed run has two backends:
 
 - ``kubeflow``: one ``kubeflow.org/v1`` resource (TFJob, PyTorchJob, MPIJob, MXJob, XGBoostJob,
   PaddleJob) for the Training Operator, which starts the pods and injects the env;
@@ -20,6 +21,7 @@ from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
 from polyaxon_prefect.specs import (
     KUBEFLOW_KINDS,
     Dag,
+    Job,
     LoadedPolyaxonfile,
     Operation,
     Termination,
@@ -42,6 +44,8 @@ from ._cluster import (
 )
 from ._env import NATIVE_KINDS
 from ._groups import RUN_PATH, Target
+from ._handback import LIMIT_BYTES, Handback, HandbackParser, new_nonce
+from ._job import JOB_CONTAINER, JOB_REPLICA, PodHandback, build_job
 from ._kubeflow import KUBEFLOW, build_kubeflow_job
 from ._mounts import ARTIFACTS_PATH
 from ._names import base_name
@@ -50,11 +54,18 @@ from ._native import build_native_jobs
 __all__ = [
     "ARTIFACTS_PATH",
     "BACKENDS",
+    "CLUSTER_KINDS",
     "CRD_PLURALS",
+    "JOB_CONTAINER",
+    "JOB_REPLICA",
     "KUBEFLOW",
+    "LIMIT_BYTES",
     "NATIVE_KINDS",
     "ApiTarget",
     "Backend",
+    "Handback",
+    "HandbackParser",
+    "PodHandback",
     "PoolSettings",
     "RunState",
     "api_error_message",
@@ -66,6 +77,7 @@ __all__ = [
     "job_variables",
     "kubeflow_state",
     "native_state",
+    "new_nonce",
     "pod_diagnosis_message",
     "replica_name",
     "run_selector",
@@ -73,6 +85,8 @@ __all__ = [
 
 Backend = Literal["kubeflow", "native"]
 BACKENDS: tuple[Backend, ...] = ("kubeflow", "native")
+CLUSTER_KINDS = frozenset({"job", *KUBEFLOW_KINDS})
+"""The run kinds that become Kubernetes workloads here: a job, and the distributed kinds."""
 
 
 def default_backend(loaded: LoadedPolyaxonfile | Operation) -> Backend:
@@ -112,13 +126,18 @@ def build_manifests(
     namespace: str | None = None,
     connections: Mapping[str, Mapping[str, Any]] | None = None,
     artifacts_store: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    handback: PodHandback | None = None,
 ) -> list[dict[str, Any]]:
-    """The manifests that run the operation's distributed run, in the order to apply them.
+    """The manifests that run the operation's job or distributed run, in the order to apply
+    them.
 
-    ``backend`` defaults to `default_backend`. ``connections`` is the agent's catalog by name
-    (Polyaxon's shape: ``{kind, schema, secret, configMap, env}``) and ``artifacts_store`` its
-    ``artifactsStore``, for the pods' connections and ``artifacts`` init steps. Raises
-    `PolyaxonfileError` with every problem found (located by path in the operation).
+    ``backend`` defaults to `default_backend` (a job is one Job on either). ``connections`` is
+    the agent's catalog by name (Polyaxon's shape: ``{kind, schema, secret, configMap, env}``)
+    and ``artifacts_store`` its ``artifactsStore``, for the pods' connections and ``artifacts``
+    init steps. A job's ``env`` (the run's tracking contract) and ``handback`` (its outputs on
+    its log) are the runtime's. Raises `PolyaxonfileError` with every problem found (located
+    by path in the operation).
     """
     operation = (
         loaded_or_operation.operation
@@ -128,13 +147,13 @@ def build_manifests(
     chosen = backend or default_backend(loaded_or_operation)
     files = getattr(loaded_or_operation, "files", ()) or ()
     run = operation.component.run if operation.component is not None else None
-    if run is None or isinstance(run, Dag) or run.kind not in KUBEFLOW_KINDS:
+    if run is None or isinstance(run, Dag) or run.kind not in CLUSTER_KINDS:
         kind = run.kind if run is not None else "none"
         raise PolyaxonfileError(
             [
                 Problem(
-                    f"only distributed runs ({', '.join(sorted(KUBEFLOW_KINDS))}) have "
-                    f"Kubernetes manifests here, this one is a {kind}",
+                    f"only jobs and distributed runs ({', '.join(sorted(KUBEFLOW_KINDS))}) "
+                    f"have Kubernetes manifests here, this one is a {kind}",
                     rule="k8s_kind",
                     path=(*RUN_PATH, "kind"),
                     hint="run other kinds with `polyaxon-prefect run`",
@@ -150,7 +169,9 @@ def build_manifests(
         artifacts_store=artifacts_store,
     )
     manifests: list[dict[str, Any]]
-    if chosen == "native":
+    if isinstance(run, Job):
+        manifests, problems = build_job(run, target, env=env, handback=handback)
+    elif chosen == "native":
         manifests, problems = build_native_jobs(run, target)
     else:
         manifest, problems = build_kubeflow_job(run, target)

@@ -28,6 +28,7 @@ __all__ = [
     "SHELL_IMAGE",
     "PodParts",
     "add_connection",
+    "add_context_volume",
     "add_init",
 ]
 
@@ -145,6 +146,13 @@ def add_connection(
 
 def _context_mount() -> dict[str, Any]:
     return {"name": _CONTEXT_VOLUME, "mountPath": CONTEXT_PATH}
+
+
+def add_context_volume(parts: PodParts) -> None:
+    """The run context ``emptyDir`` mounted at ``/plx-context`` in the main container: where a
+    job's tracking writes its outputs (the image's own file system may be read-only or not
+    writable by its user), and where init steps leave what they fetched."""
+    parts.add_volume({"name": _CONTEXT_VOLUME, "emptyDir": {}}, _context_mount())
 
 
 def _writer(name: str, content: str, dest: str, chmod: str | None) -> dict[str, Any]:

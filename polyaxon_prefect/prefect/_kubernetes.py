@@ -1,4 +1,4 @@
-"""The ``kubeflow`` and ``native`` executors: a distributed op submitted to Kubernetes.
+"""The ``kubeflow`` and ``native`` executors: a job or distributed op submitted to Kubernetes.
 
 The one module that talks to a cluster. Its API clients come from prefect-kubernetes'
 `KubernetesCredentials` (a named block, ``KUBECONFIG``, the in-cluster service account or
@@ -14,6 +14,12 @@ the Jobs (native) say the run is over, while every replica pod's log streams int
 a ``[worker-1]`` prefix and every pod failure is diagnosed. What was created is deleted when
 the op is cancelled, times out or fails here (an image that cannot be pulled never starts), and
 for the native backend when the run ends (its parameter servers never exit on their own).
+A job's Job is deleted whatever the ending (with its pod: ``propagationPolicy: Background``).
+
+A job's pod prints its outputs and metrics in one block at the end of its log
+(`polyaxon_prefect.kubernetes.HandbackParser` reads it out of the stream, so users never see
+it); once the run is over they are written into the run on this machine
+(`runtime._handback.handback_outcome`), as a local job leaves them.
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ from polyaxon_prefect.kubernetes import (
     NATIVE_KINDS,
     ApiTarget,
     Backend,
+    Handback,
+    HandbackParser,
     PoolSettings,
     RunState,
     api_error_message,
@@ -49,6 +57,7 @@ from polyaxon_prefect.kubernetes import (
 from polyaxon_prefect.runtime import PrepareOptions
 from polyaxon_prefect.runtime._cluster import PreparedManifests, prepare_cluster
 from polyaxon_prefect.runtime._executors import register_executor
+from polyaxon_prefect.runtime._handback import handback_outcome
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.runtime._session import stop_requested
 from polyaxon_prefect.specs import KUBEFLOW_KINDS, Status
@@ -109,6 +118,8 @@ def register_cluster_executors() -> None:
         register_executor(kind, "kubeflow", ClusterExecutor("kubeflow"))
     for kind in sorted(NATIVE_KINDS):
         register_executor(kind, "native", ClusterExecutor("native"))
+    for backend in ("kubeflow", "native"):  # a job is one batch/v1 Job on either
+        register_executor("job", backend, ClusterExecutor(backend))
 
 
 def load_credentials() -> KubernetesCredentials:
@@ -196,6 +207,8 @@ class _Submission:
     clients: dict[str, Any] = field(default_factory=dict)
     ended_in_cluster: bool = False
     """The cluster said the run is over (so the operator, not this run, cleans up)."""
+    parsers: dict[str, HandbackParser] = field(default_factory=dict)
+    """The handback reader of each pod whose log is read (a job's pods)."""
 
     @property
     def namespace(self) -> str:
@@ -237,6 +250,20 @@ class _Submission:
         return {"apiVersion": "v1", "kind": "Pod", "name": pod_name, "uid": uid}
 
     async def _run(self) -> RunResult:
+        status, message = await self._submit_and_watch()
+        result = RunResult(status, message=message)
+        if self.prepared.handback is not None:
+            result = handback_outcome(self.prepared, result, self._handback())
+        return result
+
+    def _handback(self) -> Handback | None:
+        """The block of the pod that succeeded (a retried Job has several), else the last."""
+        blocks = [p.result() for p in self.parsers.values()]
+        found = [b for b in blocks if b is not None]
+        succeeded = [b for b in found if b.exit_code == 0]
+        return (succeeded or found or [None])[-1]
+
+    async def _submit_and_watch(self) -> tuple[Status, str]:
         status, message = Status.FAILED, ""
         try:
             owner = await self._owner()
@@ -255,7 +282,7 @@ class _Submission:
             # a Kubeflow run the cluster ended is the operator's to clean (cleanPodPolicy, TTL)
             if self.created and not (self.kubeflow and self.ended_in_cluster):
                 await self._delete_all()
-        return RunResult(status, message=message)
+        return status, message
 
     async def _watch(self) -> tuple[Status, str]:
         timeout = self.prepared.timeout
@@ -338,16 +365,25 @@ class _Submission:
         kwargs: dict[str, Any] = {"follow": True, "_preload_content": False}
         if container:
             kwargs["container"] = container
+        handback = self.prepared.handback
+        parser = HandbackParser(handback.nonce) if handback is not None else None
         try:
             response = await self.clients["core"].read_namespaced_pod_log(
                 pod, self.namespace, **kwargs
             )
             async for raw in response.content:
-                self.on_line("stdout", f"[{name}] {raw.decode(errors='replace').rstrip()}")
+                text = raw.decode(errors="replace")
+                lines = parser.feed(text) if parser is not None else [text.rstrip("\r\n")]
+                for line in lines:
+                    self.on_line("stdout", f"[{name}] {line.rstrip()}")
+            for line in parser.close() if parser is not None else []:
+                self.on_line("stdout", f"[{name}] {line.rstrip()}")
         except ApiException:
             return False  # not ready yet (container creating): tried again next round
         except (TimeoutError, OSError):
             return False
+        if parser is not None:
+            self.parsers[pod] = parser
         return True
 
     async def _drain(self) -> None:

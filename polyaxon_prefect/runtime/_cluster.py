@@ -1,4 +1,4 @@
-"""A distributed op prepared for a Kubernetes backend: templates rendered, then manifests.
+"""A job or distributed op prepared for a Kubernetes backend: templates rendered, then manifests.
 
 The runtime's half of the ``kubeflow`` and ``native`` executors, so everything that can fail
 before a cluster is called fails here, located in the file, like a local prepare: params are
@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
-from polyaxon_prefect.kubernetes import ARTIFACTS_PATH, Backend, base_name, build_manifests
+from polyaxon_prefect.kubernetes import (
+    ARTIFACTS_PATH,
+    Backend,
+    PodHandback,
+    base_name,
+    build_manifests,
+    new_nonce,
+)
 from polyaxon_prefect.loading import TemplateError, build_context, render_value
 from polyaxon_prefect.runtime._context import RunContext, new_run_context
 from polyaxon_prefect.runtime._job import PreparedJob
@@ -59,6 +66,8 @@ class PreparedManifests(PreparedJob):
     namespace: str | None = None
     """The namespace the Polyaxonfile asks for; None leaves it to the work pool (or
     ``default``)."""
+    handback: PodHandback | None = None
+    """The marker of the block the pod's wrapper prints its outputs in (None: no wrapper)."""
 
 
 def cluster_context(run_context: RunContext) -> RunContext:
@@ -178,8 +187,15 @@ def prepare_cluster(
     values = merge_params(
         component, operation, getattr(loaded, "params", {}) or {}, options.params or {}
     )
-    run_context = cluster_context(options.run_context or new_run_context(op_name))
+    local_context = options.run_context or new_run_context(op_name)
+    run_context = cluster_context(local_context)
     run = _rendered_run(loaded, values, run_context)
+    params = jsonable_params(set_values(component, values))
+    handback = None
+    env: dict[str, str] = {}
+    if run.kind == "job":
+        handback = PodHandback(str(run_context.run_outputs_path), run_context.uuid, new_nonce())
+        env = run_context.env_vars(params)
     named = operation.model_copy(
         update={
             "name": f"{base_name(op_name)[:31]}-{run_context.uuid[:8]}",
@@ -193,6 +209,8 @@ def prepare_cluster(
             backend=backend,
             connections=catalog,
             artifacts_store=store,
+            env=env,
+            handback=handback,
         )
     except PolyaxonfileError as exc:
         raise PolyaxonfileError(locate_problems(exc.problems, loaded)) from None
@@ -203,19 +221,26 @@ def prepare_cluster(
         argv=[],
         env={},
         cwd=options.base_dir or Path.cwd(),
-        image=None,
+        image=_image(run),
         secrets=(),
         timeout=float(timeout) if isinstance(timeout, int | float) else None,
         max_retries=0,  # the cluster retries (runPolicy.backoffLimit, the Jobs' backoffLimit)
         ttl=None,
         cache_key=None,
         cache_ttl=None,
-        params=jsonable_params(set_values(component, values)),
+        params=params,
         outputs=list(component.outputs or []),
-        context=run_context,
+        context=local_context,
         tags=tuple(str(tag) for tag in (operation.tags or component.tags or []) if tag),
         run_kind=run.kind,
         backend=backend,
         manifests=tuple(manifests),
         namespace=operation.namespace,
+        handback=handback,
     )
+
+
+def _image(run: Any) -> str | None:
+    container = getattr(run, "container", None)
+    image = getattr(container, "image", None)
+    return image if isinstance(image, str) else None
