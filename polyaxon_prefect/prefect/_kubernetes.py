@@ -47,6 +47,7 @@ from polyaxon_prefect.kubernetes import (
     api_error_message,
     api_target,
     apply_pool_settings,
+    exit_diagnosis,
     job_variables,
     kubeflow_state,
     native_state,
@@ -334,6 +335,10 @@ class _Submission:
                 self._stream(pod, name)
             diagnosis = diagnose_k8s_pod(status)
             if diagnosis is None or diagnosis.level.value != "error":
+                exited = exit_diagnosis(name, status)
+                if exited is not None and exited not in self.diagnosed:
+                    self.diagnosed.add(exited)
+                    self.on_line("stderr", exited)
                 continue
             line = pod_diagnosis_message(
                 name,

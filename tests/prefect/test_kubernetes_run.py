@@ -30,14 +30,14 @@ PYTORCH = _ROOT / "examples" / "distributed" / "pytorchjob.yaml"
 
 
 @contextlib.contextmanager
-def cluster_in_background(scenario: str = "succeed") -> Iterator[Any]:
+def cluster_in_background(scenario: str = "succeed", kubelet: Any = None) -> Iterator[Any]:
     """The fake cluster served from its own event loop in a thread, for synchronous callers."""
     ready = threading.Event()
     stop: dict[str, Any] = {}
     holder: dict[str, Any] = {}
 
     async def serve() -> None:
-        async with fake_cluster(scenario) as k:
+        async with fake_cluster(scenario, kubelet) as k:
             holder["k"] = k
             stop["event"] = asyncio.Event()
             stop["loop"] = asyncio.get_running_loop()

@@ -1,5 +1,6 @@
 """A fake Kubernetes cluster for the submit tests: kmock's API server emulator, plus a fake
-operator that plays the Training Operator's (or the Job controller's) part.
+operator that plays the Training Operator's (or the Job controller's) part, plus (for a plain
+job's Job) a FAKE KUBELET that really runs the pod's containers as local processes.
 
 This is a fake, said plainly: no Kubernetes API server can run on the machines these tests run
 on. kmock serves the real HTTP API paths (create, read, list, delete, pod logs) over loopback,
@@ -7,6 +8,18 @@ so the code under test goes through the same prefect-kubernetes credentials and
 kubernetes-asyncio calls a cluster would get; what a real cluster adds (pods that really start,
 schedulers, the operator's controllers) is played by `FakeOperator`, which only writes the
 statuses a real one would write.
+
+`FakeKubelet`, said as plainly: there are no containers here. For each pod of a job's Job it
+runs the init containers, then the main container's ``command + args``, as local processes
+in turn (the image is not pulled: the command runs with this machine's tools, ``sh``, ``git``
+and the test's Python). Absolute pod paths (``/plx-context``, the artifacts store's mount) are
+rewritten, in the command, the env values and ``workingDir``, to the same paths under a
+temporary directory of that pod, so the context ``emptyDir`` is a real directory its init
+containers and main container share; a container without ``workingDir`` runs in the
+directory the test gives as its image's WORKDIR. The main container's output (stdout and
+stderr together, as ``kubectl logs`` shows it) becomes the pod's log that kmock serves, and
+the exit code the pod's and the Job's status. The sh wrapper and the outputs handback are so
+really executed, not asserted on.
 """
 
 from __future__ import annotations
@@ -14,7 +27,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import tempfile
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import kmock
@@ -60,13 +76,72 @@ def ever(k: Any, plural: str) -> list[tuple[Any, str, str]]:
     return [key for key in list(k.objects.keys()) if key[0].plural == plural]
 
 
+POD_PATHS = ("/plx-context", "/plx-artifacts-store")
+"""Absolute paths a pod sees that the fake kubelet maps into the pod's own directory."""
+
+
+class FakeKubelet:
+    """Runs a pod template's containers as local processes (see the module's docstring)."""
+
+    def __init__(self, workdir: Path | None = None) -> None:
+        self.workdir = workdir
+        self.logs: dict[str, bytes] = {}
+        self.processes: dict[str, asyncio.subprocess.Process] = {}
+
+    async def run(self, pod_name: str, spec: dict[str, Any]) -> tuple[int, str]:
+        """Run the pod; its main container's exit code and the reason Kubernetes would give."""
+        root = Path(tempfile.mkdtemp(prefix=f"{pod_name}-"))
+
+        def mapped(text: str) -> str:
+            for prefix in POD_PATHS:
+                text = text.replace(prefix, f"{root}{prefix}")
+            return text
+
+        for container in [*spec.get("initContainers", []), *spec["containers"][:1]]:
+            argv = [mapped(str(a)) for a in [*container.get("command", []), *container.get("args", [])]]
+            env = dict(os.environ)
+            for item in container.get("env") or []:
+                if "value" in item:
+                    env[item["name"]] = mapped(str(item["value"]))
+            for mount in container.get("volumeMounts") or []:
+                Path(mapped(mount["mountPath"])).mkdir(parents=True, exist_ok=True)
+            cwd = mapped(container["workingDir"]) if container.get("workingDir") else None
+            process = await asyncio.create_subprocess_exec(
+                *argv,
+                cwd=cwd or str(self.workdir or root),
+                env=env,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+            )
+            self.processes[pod_name] = process
+            out, _ = await process.communicate()
+            code = process.returncode if process.returncode is not None else 1
+            if container is spec["containers"][0]:
+                self.logs[pod_name] = out
+            if code != 0:
+                return (code if code > 0 else 128 - code), "Error"
+        return 0, "Completed"
+
+    def kill(self, pod_name: str) -> None:
+        process = self.processes.get(pod_name)
+        if process is not None and process.returncode is None:
+            process.kill()
+
+
 class FakeOperator:
     """Plays the controllers: for each new training resource or Job it adds the pods a real
     controller would start (labels from the template, the replica index), then writes the
     outcome ``scenario`` asks for into the statuses."""
 
-    def __init__(self, k: Any, scenario: str = "succeed", delay: float = 0.3) -> None:
+    def __init__(
+        self,
+        k: Any,
+        scenario: str = "succeed",
+        delay: float = 0.3,
+        kubelet: FakeKubelet | None = None,
+    ) -> None:
         self.k = k
+        self.kubelet = kubelet
         self.scenario = scenario
         self.delay = delay
         self.seen: set[Any] = set()
@@ -176,6 +251,9 @@ class FakeOperator:
     async def _job(self, key: Any, namespace: str, name: str) -> None:
         obj = _raw(self.k.objects[key])
         template = obj["spec"]["template"]
+        if self.kubelet is not None and "completionMode" not in obj["spec"]:
+            await self._kubelet_job(key, namespace, name, obj)
+            return
         container = template["spec"]["containers"][0]["name"]
         for index in range(obj["spec"].get("completions", 1)):
             labels = {
@@ -199,14 +277,70 @@ class FakeOperator:
         }
 
 
-@contextlib.asynccontextmanager
-async def fake_cluster(scenario: str = "succeed") -> AsyncIterator[Any]:
-    """The emulator on a loopback port, pod logs that name their pod, and the fake operator."""
-    async with kmock.KubernetesEmulator() as k, kmock.Server(k):
-        k["get", kmock.resource("v1/pods"), kmock.subresource("log")] << (
-            lambda request: f"hello from {request.name}\nstep 1 loss=0.5\n".encode()
+    async def _kubelet_job(self, key: Any, namespace: str, name: str, obj: dict[str, Any]) -> None:
+        """A job's Job: its pod really run by the fake kubelet, Pending until it ended (the
+        log is then whole when the watcher reads it), then Succeeded or Failed."""
+        assert self.kubelet is not None
+        template = obj["spec"]["template"]
+        pod = f"{name}-abcde"
+        self.k.objects["v1/pods", namespace, pod] = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": pod, "namespace": namespace, "labels": template["metadata"]["labels"]},
+            "spec": template["spec"],
+            "status": {"phase": "Pending"},
+        }
+        self.tasks.append(asyncio.create_task(self._collect(key, ("v1/pods", namespace, pod))))
+        code, reason = await self.kubelet.run(pod, template["spec"])
+        if self.k.objects[key].deleted:
+            return
+        container = template["spec"]["containers"][0]["name"]
+        terminated = {"exitCode": code, "reason": reason}
+        self.k.objects["v1/pods", namespace, pod] = {
+            **_raw(self.k.objects["v1/pods", namespace, pod]),
+            "status": {
+                "phase": "Succeeded" if code == 0 else "Failed",
+                "containerStatuses": [{"name": container, "state": {"terminated": terminated}}],
+            },
+        }
+        condition = (
+            {"type": "Complete", "status": "True"}
+            if code == 0
+            else {
+                "type": "Failed",
+                "status": "True",
+                "reason": "BackoffLimitExceeded",
+                "message": "Job has reached the specified backoff limit",
+            }
         )
-        operator = asyncio.create_task(FakeOperator(k, scenario).run())
+        self.k.objects[key] = {**obj, "status": {"conditions": [condition]}}
+
+    async def _collect(self, job: Any, pod: tuple[str, str, str]) -> None:
+        """The garbage collector's part: once the Job is deleted (any propagation policy),
+        its pod is killed and deleted too."""
+        assert self.kubelet is not None
+        while not self.k.objects[job].deleted:
+            await asyncio.sleep(0.02)
+        self.kubelet.kill(pod[2])
+        if not self.k.objects[pod].deleted:
+            self.k.objects[pod].delete()
+
+
+@contextlib.asynccontextmanager
+async def fake_cluster(
+    scenario: str = "succeed", kubelet: FakeKubelet | None = None
+) -> AsyncIterator[Any]:
+    """The emulator on a loopback port, pod logs that name their pod (or, with a ``kubelet``,
+    the logs its pods really wrote), and the fake operator."""
+    async with kmock.KubernetesEmulator() as k, kmock.Server(k):
+
+        def log(request: Any) -> bytes:
+            if kubelet is not None and request.name in kubelet.logs:
+                return kubelet.logs[request.name]
+            return f"hello from {request.name}\nstep 1 loss=0.5\n".encode()
+
+        k["get", kmock.resource("v1/pods"), kmock.subresource("log")] << log
+        operator = asyncio.create_task(FakeOperator(k, scenario, kubelet=kubelet).run())
         try:
             yield k
         finally:
