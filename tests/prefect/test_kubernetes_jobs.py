@@ -61,11 +61,16 @@ def _ops(result: Any) -> dict[str, Any]:
     return {name: (op["status"], op.get("outputs")) for name, op in (result.ops or {}).items()}
 
 
-def test_the_quick_start_dag_on_native_ends_as_it_does_locally(cluster: Any) -> None:
+def test_the_quick_start_dag_on_native_ends_as_it_does_locally(
+    cluster: Any, tmp_path: Path
+) -> None:
     """experiment -> condition on its loss -> tune (4 trials) -> best_model: each op its own
     Job; the condition and the sweep read outputs that came back on the pods' logs."""
-    local = polyaxon_prefect.run(DAG)
-    remote = polyaxon_prefect.run(DAG, backend="native")
+    for source in [*DAG.parent.glob("*.yaml"), *QUICK_START.glob("*.py")]:
+        (tmp_path / source.name).write_text(source.read_text())
+    dag = tmp_path / DAG.name
+    local = polyaxon_prefect.run(dag)
+    remote = polyaxon_prefect.run(dag, backend="native")
     assert remote.status == local.status == "succeeded", remote.message
     assert _ops(remote) == _ops(local)
     assert remote.ops["experiment"]["outputs"]["loss"] > 0.01  # so `tune` ran
