@@ -184,7 +184,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     try:
         loaded = _load(args)
         if args.backend is not None:
-            from polyaxon_prefect.runtime._cluster_compile import cluster_manifests
+            from polyaxon_prefect.runtime import cluster_manifests
 
             cluster_manifests(loaded, backend=args.backend)
     except PolyaxonfileError as error:
@@ -251,8 +251,8 @@ def _compile_kubernetes(args: argparse.Namespace) -> int:
     """``compile --target kubernetes``: the manifests as multi-document YAML."""
     import yaml
 
+    from polyaxon_prefect.runtime import cluster_manifests
     from polyaxon_prefect.runtime._cluster import read_connections_file
-    from polyaxon_prefect.runtime._cluster_compile import cluster_manifests
 
     try:
         loaded = _load(args)

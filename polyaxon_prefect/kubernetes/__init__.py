@@ -46,7 +46,7 @@ from ._cluster import (
 from ._env import NATIVE_KINDS
 from ._groups import RUN_PATH, Target
 from ._handback import LIMIT_BYTES, Handback, HandbackParser, new_nonce
-from ._job import JOB_CONTAINER, JOB_REPLICA, PodHandback, build_job
+from ._job import JOB_CONTAINER, JOB_REPLICA, PodHandback, build_job, hands_back
 from ._kubeflow import KUBEFLOW, build_kubeflow_job
 from ._mounts import ARTIFACTS_PATH
 from ._names import base_name
@@ -76,6 +76,7 @@ __all__ = [
     "build_manifests",
     "default_backend",
     "exit_diagnosis",
+    "hands_back",
     "job_variables",
     "kubeflow_state",
     "native_state",

@@ -22,7 +22,7 @@ from ._groups import RUN_PATH, Target
 from ._handback import wrap_command
 from ._pod import PodInput, build_pod_template
 
-__all__ = ["JOB_CONTAINER", "JOB_REPLICA", "PodHandback", "build_job"]
+__all__ = ["JOB_CONTAINER", "JOB_REPLICA", "PodHandback", "build_job", "hands_back"]
 
 JOB_CONTAINER = "main"
 JOB_REPLICA = "job"
@@ -36,6 +36,11 @@ class PodHandback:
     outputs_dir: str
     uuid: str
     nonce: str
+
+
+def hands_back(run: Any) -> bool:
+    """Whether ``run``'s pod hands its outputs back on its log (a job's does)."""
+    return isinstance(run, Job)
 
 
 def _job_spec(termination: Termination | None, template: dict[str, Any]) -> dict[str, Any]:

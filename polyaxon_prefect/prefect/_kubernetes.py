@@ -55,10 +55,9 @@ from polyaxon_prefect.kubernetes import (
     replica_name,
     run_selector,
 )
-from polyaxon_prefect.runtime import PrepareOptions
+from polyaxon_prefect.runtime import PrepareOptions, handback_outcome
 from polyaxon_prefect.runtime._cluster import PreparedManifests, prepare_cluster
 from polyaxon_prefect.runtime._executors import register_executor
-from polyaxon_prefect.runtime._handback import handback_outcome
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.runtime._session import stop_requested
 from polyaxon_prefect.specs import KUBEFLOW_KINDS, Status
@@ -262,7 +261,8 @@ class _Submission:
         blocks = [p.result() for p in self.parsers.values()]
         found = [b for b in blocks if b is not None]
         succeeded = [b for b in found if b.exit_code == 0]
-        return (succeeded or found or [None])[-1]
+        chosen = succeeded or found
+        return chosen[-1] if chosen else None
 
     async def _submit_and_watch(self) -> tuple[Status, str]:
         status, message = Status.FAILED, ""

@@ -47,7 +47,9 @@ from polyaxon_prefect.runtime._outputs import read_metrics, read_outputs, valida
 from polyaxon_prefect.runtime._process import ProcessResult, mask_secrets, run_process
 
 if TYPE_CHECKING:
+    from polyaxon_prefect.runtime._cluster_compile import cluster_manifests
     from polyaxon_prefect.runtime._executors import EXECUTORS, Executor, executor_for
+    from polyaxon_prefect.runtime._handback import handback_outcome
     from polyaxon_prefect.runtime._init import INIT_HANDLERS
     from polyaxon_prefect.runtime._job import (
         PreparedJob,
@@ -79,6 +81,7 @@ __all__ = [
     "RunContext",
     "RunRuntimeError",
     "UnknownConnectionError",
+    "cluster_manifests",
     "connection_env",
     "connections_env",
     "execute_job",
@@ -86,6 +89,7 @@ __all__ = [
     "exit_code",
     "find_run_path",
     "get_connection",
+    "handback_outcome",
     "line_record",
     "load_connections",
     "locate_problems",
@@ -116,6 +120,8 @@ __getattr__ = lazy_attributes(
         "merge_params": "_param_values",
         "INIT_HANDLERS": "_init",
         "locate_problems": "_locate",
+        "cluster_manifests": "_cluster_compile",
+        "handback_outcome": "_handback",
         **dict.fromkeys(("request_stop", "stop_requested"), "_session"),
     },
 )

@@ -24,6 +24,7 @@ from polyaxon_prefect.kubernetes import (
     PodHandback,
     base_name,
     build_manifests,
+    hands_back,
     new_nonce,
 )
 from polyaxon_prefect.loading import TemplateError, build_context, render_value
@@ -193,7 +194,7 @@ def prepare_cluster(
     params = jsonable_params(set_values(component, values))
     handback = None
     env: dict[str, str] = {}
-    if run.kind == "job":
+    if hands_back(run):
         handback = PodHandback(str(run_context.run_outputs_path), run_context.uuid, new_nonce())
         env = run_context.env_vars(params)
     named = operation.model_copy(

@@ -17,7 +17,7 @@ from typing import Any
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
 from polyaxon_prefect.kubernetes import CLUSTER_KINDS, Backend, build_manifests
 from polyaxon_prefect.runtime._locate import locate_problems
-from polyaxon_prefect.specs import Dag
+from polyaxon_prefect.specs import dag_of
 
 __all__ = ["OP_ANNOTATION", "cluster_manifests"]
 
@@ -46,8 +46,7 @@ def _one(
         problems = list(exc.problems)
         if prefix:  # a DAG op: where it sits in the DAG, and which it is
             problems = [
-                replace(p.prefixed(prefix), message=f"op `{name}`: {p.message}")
-                for p in problems
+                replace(p.prefixed(prefix), message=f"op `{name}`: {p.message}") for p in problems
             ]
         return [], problems
     return _annotated(manifests, name), []
@@ -74,16 +73,16 @@ def cluster_manifests(
         "artifacts_store": artifacts_store,
     }
     component = loaded.operation.component
-    run = component.run if component is not None else None
-    if not isinstance(run, Dag):
-        manifests, problems = _one(loaded, backend, options)
-        if problems:
-            raise PolyaxonfileError(locate_problems(problems, loaded))
+    dag = dag_of(component.run if component is not None else None)
+    if dag is None:
+        manifests, found_problems = _one(loaded, backend, options)
+        if found_problems:
+            raise PolyaxonfileError(locate_problems(found_problems, loaded))
         return manifests
     from polyaxon_prefect.dag import child_loaded, plan_dag
 
     plan = plan_dag(loaded.operation)
-    positions = {op.name: i for i, op in enumerate(run.operation_list)}
+    positions = {op.name: i for i, op in enumerate(dag.operation_list)}
     found: list[dict[str, Any]] = []
     problems: list[Problem] = []
     for name in plan.order:

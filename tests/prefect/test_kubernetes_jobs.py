@@ -100,7 +100,10 @@ run:
   container:
     image: pytorch/pytorch:2.3.1-cuda12.1-cudnn8-runtime
     command: [sh, -c]
-    args: ["cat /plx-context/artifacts/repo/README && python -c 'from polyaxon_prefect import tracking; tracking.log_outputs(loss=0.5)'"]
+    args:
+    - >-
+      cat /plx-context/artifacts/repo/README &&
+      python -c 'from polyaxon_prefect import tracking; tracking.log_outputs(loss=0.5)'
     resources: {requests: {nvidia.com/gpu: 1}}
 """
 
@@ -125,7 +128,11 @@ def test_a_gpu_job_clones_its_git_init_and_hands_its_outputs_back(
     (job,) = _created(cluster, "jobs")
     check_manifest(job)
     spec = job["spec"]
-    assert (spec["backoffLimit"], spec["activeDeadlineSeconds"], spec["ttlSecondsAfterFinished"]) == (2, 600, 60)
+    assert (
+        spec["backoffLimit"],
+        spec["activeDeadlineSeconds"],
+        spec["ttlSecondsAfterFinished"],
+    ) == (2, 600, 60)
     pod = spec["template"]["spec"]
     main = pod["containers"][0]
     assert main["resources"]["limits"]["nvidia.com/gpu"] == "1"

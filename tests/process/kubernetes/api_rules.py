@@ -18,7 +18,9 @@ from tests.unit.kubernetes.conftest import validate_manifest
 __all__ = ["api_problems", "check_manifest", "pod_specs"]
 
 _DNS_1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS_1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS_1123_SUBDOMAIN = re.compile(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+)
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 
@@ -68,7 +70,9 @@ def api_problems(manifest: Mapping[str, Any]) -> list[str]:
             for port in container.get("ports") or []:
                 if not 1 <= int(port.get("containerPort", 0)) <= 65535:
                     found.append(f"{at}: containerPort {port.get('containerPort')} out of range")
-    for port in (manifest.get("spec") or {}).get("ports") or [] if manifest.get("kind") == "Service" else []:
+    for port in (
+        (manifest.get("spec") or {}).get("ports") or [] if manifest.get("kind") == "Service" else []
+    ):
         if not 1 <= int(port.get("port", 0)) <= 65535:
             found.append(f"spec.ports: port {port.get('port')} out of range")
     return found
@@ -78,4 +82,6 @@ def check_manifest(manifest: dict[str, Any]) -> None:
     """Raise when ``manifest`` fails its strict schema or an API server's own rules."""
     validate_manifest(manifest)
     problems = api_problems(manifest)
-    assert not problems, f"{manifest.get('kind')} {manifest.get('metadata', {}).get('name')}: " + "; ".join(problems)
+    assert not problems, (
+        f"{manifest.get('kind')} {manifest.get('metadata', {}).get('name')}: " + "; ".join(problems)
+    )

@@ -98,7 +98,9 @@ class FakeKubelet:
             return text
 
         for container in [*spec.get("initContainers", []), *spec["containers"][:1]]:
-            argv = [mapped(str(a)) for a in [*container.get("command", []), *container.get("args", [])]]
+            argv = [
+                mapped(str(a)) for a in [*container.get("command", []), *container.get("args", [])]
+            ]
             env = dict(os.environ)
             for item in container.get("env") or []:
                 if "value" in item:
@@ -276,7 +278,6 @@ class FakeOperator:
             "status": {"conditions": [{"type": "Complete", "status": "True"}]},
         }
 
-
     async def _kubelet_job(self, key: Any, namespace: str, name: str, obj: dict[str, Any]) -> None:
         """A job's Job: its pod really run by the fake kubelet, Pending until it ended (the
         log is then whole when the watcher reads it), then Succeeded or Failed."""
@@ -286,7 +287,11 @@ class FakeOperator:
         self.k.objects["v1/pods", namespace, pod] = {
             "apiVersion": "v1",
             "kind": "Pod",
-            "metadata": {"name": pod, "namespace": namespace, "labels": template["metadata"]["labels"]},
+            "metadata": {
+                "name": pod,
+                "namespace": namespace,
+                "labels": template["metadata"]["labels"],
+            },
             "spec": template["spec"],
             "status": {"phase": "Pending"},
         }

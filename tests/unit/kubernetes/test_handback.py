@@ -15,7 +15,8 @@ from polyaxon_prefect.kubernetes._handback import marker, wrap_command
 WRITE = (
     "import json, os, sys\n"
     "d = sys.argv[1]\n"
-    "open(os.path.join(d, 'outputs.json'), 'w').write(json.dumps({'loss': 0.25, 'note': 'a\\nb'}))\n"
+    "out = json.dumps({'loss': 0.25, 'note': 'a\\nb'})\n"
+    "open(os.path.join(d, 'outputs.json'), 'w').write(out)\n"
     "open(os.path.join(d, 'metrics.jsonl'), 'w').write('{\"loss\": 0.5}\\n{\"loss\": 0.25}\\n')\n"
     "print('training', flush=True)\n"
     "print('::polyaxon-prefect:fake:: begin x', flush=True)\n"
@@ -24,7 +25,9 @@ WRITE = (
 
 
 def _run(tmp_path: Path, code: int, nonce: str = "n0nce") -> subprocess.CompletedProcess[str]:
-    argv = wrap_command([sys.executable, "-c", WRITE], [str(tmp_path), str(code)], str(tmp_path), "u1", nonce)
+    argv = wrap_command(
+        [sys.executable, "-c", WRITE], [str(tmp_path), str(code)], str(tmp_path), "u1", nonce
+    )
     return subprocess.run(argv, capture_output=True, text=True, check=False)
 
 
@@ -58,9 +61,9 @@ def test_user_output_imitating_the_marker_does_not_stand_for_the_block() -> None
     but even so): the wrapper's block comes last and wins."""
     m = marker("n0nce")
     log = (
-        f"{m} begin u1\n{m} outputs {{\"loss\": 99}}\n{m} end 0\n"
-        f"{m} begin u1\n{m} outputs {{\"loss\": 1}}\n"  # a half block: ignored
-        f"real line\n{m} begin u1\n{m} outputs {{\"loss\": 0.1}}\n{m} end 0\n"
+        f'{m} begin u1\n{m} outputs {{"loss": 99}}\n{m} end 0\n'
+        f'{m} begin u1\n{m} outputs {{"loss": 1}}\n'  # a half block: ignored
+        f'real line\n{m} begin u1\n{m} outputs {{"loss": 0.1}}\n{m} end 0\n'
     )
     parser = HandbackParser("n0nce")
     assert parser.feed(log) == ["real line"]
