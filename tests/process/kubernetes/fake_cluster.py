@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import json
 import os
+import signal
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -114,6 +115,7 @@ class FakeKubelet:
                 env=env,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,  # its own process group: killed whole, as a pod is
             )
             self.processes[pod_name] = process
             out, _ = await process.communicate()
@@ -127,7 +129,8 @@ class FakeKubelet:
     def kill(self, pod_name: str) -> None:
         process = self.processes.get(pod_name)
         if process is not None and process.returncode is None:
-            process.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
 
 
 class FakeOperator:
@@ -345,10 +348,20 @@ async def fake_cluster(
             return f"hello from {request.name}\nstep 1 loss=0.5\n".encode()
 
         k["get", kmock.resource("v1/pods"), kmock.subresource("log")] << log
-        operator = asyncio.create_task(FakeOperator(k, scenario, kubelet=kubelet).run())
+        fake = FakeOperator(k, scenario, kubelet=kubelet)
+        operator = asyncio.create_task(fake.run())
         try:
             yield k
         finally:
             operator.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await operator
+            if kubelet is not None:  # no process outlives the cluster, nor its pipes
+                for name in list(kubelet.processes):
+                    kubelet.kill(name)
+                running = [t for t in fake.tasks if not t.done()]
+                if running:  # the pods' tasks end once their process has (its pipes read)
+                    await asyncio.wait(running, timeout=5)
+                for task in fake.tasks:
+                    task.cancel()
+                await asyncio.gather(*fake.tasks, return_exceptions=True)
