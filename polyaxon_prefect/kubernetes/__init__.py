@@ -131,6 +131,7 @@ def build_manifests(
     artifacts_store: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
     handback: PodHandback | None = None,
+    init_root: str | None = None,
 ) -> list[dict[str, Any]]:
     """The manifests that run the operation's job or distributed run, in the order to apply
     them.
@@ -139,8 +140,9 @@ def build_manifests(
     the agent's catalog by name (Polyaxon's shape: ``{kind, schema, secret, configMap, env}``)
     and ``artifacts_store`` its ``artifactsStore``, for the pods' connections and ``artifacts``
     init steps. A job's ``env`` (the run's tracking contract) and ``handback`` (its outputs on
-    its log) are the runtime's. Raises `PolyaxonfileError` with every problem found (located
-    by path in the operation).
+    its log) are the runtime's, as is ``init_root`` (the pods' ``globals.artifacts_path``,
+    where init steps without a ``path`` write). Raises `PolyaxonfileError` with every problem
+    found (located by path in the operation).
     """
     operation = (
         loaded_or_operation.operation
@@ -170,6 +172,7 @@ def build_manifests(
         termination=_termination(operation),
         connections=dict(connections or {}),
         artifacts_store=artifacts_store,
+        init_root=init_root or ARTIFACTS_PATH,
     )
     manifests: list[dict[str, Any]]
     if isinstance(run, Job):

@@ -72,6 +72,9 @@ class Target:
     termination: Termination | None = None
     connections: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     artifacts_store: Mapping[str, Any] | None = None
+    init_root: str = "/plx-context/artifacts"
+    """Where init steps without a ``path`` write: the pods' ``globals.artifacts_path`` when
+    the run is known (`_mounts.add_init`)."""
 
     def labels(self, replica: str | None = None) -> dict[str, str]:
         """The labels that select this run's objects (and one replica group's pods)."""

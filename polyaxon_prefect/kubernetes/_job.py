@@ -80,6 +80,7 @@ def build_job(
         env=[{"name": k, "value": v} for k, v in (env or {}).items()],
         connections=target.connections,
         artifacts_store=target.artifacts_store,
+        init_root=target.init_root,
         context_volume=True,
     )
     template, restart, problems = build_pod_template(run, pod)

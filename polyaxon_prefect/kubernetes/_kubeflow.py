@@ -241,6 +241,7 @@ def build_kubeflow_job(run: NonDagRuntime, target: Target) -> tuple[dict[str, An
             ports=({"name": table.port_name, "containerPort": table.port},),
             connections=target.connections,
             artifacts_store=target.artifacts_store,
+            init_root=target.init_root,
         )
         template, restart, found = build_pod_template(group.replica, pod)
         problems += found

@@ -126,6 +126,7 @@ def _job(
         ports=({"name": kind.port_name, "containerPort": kind.port},),
         connections=target.connections,
         artifacts_store=target.artifacts_store,
+        init_root=target.init_root,
     )
     template, restart, problems = build_pod_template(cut.group.replica, pod, cut.override)
     container = template["spec"]["containers"][0]

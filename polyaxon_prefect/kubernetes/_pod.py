@@ -14,7 +14,7 @@ from typing import Any
 from polyaxon_prefect.exceptions import Problem
 from polyaxon_prefect.specs import Environment, Job, KFReplica, ReplicaOverride
 
-from ._mounts import PodParts, add_connection, add_context_volume, add_init
+from ._mounts import ARTIFACTS_PATH, PodParts, add_connection, add_context_volume, add_init
 
 __all__ = ["PodInput", "build_pod_template", "quantities"]
 
@@ -54,6 +54,8 @@ class PodInput:
     ports: Sequence[Mapping[str, Any]] = ()
     connections: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     artifacts_store: Mapping[str, Any] | None = None
+    init_root: str = ARTIFACTS_PATH
+    """Where init steps without a ``path`` write (`_mounts.add_init`)."""
     context_volume: bool = False
     """Mount the run context volume in the main container even with no init step."""
 
@@ -126,7 +128,7 @@ def _parts(replica: KFReplica | Job, pod: PodInput) -> PodParts:
             if init.connection and not init.source and init.container is None:
                 add_connection(parts, init.connection, pod.connections, (*pod.path, "init", i))
                 continue
-            add_init(parts, i, init, pod.artifacts_store, (*pod.path, "init", i))
+            add_init(parts, i, init, pod.artifacts_store, (*pod.path, "init", i), pod.init_root)
     return parts
 
 

@@ -212,6 +212,7 @@ def prepare_cluster(
             artifacts_store=store,
             env=env,
             handback=handback,
+            init_root=str(run_context.artifacts_path),
         )
     except PolyaxonfileError as exc:
         raise PolyaxonfileError(locate_problems(exc.problems, loaded)) from None

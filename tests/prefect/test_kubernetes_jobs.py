@@ -102,7 +102,7 @@ run:
     command: [sh, -c]
     args:
     - >-
-      cat /plx-context/artifacts/repo/README &&
+      cat {{ globals.artifacts_path }}/repo/README &&
       python -c 'from polyaxon_prefect import tracking; tracking.log_outputs(loss=0.5)'
     resources: {requests: {nvidia.com/gpu: 1}}
 """
