@@ -46,7 +46,7 @@ from ._cluster import (
 from ._env import NATIVE_KINDS
 from ._groups import RUN_PATH, Target
 from ._handback import LIMIT_BYTES, Handback, HandbackParser, new_nonce
-from ._job import JOB_CONTAINER, JOB_REPLICA, PodHandback, build_job, hands_back
+from ._job import JOB_CONTAINER, JOB_REPLICA, PodHandback, build_job, handback_replica, hands_back
 from ._kubeflow import KUBEFLOW, build_kubeflow_job
 from ._mounts import ARTIFACTS_PATH
 from ._names import base_name
@@ -76,6 +76,7 @@ __all__ = [
     "build_manifests",
     "default_backend",
     "exit_diagnosis",
+    "handback_replica",
     "hands_back",
     "job_variables",
     "kubeflow_state",
@@ -139,10 +140,10 @@ def build_manifests(
     ``backend`` defaults to `default_backend` (a job is one Job on either). ``connections`` is
     the agent's catalog by name (Polyaxon's shape: ``{kind, schema, secret, configMap, env}``)
     and ``artifacts_store`` its ``artifactsStore``, for the pods' connections and ``artifacts``
-    init steps. A job's ``env`` (the run's tracking contract) and ``handback`` (its outputs on
-    its log) are the runtime's, as is ``init_root`` (the pods' ``globals.artifacts_path``,
-    where init steps without a ``path`` write). Raises `PolyaxonfileError` with every problem
-    found (located by path in the operation).
+    init steps. ``env`` (the run's tracking contract) and ``handback`` (the outputs on the log
+    of a job's pod, or of a distributed run's main pod) are the runtime's, as is ``init_root``
+    (the pods' ``globals.artifacts_path``, where init steps without a ``path`` write). Raises
+    `PolyaxonfileError` with every problem found (located by path in the operation).
     """
     operation = (
         loaded_or_operation.operation
@@ -173,10 +174,12 @@ def build_manifests(
         connections=dict(connections or {}),
         artifacts_store=artifacts_store,
         init_root=init_root or ARTIFACTS_PATH,
+        env=dict(env or {}),
+        handback=handback,
     )
     manifests: list[dict[str, Any]]
     if isinstance(run, Job):
-        manifests, problems = build_job(run, target, env=env, handback=handback)
+        manifests, problems = build_job(run, target)
     elif chosen == "native":
         manifests, problems = build_native_jobs(run, target)
     else:

@@ -371,7 +371,8 @@ class _Submission:
         if container:
             kwargs["container"] = container
         handback = self.prepared.handback
-        parser = HandbackParser(handback.nonce) if handback is not None else None
+        speaks = handback is not None and name == handback.replica  # the main pod's block
+        parser = HandbackParser(handback.nonce) if handback is not None and speaks else None
         try:
             response = await self.clients["core"].read_namespaced_pod_log(
                 pod, self.namespace, **kwargs

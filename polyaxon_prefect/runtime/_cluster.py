@@ -24,6 +24,7 @@ from polyaxon_prefect.kubernetes import (
     PodHandback,
     base_name,
     build_manifests,
+    handback_replica,
     hands_back,
     new_nonce,
 )
@@ -195,7 +196,12 @@ def prepare_cluster(
     handback = None
     env: dict[str, str] = {}
     if hands_back(run):
-        handback = PodHandback(str(run_context.run_outputs_path), run_context.uuid, new_nonce())
+        handback = PodHandback(
+            str(run_context.run_outputs_path),
+            run_context.uuid,
+            new_nonce(),
+            replica=handback_replica(run),
+        )
         env = run_context.env_vars(params)
     named = operation.model_copy(
         update={

@@ -173,6 +173,7 @@ class FakeOperator:
         labels: dict[str, str],
         container: str,
         annotations: dict[str, str] | None = None,
+        spec: dict[str, Any] | None = None,
     ) -> None:
         status = {"phase": "Running"}
         if self.scenario == "image_pull":
@@ -209,7 +210,7 @@ class FakeOperator:
                 "labels": labels,
                 "annotations": dict(annotations or {}),
             },
-            "spec": {"containers": [{"name": container}]},
+            "spec": {"containers": (spec or {}).get("containers") or [{"name": container}]},
             "status": status,
         }
 
@@ -225,7 +226,13 @@ class FakeOperator:
                     "training.kubeflow.org/replica-type": replica_type.lower(),
                     "training.kubeflow.org/replica-index": str(index),
                 }
-                self._pod(namespace, f"{name}-{replica_type.lower()}-{index}", labels, container)
+                self._pod(
+                    namespace,
+                    f"{name}-{replica_type.lower()}-{index}",
+                    labels,
+                    container,
+                    spec=template["spec"],
+                )
         await asyncio.sleep(self.delay)
         outcome = {
             "succeed": (
@@ -271,6 +278,7 @@ class FakeOperator:
                 labels,
                 container,
                 annotations=template["metadata"].get("annotations"),
+                spec=template["spec"],
             )
         await asyncio.sleep(self.delay)
         group = template["metadata"]["labels"].get("polyaxon-prefect/replica")
@@ -334,18 +342,44 @@ class FakeOperator:
             self.k.objects[pod].delete()
 
 
+DDP_OUTPUTS = {"total": 3.0, "world_size": 3}
+"""What examples/distributed/ddp.py logs as outputs with three replicas."""
+
+
+def _handback_block(k: Any, pod_name: str, outputs: dict[str, Any]) -> str:
+    """For a pod the fake operator started (no process runs it) whose command is the handback
+    wrapper: the block the wrapper would print after a command that logged ``outputs``."""
+    for key in list(k.objects.keys()):
+        if key[0].plural != "pods" or key[2] != pod_name or k.objects[key].deleted:
+            continue
+        containers = _raw(k.objects[key]).get("spec", {}).get("containers") or [{}]
+        command = containers[0].get("command") or []
+        if command[:2] == ["sh", "-c"] and command[3:4] == ["plx-handback"]:
+            marker, uuid = command[5], command[6]
+            return (
+                f"{marker} begin {uuid}\n{marker} outputs {json.dumps(outputs)}\n{marker} end 0\n"
+            )
+    return ""
+
+
 @contextlib.asynccontextmanager
 async def fake_cluster(
-    scenario: str = "succeed", kubelet: FakeKubelet | None = None
+    scenario: str = "succeed",
+    kubelet: FakeKubelet | None = None,
+    main_outputs: dict[str, Any] | None = None,
 ) -> AsyncIterator[Any]:
     """The emulator on a loopback port, pod logs that name their pod (or, with a ``kubelet``,
-    the logs its pods really wrote), and the fake operator."""
+    the logs its pods really wrote), and the fake operator. A pod the operator starts without
+    running it ends its log with the handback block of ``main_outputs`` (default: what the
+    distributed example's main replica logs) when its command is the wrapper."""
+    main_outputs = DDP_OUTPUTS if main_outputs is None else main_outputs
     async with kmock.KubernetesEmulator() as k, kmock.Server(k):
 
         def log(request: Any) -> bytes:
             if kubelet is not None and request.name in kubelet.logs:
                 return kubelet.logs[request.name]
-            return f"hello from {request.name}\nstep 1 loss=0.5\n".encode()
+            text = f"hello from {request.name}\nstep 1 loss=0.5\n"
+            return (text + _handback_block(k, request.name, main_outputs)).encode()
 
         k["get", kmock.resource("v1/pods"), kmock.subresource("log")] << log
         fake = FakeOperator(k, scenario, kubelet=kubelet)
