@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -183,10 +184,14 @@ def _report(error: PolyaxonfileError, *, as_json: bool) -> None:
 def _cmd_check(args: argparse.Namespace) -> int:
     try:
         loaded = _load(args)
-        if args.backend is not None:
+        if args.backend is not None:  # what a run there checks, with the same catalog
             from polyaxon_prefect.runtime import cluster_manifests
+            from polyaxon_prefect.runtime._cluster import CONNECTIONS_ENV, read_connections_file
 
-            cluster_manifests(loaded, backend=args.backend)
+            catalog, store = read_connections_file(os.environ.get(CONNECTIONS_ENV) or None)
+            cluster_manifests(
+                loaded, backend=args.backend, connections=catalog, artifacts_store=store
+            )
     except PolyaxonfileError as error:
         _report(error, as_json=args.json)
         return 1
