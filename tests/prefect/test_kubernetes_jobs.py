@@ -167,3 +167,21 @@ def test_a_failing_pod_fails_the_op_with_its_diagnosis_and_leaves_nothing(
     assert "exited with code 3" in result.message
     assert "BackoffLimitExceeded" in result.message or "backoff limit" in result.message
     _nothing_left(cluster)
+
+
+OK_JOB = FAILING.replace("echo about to fail; exit 3", "echo fine").replace("failing", "fine")
+
+
+def test_a_deployed_job_follows_the_backend_job_variable(
+    cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``deploy --backend native`` sets POLYAXON_PREFECT_BACKEND: the flow a worker runs sends
+    its job to the cluster as a Job."""
+    path = tmp_path / "fine.yaml"
+    path.write_text(OK_JOB)
+    monkeypatch.setenv("POLYAXON_PREFECT_BACKEND", "native")
+    state = polyaxon_prefect.to_flow(path)(return_state=True)
+    assert state.is_completed(), state.message
+    (job,) = _created(cluster, "jobs")
+    assert job["metadata"]["name"].startswith("fine-")
+    _nothing_left(cluster)
