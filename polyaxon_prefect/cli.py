@@ -185,8 +185,11 @@ def _cmd_check(args: argparse.Namespace) -> int:
     try:
         loaded = _load(args)
         if args.backend is not None:  # what a run there checks, with the same catalog
-            from polyaxon_prefect.runtime import cluster_manifests
-            from polyaxon_prefect.runtime._cluster import CONNECTIONS_ENV, read_connections_file
+            from polyaxon_prefect.runtime import (
+                CONNECTIONS_ENV,
+                cluster_manifests,
+                read_connections_file,
+            )
 
             catalog, store = read_connections_file(os.environ.get(CONNECTIONS_ENV) or None)
             cluster_manifests(
@@ -256,8 +259,7 @@ def _compile_kubernetes(args: argparse.Namespace) -> int:
     """``compile --target kubernetes``: the manifests as multi-document YAML."""
     import yaml
 
-    from polyaxon_prefect.runtime import cluster_manifests
-    from polyaxon_prefect.runtime._cluster import read_connections_file
+    from polyaxon_prefect.runtime import cluster_manifests, read_connections_file
 
     try:
         loaded = _load(args)

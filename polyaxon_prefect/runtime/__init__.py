@@ -47,6 +47,7 @@ from polyaxon_prefect.runtime._outputs import read_metrics, read_outputs, valida
 from polyaxon_prefect.runtime._process import ProcessResult, mask_secrets, run_process
 
 if TYPE_CHECKING:
+    from polyaxon_prefect.runtime._cluster import CONNECTIONS_ENV, read_connections_file
     from polyaxon_prefect.runtime._cluster_compile import cluster_manifests
     from polyaxon_prefect.runtime._executors import EXECUTORS, Executor, executor_for
     from polyaxon_prefect.runtime._handback import handback_outcome
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
     from polyaxon_prefect.runtime._session import request_stop, stop_requested
 
 __all__ = [
+    "CONNECTIONS_ENV",
     "EXECUTORS",
     "INIT_HANDLERS",
     "CommandNotFoundError",
@@ -99,6 +101,7 @@ __all__ = [
     "prepare_container",
     "prepare_job",
     "project_name",
+    "read_connections_file",
     "read_log_files",
     "read_metrics",
     "read_outputs",
@@ -121,6 +124,7 @@ __getattr__ = lazy_attributes(
         "INIT_HANDLERS": "_init",
         "locate_problems": "_locate",
         "cluster_manifests": "_cluster_compile",
+        **dict.fromkeys(("CONNECTIONS_ENV", "read_connections_file"), "_cluster"),
         "handback_outcome": "_handback",
         **dict.fromkeys(("request_stop", "stop_requested"), "_session"),
     },

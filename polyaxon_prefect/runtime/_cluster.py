@@ -193,16 +193,7 @@ def prepare_cluster(
     run_context = cluster_context(local_context)
     run = _rendered_run(loaded, values, run_context)
     params = jsonable_params(set_values(component, values))
-    handback = None
-    env: dict[str, str] = {}
-    if hands_back(run):
-        handback = PodHandback(
-            str(run_context.run_outputs_path),
-            run_context.uuid,
-            new_nonce(),
-            replica=handback_replica(run),
-        )
-        env = run_context.env_vars(params)
+    handback, env = _handback(run, run_context, params)
     named = operation.model_copy(
         update={
             "name": f"{base_name(op_name)[:31]}-{run_context.uuid[:8]}",
@@ -246,6 +237,22 @@ def prepare_cluster(
         namespace=operation.namespace,
         handback=handback,
     )
+
+
+def _handback(
+    run: Any, run_context: RunContext, params: Mapping[str, Any]
+) -> tuple[PodHandback | None, dict[str, str]]:
+    """How the run's pod hands its outputs back (its block's marker, the pod that prints it)
+    and the tracking env it writes them with; none for a run whose pods do not."""
+    if not hands_back(run):
+        return None, {}
+    handback = PodHandback(
+        str(run_context.run_outputs_path),
+        run_context.uuid,
+        new_nonce(),
+        replica=handback_replica(run),
+    )
+    return handback, run_context.env_vars(params)
 
 
 def _image(run: Any) -> str | None:
