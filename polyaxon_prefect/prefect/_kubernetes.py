@@ -180,10 +180,17 @@ def run_on_cluster(
     settings = settings if settings is not None else pool_settings()
     manifests = apply_pool_settings(prepared.manifests, settings, namespace=prepared.namespace)
     interval = poll_interval if poll_interval is not None else float(os.environ.get(POLL_ENV, 2))
+    if credentials is None:
+        from kubernetes_asyncio.config import ConfigException
+
+        try:
+            credentials = load_credentials()
+        except (ConfigException, OSError, ValueError) as exc:
+            return RunResult(Status.FAILED, message=_no_cluster(exc))
     submission = _Submission(
         prepared=prepared,
         manifests=manifests,
-        credentials=credentials or load_credentials(),
+        credentials=credentials,
         on_line=on_line or (lambda _stream, _line: None),
         cancel_event=cancel_event or threading.Event(),
         interval=max(interval, 0.01),
@@ -222,13 +229,18 @@ class _Submission:
         self.on_line("stdout", text)
 
     async def run(self) -> RunResult:
-        async with (
-            self.credentials.get_client("custom_objects") as custom,
-            self.credentials.get_client("batch") as batch,
-            self.credentials.get_client("core") as core,
-        ):
-            self.clients = {"custom": custom, "batch": batch, "core": core}
-            return await self._run()
+        from kubernetes_asyncio.config import ConfigException
+
+        try:
+            async with (
+                self.credentials.get_client("custom_objects") as custom,
+                self.credentials.get_client("batch") as batch,
+                self.credentials.get_client("core") as core,
+            ):
+                self.clients = {"custom": custom, "batch": batch, "core": core}
+                return await self._run()
+        except ConfigException as exc:  # before anything was created
+            return RunResult(Status.FAILED, message=_no_cluster(exc))
 
     async def _owner(self) -> dict[str, Any] | None:
         """The flow run's own pod, when this runs in one: it owns what the run creates, so
@@ -477,6 +489,14 @@ class _Submission:
 
 
 _PODS = ApiTarget("Pod", "pods", plural="pods")
+
+
+def _no_cluster(exc: BaseException) -> str:
+    return (
+        f"cannot reach a Kubernetes cluster: {exc}; hint: set KUBECONFIG, name a "
+        f"KubernetesCredentials block in {CREDENTIALS_ENV}, or run in a pod with a service "
+        "account (or run without `--backend` to run locally)"
+    )
 
 
 def _verb(call: str) -> str:

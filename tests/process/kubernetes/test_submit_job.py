@@ -108,3 +108,18 @@ async def test_the_handback_lines_are_not_shown_and_metrics_come_back(tmp_path: 
     shown = [line for _, line in lines if line.startswith("[job]")]
     assert shown == ["[job] training"]
     assert (prepared.context.run_outputs_path / "outputs.json").is_file()
+
+
+async def test_no_cluster_configured_is_one_clear_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from polyaxon_prefect.prefect._kubernetes import run_on_cluster
+
+    prepared = _prepared(tmp_path, "nowhere", "true")
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("POLYAXON_PREFECT_K8S_CREDENTIALS", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    result = await asyncio.to_thread(run_on_cluster, prepared, settings=POOL)
+    assert result.status == "failed"
+    assert result.message.startswith("cannot reach a Kubernetes cluster: ")
+    assert "set KUBECONFIG" in result.message
