@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -72,6 +73,12 @@ def _parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="validate a Polyaxonfile and report every problem")
     add_file_args(check)
     check.add_argument("--json", action="store_true", help="print problems as a JSON list")
+    check.add_argument(
+        "--backend",
+        choices=("kubeflow", "native"),
+        default=None,
+        help="also check what that Kubernetes backend needs (every container has an image...)",
+    )
 
     compile_ = sub.add_parser("compile", help="print the fully resolved operation")
     add_file_args(compile_)
@@ -86,7 +93,8 @@ def _parser() -> argparse.ArgumentParser:
         "--target",
         choices=("polyaxonfile", "kubernetes"),
         default="polyaxonfile",
-        help="`kubernetes`: print the manifests of a distributed run, for `kubectl apply -f -`",
+        help="`kubernetes`: print the manifests of a job, a distributed run or every op of a "
+        "dag, for `kubectl apply -f -`",
     )
     compile_.add_argument(
         "--backend",
@@ -176,6 +184,17 @@ def _report(error: PolyaxonfileError, *, as_json: bool) -> None:
 def _cmd_check(args: argparse.Namespace) -> int:
     try:
         loaded = _load(args)
+        if args.backend is not None:  # what a run there checks, with the same catalog
+            from polyaxon_prefect.runtime import (
+                CONNECTIONS_ENV,
+                cluster_manifests,
+                read_connections_file,
+            )
+
+            catalog, store = read_connections_file(os.environ.get(CONNECTIONS_ENV) or None)
+            cluster_manifests(
+                loaded, backend=args.backend, connections=catalog, artifacts_store=store
+            )
     except PolyaxonfileError as error:
         _report(error, as_json=args.json)
         return 1
@@ -240,9 +259,7 @@ def _compile_kubernetes(args: argparse.Namespace) -> int:
     """``compile --target kubernetes``: the manifests as multi-document YAML."""
     import yaml
 
-    from polyaxon_prefect.kubernetes import build_manifests
-    from polyaxon_prefect.runtime._cluster import read_connections_file
-    from polyaxon_prefect.runtime._locate import locate_problems
+    from polyaxon_prefect.runtime import cluster_manifests, read_connections_file
 
     try:
         loaded = _load(args)
@@ -253,7 +270,7 @@ def _compile_kubernetes(args: argparse.Namespace) -> int:
         print(warning.format(), file=sys.stderr)
     connections, store = read_connections_file(args.connections)
     try:
-        manifests = build_manifests(
+        manifests = cluster_manifests(
             loaded,
             backend=args.backend,
             namespace=args.namespace,
@@ -261,8 +278,7 @@ def _compile_kubernetes(args: argparse.Namespace) -> int:
             artifacts_store=store,
         )
     except PolyaxonfileError as error:
-        located = PolyaxonfileError(locate_problems(error.problems, loaded))
-        _report(located, as_json=False)
+        _report(error, as_json=False)
         return 1
     text = yaml.safe_dump_all(manifests, sort_keys=False, default_flow_style=False)
     if "{{" in text or "{%" in text:

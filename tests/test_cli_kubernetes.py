@@ -95,10 +95,57 @@ def test_connections_file_is_mounted(tmp_path: Path, capsys: pytest.CaptureFixtu
     ]
 
 
-def test_a_single_pod_job_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_dag_prints_every_op_as_a_job_annotated_with_its_op(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     path = ROOT / "examples" / "quick-start" / "dag.yaml"
-    assert main(["compile", "-f", str(path), "--target", "kubernetes"]) == 1
-    assert "only distributed runs" in capsys.readouterr().err
+    assert main(["compile", "-f", str(path), "--target", "kubernetes"]) == 0
+    docs = list(yaml.safe_load_all(capsys.readouterr().out))
+    assert [d["kind"] for d in docs] == ["Job", "Job", "Job"]
+    ops = [d["metadata"]["annotations"]["polyaxon.com/op"] for d in docs]
+    assert ops == ["experiment", "tune", "best_model"]
+    assert docs[0]["spec"]["template"]["spec"]["containers"][0]["image"] == (
+        "polyaxon/polyaxon-quick-start"
+    )
+
+
+NO_IMAGE_DAG = """version: 1.1
+kind: component
+run:
+  kind: dag
+  operations:
+  - name: train
+    component:
+      run:
+        kind: job
+        container: {command: [python, train.py]}
+"""
+
+
+def test_a_container_without_image_is_a_located_error_for_a_cluster(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An API server refuses a pod with no image: the file says where, before anything runs;
+    `check` without a backend still accepts it (it runs locally)."""
+    dag = tmp_path / "dag.yaml"
+    dag.write_text(NO_IMAGE_DAG)
+    assert main(["compile", "-f", str(dag), "--target", "kubernetes"]) == 1
+    err = capsys.readouterr().err
+    assert f"{dag}:10:9: component.run.operations[0].component.run.container.image" in err
+    assert "op `train`: the main container has no `image`" in err
+    assert main(["check", "-f", str(dag), "--backend", "native"]) == 1
+    assert "has no `image`" in capsys.readouterr().err
+    assert main(["check", "-f", str(dag)]) == 0
+    ddp = tmp_path / "ddp.yaml"
+    ddp.write_text(
+        (ROOT / "examples" / "distributed" / "pytorchjob.yaml")
+        .read_text()
+        .replace("image: pytorch/pytorch:2.3.1-cuda12.1-cudnn8-runtime, ", "")
+    )
+    assert main(["compile", "-f", str(ddp), "--target", "kubernetes"]) == 1
+    err = capsys.readouterr().err
+    assert "component.run.master.container.image" in err
+    assert "component.run.worker.container.image" in err
 
 
 def test_default_compile_output_is_unchanged(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,8 +1,9 @@
-"""Kubernetes manifests of a distributed run, as plain dicts (no Prefect, no Kubernetes client).
+"""Kubernetes manifests of a job or distributed run, as plain dicts (no Prefect, no client).
 
 ``build_manifests`` is what ``polyaxon-prefect compile --target kubernetes`` prints and what a
-submitting executor will create; being pure, it is tested against the CRD and API schemas
-without a cluster. Two backends:
+submitting executor creates; being pure, it is tested against the CRD and API schemas
+without a cluster. A ``kind: job`` is one ``batch/v1`` Job on either backend (`_job`), its
+outputs coming back on its log (`_handback`). A distributed run has two backends:
 
 - ``kubeflow``: one ``kubeflow.org/v1`` resource (TFJob, PyTorchJob, MPIJob, MXJob, XGBoostJob,
   PaddleJob) for the Training Operator, which starts the pods and injects the env;
@@ -20,6 +21,7 @@ from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
 from polyaxon_prefect.specs import (
     KUBEFLOW_KINDS,
     Dag,
+    Job,
     LoadedPolyaxonfile,
     Operation,
     Termination,
@@ -33,6 +35,7 @@ from ._cluster import (
     api_error_message,
     api_target,
     apply_pool_settings,
+    exit_diagnosis,
     job_variables,
     kubeflow_state,
     native_state,
@@ -42,6 +45,8 @@ from ._cluster import (
 )
 from ._env import NATIVE_KINDS
 from ._groups import RUN_PATH, Target
+from ._handback import LIMIT_BYTES, Handback, HandbackParser, new_nonce
+from ._job import JOB_CONTAINER, JOB_REPLICA, PodHandback, build_job, handback_replica, hands_back
 from ._kubeflow import KUBEFLOW, build_kubeflow_job
 from ._mounts import ARTIFACTS_PATH
 from ._names import base_name
@@ -50,11 +55,18 @@ from ._native import build_native_jobs
 __all__ = [
     "ARTIFACTS_PATH",
     "BACKENDS",
+    "CLUSTER_KINDS",
     "CRD_PLURALS",
+    "JOB_CONTAINER",
+    "JOB_REPLICA",
     "KUBEFLOW",
+    "LIMIT_BYTES",
     "NATIVE_KINDS",
     "ApiTarget",
     "Backend",
+    "Handback",
+    "HandbackParser",
+    "PodHandback",
     "PoolSettings",
     "RunState",
     "api_error_message",
@@ -63,9 +75,13 @@ __all__ = [
     "base_name",
     "build_manifests",
     "default_backend",
+    "exit_diagnosis",
+    "handback_replica",
+    "hands_back",
     "job_variables",
     "kubeflow_state",
     "native_state",
+    "new_nonce",
     "pod_diagnosis_message",
     "replica_name",
     "run_selector",
@@ -73,6 +89,8 @@ __all__ = [
 
 Backend = Literal["kubeflow", "native"]
 BACKENDS: tuple[Backend, ...] = ("kubeflow", "native")
+CLUSTER_KINDS = frozenset({"job", *KUBEFLOW_KINDS})
+"""The run kinds that become Kubernetes workloads here: a job, and the distributed kinds."""
 
 
 def default_backend(loaded: LoadedPolyaxonfile | Operation) -> Backend:
@@ -112,12 +130,19 @@ def build_manifests(
     namespace: str | None = None,
     connections: Mapping[str, Mapping[str, Any]] | None = None,
     artifacts_store: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    handback: PodHandback | None = None,
+    init_root: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The manifests that run the operation's distributed run, in the order to apply them.
+    """The manifests that run the operation's job or distributed run, in the order to apply
+    them.
 
-    ``backend`` defaults to `default_backend`. ``connections`` is the agent's catalog by name
-    (Polyaxon's shape: ``{kind, schema, secret, configMap, env}``) and ``artifacts_store`` its
-    ``artifactsStore``, for the pods' connections and ``artifacts`` init steps. Raises
+    ``backend`` defaults to `default_backend` (a job is one Job on either). ``connections`` is
+    the agent's catalog by name (Polyaxon's shape: ``{kind, schema, secret, configMap, env}``)
+    and ``artifacts_store`` its ``artifactsStore``, for the pods' connections and ``artifacts``
+    init steps. ``env`` (the run's tracking contract) and ``handback`` (the outputs on the log
+    of a job's pod, or of a distributed run's main pod) are the runtime's, as is ``init_root``
+    (the pods' ``globals.artifacts_path``, where init steps without a ``path`` write). Raises
     `PolyaxonfileError` with every problem found (located by path in the operation).
     """
     operation = (
@@ -128,13 +153,13 @@ def build_manifests(
     chosen = backend or default_backend(loaded_or_operation)
     files = getattr(loaded_or_operation, "files", ()) or ()
     run = operation.component.run if operation.component is not None else None
-    if run is None or isinstance(run, Dag) or run.kind not in KUBEFLOW_KINDS:
+    if run is None or isinstance(run, Dag) or run.kind not in CLUSTER_KINDS:
         kind = run.kind if run is not None else "none"
         raise PolyaxonfileError(
             [
                 Problem(
-                    f"only distributed runs ({', '.join(sorted(KUBEFLOW_KINDS))}) have "
-                    f"Kubernetes manifests here, this one is a {kind}",
+                    f"only jobs and distributed runs ({', '.join(sorted(KUBEFLOW_KINDS))}) "
+                    f"have Kubernetes manifests here, this one is a {kind}",
                     rule="k8s_kind",
                     path=(*RUN_PATH, "kind"),
                     hint="run other kinds with `polyaxon-prefect run`",
@@ -148,9 +173,14 @@ def build_manifests(
         termination=_termination(operation),
         connections=dict(connections or {}),
         artifacts_store=artifacts_store,
+        init_root=init_root or ARTIFACTS_PATH,
+        env=dict(env or {}),
+        handback=handback,
     )
     manifests: list[dict[str, Any]]
-    if chosen == "native":
+    if isinstance(run, Job):
+        manifests, problems = build_job(run, target)
+    elif chosen == "native":
         manifests, problems = build_native_jobs(run, target)
     else:
         manifest, problems = build_kubeflow_job(run, target)

@@ -26,6 +26,7 @@ __all__ = [
     "api_error_message",
     "api_target",
     "apply_pool_settings",
+    "exit_diagnosis",
     "job_variables",
     "kubeflow_state",
     "native_state",
@@ -312,3 +313,21 @@ def pod_diagnosis_message(
     if detail and detail not in summary:
         text += f" ({detail})"
     return f"{text}; hint: {hint}" if hint else text
+
+
+def exit_diagnosis(pod: str, status: Mapping[str, Any]) -> str | None:
+    """One line for a container that ended with a non-zero exit code (prefect-kubernetes
+    diagnoses a pod that cannot start or is killed, not a command that fails), else None."""
+    for container in status.get("containerStatuses") or []:
+        terminated = (container.get("state") or {}).get("terminated") or {}
+        code = terminated.get("exitCode")
+        if isinstance(code, int) and code != 0:
+            reason = terminated.get("reason") or "Error"
+            if reason == "OOMKilled":
+                continue  # diagnosed with its hint by prefect-kubernetes' rules
+            return (
+                f"[{pod}] {reason}: container `{container.get('name')}` exited with code "
+                f"{code}; hint: its log above says why (run it locally without `--backend` to "
+                "debug)"
+            )
+    return None

@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from polyaxon_prefect.exceptions import Problem
-from polyaxon_prefect.specs import KFReplica, Termination, replica_fields
+from polyaxon_prefect.specs import KFReplica, Termination, main_replica, replica_fields
 from polyaxon_prefect.specs._runs import NonDagRuntime
 
 from ._names import LABEL_MANAGED_BY, LABEL_REPLICA, LABEL_RUN, label_value
 
-__all__ = ["RUN_PATH", "Group", "Target", "replica_groups"]
+__all__ = ["RUN_PATH", "Group", "Target", "main_group", "replica_groups"]
 
 RUN_PATH: tuple[str, ...] = ("component", "run")
 """Where the run section sits in a loaded operation (problems are located from there)."""
@@ -62,6 +62,16 @@ def replica_groups(run: NonDagRuntime) -> tuple[list[Group], list[Problem]]:
     return groups, problems
 
 
+def main_group(run: NonDagRuntime) -> str:
+    """The group whose pod 0 speaks for the run (its outputs are the run's): the kind's
+    chief/master/launcher when the file has one, else ``worker``."""
+    names = list(replica_fields(run))
+    main = main_replica(run.kind)
+    if main in names:
+        return str(main)
+    return "worker" if "worker" in names or not names else names[0]
+
+
 @dataclass(frozen=True)
 class Target:
     """Where and under which name a run's objects go, and what its pods may mount."""
@@ -72,6 +82,13 @@ class Target:
     termination: Termination | None = None
     connections: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     artifacts_store: Mapping[str, Any] | None = None
+    init_root: str = "/plx-context/artifacts"
+    """Where init steps without a ``path`` write: the pods' ``globals.artifacts_path`` when
+    the run is known (`_mounts.add_init`)."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """The run's tracking contract, for the pod that hands the outputs back."""
+    handback: Any = None
+    """The `_job.PodHandback` of the pod that hands the outputs back (None: none does)."""
 
     def labels(self, replica: str | None = None) -> dict[str, str]:
         """The labels that select this run's objects (and one replica group's pods)."""

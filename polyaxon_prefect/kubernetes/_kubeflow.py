@@ -22,7 +22,8 @@ from polyaxon_prefect.specs import (
 )
 from polyaxon_prefect.specs._runs import NonDagRuntime
 
-from ._groups import Group, Target, replica_groups
+from ._groups import Group, Target, main_group, replica_groups
+from ._job import hand_back_from
 from ._pod import PodInput, build_pod_template, quantities
 
 __all__ = ["KUBEFLOW", "KubeflowKind", "build_kubeflow_job"]
@@ -232,6 +233,7 @@ def build_kubeflow_job(run: NonDagRuntime, target: Target) -> tuple[dict[str, An
     table = KUBEFLOW[run.kind]
     groups, problems = replica_groups(run)
     problems += _refusals(run.kind, groups)
+    main = main_group(run)
     replica_specs: dict[str, Any] = {}
     for group in groups:
         pod = PodInput(
@@ -241,9 +243,12 @@ def build_kubeflow_job(run: NonDagRuntime, target: Target) -> tuple[dict[str, An
             ports=({"name": table.port_name, "containerPort": table.port},),
             connections=target.connections,
             artifacts_store=target.artifacts_store,
+            init_root=target.init_root,
         )
         template, restart, found = build_pod_template(group.replica, pod)
         problems += found
+        if group.name == main:  # its pod 0 hands the run's outputs back
+            hand_back_from(template, target)
         replica_specs[table.replica_types[group.name]] = {
             "replicas": group.count,
             "restartPolicy": restart or table.restart_policy,

@@ -28,6 +28,7 @@ __all__ = [
     "SHELL_IMAGE",
     "PodParts",
     "add_connection",
+    "add_context_volume",
     "add_init",
 ]
 
@@ -147,6 +148,13 @@ def _context_mount() -> dict[str, Any]:
     return {"name": _CONTEXT_VOLUME, "mountPath": CONTEXT_PATH}
 
 
+def add_context_volume(parts: PodParts) -> None:
+    """The run context ``emptyDir`` mounted at ``/plx-context`` in the main container: where a
+    job's tracking writes its outputs (the image's own file system may be read-only or not
+    writable by its user), and where init steps leave what they fetched."""
+    parts.add_volume({"name": _CONTEXT_VOLUME, "emptyDir": {}}, _context_mount())
+
+
 def _writer(name: str, content: str, dest: str, chmod: str | None) -> dict[str, Any]:
     """A busybox init container that writes ``content`` to ``dest``."""
     script = 'mkdir -p "$(dirname "$1")" && printf "%s" "$0" > "$1"'
@@ -159,10 +167,10 @@ def _writer(name: str, content: str, dest: str, chmod: str | None) -> dict[str, 
     }
 
 
-def _git(name: str, git: GitType, dest_root: str | None) -> dict[str, Any]:
+def _git(name: str, git: GitType, dest_root: str | None, root: str) -> dict[str, Any]:
     url = git.url or ""
     repo = url.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git") or "repo"
-    dest = dest_root or f"{ARTIFACTS_PATH}/{repo}"
+    dest = dest_root or f"{root}/{repo}"
     flags = " ".join(git.flags or []) if isinstance(git.flags, list) else ""
     script = f'git clone {flags} "$0" "$1"'.replace("  ", " ")
     args = [url, dest]
@@ -191,7 +199,7 @@ def _dockerfile_text(spec: DockerfileType) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _artifacts(name: str, init: Init, dest_root: str | None) -> dict[str, Any]:
+def _artifacts(name: str, init: Init, dest_root: str | None, root: str) -> dict[str, Any]:
     """Copy files/dirs from the artifacts store (mounted at ``_STORE_PATH``) into the context."""
     items: list[Any] = []
     if init.artifacts is not None and not isinstance(init.artifacts, str):
@@ -201,7 +209,7 @@ def _artifacts(name: str, init: Init, dest_root: str | None) -> dict[str, Any]:
     copies = []
     for item in items:
         source, target = (item[0], item[1]) if isinstance(item, list) else (item, item)
-        dest = f"{dest_root or ARTIFACTS_PATH}/{str(target).lstrip('/')}"
+        dest = f"{dest_root or root}/{str(target).lstrip('/')}"
         copies.append(f'mkdir -p "$(dirname "{dest}")" && cp -r "{_STORE_PATH}/{source}" "{dest}"')
     script = " && ".join(copies) or "true"
     mounts = [_context_mount(), {"name": _STORE_VOLUME, "mountPath": _STORE_PATH}]
@@ -219,24 +227,29 @@ def add_init(
     init: Init,
     store: Mapping[str, Any] | None,
     path: tuple[str | int, ...],
+    root: str = ARTIFACTS_PATH,
 ) -> None:
-    """One init step as one init container (sharing the context volume with the main one)."""
+    """One init step as one init container (sharing the context volume with the main one).
+
+    ``root`` is where a step without its own ``path`` puts what it fetches: the pod's
+    ``globals.artifacts_path`` when the run is known (so ``{{ globals.artifacts_path }}/repo``
+    in the command finds the clone), else the context's artifacts directory."""
     name = f"init-{index}"
     parts.add_volume({"name": _CONTEXT_VOLUME, "emptyDir": {}}, _context_mount())
     container: dict[str, Any] | None
     if init.container is not None and not isinstance(init.container, str) and not init.source:
         container = {"name": name, **init.container.to_dict()}
     elif isinstance(init.git, GitType):
-        container = _git(name, init.git, init.path)
+        container = _git(name, init.git, init.path, root)
     elif isinstance(init.file, FileType):
-        dest = f"{init.path or ARTIFACTS_PATH}/{init.file.filename or 'file'}"
+        dest = f"{init.path or root}/{init.file.filename or 'file'}"
         container = _writer(name, init.file.content, dest, init.file.chmod)
     elif isinstance(init.dockerfile, DockerfileType):
         filename = init.dockerfile.filename or "Dockerfile"
-        dest = f"{init.path or ARTIFACTS_PATH}/{filename}"
+        dest = f"{init.path or root}/{filename}"
         container = _writer(name, _dockerfile_text(init.dockerfile), dest, None)
     elif init.source in ("artifacts", "paths") and store is not None:
-        container = _artifacts(name, init, init.path)
+        container = _artifacts(name, init, init.path, root)
         _store_volume(parts, store)
     else:
         container = None

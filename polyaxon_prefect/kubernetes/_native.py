@@ -19,7 +19,8 @@ from polyaxon_prefect.specs import ReplicaOverride, Termination
 from polyaxon_prefect.specs._runs import NonDagRuntime
 
 from ._env import NATIVE_KINDS, native_contract, service_hosts, wrap_command
-from ._groups import RUN_PATH, Group, Target, replica_groups
+from ._groups import RUN_PATH, Group, Target, main_group, replica_groups
+from ._job import hand_back_from
 from ._kubeflow import KUBEFLOW
 from ._names import ANNOTATION_OFFSET, LABEL_RUN, child_name
 from ._pod import PodInput, build_pod_template
@@ -107,7 +108,7 @@ def _job_spec(
 
 
 def _job(
-    cut: Segment, target: Target, plan: ReplicaPlan, cluster: Cluster
+    cut: Segment, target: Target, plan: ReplicaPlan, cluster: Cluster, main: str
 ) -> tuple[dict[str, Any], list[Problem]]:
     kind = KUBEFLOW[plan.kind]
     replicas = plan.of_type(cut.group.name)[cut.offset : cut.offset + cut.length]
@@ -126,6 +127,7 @@ def _job(
         ports=({"name": kind.port_name, "containerPort": kind.port},),
         connections=target.connections,
         artifacts_store=target.artifacts_store,
+        init_root=target.init_root,
     )
     template, restart, problems = build_pod_template(cut.group.replica, pod, cut.override)
     container = template["spec"]["containers"][0]
@@ -136,6 +138,8 @@ def _job(
         if wrapped is not None:
             container["command"] = wrapped
             container.pop("args", None)
+    if cut.offset == 0 and cut.group.name == main:
+        hand_back_from(template, target)  # its pod 0 hands the run's outputs back
     template["spec"]["subdomain"] = target.name
     if cut.offset:  # the pod's replica index is the offset plus its completion index
         annotations = template.setdefault("metadata", {}).setdefault("annotations", {})
@@ -174,7 +178,7 @@ def build_native_jobs(
     plan = plan_replicas(run)
     manifests = [_service(target, kind.port_name, kind.port)]
     for cut in cuts:
-        job, found = _job(cut, target, plan, cluster)
+        job, found = _job(cut, target, plan, cluster, main_group(run))
         manifests.append(job)
         problems += found
     return manifests, problems

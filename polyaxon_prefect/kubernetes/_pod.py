@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from polyaxon_prefect.exceptions import Problem
-from polyaxon_prefect.specs import Environment, KFReplica, ReplicaOverride
+from polyaxon_prefect.specs import Environment, Job, KFReplica, ReplicaOverride
 
-from ._mounts import PodParts, add_connection, add_init
+from ._mounts import ARTIFACTS_PATH, PodParts, add_connection, add_context_volume, add_init
 
 __all__ = ["PodInput", "build_pod_template", "quantities"]
 
@@ -54,6 +54,10 @@ class PodInput:
     ports: Sequence[Mapping[str, Any]] = ()
     connections: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     artifacts_store: Mapping[str, Any] | None = None
+    init_root: str = ARTIFACTS_PATH
+    """Where init steps without a ``path`` write (`_mounts.add_init`)."""
+    context_volume: bool = False
+    """Mount the run context volume in the main container even with no init step."""
 
 
 def _quantity(value: Any) -> Any:
@@ -93,7 +97,7 @@ def _merged_environment(
 
 
 def _container(
-    replica: KFReplica, override: ReplicaOverride | None, pod: PodInput
+    replica: KFReplica | Job, override: ReplicaOverride | None, pod: PodInput
 ) -> dict[str, Any]:
     main = replica.container
     given = main.to_dict() if main is not None and not isinstance(main, str) else {}
@@ -112,8 +116,10 @@ def _container(
     return container
 
 
-def _parts(replica: KFReplica, pod: PodInput) -> PodParts:
+def _parts(replica: KFReplica | Job, pod: PodInput) -> PodParts:
     parts = PodParts()
+    if pod.context_volume:
+        add_context_volume(parts)
     if isinstance(replica.connections, list):
         for i, name in enumerate(replica.connections):
             add_connection(parts, name, pod.connections, (*pod.path, "connections", i))
@@ -122,12 +128,12 @@ def _parts(replica: KFReplica, pod: PodInput) -> PodParts:
             if init.connection and not init.source and init.container is None:
                 add_connection(parts, init.connection, pod.connections, (*pod.path, "init", i))
                 continue
-            add_init(parts, i, init, pod.artifacts_store, (*pod.path, "init", i))
+            add_init(parts, i, init, pod.artifacts_store, (*pod.path, "init", i), pod.init_root)
     return parts
 
 
 def build_pod_template(
-    replica: KFReplica,
+    replica: KFReplica | Job,
     pod: PodInput,
     override: ReplicaOverride | None = None,
 ) -> tuple[dict[str, Any], str | None, list[Problem]]:
@@ -157,10 +163,37 @@ def build_pod_template(
     metadata: dict[str, Any] = {"labels": {**(environment.get("labels") or {}), **pod.labels}}
     if environment.get("annotations"):
         metadata["annotations"] = dict(environment["annotations"])
-    return {"metadata": metadata, "spec": spec}, environment.get("restartPolicy"), parts.problems
+    problems = [*parts.problems, *_missing_images(spec, pod.path)]
+    return {"metadata": metadata, "spec": spec}, environment.get("restartPolicy"), problems
 
 
-def _sidecars(replica: KFReplica) -> list[dict[str, Any]]:
+def _missing_images(spec: Mapping[str, Any], path: tuple[str | int, ...]) -> list[Problem]:
+    """A container with no ``image``: an API server refuses the pod (``spec.containers[0].image:
+    Required value``), so it is the file's error, where it is written, before anything is
+    created."""
+    problems: list[Problem] = []
+    where: list[tuple[dict[str, Any], tuple[str | int, ...], str]] = []
+    containers = spec.get("containers") or []
+    for i, container in enumerate(containers):
+        at = (*path, "container") if i == 0 else (*path, "sidecars", i - 1)
+        where.append((container, at, "the main container" if i == 0 else f"sidecar {i - 1}"))
+    for container in spec.get("initContainers") or []:
+        where.append((container, (*path, "init"), f"init container `{container.get('name')}`"))
+    for container, at, what in where:
+        if not container.get("image"):
+            problems.append(
+                Problem(
+                    f"{what} has no `image`: a pod on Kubernetes needs one",
+                    rule="k8s_no_image",
+                    path=(*at, "image") if at[-1] != "init" else at,
+                    hint="set `image:` (the image that has your code and its dependencies), "
+                    "or run it locally without `--backend`",
+                )
+            )
+    return problems
+
+
+def _sidecars(replica: KFReplica | Job) -> list[dict[str, Any]]:
     if not isinstance(replica.sidecars, list):
         return []
     return [

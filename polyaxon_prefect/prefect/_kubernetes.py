@@ -1,4 +1,4 @@
-"""The ``kubeflow`` and ``native`` executors: a distributed op submitted to Kubernetes.
+"""The ``kubeflow`` and ``native`` executors: a job or distributed op submitted to Kubernetes.
 
 The one module that talks to a cluster. Its API clients come from prefect-kubernetes'
 `KubernetesCredentials` (a named block, ``KUBECONFIG``, the in-cluster service account or
@@ -14,6 +14,12 @@ the Jobs (native) say the run is over, while every replica pod's log streams int
 a ``[worker-1]`` prefix and every pod failure is diagnosed. What was created is deleted when
 the op is cancelled, times out or fails here (an image that cannot be pulled never starts), and
 for the native backend when the run ends (its parameter servers never exit on their own).
+A job's Job is deleted whatever the ending (with its pod: ``propagationPolicy: Background``).
+
+A job's pod prints its outputs and metrics in one block at the end of its log
+(`polyaxon_prefect.kubernetes.HandbackParser` reads it out of the stream, so users never see
+it); once the run is over they are written into the run on this machine
+(`runtime._handback.handback_outcome`), as a local job leaves them.
 """
 
 from __future__ import annotations
@@ -34,11 +40,14 @@ from polyaxon_prefect.kubernetes import (
     NATIVE_KINDS,
     ApiTarget,
     Backend,
+    Handback,
+    HandbackParser,
     PoolSettings,
     RunState,
     api_error_message,
     api_target,
     apply_pool_settings,
+    exit_diagnosis,
     job_variables,
     kubeflow_state,
     native_state,
@@ -46,7 +55,7 @@ from polyaxon_prefect.kubernetes import (
     replica_name,
     run_selector,
 )
-from polyaxon_prefect.runtime import PrepareOptions
+from polyaxon_prefect.runtime import PrepareOptions, handback_outcome
 from polyaxon_prefect.runtime._cluster import PreparedManifests, prepare_cluster
 from polyaxon_prefect.runtime._executors import register_executor
 from polyaxon_prefect.runtime._result import RunResult
@@ -109,6 +118,8 @@ def register_cluster_executors() -> None:
         register_executor(kind, "kubeflow", ClusterExecutor("kubeflow"))
     for kind in sorted(NATIVE_KINDS):
         register_executor(kind, "native", ClusterExecutor("native"))
+    for backend in ("kubeflow", "native"):  # a job is one batch/v1 Job on either
+        register_executor("job", backend, ClusterExecutor(backend))
 
 
 def load_credentials() -> KubernetesCredentials:
@@ -169,10 +180,17 @@ def run_on_cluster(
     settings = settings if settings is not None else pool_settings()
     manifests = apply_pool_settings(prepared.manifests, settings, namespace=prepared.namespace)
     interval = poll_interval if poll_interval is not None else float(os.environ.get(POLL_ENV, 2))
+    if credentials is None:
+        from kubernetes_asyncio.config import ConfigException
+
+        try:
+            credentials = load_credentials()
+        except (ConfigException, OSError, ValueError) as exc:
+            return RunResult(Status.FAILED, message=_no_cluster(exc))
     submission = _Submission(
         prepared=prepared,
         manifests=manifests,
-        credentials=credentials or load_credentials(),
+        credentials=credentials,
         on_line=on_line or (lambda _stream, _line: None),
         cancel_event=cancel_event or threading.Event(),
         interval=max(interval, 0.01),
@@ -196,6 +214,8 @@ class _Submission:
     clients: dict[str, Any] = field(default_factory=dict)
     ended_in_cluster: bool = False
     """The cluster said the run is over (so the operator, not this run, cleans up)."""
+    parsers: dict[str, HandbackParser] = field(default_factory=dict)
+    """The handback reader of each pod whose log is read (a job's pods)."""
 
     @property
     def namespace(self) -> str:
@@ -209,13 +229,18 @@ class _Submission:
         self.on_line("stdout", text)
 
     async def run(self) -> RunResult:
-        async with (
-            self.credentials.get_client("custom_objects") as custom,
-            self.credentials.get_client("batch") as batch,
-            self.credentials.get_client("core") as core,
-        ):
-            self.clients = {"custom": custom, "batch": batch, "core": core}
-            return await self._run()
+        from kubernetes_asyncio.config import ConfigException
+
+        try:
+            async with (
+                self.credentials.get_client("custom_objects") as custom,
+                self.credentials.get_client("batch") as batch,
+                self.credentials.get_client("core") as core,
+            ):
+                self.clients = {"custom": custom, "batch": batch, "core": core}
+                return await self._run()
+        except ConfigException as exc:  # before anything was created
+            return RunResult(Status.FAILED, message=_no_cluster(exc))
 
     async def _owner(self) -> dict[str, Any] | None:
         """The flow run's own pod, when this runs in one: it owns what the run creates, so
@@ -237,6 +262,21 @@ class _Submission:
         return {"apiVersion": "v1", "kind": "Pod", "name": pod_name, "uid": uid}
 
     async def _run(self) -> RunResult:
+        status, message = await self._submit_and_watch()
+        result = RunResult(status, message=message)
+        if self.prepared.handback is not None:
+            result = handback_outcome(self.prepared, result, self._handback())
+        return result
+
+    def _handback(self) -> Handback | None:
+        """The block of the pod that succeeded (a retried Job has several), else the last."""
+        blocks = [p.result() for p in self.parsers.values()]
+        found = [b for b in blocks if b is not None]
+        succeeded = [b for b in found if b.exit_code == 0]
+        chosen = succeeded or found
+        return chosen[-1] if chosen else None
+
+    async def _submit_and_watch(self) -> tuple[Status, str]:
         status, message = Status.FAILED, ""
         try:
             owner = await self._owner()
@@ -255,7 +295,7 @@ class _Submission:
             # a Kubeflow run the cluster ended is the operator's to clean (cleanPodPolicy, TTL)
             if self.created and not (self.kubeflow and self.ended_in_cluster):
                 await self._delete_all()
-        return RunResult(status, message=message)
+        return status, message
 
     async def _watch(self) -> tuple[Status, str]:
         timeout = self.prepared.timeout
@@ -307,6 +347,10 @@ class _Submission:
                 self._stream(pod, name)
             diagnosis = diagnose_k8s_pod(status)
             if diagnosis is None or diagnosis.level.value != "error":
+                exited = exit_diagnosis(name, status)
+                if exited is not None and exited not in self.diagnosed:
+                    self.diagnosed.add(exited)
+                    self.on_line("stderr", exited)
                 continue
             line = pod_diagnosis_message(
                 name,
@@ -338,16 +382,26 @@ class _Submission:
         kwargs: dict[str, Any] = {"follow": True, "_preload_content": False}
         if container:
             kwargs["container"] = container
+        handback = self.prepared.handback
+        speaks = handback is not None and name == handback.replica  # the main pod's block
+        parser = HandbackParser(handback.nonce) if handback is not None and speaks else None
         try:
             response = await self.clients["core"].read_namespaced_pod_log(
                 pod, self.namespace, **kwargs
             )
             async for raw in response.content:
-                self.on_line("stdout", f"[{name}] {raw.decode(errors='replace').rstrip()}")
+                text = raw.decode(errors="replace")
+                lines = parser.feed(text) if parser is not None else [text.rstrip("\r\n")]
+                for line in lines:
+                    self.on_line("stdout", f"[{name}] {line.rstrip()}")
+            for line in parser.close() if parser is not None else []:
+                self.on_line("stdout", f"[{name}] {line.rstrip()}")
         except ApiException:
             return False  # not ready yet (container creating): tried again next round
         except (TimeoutError, OSError):
             return False
+        if parser is not None:
+            self.parsers[pod] = parser
         return True
 
     async def _drain(self) -> None:
@@ -435,6 +489,14 @@ class _Submission:
 
 
 _PODS = ApiTarget("Pod", "pods", plural="pods")
+
+
+def _no_cluster(exc: BaseException) -> str:
+    return (
+        f"cannot reach a Kubernetes cluster: {exc}; hint: set KUBECONFIG, name a "
+        f"KubernetesCredentials block in {CREDENTIALS_ENV}, or run in a pod with a service "
+        "account (or run without `--backend` to run locally)"
+    )
 
 
 def _verb(call: str) -> str:

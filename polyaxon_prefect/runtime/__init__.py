@@ -47,7 +47,10 @@ from polyaxon_prefect.runtime._outputs import read_metrics, read_outputs, valida
 from polyaxon_prefect.runtime._process import ProcessResult, mask_secrets, run_process
 
 if TYPE_CHECKING:
+    from polyaxon_prefect.runtime._cluster import CONNECTIONS_ENV, read_connections_file
+    from polyaxon_prefect.runtime._cluster_compile import cluster_manifests
     from polyaxon_prefect.runtime._executors import EXECUTORS, Executor, executor_for
+    from polyaxon_prefect.runtime._handback import handback_outcome
     from polyaxon_prefect.runtime._init import INIT_HANDLERS
     from polyaxon_prefect.runtime._job import (
         PreparedJob,
@@ -60,6 +63,7 @@ if TYPE_CHECKING:
     from polyaxon_prefect.runtime._session import request_stop, stop_requested
 
 __all__ = [
+    "CONNECTIONS_ENV",
     "EXECUTORS",
     "INIT_HANDLERS",
     "CommandNotFoundError",
@@ -79,6 +83,7 @@ __all__ = [
     "RunContext",
     "RunRuntimeError",
     "UnknownConnectionError",
+    "cluster_manifests",
     "connection_env",
     "connections_env",
     "execute_job",
@@ -86,6 +91,7 @@ __all__ = [
     "exit_code",
     "find_run_path",
     "get_connection",
+    "handback_outcome",
     "line_record",
     "load_connections",
     "locate_problems",
@@ -95,6 +101,7 @@ __all__ = [
     "prepare_container",
     "prepare_job",
     "project_name",
+    "read_connections_file",
     "read_log_files",
     "read_metrics",
     "read_outputs",
@@ -116,6 +123,9 @@ __getattr__ = lazy_attributes(
         "merge_params": "_param_values",
         "INIT_HANDLERS": "_init",
         "locate_problems": "_locate",
+        "cluster_manifests": "_cluster_compile",
+        **dict.fromkeys(("CONNECTIONS_ENV", "read_connections_file"), "_cluster"),
+        "handback_outcome": "_handback",
         **dict.fromkeys(("request_stop", "stop_requested"), "_session"),
     },
 )

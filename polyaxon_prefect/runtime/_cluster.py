@@ -1,4 +1,4 @@
-"""A distributed op prepared for a Kubernetes backend: templates rendered, then manifests.
+"""A job or distributed op prepared for a Kubernetes backend: templates rendered, then manifests.
 
 The runtime's half of the ``kubeflow`` and ``native`` executors, so everything that can fail
 before a cluster is called fails here, located in the file, like a local prepare: params are
@@ -18,7 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
-from polyaxon_prefect.kubernetes import ARTIFACTS_PATH, Backend, base_name, build_manifests
+from polyaxon_prefect.kubernetes import (
+    ARTIFACTS_PATH,
+    Backend,
+    PodHandback,
+    base_name,
+    build_manifests,
+    handback_replica,
+    hands_back,
+    new_nonce,
+)
 from polyaxon_prefect.loading import TemplateError, build_context, render_value
 from polyaxon_prefect.runtime._context import RunContext, new_run_context
 from polyaxon_prefect.runtime._job import PreparedJob
@@ -59,6 +68,8 @@ class PreparedManifests(PreparedJob):
     namespace: str | None = None
     """The namespace the Polyaxonfile asks for; None leaves it to the work pool (or
     ``default``)."""
+    handback: PodHandback | None = None
+    """The marker of the block the pod's wrapper prints its outputs in (None: no wrapper)."""
 
 
 def cluster_context(run_context: RunContext) -> RunContext:
@@ -178,8 +189,11 @@ def prepare_cluster(
     values = merge_params(
         component, operation, getattr(loaded, "params", {}) or {}, options.params or {}
     )
-    run_context = cluster_context(options.run_context or new_run_context(op_name))
+    local_context = options.run_context or new_run_context(op_name)
+    run_context = cluster_context(local_context)
     run = _rendered_run(loaded, values, run_context)
+    params = jsonable_params(set_values(component, values))
+    handback, env = _handback(run, run_context, params)
     named = operation.model_copy(
         update={
             "name": f"{base_name(op_name)[:31]}-{run_context.uuid[:8]}",
@@ -193,6 +207,9 @@ def prepare_cluster(
             backend=backend,
             connections=catalog,
             artifacts_store=store,
+            env=env,
+            handback=handback,
+            init_root=str(run_context.artifacts_path),
         )
     except PolyaxonfileError as exc:
         raise PolyaxonfileError(locate_problems(exc.problems, loaded)) from None
@@ -203,19 +220,42 @@ def prepare_cluster(
         argv=[],
         env={},
         cwd=options.base_dir or Path.cwd(),
-        image=None,
+        image=_image(run),
         secrets=(),
         timeout=float(timeout) if isinstance(timeout, int | float) else None,
         max_retries=0,  # the cluster retries (runPolicy.backoffLimit, the Jobs' backoffLimit)
         ttl=None,
         cache_key=None,
         cache_ttl=None,
-        params=jsonable_params(set_values(component, values)),
+        params=params,
         outputs=list(component.outputs or []),
-        context=run_context,
+        context=local_context,
         tags=tuple(str(tag) for tag in (operation.tags or component.tags or []) if tag),
         run_kind=run.kind,
         backend=backend,
         manifests=tuple(manifests),
         namespace=operation.namespace,
+        handback=handback,
     )
+
+
+def _handback(
+    run: Any, run_context: RunContext, params: Mapping[str, Any]
+) -> tuple[PodHandback | None, dict[str, str]]:
+    """How the run's pod hands its outputs back (its block's marker, the pod that prints it)
+    and the tracking env it writes them with; none for a run whose pods do not."""
+    if not hands_back(run):
+        return None, {}
+    handback = PodHandback(
+        str(run_context.run_outputs_path),
+        run_context.uuid,
+        new_nonce(),
+        replica=handback_replica(run),
+    )
+    return handback, run_context.env_vars(params)
+
+
+def _image(run: Any) -> str | None:
+    container = getattr(run, "container", None)
+    image = getattr(container, "image", None)
+    return image if isinstance(image, str) else None

@@ -52,8 +52,8 @@ _HINTS = {
 }
 _DEFAULT_HINT = (
     "this kind has no executor on this backend (Ray and Dask clusters are not run; the "
-    "Kubernetes backends run the Kubeflow kinds); use `kind: job`, or a Kubeflow kind "
-    "for replicas"
+    "Kubernetes backends run jobs and the Kubeflow kinds); use `kind: job`, or a Kubeflow "
+    "kind for replicas"
 )
 
 LineCallback = Callable[[str, str], None]

@@ -95,13 +95,19 @@ def test_an_unreachable_server_is_one_line_and_json_on_stdout(tmp_path: Path):
     assert payload["status"] == "failed" and payload["message"]
 
 
-def test_a_backend_without_an_executor_is_refused_before_anything_runs():
-    """`--backend kubeflow` names the kind and the backend; no server, no flow run, exit 1."""
-    done = _run(["-f", str(QUICK_START), "-P", "epochs=3", "--backend", "kubeflow", "--json"], None)
+def test_a_backend_without_an_executor_is_refused_before_anything_runs(tmp_path: Path):
+    """`--backend kubeflow` names the kind and the backend; no server, no flow run, exit 1
+    (a notifier has no Kubernetes workload: jobs and distributed kinds have)."""
+    notifier = tmp_path / "notify.yaml"
+    notifier.write_text(
+        "version: 1.1\nkind: component\nname: notify\nrun:\n  kind: notifier\n"
+        "  container: {image: img, command: [echo, done]}\n"
+    )
+    done = _run(["-f", str(notifier), "--backend", "kubeflow", "--json"], None)
 
     assert done.returncode == 1
     payload = json.loads(done.stdout)
     [problem] = payload["problems"]
     assert problem["rule"] == "unsupported_kind"
-    assert "run kind `job` cannot run on the `kubeflow` backend" in problem["message"]
+    assert "run kind `notifier` cannot run on the `kubeflow` backend" in problem["message"]
     assert "preparing Prefect" not in done.stderr  # refused before any server starts

@@ -30,14 +30,14 @@ PYTORCH = _ROOT / "examples" / "distributed" / "pytorchjob.yaml"
 
 
 @contextlib.contextmanager
-def cluster_in_background(scenario: str = "succeed") -> Iterator[Any]:
+def cluster_in_background(scenario: str = "succeed", kubelet: Any = None) -> Iterator[Any]:
     """The fake cluster served from its own event loop in a thread, for synchronous callers."""
     ready = threading.Event()
     stop: dict[str, Any] = {}
     holder: dict[str, Any] = {}
 
     async def serve() -> None:
-        async with fake_cluster(scenario) as k:
+        async with fake_cluster(scenario, kubelet) as k:
             holder["k"] = k
             stop["event"] = asyncio.Event()
             stop["loop"] = asyncio.get_running_loop()
@@ -56,7 +56,9 @@ def cluster_in_background(scenario: str = "succeed") -> Iterator[Any]:
 
 @pytest.fixture
 def fake_kubeconfig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    with cluster_in_background() as k:
+    from tests.process.kubernetes.fake_cluster import FakeKubelet
+
+    with cluster_in_background(kubelet=FakeKubelet()) as k:
         path = tmp_path / "kubeconfig"
         path.write_text(yaml.safe_dump(kubeconfig(str(k.url))))
         monkeypatch.setenv("KUBECONFIG", str(path))
@@ -73,7 +75,7 @@ def test_a_pytorchjob_runs_on_the_kubeflow_backend(fake_kubeconfig: Any) -> None
     assert job["metadata"]["name"].startswith("ddp-all-reduce-")
 
 
-def test_a_distributed_op_of_a_dag_runs_on_the_native_backend_its_jobs_locally(
+def test_a_distributed_op_of_a_dag_runs_on_the_native_backend_its_jobs_as_jobs(
     fake_kubeconfig: Any, tmp_path: Path
 ) -> None:
     (tmp_path / "ddp.yaml").write_text(PYTORCH.read_text())
@@ -93,12 +95,13 @@ run:
     component:
       run:
         kind: job
-        container: {command: [python, -c, "print('reported')"]}
+        container: {image: python:3.12-slim, command: [python, -c, "print('reported')"]}
 """
     )
     result = polyaxon_prefect.run(dag, backend="native")
     assert result.status == "succeeded", result.message
-    assert len(ever(fake_kubeconfig, "jobs")) == 2, "master and worker Indexed Jobs"
+    assert result.ops["train"]["outputs"] == {"total": 3.0, "world_size": 3}
+    assert len(ever(fake_kubeconfig, "jobs")) == 3, "master and worker Indexed Jobs, report's Job"
     assert live(fake_kubeconfig, "jobs") == [], "native runs clean up once the master is done"
     assert ever(fake_kubeconfig, "services")
 

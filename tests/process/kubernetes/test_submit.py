@@ -27,7 +27,14 @@ from polyaxon_prefect.prefect._kubernetes import (
     run_on_cluster,
 )
 from polyaxon_prefect.runtime import PrepareOptions, executor_for
-from tests.process.kubernetes.fake_cluster import NAMESPACE, credentials, ever, fake_cluster, live
+from tests.process.kubernetes.fake_cluster import (
+    DDP_OUTPUTS,
+    NAMESPACE,
+    credentials,
+    ever,
+    fake_cluster,
+    live,
+)
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.cluster]
 
@@ -90,6 +97,8 @@ async def test_a_pytorchjob_is_created_watched_and_its_logs_streamed(
         still_there = live(k, "pytorchjobs")
     assert result.status == "succeeded", result.message
     assert "successfully completed" in result.message
+    assert result.outputs == DDP_OUTPUTS, "the master's pod handed the outputs back"
+    assert not any("::polyaxon-prefect:" in line for _, line in lines)
     validate(job)
     assert job["metadata"]["namespace"] == NAMESPACE
     for group in job["spec"]["pytorchReplicaSpecs"].values():
@@ -151,7 +160,9 @@ run:
     (job,) = prepared.manifests
     specs = job["spec"]["pytorchReplicaSpecs"]
     assert specs["Worker"]["replicas"] == 3
-    command = specs["Master"]["template"]["spec"]["containers"][0]["command"]
+    wrapped = specs["Master"]["template"]["spec"]["containers"][0]["command"]
+    assert wrapped[:2] == ["sh", "-c"], "the master hands the run's outputs back (wrapper)"
+    command = wrapped[7:]
     assert command[2] == "--lr=0.5"
     assert command[3].startswith("--out=/plx-context/artifacts/")
     assert command[3].endswith(f"/{prepared.context.uuid}/outputs")
@@ -271,7 +282,7 @@ async def test_native_legacy_tensorflow_runs_until_the_chief_completes_then_clea
     loaded = load_polyaxonfile(LEGACY_TF)
     register_cluster_executors()  # what the dispatcher does for a Kubernetes backend
     prepared = executor_for("tfjob", "native").prepare(loaded)
-    async with fake_cluster("succeed") as k:
+    async with fake_cluster("succeed", main_outputs={}) as k:
         result, lines = await _submit(k, prepared)
         jobs = [json.loads(json.dumps(k.objects[key].history[0].raw)) for key in ever(k, "jobs")]
         left = live(k, "jobs") + live(k, "services")

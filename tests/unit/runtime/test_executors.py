@@ -66,7 +66,7 @@ def test_the_runnable_kinds_are_the_registered_ones() -> None:
 
 def test_a_backend_with_no_executor_for_the_kind_is_refused() -> None:
     with pytest.raises(UnsupportedFeatureError, match="cannot run on the `kubeflow` backend"):
-        executor_for("job", backend="kubeflow")
+        executor_for("notifier", backend="kubeflow")
 
 
 def test_what_an_executor_prepares_is_stamped_with_its_kind_and_backend(tmp_path: Path) -> None:
