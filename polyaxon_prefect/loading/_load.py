@@ -28,10 +28,12 @@ from polyaxon_prefect._source import (
     suggest,
 )
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
-from polyaxon_prefect.legacy import LEGACY_KINDS, is_legacy, looks_legacy
+from polyaxon_prefect.legacy import LEGACY_KINDS, is_legacy
 from polyaxon_prefect.loading._cli_overrides import CliOverrides, parse_cli_params
 from polyaxon_prefect.loading._compat import normalize_image_params
 from polyaxon_prefect.loading._url_file import read_url_document, source_of
+from polyaxon_prefect.loading._version import TOP_KINDS as _TOP_KINDS
+from polyaxon_prefect.loading._version import check_version
 from polyaxon_prefect.loading._yaml import parse_yaml
 from polyaxon_prefect.specs import (
     LoadedPolyaxonfile,
@@ -47,8 +49,6 @@ from polyaxon_prefect.specs._matrix_warnings import matrix_warnings
 __all__ = ["LoadedPolyaxonfile", "load_polyaxonfile", "parse_cli_params"]
 
 _REF_KEYS = ("hubRef", "urlRef", "pathRef", "dagRef", "component")
-_TOP_KINDS = ("component", "operation")
-_SUPPORTED_VERSIONS = (1.1,)
 PathT = tuple[str | int, ...]
 
 
@@ -184,63 +184,9 @@ class _Loader:
                 )
             )
             return False
-        version_ok = self._check_version(doc, data)
+        version_ok = check_version(doc, data, self.problems, self.warnings)
         kind_ok = self._check_kind(doc, data)
         return version_ok and kind_ok
-
-    def _check_version(self, doc: Document, data: dict[str, Any]) -> bool:
-        version = data.get("version")
-        if version is None:
-            legacy = looks_legacy(data)
-            hint = (
-                "add `version: 1` at the top: the file has the legacy v0.x shape "
-                f"({', '.join(legacy)}); or rewrite it as `version: 1.1`"
-                if legacy
-                else "add `version: 1.1` at the top of the file"
-            )
-            self.problems.append(
-                doc.positions.problem(
-                    Problem("`version` is missing", rule="missing", path=("version",), hint=hint)
-                )
-            )
-            return False
-        try:
-            number = float(version)
-        except (TypeError, ValueError):
-            number = None
-        if number in _SUPPORTED_VERSIONS:
-            return True
-        if number == 1.0 and data.get("kind") in _TOP_KINDS:
-            # Polyaxon 2.x ignores `version` (its CLI says so and checks the file as v1.1), and
-            # public v1 files still carry `version: 1` with a modern kind: read them as 1.1.
-            self.warnings.append(
-                doc.positions.problem(
-                    Problem(
-                        f"`version: {version}` with `kind: {data['kind']}` is read as "
-                        "`version: 1.1`, as Polyaxon 2.x reads it",
-                        rule="version",
-                        path=("version",),
-                        value=version,
-                        hint="write `version: 1.1` to silence this",
-                        severity="warning",
-                    )
-                )
-            )
-            data["version"] = _SUPPORTED_VERSIONS[0]
-            return True
-        self.problems.append(
-            doc.positions.problem(
-                Problem(
-                    f"unsupported Polyaxonfile version `{version}`",
-                    rule="version",
-                    path=("version",),
-                    value=version,
-                    hint="use `version: 1.1` (files with `version: 1` and `kind: "
-                    "experiment`/`group` are the legacy format and are read as such)",
-                )
-            )
-        )
-        return False
 
     def _check_kind(self, doc: Document, data: dict[str, Any]) -> bool:
         kind = data.get("kind")
