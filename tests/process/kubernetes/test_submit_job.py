@@ -119,6 +119,11 @@ async def test_no_cluster_configured_is_one_clear_failure(
     monkeypatch.delenv("KUBECONFIG", raising=False)
     monkeypatch.delenv("POLYAXON_PREFECT_K8S_CREDENTIALS", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
+    # kubernetes-asyncio reads KUBECONFIG once, at import: an earlier test of this process
+    # may have imported it with another test's kubeconfig set
+    from kubernetes_asyncio.config import kube_config
+
+    monkeypatch.setattr(kube_config, "KUBE_CONFIG_DEFAULT_LOCATION", "~/.kube/config")
     result = await asyncio.to_thread(run_on_cluster, prepared, settings=POOL)
     assert result.status == "failed"
     assert result.message.startswith("cannot reach a Kubernetes cluster: ")
