@@ -56,7 +56,11 @@ from polyaxon_prefect.search._records import (
     TrialStatus,
 )
 from polyaxon_prefect.search._samplers import Dimension, optuna_space
-from polyaxon_prefect.search._storage import open_storage, open_storage_noted
+from polyaxon_prefect.search._storage import (
+    open_storage,
+    open_storage_noted,
+    set_trial_user_attrs,
+)
 from polyaxon_prefect.specs import (
     Matrix,
     Status,
@@ -465,15 +469,15 @@ class SweepStudy:
             value = outputs.get(self.metric_name, metrics.get(self.metric_name))
         number_value = _number(value)
         trial_id = self._trial_id(number)
-        for key, item in (
-            ("status", status),
-            ("outputs", encode(outputs)),
-            ("metrics", encode(metrics)),
-            ("uuid", uuid),
-            ("message", message),
-            ("value", encode(number_value)),
-        ):
-            self._storage.set_trial_user_attr(trial_id, key, item)
+        attrs = {
+            "status": status,
+            "outputs": encode(outputs),
+            "metrics": encode(metrics),
+            "uuid": uuid,
+            "message": message,
+            "value": encode(number_value),
+        }
+        set_trial_user_attrs(self._storage, trial_id, attrs)  # one journal append, one sync
         values: list[float] | None = None
         if status == Status.SUCCEEDED and number_value is not None and math.isfinite(number_value):
             state, values = TrialState.COMPLETE, [number_value]
