@@ -34,6 +34,14 @@ _RUN_KIND = {
 }
 
 
+_DROPPED = "build option with no v1.1 equivalent; dropped"
+_BUILD_JOB = (
+    "a lone `ref` names an earlier build job of a Polyaxon v0.x server (polyaxon-schemas 0.5), "
+    "whose image is not known here: the job runs without an image (a local process; set "
+    "`container.image` to run it on Kubernetes)"
+)
+
+
 class RunConverter(ConverterBase):
     """The ``run`` part of the conversion of a legacy file."""
 
@@ -207,9 +215,10 @@ class RunConverter(ConverterBase):
                 "build steps are not run by v1.1; bake them into "
                 "the image (or add a `build` section with a builder component)",
             )
+        build_job = build.ref is not None and not build.image and not build.dockerfile
         for key in ("context", "lang_env", "commit", "branch", "ref", "nocache", "backend"):
             if getattr(build, key) is not None:
-                self.note(("build", key), "build option with no v1.1 equivalent; dropped")
+                self.note(("build", key), _BUILD_JOB if build_job and key == "ref" else _DROPPED)
         if build.env_vars:
             self.note(("build", "env_vars"), "set as `container.env` at run time")
 

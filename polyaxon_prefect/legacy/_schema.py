@@ -197,7 +197,8 @@ EnvVars = list[Annotated[list[Any], Field(min_length=2, max_length=2)]]
 
 
 def _scalar_ref(value: Any) -> Any:
-    """A git ref written as a YAML number (``ref: 1``) is the ref ``"1"``, as v0.x read it."""
+    """A ref written as a YAML number (``ref: 1``) is the ref ``"1"``, as v0.x read it (a git
+    ref beside an image; alone, polyaxon-schemas 0.5's reference to an earlier build job)."""
     if isinstance(value, int | float) and not isinstance(value, bool):
         return str(value)
     return value
@@ -220,8 +221,9 @@ class Build(LegacySpec):
     def _source(self) -> Build:
         if self.image and self.dockerfile:
             raise ValueError("`build` takes either `image` or `dockerfile`, not both")
-        if not self.image and not self.dockerfile:
-            raise ValueError("`build` needs an `image` (or a `dockerfile`)")
+        if not self.image and not self.dockerfile and not self.ref:
+            # polyaxon-schemas 0.5 takes exactly one of image, dockerfile or ref (a build job)
+            raise ValueError("`build` needs an `image` (or a `dockerfile`, or a build `ref`)")
         refs = [k for k in ("commit", "branch", "ref") if getattr(self, k)]
         if len(refs) > 1:
             raise ValueError(f"`build` takes at most one of commit, branch, ref; got {refs}")

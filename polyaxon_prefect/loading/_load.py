@@ -12,7 +12,6 @@ import copy
 import os
 import urllib.parse
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,8 @@ from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
 from polyaxon_prefect.legacy import LEGACY_KINDS, is_legacy
 from polyaxon_prefect.loading._cli_overrides import CliOverrides, parse_cli_params
 from polyaxon_prefect.loading._compat import normalize_image_params
+from polyaxon_prefect.loading._shortcuts import apply_environment_shortcut
+from polyaxon_prefect.loading._sources import LegacyPositions, Sources, source_identity
 from polyaxon_prefect.loading._url_file import read_url_document, source_of
 from polyaxon_prefect.loading._version import TOP_KINDS as _TOP_KINDS
 from polyaxon_prefect.loading._version import check_version
@@ -52,69 +53,6 @@ _REF_KEYS = ("hubRef", "urlRef", "pathRef", "dagRef", "component")
 PathT = tuple[str | int, ...]
 
 
-@dataclass
-class _Region:
-    """Where a part of the assembled operation came from."""
-
-    prefix: PathT  # path in the assembled operation
-    positions: Positions
-    source_prefix: PathT  # the same place inside its source document
-
-
-@dataclass
-class _Sources:
-    """Maps paths of the assembled operation back to files, lines and columns."""
-
-    regions: list[_Region] = field(default_factory=list)
-
-    def add(self, prefix: PathT, positions: Positions, source_prefix: PathT = ()) -> None:
-        self.regions.append(_Region(prefix, positions, source_prefix))
-
-    def locate(self, problem: Problem) -> Problem:
-        best: _Region | None = None
-        for region in self.regions:
-            n = len(region.prefix)
-            if problem.path[:n] == region.prefix and (best is None or n > len(best.prefix)):
-                best = region
-        if best is None or problem.file is not None:
-            return problem
-        source_path = best.source_prefix + problem.path[len(best.prefix) :]
-        line, column = best.positions.find(source_path)
-        return problem.relocated(source_path, file=best.positions.file, line=line, column=column)
-
-
-def _source_identity(file: str | None, ref: Any) -> str:
-    """What makes two references the same source: the resolved file or URL."""
-    if file and "://" not in str(file):
-        return str(Path(file).resolve())
-    return str(file or ref)
-
-
-def _norm(key: str | int) -> str:
-    return str(key).replace("_", "").replace("-", "").lower()
-
-
-@dataclass
-class _LegacyPositions(Positions):
-    """Positions for a legacy file converted to v1.1: converted paths do not exist in the
-    source, so a path is located at the legacy key that matches its deepest keys
-    (``environment.nodeSelector`` -> ``environment.node_selector``), else at the file's top."""
-
-    @classmethod
-    def of(cls, source: Positions) -> _LegacyPositions:
-        return cls(file=source.file, by_path=dict(source.by_path))
-
-    def find(self, path: Sequence[str | int]) -> tuple[int | None, int | None]:
-        keys = [_norm(k) for k in path if isinstance(k, str)]
-        for size in range(len(keys), 0, -1):
-            suffix = keys[-size:]
-            for source_path, position in self.by_path.items():
-                names = [_norm(k) for k in source_path if isinstance(k, str)]
-                if names[-size:] == suffix:
-                    return position
-        return self.by_path.get((), (1, 1))
-
-
 class _Loader:
     def __init__(self, hub_dirs: Sequence[Path], url_timeout: float | None) -> None:
         self.hub_dirs = tuple(hub_dirs)
@@ -126,7 +64,7 @@ class _Loader:
         self.blocked = False
         self.failed_refs: list[PathT] = []  # where an unresolved reference sits in the operation
         self.references = 0  # component references resolved so far (`MAX_REFERENCES`)
-        self.sources = _Sources()
+        self.sources = Sources()
         self.files: list[str] = []
         self.notes: list[str] = []
         self.from_legacy = False
@@ -155,7 +93,7 @@ class _Loader:
         self.from_legacy = True
         for note in conversion.notes:
             self.notes.append(note.format())
-        return Document(data=conversion.data, positions=_LegacyPositions.of(doc.positions))
+        return Document(data=conversion.data, positions=LegacyPositions.of(doc.positions))
 
     def check_header(self, doc: Document, *, preset: bool = False) -> bool:
         data = doc.data
@@ -254,7 +192,7 @@ class _Loader:
                 return
             key = next(k for k in ("pathRef", "urlRef", "hubRef") if k in op)
             where = self._where(prefix, key)
-            identity = _source_identity(source.file, op[key])
+            identity = source_identity(source.file, op[key])
             if identity in {seen for seen, _ in chain}:
                 self._cycle(prefix, key, [*chain, (identity, where)], identity)
                 return
@@ -270,6 +208,12 @@ class _Loader:
         component = op.get("component")
         if not isinstance(component, dict):
             return
+        # a top-level `environment` (Polyaxon 2.18's shortcut) is patched into the run
+        problems, targets = apply_environment_shortcut(component)
+        at = (*prefix, "component")
+        self.problems.extend(self.sources.locate(p.prefixed(at)) for p in problems)
+        for path in targets:
+            self.sources.alias((*at, *path), (*at, "environment"))
         run = component.get("run")
         if not isinstance(run, dict) or not is_dag_kind(run.get("kind")):
             return
@@ -365,14 +309,16 @@ class _Loader:
             patches.append((doc.positions, {"runPatch": op["runPatch"]}))
         for preset_path in presets:
             preset_doc = self.read(preset_path)
-            if not self.check_header(preset_doc, preset=True) or not self._check_preset(preset_doc):
+            if not self.check_header(preset_doc, preset=True) or not _check_preset(
+                preset_doc, self.problems
+            ):
                 self.blocked = True
                 continue
             preset = dict(preset_doc.data)
             op = apply_preset(op, preset)
             patches.append((preset_doc.positions, preset))
         base: Path | str = path if isinstance(path, str) else path.parent
-        self.resolve_refs(op, (), base, ((_source_identity(str(path), path), str(path)),))
+        self.resolve_refs(op, (), base, ((source_identity(str(path), path), str(path)),))
         _apply_command_line(op, cli_params, overrides, self.sources)
         run_patch = op.get("runPatch")
         component = op.get("component")
@@ -409,19 +355,6 @@ class _Loader:
 
         walk(patch, ())
 
-    def _check_preset(self, doc: Document) -> bool:
-        data = dict(doc.data)
-        data["isPreset"] = True
-        data.setdefault("kind", "operation")
-        try:
-            Operation.model_validate(data)
-        except ValidationError as exc:
-            self.problems.extend(
-                problems_from_validation_error(exc, data, doc.positions, root=Operation)
-            )
-            return False
-        return True
-
     def validate(self, op: dict[str, Any]) -> Operation | None:
         try:
             operation = Operation.model_validate(op)
@@ -444,6 +377,7 @@ class _Loader:
             matrix=operation.matrix,
             joins=operation.joins,
             is_template=component.template is not None and bool(component.template.enabled),
+            params_located=self.sources.has(("params",)),
         ):
             self.problems.append(self.sources.locate(problem))
         if dag_of(component.run) is not None:
@@ -454,11 +388,24 @@ class _Loader:
         return operation
 
 
+def _check_preset(doc: Document, problems: list[Problem]) -> bool:
+    """Whether a preset is a valid partial operation; its problems go to ``problems``."""
+    data = dict(doc.data)
+    data["isPreset"] = True
+    data.setdefault("kind", "operation")
+    try:
+        Operation.model_validate(data)
+    except ValidationError as exc:
+        problems.extend(problems_from_validation_error(exc, data, doc.positions, root=Operation))
+        return False
+    return True
+
+
 def _apply_command_line(
     op: dict[str, Any],
     cli_params: Mapping[str, str],
     overrides: CliOverrides | None,
-    sources: _Sources,
+    sources: Sources,
 ) -> None:
     """``-P`` values and the command line's other fields (``-HP``, ``--name``...) set on the
     assembled ``op``, each located at its flag. ``path`` or a preset given to `assemble` as a

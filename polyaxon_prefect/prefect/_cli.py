@@ -13,7 +13,6 @@ import argparse
 import contextlib
 import json
 import os
-import signal
 import sys
 import threading
 import time
@@ -278,9 +277,16 @@ def _use_local_server() -> ConnectionT:
     return connection
 
 
-_SIGNAL_EXIT: dict[int, int] = {signal.SIGINT: 130, signal.SIGTERM: 143}
-if hasattr(signal, "SIGHUP"):
-    _SIGNAL_EXIT[signal.SIGHUP] = 129
+_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
+"""What `_Interrupts` handles (no SIGHUP on Windows); `signal` is imported when a run starts."""
+
+
+def _exit_code(signum: int) -> int:
+    """The shell's convention for a process ended by a signal: 128 + its number (Ctrl-C: 130,
+    SIGTERM: 143, SIGHUP: 129)."""
+    return 128 + signum
+
+
 _HARD_STOP_SECONDS = 20.0
 
 
@@ -301,23 +307,32 @@ class _Interrupts:
         """A `ServerWatch` on the run's server, once it is known."""
 
     def __enter__(self) -> _Interrupts:
-        for signum in _SIGNAL_EXIT:
+        import signal
+
+        for name in _SIGNALS:
+            signum = getattr(signal, name, None)
+            if signum is None:
+                continue
             with contextlib.suppress(ValueError, OSError):  # not the main thread
                 self.previous[signum] = signal.signal(signum, self._handle)
         return self
 
     def __exit__(self, *exc: object) -> None:
+        import signal
+
         for signum, handler in self.previous.items():
             with contextlib.suppress(ValueError, OSError):
                 signal.signal(signum, handler)
 
     def _handle(self, signum: int, _frame: Any) -> None:
+        import signal
+
         from polyaxon_prefect.runtime._session import request_stop
 
         name = signal.Signals(signum).name
         if self.received is not None:
             print(f"interrupted again ({name}): stopping now", file=sys.stderr, flush=True)
-            os._exit(_SIGNAL_EXIT.get(signum, 130))
+            os._exit(_exit_code(signum))
         self.received, self.at = signum, time.monotonic()
         request_stop(f"interrupted ({name})")
         print(f"interrupted ({name}): stopping the run", file=sys.stderr, flush=True)
@@ -329,11 +344,11 @@ class _Interrupts:
                 self.watch.check()  # raises ServerGone
             if self.received is not None and time.monotonic() - self.at > _HARD_STOP_SECONDS:
                 print("the run did not stop in time: stopping now", file=sys.stderr, flush=True)
-                os._exit(_SIGNAL_EXIT.get(self.received, 130))
+                os._exit(_exit_code(self.received))
 
     @property
     def exit_code(self) -> int | None:
-        return None if self.received is None else _SIGNAL_EXIT.get(self.received, 130)
+        return None if self.received is None else _exit_code(self.received)
 
 
 def _in_thread(interrupts: _Interrupts, target: Any) -> Any:

@@ -15,9 +15,10 @@ import argparse
 import csv
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from polyaxon_prefect.query import Condition, QueryError, SortKey, parse_query, parse_sort
+if TYPE_CHECKING:
+    from polyaxon_prefect.query import Condition, SortKey
 
 __all__ = ["add_query_args", "ls_rows", "print_rows", "wants_query"]
 
@@ -28,6 +29,9 @@ _WIDTH = 40
 
 
 def _query(text: str) -> tuple[Condition, ...]:
+    # the query package is loaded when a query is given: every other command (`check`) skips it
+    from polyaxon_prefect.query import QueryError, parse_query
+
     try:
         return parse_query(text)
     except QueryError as exc:
@@ -35,6 +39,8 @@ def _query(text: str) -> tuple[Condition, ...]:
 
 
 def _sort(text: str) -> tuple[SortKey, ...]:
+    from polyaxon_prefect.query import QueryError, parse_sort
+
     try:
         return parse_sort(text)
     except QueryError as exc:
@@ -83,6 +89,7 @@ def wants_query(args: argparse.Namespace) -> bool:
 def ls_rows(api: str, args: argparse.Namespace) -> list[dict[str, Any]]:
     """The rows ``ls`` prints for ``args`` (``--status`` is one more condition)."""
     from polyaxon_prefect.prefect._runs_query import query_runs
+    from polyaxon_prefect.query import parse_query
 
     conditions = tuple(args.query)
     if args.status is not None:

@@ -24,9 +24,12 @@ Why each one:
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import logging
 
 __all__ = ["ENV_DEFAULTS", "apply_env_defaults", "install_log_filter", "local_run_settings"]
 
@@ -56,25 +59,23 @@ def apply_env_defaults() -> None:
         os.environ.setdefault(name, value)
 
 
-class _DropEmptyExcInfo(logging.Filter):
+def _drop_empty_exc_info(record: logging.LogRecord) -> bool:
     """Prefect logs a failed *state* (which is how a failed job ends) with ``exc_info=True``
     although no exception is being handled, which prints a stray ``NoneType: None`` line under
-    the error; drop that empty traceback, keep real ones."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.exc_info and record.exc_info[0] is None:
-            record.exc_info = None
-        return True
-
-
-_FILTER = _DropEmptyExcInfo()
+    the error; drop that empty traceback, keep real ones. (A function: `logging` takes any
+    callable as a filter, and this module is imported by ``check``, which needs no logging.)"""
+    if record.exc_info and record.exc_info[0] is None:
+        record.exc_info = None
+    return True
 
 
 def install_log_filter() -> None:
-    """Install `_DropEmptyExcInfo` on Prefect's task-run logger (idempotent)."""
+    """Install `_drop_empty_exc_info` on Prefect's task-run logger (idempotent)."""
+    import logging
+
     logger = logging.getLogger("prefect.task_runs")
-    if _FILTER not in logger.filters:
-        logger.addFilter(_FILTER)
+    if _drop_empty_exc_info not in logger.filters:
+        logger.addFilter(_drop_empty_exc_info)
 
 
 @contextlib.contextmanager

@@ -56,7 +56,11 @@ from polyaxon_prefect.search._records import (
     TrialStatus,
 )
 from polyaxon_prefect.search._samplers import Dimension, optuna_space
-from polyaxon_prefect.search._storage import open_storage, open_storage_noted
+from polyaxon_prefect.search._storage import (
+    open_storage,
+    open_storage_noted,
+    set_trial_user_attrs,
+)
 from polyaxon_prefect.specs import (
     Matrix,
     Status,
@@ -417,9 +421,7 @@ class SweepStudy:
                 return None
         if isinstance(self._kind, IndexedKind):
             params = self._points()[index]
-            trial.set_user_attr("index", index)
-            trial.set_user_attr("params", encode(params))
-            trial.set_user_attr("attrs", {})
+            self._suggested(trial.number, index, params)
             return Suggestion(number=trial.number, index=index, params=params, attrs={})
         raw: dict[str, Any] = {}
         for name, dim in self._space.items():
@@ -429,10 +431,13 @@ class SweepStudy:
             elif isinstance(dist, FloatDistribution):
                 raw[name] = trial.suggest_float(name, dist.low, dist.high, log=dist.log)
         params = {name: self._space[name].decode(value) for name, value in raw.items()}
-        trial.set_user_attr("index", index)
-        trial.set_user_attr("params", encode(params))
-        trial.set_user_attr("attrs", {})
+        self._suggested(trial.number, index, params)
         return Suggestion(number=trial.number, index=index, params=params, attrs={})
+
+    def _suggested(self, number: int, index: int, params: Mapping[str, Any]) -> None:
+        """Record what trial ``number`` runs (its index and params): one journal append."""
+        attrs = {"index": index, "params": encode(dict(params)), "attrs": {}}
+        set_trial_user_attrs(self._storage, self._trial_id(number), attrs)
 
     # -- results -----------------------------------------------------------------------------
 
@@ -465,15 +470,9 @@ class SweepStudy:
             value = outputs.get(self.metric_name, metrics.get(self.metric_name))
         number_value = _number(value)
         trial_id = self._trial_id(number)
-        for key, item in (
-            ("status", status),
-            ("outputs", encode(outputs)),
-            ("metrics", encode(metrics)),
-            ("uuid", uuid),
-            ("message", message),
-            ("value", encode(number_value)),
-        ):
-            self._storage.set_trial_user_attr(trial_id, key, item)
+        attrs = {"status": status, "outputs": encode(outputs), "metrics": encode(metrics)}
+        attrs.update(uuid=uuid, message=message, value=encode(number_value))
+        set_trial_user_attrs(self._storage, trial_id, attrs)  # one journal append, one sync
         values: list[float] | None = None
         if status == Status.SUCCEEDED and number_value is not None and math.isfinite(number_value):
             state, values = TrialState.COMPLETE, [number_value]

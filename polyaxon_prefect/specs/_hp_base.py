@@ -14,6 +14,7 @@ from pydantic_core import PydanticCustomError
 from polyaxon_prefect.specs._base import BaseSpec, is_template
 
 __all__ = [
+    "PCHOICE_TOLERANCE",
     "ChoiceSpec",
     "DistSpec",
     "NormalSpec",
@@ -24,7 +25,8 @@ __all__ = [
 ]
 
 Number = int | float
-_PCHOICE_TOLERANCE = 1e-9
+PCHOICE_TOLERANCE = 1e-9
+"""How far from 1 a `pchoice` sum may be and still count as 1 (binary float rounding)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -40,10 +42,13 @@ class ChoiceSpec:
 
 @dataclass(frozen=True)
 class PChoiceSpec:
-    """The values of a ``pchoice`` and their probabilities (same order, summing to 1)."""
+    """The values of a ``pchoice`` and the probabilities they are drawn with (same order,
+    summing to 1: where the file's sum to less, the last value takes the rest, as in Polyaxon);
+    ``written_sum`` is the sum the file wrote."""
 
     values: tuple[Any, ...]
     probabilities: tuple[float, ...]
+    written_sum: float = 1.0
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,9 @@ frozen dataclass with the named, typed numbers, so the search code never re-pars
 
 Semantics follow Polyaxon's samplers, including their surprises (spec 7 and 13): ``range`` excludes
 ``stop``; ``logspace`` start/stop are exponents; ``loguniform`` bounds are natural logs. Where
-Polyaxon silently accepts a value that cannot mean what the user wrote (``pchoice`` weights that do
-not sum to 1, an empty range, ``q <= 0``) we refuse it and say why.
+Polyaxon silently accepts a value that cannot mean what the user wrote (an empty range, ``q <= 0``)
+we refuse it and say why; ``pchoice`` weights that sum to less than 1 are sampled as Polyaxon does
+(the last value takes the rest), with a warning where the file is loaded.
 
 The discrete kinds are here; the shared views, parsing helpers and base model are in
 `_hp_base`, the continuous kinds in `_hp_continuous`. `HpParam` is the union of all sixteen.
@@ -23,8 +24,8 @@ from polyaxon_prefect.specs._base import Ref
 from polyaxon_prefect.specs._hp_base import (
     _DATE,
     _DATETIME,
-    _PCHOICE_TOLERANCE,
     _TIMEDELTA,
+    PCHOICE_TOLERANCE,
     ChoiceSpec,
     DistSpec,
     NormalSpec,
@@ -147,21 +148,20 @@ class HpPChoice(_HpParam):
             values.append(choice)
             probabilities.append(probability)
         total = math.fsum(probabilities)
-        if abs(total - 1) > _PCHOICE_TOLERANCE:
+        if total > 1 + PCHOICE_TOLERANCE:
             terms = " + ".join(repr(p) for p in probabilities)
-            if total < 1:
-                hint = (
-                    "make the probabilities sum to 1 (Polyaxon would silently give the "
-                    f"missing {1 - total:.6g} to the last value, {values[-1]!r})"
-                )
-            else:
-                hint = "make the probabilities sum to 1"
             raise _fail(
                 "hp_pchoice_sum",
-                f"`pchoice` probabilities must sum to 1, got {total:.6g} ({terms})",
-                hint,
+                f"`pchoice` probabilities must sum to at most 1, got {total:.6g} ({terms})",
+                "make the probabilities sum to 1",
             )
-        return PChoiceSpec(tuple(values), tuple(probabilities))
+        written = total
+        if total < 1 - PCHOICE_TOLERANCE:
+            # Polyaxon draws with numpy's multinomial, which ignores the last probability and
+            # gives it whatever the others leave: the missing mass goes to the last value
+            # (`matrix_warnings` says so where the file is loaded)
+            probabilities[-1] = round(1 - math.fsum(probabilities[:-1]), 12)
+        return PChoiceSpec(tuple(values), tuple(probabilities), written)
 
     def _enumerate(self, spec: PChoiceSpec) -> list[Any]:
         return list(spec.values)

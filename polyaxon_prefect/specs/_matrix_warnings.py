@@ -16,6 +16,7 @@ from typing import Any
 from polyaxon_prefect.exceptions import Problem
 
 from ._dag import Dag
+from ._hp_base import PCHOICE_TOLERANCE
 from ._matrix import Bayes, Matrix
 from ._operation import Operation
 
@@ -67,6 +68,9 @@ def matrix_warnings(operation: Operation) -> list[Problem]:
 
 def _walk(operation: Operation, prefix: Path) -> Iterator[Problem]:
     matrix = operation.matrix
+    if matrix is not None:
+        for problem in _pchoice_remainders(matrix):
+            yield problem.prefixed((*prefix, "matrix"))
     if matrix is not None and matrix.searches_params:
         for problem in _of_matrix(matrix):
             yield problem.prefixed((*prefix, "matrix"))
@@ -81,6 +85,29 @@ def _warning(message: str, path: Path, hint: str, value: Any) -> Problem:
     return Problem(
         message, rule="search_approximation", path=path, value=value, hint=hint, severity="warning"
     )
+
+
+def _pchoice_remainders(matrix: Matrix) -> Iterator[Problem]:
+    """A ``pchoice`` whose probabilities sum to less than 1 is drawn as Polyaxon draws it (the
+    last value takes the rest): legal, but rarely what its author meant, so it is said."""
+    for name, hp in matrix.hp_params().items():
+        if hp.kind != "pchoice" or hp.is_ref:
+            continue
+        spec = hp.spec
+        if spec.written_sum >= 1 - PCHOICE_TOLERANCE:
+            continue
+        missing = 1 - spec.written_sum
+        terms = " + ".join(repr(item[1]) for item in hp.value)
+        yield Problem(
+            f"`{name}` pchoice probabilities sum to {spec.written_sum:.6g} ({terms}), not 1: "
+            f"as in Polyaxon, the last value {spec.values[-1]!r} takes the missing {missing:.6g} "
+            f"and is drawn with probability {spec.probabilities[-1]:.6g}",
+            rule="pchoice_sum",
+            path=("params", name, "value"),
+            value=[list(item) for item in hp.value],
+            hint="write the probabilities so that they sum to 1 to say what is drawn",
+            severity="warning",
+        )
 
 
 def _of_matrix(matrix: Matrix) -> Iterator[Problem]:
@@ -100,7 +127,7 @@ def _of_matrix(matrix: Matrix) -> Iterator[Problem]:
 
 def _of_param(name: str, hp: Any) -> Iterator[Problem]:
     path: Path = ("params", name)
-    kind = hp.kind  # no `pchoice`: both searched kinds refuse it
+    kind = hp.kind  # no `pchoice`: both searched kinds refuse it (`_pchoice_remainders`)
     if hp.is_continuous and kind not in _UNIFORM_KINDS:
         yield _warning(
             f"`{name}` is a {kind}: Optuna has no normal prior, so the search works on its "

@@ -334,6 +334,7 @@ def validate_params(
     joins: list[Join] | str | None = None,
     is_template: bool = False,
     dag_context: Mapping[str, str | None] | None = None,
+    params_located: bool = True,
 ) -> list[Problem]:
     """Check an operation's ``params`` (and matrix and join params) against ``component``.
 
@@ -345,6 +346,8 @@ def validate_params(
         is_template: a template operation may leave required inputs unset.
         dag_context: inside a DAG, what refs may read: searchable key (``ops.a.outputs.loss``,
             ``dag.inputs.x``) -> type string or ``None``. ``None`` skips ref checks.
+        params_located: the file has a ``params`` section; when it has none, a required input
+            that nothing sets is reported at its declaration (``component.inputs[i]``).
 
     Returns:
         Every problem found; empty when the params fit.
@@ -358,9 +361,19 @@ def validate_params(
     )
     given.join_params = {k: v for k, v in _join_params(joins).items() if k not in given.params}
     problems: list[Problem] = []
-    outputs = {io.name for io in component.outputs or []}
-    for io in component.ios:
-        _check_io(io, io.name in outputs, given, problems)
+    declarations: list[tuple[str, int, IO]] = [
+        *(("inputs", index, io) for index, io in enumerate(component.inputs or [])),
+        *(("outputs", index, io) for index, io in enumerate(component.outputs or [])),
+    ]
+    for section, index, io in declarations:
+        found = len(problems)
+        _check_io(io, section == "outputs", given, problems)
+        if not params_located:
+            # no `params:` in the file to point at (a component checked on its own)
+            problems[found:] = [
+                p.relocated(("component", section, index)) if p.rule == "param_missing" else p
+                for p in problems[found:]
+            ]
     names = dict.fromkeys(io.name for io in component.ios)
     declared = ", ".join(f"`{name}`" for name in names) or "none"
     _check_unmatched(set(names), declared, given, problems)

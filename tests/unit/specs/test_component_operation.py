@@ -20,16 +20,6 @@ from polyaxon_prefect.specs import (
 CORPUS = Path(__file__).resolve().parents[2] / "corpus"
 JOB = {"kind": "job", "container": {"image": "busybox"}}
 
-# Quick-start files whose `pchoice` probabilities sum to 0.9: Polyaxon accepts them, we refuse
-# them on purpose (the hyperparameter models report it; see the corpus test).
-PCHOICE_SUM = {
-    "polyaxon-quick-start__scheduling__dags__dag.yaml",
-    "polyaxon-quick-start__scheduling__joins__map_reduce_tune_join.yaml",
-    "polyaxon-quick-start__scheduling__optimization__hyperparams_early_stopping.yaml",
-    "polyaxon-quick-start__scheduling__optimization__hyperparams_hyperband.yaml",
-    "polyaxon-quick-start__scheduling__optimization__hyperparams_random.yaml",
-}
-
 
 def _modern_corpus() -> list[Path]:
     files = []
@@ -51,10 +41,6 @@ def test_the_corpus_has_the_expected_modern_files():
 def test_corpus_file_validates(path):
     data = parse_yaml(path.read_text(), file=str(path)).data
     model = Component if data["kind"] == "component" else Operation
-    if path.name in PCHOICE_SUM:
-        with pytest.raises(ValidationError, match="must sum to 1"):
-            model.model_validate(data)
-        return
     spec = model.model_validate(data)
     assert spec.kind == data["kind"]
     assert spec.version == 1.1
