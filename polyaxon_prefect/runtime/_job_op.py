@@ -17,6 +17,7 @@ from typing import Any
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.runtime._cache import CacheHit, RunCache
 from polyaxon_prefect.runtime._executors import executor_for
+from polyaxon_prefect.runtime._gpu_admit import admitted, with_no_gpu_hint
 from polyaxon_prefect.runtime._job import PreparedJob
 from polyaxon_prefect.runtime._masking import mask_text, mask_value
 from polyaxon_prefect.runtime._result import RunResult
@@ -141,6 +142,8 @@ def execute_job_op(
     *,
     on_line: LineCallback,
     cancel_event: threading.Event | None = None,
+    on_wait: Callable[[str], None] | None = None,
+    on_start: Callable[[PreparedJob], None] | None = None,
 ) -> RunResult:
     """Run ``job`` as an op, once: reuse a cached success, else run its process and remember a
     success for its cache key (retries are the caller's: `retries`).
@@ -150,13 +153,24 @@ def execute_job_op(
 
     ``cancel_event`` stops the process when set (early stopping, pruning, Ctrl-C): the op ends
     ``stopped``.
+
+    A local op first takes its GPUs from the machine's pool (`admitted`), waiting while they
+    are busy: ``on_wait(reason)`` says why (default: a line of its log), ``on_start(job)``
+    when it has them (the job as it runs, its GPUs in its env).
     """
     cached = cached_result(job)
     if cached is not None:
         return cached
+    waited = on_wait or (lambda reason: on_line("stdout", reason))
     try:
         executor = executor_for(job.run_kind, job.backend)
-        raw = executor.execute(job, on_line=on_line, cancel_event=cancel_event)
+        with admitted(job, waited, cancel_event) as ready:
+            if ready is None:
+                stopped = RunResult(Status.STOPPED, message="cancelled while it waited for GPUs")
+                return _as_op_result(job, stopped)
+            if on_start is not None and ready is not job:
+                on_start(ready)
+            raw = executor.execute(ready, on_line=on_line, cancel_event=cancel_event)
     except PolyaxonPrefectError as exc:  # command not found, bad outputs file, ...
         return RunResult(
             Status.FAILED,
@@ -165,7 +179,7 @@ def execute_job_op(
             artifacts_path=str(job.context.run_artifacts_path),
             message=mask_text(str(exc), job.secrets),
         )
-    result = _as_op_result(job, raw)
+    result = with_no_gpu_hint(job, raw, _as_op_result(job, raw))
     if result.succeeded:
         _cache_store(job, result, on_line)
     return result
