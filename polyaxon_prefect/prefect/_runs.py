@@ -148,6 +148,7 @@ def _row(run: Any, artifacts: list[Any]) -> dict[str, Any]:
         "name": run.name,
         "kind": _kind(artifacts),
         "status": _status(run),
+        "message": (run.state.message if run.state else "") or "",
         "started": _started(run),
         "start_time": run.start_time.isoformat() if run.start_time else None,
         "duration": _duration(run),

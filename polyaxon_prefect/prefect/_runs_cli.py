@@ -237,8 +237,18 @@ def cmd_ls(args: argparse.Namespace) -> int:
         print("no runs")
         return 0
     header = ("name", "kind", "status", "started", "duration", "id")
-    _print_table(header, [(_clipped(r["name"]), *(r[key] for key in header[1:])) for r in rows])
+    _print_table(
+        header,
+        [(_clipped(r["name"]), r["kind"], _ls_status(r), *(r[k] for k in header[3:])) for r in rows],
+    )
     return 0
+
+
+def _ls_status(row: dict[str, Any]) -> str:
+    """The status cell; a queued run says what it waits for (e.g. its GPUs)."""
+    if row["status"] == Status.QUEUED and row.get("message"):
+        return f"{row['status']} ({row['message']})"
+    return str(row["status"])
 
 
 def _shown(value: Any) -> str:

@@ -1,0 +1,162 @@
+"""GPUs as a scheduled resource on the local backend, with simulated GPUs
+(``CUDA_VISIBLE_DEVICES=0,1`` for the CLI): every op sees exactly the GPUs it asked for, ops
+queue for them across a sweep and across CLIs, and a request too large is refused up front."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from polyaxon_prefect.distributed import NO_GPU_HINT
+from polyaxon_prefect.prefect import run
+from polyaxon_prefect.prefect._runs import get_run, list_runs
+
+SCRIPT = Path(__file__).with_name("gpu_script.py")
+PY = sys.executable
+
+
+def _component(
+    folder: Path, gpus: int, seconds: float, *, name: str = "gpu-job", extra: str = ""
+) -> Path:
+    resources = f"    resources: {{limits: {{nvidia.com/gpu: {gpus}}}}}\n" if gpus else ""
+    text = (
+        f"version: 1.1\nkind: component\nname: {name}\n"
+        "inputs: [{name: i, type: int, value: 0, isOptional: true}]\n"
+        "run:\n  kind: job\n  container:\n"
+        + resources
+        + f"    command: [{PY}, {SCRIPT}, {folder / 'marks'}, '{seconds}'{extra}]\n"
+    )
+    path = folder / f"{name}.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _marks(folder: Path) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in sorted((folder / "marks").glob("*.json"))]
+
+
+def _overlaps(records: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    return [
+        (a, b)
+        for a, b in itertools.combinations(records, 2)
+        if a["start"] < b["end"] and b["start"] < a["end"]
+    ]
+
+
+@pytest.fixture
+def two_gpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """This process (and its CLIs) on a simulated 2-GPU machine, with its own lock folder."""
+    env = {"CUDA_VISIBLE_DEVICES": "0,1", "POLYAXON_PREFECT_GPU_LOCKS": str(tmp_path / "locks")}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return env
+
+
+def test_a_sweep_of_1_gpu_trials_at_concurrency_4_runs_2_at_a_time_never_sharing_a_gpu(
+    tmp_path: Path, two_gpus: dict[str, str]
+):
+    _component(tmp_path, 1, 0.8)
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(
+        "version: 1.1\nkind: operation\nname: gpu-sweep\n"
+        "matrix:\n  kind: grid\n  concurrency: 4\n"
+        "  params: {i: {kind: choice, value: [1, 2, 3, 4]}}\n"
+        "pathRef: gpu-job.yaml\n",
+        encoding="utf-8",
+    )
+
+    result = run(sweep)
+
+    assert result.status == "succeeded", result.message
+    records = _marks(tmp_path)
+    assert len(records) == 4
+    assert sorted(r["CUDA_VISIBLE_DEVICES"] for r in records) == ["0", "0", "1", "1"]
+    assert all(r["NVIDIA_VISIBLE_DEVICES"] == r["CUDA_VISIBLE_DEVICES"] for r in records)
+    overlapping = _overlaps(records)
+    assert all(a["CUDA_VISIBLE_DEVICES"] != b["CUDA_VISIBLE_DEVICES"] for a, b in overlapping)
+    for record in records:  # at most 2 at any start
+        at = record["start"]
+        assert sum(r["start"] <= at < r["end"] for r in records) <= 2
+    assert len(overlapping) >= 1  # 2 GPUs: two trials did run together
+
+
+def test_two_clis_at_once_share_the_gpus_without_overlap_and_the_waiting_one_says_why(
+    tmp_path: Path, two_gpus: dict[str, str], prefect_server: str
+):
+    job = _component(tmp_path, 2, 4)
+    env = {**os.environ, **two_gpus, "PREFECT_API_URL": prefect_server}
+    cli = [PY, "-m", "polyaxon_prefect.cli", "run", "-f", str(job), "--json"]
+    procs = [
+        subprocess.Popen(cli, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    seen: dict[str, Any] = {}
+    deadline = time.monotonic() + 90
+    while not seen and any(p.poll() is None for p in procs) and time.monotonic() < deadline:
+        for row in list_runs(prefect_server, status="queued"):
+            if "waiting for 2 GPUs: 2 held by run gpu-job" in row["message"]:
+                seen = {"ls": row, "get": get_run(prefect_server, row["id"])}
+        time.sleep(0.1)
+    outs = [p.communicate(timeout=120) for p in procs]
+    for proc, (out, err) in zip(procs, outs, strict=True):
+        assert proc.returncode == 0, err[-2000:]
+        assert json.loads(out)["status"] == "succeeded"
+    records = _marks(tmp_path)
+    assert [r["CUDA_VISIBLE_DEVICES"] for r in records] == ["0,1", "0,1"]
+    assert _overlaps(records) == []
+    assert seen, "the waiting run was never listed as queued with its reason"
+    assert seen["get"]["status"] == "queued"
+    assert seen["get"]["message"] == seen["ls"]["message"]
+
+
+def test_a_distributed_op_larger_than_the_machine_is_refused_up_front_at_its_resources(
+    tmp_path: Path, two_gpus: dict[str, str]
+):
+    path = tmp_path / "ptj.yaml"
+    container = (
+        "    container:\n      resources: {limits: {nvidia.com/gpu: 1}}\n"
+        f"      command: [{PY}, -c, 'pass']\n"
+    )
+    path.write_text(
+        "version: 1.1\nkind: component\nname: ptj\nrun:\n  kind: pytorchjob\n"
+        f"  master:\n    replicas: 1\n{container}  worker:\n    replicas: 2\n{container}",
+        encoding="utf-8",
+    )
+    env = {**os.environ, **two_gpus}
+    started = time.monotonic()
+    done = subprocess.run(
+        [PY, "-m", "polyaxon_prefect.cli", "run", "-f", str(path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert (
+        f"{path}:9:7: component.run.master.container.resources: this op asks for 3 GPU(s)"
+        in done.stderr
+    )
+    assert "this machine has 2" in done.stderr and "POLYAXON_PREFECT_GPU_SHARING" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert time.monotonic() - started < 30
+
+
+def test_a_job_asking_no_gpu_sees_none_and_its_cuda_failure_gets_the_hint(
+    tmp_path: Path, two_gpus: dict[str, str]
+):
+    job = _component(tmp_path, 0, 0, extra=", fail-like-cuda")
+
+    result = run(job)
+
+    assert result.status == "failed"
+    assert [r["CUDA_VISIBLE_DEVICES"] for r in _marks(tmp_path)] == [""]
+    assert NO_GPU_HINT in result.message
