@@ -16,6 +16,7 @@ from polyaxon_prefect.distributed._env import (
     mpi_hostfile,
     replica_env,
     service_cluster,
+    torchrun_env,
 )
 from polyaxon_prefect.distributed._gpu_pool import (
     NO_GPU_HINT,
@@ -70,6 +71,7 @@ __all__ = [
     "plan_replicas",
     "replica_env",
     "service_cluster",
+    "torchrun_env",
     "sharing",
     "slots",
     "visible_env",

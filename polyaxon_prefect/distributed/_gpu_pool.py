@@ -141,9 +141,14 @@ def slots(gpus: Sequence[str], per_gpu: int) -> list[Slot]:
 
 
 def capacity_problem(
-    requests: Sequence[int], gpus: Sequence[str], per_gpu: int, path: tuple[str | int, ...]
+    requests: Sequence[int],
+    gpus: Sequence[str],
+    per_gpu: int,
+    path: tuple[str | int, ...],
+    names: Sequence[str] = (),
 ) -> Problem | None:
-    """Why ``requests`` (one GPU count per process) can never run on this machine, or None.
+    """Why ``requests`` (one GPU count per process, of the processes ``names`` when it is a
+    distributed op's replicas) can never run on this machine, or None.
 
     A process needs distinct GPUs; the processes of one op share GPUs only under sharing."""
     total = sum(requests)
@@ -153,7 +158,11 @@ def capacity_problem(
     biggest = max(requests)
     if biggest <= have and total <= have * per_gpu:
         return None
-    asks = f"{total} GPU(s)" if len(requests) == 1 else f"{total} GPU(s) in all ({biggest} max)"
+    if names:
+        each = ", ".join(f"{name}: {n}" for name, n in zip(names, requests, strict=True) if n)
+        asks = f"the replicas ask for {total} GPU(s) ({each})"
+    else:
+        asks = f"this op asks for {total} GPU(s)"
     share = (
         f"or share GPUs between ops with {SHARING_ENV}=k (k ops per GPU: gloo runs so, NCCL "
         "refuses two ranks on one GPU)"
@@ -161,8 +170,7 @@ def capacity_problem(
         else "or run on a cluster"
     )
     return Problem(
-        f"this op asks for {asks} but this machine has {have}"
-        + (f" (shared by {per_gpu})" if per_gpu > 1 else ""),
+        f"{asks} but this machine has {have}" + (f" (shared by {per_gpu})" if per_gpu > 1 else ""),
         rule="not_enough_gpus",
         path=path,
         hint=f"lower `nvidia.com/gpu` (or the replica counts), {share}",

@@ -239,7 +239,10 @@ def cmd_ls(args: argparse.Namespace) -> int:
     header = ("name", "kind", "status", "started", "duration", "id")
     _print_table(
         header,
-        [(_clipped(r["name"]), r["kind"], _ls_status(r), *(r[k] for k in header[3:])) for r in rows],
+        [
+            (_clipped(r["name"]), r["kind"], _ls_status(r), *(r[k] for k in header[3:]))
+            for r in rows
+        ],
     )
     return 0
 

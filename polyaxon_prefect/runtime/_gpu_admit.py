@@ -81,7 +81,9 @@ def container_gpu_request(
     )
 
 
-def check_gpu_capacity(requests: Sequence[int], path: PathT, loaded: Any) -> None:
+def check_gpu_capacity(
+    requests: Sequence[int], path: PathT, loaded: Any, names: Sequence[str] = ()
+) -> None:
     """Refuse, before anything starts, ``requests`` that this machine can never meet (located
     at ``path``, the ``resources`` line), and a bad ``POLYAXON_PREFECT_GPU_SHARING``.
 
@@ -96,7 +98,7 @@ def check_gpu_capacity(requests: Sequence[int], path: PathT, loaded: Any) -> Non
         raise UnsupportedFeatureError(
             [Problem(str(exc), rule="invalid_gpu_sharing", hint="unset it, or set 2, 3...")]
         ) from None
-    problem = capacity_problem(requests, this_machine_gpus(), per_gpu, path)
+    problem = capacity_problem(requests, this_machine_gpus(), per_gpu, path, names)
     if problem is not None:
         raise NotEnoughGpusError(locate_problems([problem], loaded))
 

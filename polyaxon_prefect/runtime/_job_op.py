@@ -20,6 +20,7 @@ from polyaxon_prefect.runtime._executors import executor_for
 from polyaxon_prefect.runtime._gpu_admit import admitted, with_no_gpu_hint
 from polyaxon_prefect.runtime._job import PreparedJob
 from polyaxon_prefect.runtime._masking import mask_text, mask_value
+from polyaxon_prefect.runtime._outcome import last_lines
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.specs import Status
 
@@ -57,7 +58,7 @@ def failure_message(job: PreparedJob, result: RunResult) -> str:
     process = result.process
     if not message and process is not None:
         message = f"the process {process.describe()}"
-        tail = process.stderr_tail[-_TAIL_LINES:]
+        tail = last_lines(process.stderr_tail, _TAIL_LINES)
         if tail:
             message += "; last lines of stderr:\n" + "\n".join(tail)
     for problem in result.problems:

@@ -42,6 +42,7 @@ from polyaxon_prefect.distributed import (
     mpi_hostfile,
     plan_replicas,
     replica_env,
+    torchrun_env,
     visible_env,
 )
 from polyaxon_prefect.exceptions import PolyaxonfileError, UnsupportedFeatureError
@@ -57,6 +58,7 @@ from polyaxon_prefect.runtime._outcome import (
     failed,
     finish_ttl,
     job_outcome,
+    last_lines,
     process_message,
 )
 from polyaxon_prefect.runtime._process import ProcessResult, run_process
@@ -124,7 +126,7 @@ def prepare_replicas(
     requests = {r.name: gpu_request(r) for r in plan.replicas}
     biggest = max(plan.replicas, key=lambda r: requests[r.name])
     path = ("component", "run", biggest.type, "container", "resources")
-    check_gpu_capacity(list(requests.values()), path, loaded)
+    check_gpu_capacity(list(requests.values()), path, loaded, list(requests))
     launched = LAUNCHED.get(plan.kind)
     by_spec: dict[int, PreparedJob] = {}
     replicas: list[PreparedReplica] = []
@@ -300,6 +302,7 @@ def _launch(prepared: PreparedReplicas, plan: ReplicaPlan) -> Launch:
                 {
                     **one.job.env,
                     **replica_env(plan, one.replica, cluster),
+                    **torchrun_env(plan, one.replica),
                     **visible_env(one.gpus.split(",") if one.gpus else []),
                 }
             ),
@@ -442,7 +445,7 @@ def _outcome(
     if culprit.result is None:
         return failed(f"replica `{name}` could not start: {culprit.error}", prepared.secrets)
     message = f"replica `{name}` {process_message(culprit.result, prepared.timeout)}"
-    tail = [line for line in culprit.result.stdout_tail if line.strip()][-_TAIL_LINES:]
+    tail = last_lines(culprit.result.stdout_tail, _TAIL_LINES)
     if tail and not culprit.result.stderr_tail:
         message += "; last lines of its output:\n" + "\n".join(tail)
     return dataclasses.replace(failed(message, prepared.secrets), process=culprit.result)

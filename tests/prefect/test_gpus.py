@@ -142,9 +142,10 @@ def test_a_distributed_op_larger_than_the_machine_is_refused_up_front_at_its_res
     )
     assert done.returncode == 1, done.stderr
     assert (
-        f"{path}:9:7: component.run.master.container.resources: this op asks for 3 GPU(s)"
+        f"{path}:9:7: component.run.master.container.resources: the replicas ask for 3 GPU(s) "
         in done.stderr
     )
+    assert "(master-0: 1, worker-0: 1, worker-1: 1) but this machine has 2" in done.stderr
     assert "this machine has 2" in done.stderr and "POLYAXON_PREFECT_GPU_SHARING" in done.stderr
     assert "Traceback" not in done.stderr
     assert time.monotonic() - started < 30
