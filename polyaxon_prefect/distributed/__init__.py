@@ -71,9 +71,9 @@ __all__ = [
     "plan_replicas",
     "replica_env",
     "service_cluster",
-    "torchrun_env",
     "sharing",
     "slots",
+    "torchrun_env",
     "visible_env",
     "wait_reason",
 ]
