@@ -284,6 +284,8 @@ def _print_sweep(run: dict[str, Any]) -> None:
 def _print_run(run: dict[str, Any]) -> None:
     for key in ("name", "kind", "status", "message", "uuid", "started", "duration", "url"):
         print(f"{key}: {run[key] if run[key] is not None else '-'}")
+    if run.get("gpu_hours") is not None:
+        print(f"gpu_hours: {run['gpu_hours']:.4g}")
     for section in ("params", "outputs", "metrics"):
         if run[section]:
             print(f"{section}:")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -171,7 +172,10 @@ def execute_job_op(
                 return _as_op_result(job, stopped)
             if on_start is not None and ready is not job:
                 on_start(ready)
+            began = time.monotonic()
             raw = executor.execute(ready, on_line=on_line, cancel_event=cancel_event)
+            gpus = sum(job.gpu_requests)
+            held = gpus * (time.monotonic() - began) / 3600 if gpus else None
     except PolyaxonPrefectError as exc:  # command not found, bad outputs file, ...
         return RunResult(
             Status.FAILED,
@@ -180,7 +184,7 @@ def execute_job_op(
             artifacts_path=str(job.context.run_artifacts_path),
             message=mask_text(str(exc), job.secrets),
         )
-    result = with_no_gpu_hint(job, raw, _as_op_result(job, raw))
+    result = with_no_gpu_hint(job, raw, _as_op_result(job, raw)).with_(gpu_hours=held)
     if result.succeeded:
         _cache_store(job, result, on_line)
     return result
@@ -205,6 +209,8 @@ def job_report_rows(job: PreparedJob, result: RunResult) -> list[dict[str, str]]
     ]
     if result.cached:  # the one line that says these outputs are an earlier run's
         rows.append({"kind": "run", "name": "cached from", "value": _cache_note(result)})
+    if result.gpu_hours is not None:
+        rows.append({"kind": "run", "name": "gpu_hours", "value": f"{result.gpu_hours:.6g}"})
     if job.image:
         rows.append({"kind": "run", "name": "image", "value": job.image})
     for name, value in sorted(job.params.items()):

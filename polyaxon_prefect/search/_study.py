@@ -126,6 +126,7 @@ def _record(trial: FrozenTrial) -> TrialRecord:
         uuid=user.get("uuid"),
         attrs=decode(user.get("attrs", {})),
         message=user.get("message", "") or "",
+        gpu_hours=user.get("gpu_hours"),
     )
 
 
@@ -455,6 +456,7 @@ class SweepStudy:
         metrics: Mapping[str, Any] | None = None,
         uuid: str | None = None,
         message: str = "",
+        gpu_hours: float | None = None,
     ) -> None:
         """Record how a trial ended (a Polyaxon status) and its metric value, when any.
 
@@ -472,6 +474,7 @@ class SweepStudy:
             ("uuid", uuid),
             ("message", message),
             ("value", encode(number_value)),
+            ("gpu_hours", gpu_hours),
         ):
             self._storage.set_trial_user_attr(trial_id, key, item)
         values: list[float] | None = None

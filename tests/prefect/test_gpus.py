@@ -18,6 +18,7 @@ import pytest
 from polyaxon_prefect.distributed import NO_GPU_HINT
 from polyaxon_prefect.prefect import run
 from polyaxon_prefect.prefect._runs import get_run, list_runs
+from tests.prefect.conftest import cli_on
 
 SCRIPT = Path(__file__).with_name("gpu_script.py")
 PY = sys.executable
@@ -61,7 +62,7 @@ def two_gpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
 
 
 def test_a_sweep_of_1_gpu_trials_at_concurrency_4_runs_2_at_a_time_never_sharing_a_gpu(
-    tmp_path: Path, two_gpus: dict[str, str]
+    tmp_path: Path, two_gpus: dict[str, str], prefect_server: str
 ):
     _component(tmp_path, 1, 0.8)
     sweep = tmp_path / "sweep.yaml"
@@ -86,6 +87,16 @@ def test_a_sweep_of_1_gpu_trials_at_concurrency_4_runs_2_at_a_time_never_sharing
         at = record["start"]
         assert sum(r["start"] <= at < r["end"] for r in records) <= 2
     assert len(overlapping) >= 1  # 2 GPUs: two trials did run together
+    # GPU-hours: each trial's (1 GPU x its wall time), the sweep's their sum
+    assert result.trials is not None and result.gpu_hours is not None
+    hours = [t["gpu_hours"] for t in result.trials]
+    assert all(0.8 / 3600 <= h < 30 / 3600 for h in hours)
+    assert result.gpu_hours == pytest.approx(sum(hours))
+    shown = json.loads(cli_on(prefect_server, "get", result.flow_run_id or "", "--json").stdout)
+    assert shown["gpu_hours"] == pytest.approx(sum(hours), rel=1e-3)
+    assert all("gpu_hours" in t for t in shown["trials"])
+    listed = cli_on(prefect_server, "ls", "-io", "--limit", "1")
+    assert listed.stdout.splitlines()[0].split()[4:6] == ["duration", "gpu_hours"], listed.stdout
 
 
 def test_two_clis_at_once_share_the_gpus_without_overlap_and_the_waiting_one_says_why(
@@ -161,3 +172,24 @@ def test_a_job_asking_no_gpu_sees_none_and_its_cuda_failure_gets_the_hint(
     assert result.status == "failed"
     assert [r["CUDA_VISIBLE_DEVICES"] for r in _marks(tmp_path)] == [""]
     assert NO_GPU_HINT in result.message
+
+
+def test_a_sweep_stops_once_its_trials_spent_its_gpu_budget(
+    tmp_path: Path, two_gpus: dict[str, str]
+):
+    _component(tmp_path, 1, 0.3)
+    sweep = tmp_path / "budget.yaml"
+    sweep.write_text(
+        "version: 1.1\nkind: operation\nname: gpu-budget\n"
+        "matrix:\n  kind: grid\n  concurrency: 1\n  maxGpuHours: 0.00001\n"
+        "  params: {i: {kind: choice, value: [1, 2, 3]}}\n"
+        "pathRef: gpu-job.yaml\n",
+        encoding="utf-8",
+    )
+
+    result = run(sweep)
+
+    assert len(_marks(tmp_path)) == 1
+    assert result.status == "succeeded"
+    assert result.reason.startswith("GPU budget spent: the trials held GPUs for ")
+    assert "maxGpuHours is 1e-05" in result.reason
