@@ -397,7 +397,7 @@ class _Sweep:
 
 def _sum_gpu_hours(history: list[Any]) -> float | None:
     """The sweep's GPU-hours: its trials' (a resumed sweep's earlier trials included)."""
-    hours = [r.gpu_hours for r in history if r.gpu_hours is not None]
+    hours = [r.gpu_hours for r in history if getattr(r, "gpu_hours", None) is not None]
     return sum(hours) if hours else None
 
 

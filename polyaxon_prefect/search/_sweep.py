@@ -147,8 +147,14 @@ def trial_dict(record: Any) -> dict[str, Any]:
         "uuid": record.uuid,
         "value": record.value,
         "message": record.message,
-        **({"gpu_hours": record.gpu_hours} if record.gpu_hours is not None else {}),
-    }
+    } | _gpu_hours(record)
+
+
+def _gpu_hours(record: Any) -> dict[str, Any]:
+    """``{"gpu_hours": h}`` for a trial that held GPUs, else nothing (records of other kinds of
+    run, and of older sweeps, have none)."""
+    hours = getattr(record, "gpu_hours", None)
+    return {"gpu_hours": hours} if hours is not None else {}
 
 
 def display(value: Any) -> Any:
