@@ -48,6 +48,7 @@ from polyaxon_prefect.runtime._process import ProcessResult, mask_secrets, run_p
 
 if TYPE_CHECKING:
     from polyaxon_prefect.runtime._executors import EXECUTORS, Executor, executor_for
+    from polyaxon_prefect.runtime._gpu_admit import check_gpus_up_front
     from polyaxon_prefect.runtime._init import INIT_HANDLERS
     from polyaxon_prefect.runtime._job import (
         PreparedJob,
@@ -79,6 +80,7 @@ __all__ = [
     "RunContext",
     "RunRuntimeError",
     "UnknownConnectionError",
+    "check_gpus_up_front",
     "connection_env",
     "connections_env",
     "execute_job",
@@ -116,6 +118,7 @@ __getattr__ = lazy_attributes(
         "merge_params": "_param_values",
         "INIT_HANDLERS": "_init",
         "locate_problems": "_locate",
+        "check_gpus_up_front": "_gpu_admit",
         **dict.fromkeys(("request_stop", "stop_requested"), "_session"),
     },
 )

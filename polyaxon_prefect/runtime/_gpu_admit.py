@@ -21,17 +21,19 @@ from polyaxon_prefect.distributed import (
     NotEnoughGpusError,
     capacity_problem,
     container_gpus,
+    gpu_request,
     looks_for_cuda,
+    plan_replicas,
     sharing,
     visible_env,
 )
-from polyaxon_prefect.exceptions import Problem, UnsupportedFeatureError
+from polyaxon_prefect.exceptions import PolyaxonfileError, Problem, UnsupportedFeatureError
 from polyaxon_prefect.runtime._gpu_locks import acquire_gpus, this_machine_gpus
 from polyaxon_prefect.runtime._locate import locate_problems
 from polyaxon_prefect.runtime._problems import PathT, Problems
 from polyaxon_prefect.runtime._render import render_scalar
 from polyaxon_prefect.runtime._result import RunResult
-from polyaxon_prefect.specs import Status
+from polyaxon_prefect.specs import KUBEFLOW_KINDS, Status
 
 if TYPE_CHECKING:
     from polyaxon_prefect.runtime._job import PreparedJob
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = [
     "admitted",
     "check_gpu_capacity",
+    "check_gpus_up_front",
     "container_gpu_request",
     "gpu_holder",
     "with_no_gpu_hint",
@@ -155,3 +158,49 @@ def with_no_gpu_hint(job: PreparedJob, raw: RunResult, result: RunResult) -> Run
     if not looks_for_cuda(lines) or NO_GPU_HINT in result.message:
         return result
     return result.with_(message=f"{result.message.rstrip()}\nhint: {NO_GPU_HINT}")
+
+
+def _requests_of(run: Any, path: PathT) -> list[tuple[list[int], PathT, list[str]]]:
+    """Each process group's literal GPU requests under ``run`` (a job, a distributed op, the
+    ops of a DAG, nested), with the path of its ``resources``; templated counts are left to
+    the op's own preparation."""
+    kind = getattr(run, "kind", None)
+    if kind == "dag":
+        found = []
+        for index, op in enumerate(getattr(run, "operations", None) or []):
+            component = getattr(op, "component", None)
+            if component is not None and not isinstance(op.component, str):
+                where = (*path, "operations", index, "component", "run")
+                found += _requests_of(component.run, where)
+        return found
+    if kind in KUBEFLOW_KINDS:
+        try:
+            plan = plan_replicas(run)
+            asks = {r.name: gpu_request(r) for r in plan.replicas}
+        except PolyaxonfileError:
+            return []
+        biggest = max(plan.replicas, key=lambda r: asks[r.name])
+        where = (*path, biggest.type, "container", "resources")
+        return [(list(asks.values()), where, list(asks))]
+    count = container_gpus(getattr(run, "container", None))
+    return [([count], (*path, "container", "resources"), [])] if isinstance(count, int) else []
+
+
+def check_gpus_up_front(loaded: Any) -> None:
+    """Refuse a sweep or a DAG one of whose ops asks for more GPUs than this machine has,
+    once, before any flow run exists (each trial or op would otherwise fail alike, one by one).
+
+    Raises:
+        NotEnoughGpusError: every such op's problem, located at its ``resources``.
+    """
+    component = getattr(loaded.operation, "component", None)
+    if component is None:
+        return
+    problems: list[Problem] = []
+    for requests, path, names in _requests_of(component.run, ("component", "run")):
+        try:
+            check_gpu_capacity(requests, path, loaded, names)
+        except NotEnoughGpusError as exc:
+            problems += exc.problems
+    if problems:
+        raise NotEnoughGpusError(problems)

@@ -193,3 +193,30 @@ def test_a_sweep_stops_once_its_trials_spent_its_gpu_budget(
     assert result.status == "succeeded"
     assert result.reason.startswith("GPU budget spent: the trials held GPUs for ")
     assert "maxGpuHours is 1e-05" in result.reason
+
+
+def test_a_sweep_too_large_for_the_machine_is_refused_once_before_it_starts(
+    tmp_path: Path, two_gpus: dict[str, str]
+):
+    path = tmp_path / "big-sweep.yaml"
+    path.write_text(
+        "version: 1.1\nkind: operation\nname: big\n"
+        "matrix:\n  kind: grid\n  params: {i: {kind: choice, value: [1, 2, 3]}}\n"
+        "component:\n  inputs: [{name: i, type: int}]\n  run:\n    kind: job\n"
+        "    container:\n      resources: {limits: {nvidia.com/gpu: 3}}\n"
+        f"      command: [{PY}, -c, 'pass']\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [PY, "-m", "polyaxon_prefect.cli", "run", "-f", str(path), "--json"],
+        env={**os.environ, **two_gpus},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1
+    shown = json.loads(done.stdout)
+    assert shown["flow_run_id"] is None and len(shown["problems"]) == 1
+    problem = shown["problems"][0]
+    assert (problem["file"], problem["line"], problem["rule"]) == (str(path), 12, "not_enough_gpus")
