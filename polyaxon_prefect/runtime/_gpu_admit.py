@@ -33,7 +33,7 @@ from polyaxon_prefect.runtime._locate import locate_problems
 from polyaxon_prefect.runtime._problems import PathT, Problems
 from polyaxon_prefect.runtime._render import render_scalar
 from polyaxon_prefect.runtime._result import RunResult
-from polyaxon_prefect.specs import KUBEFLOW_KINDS, Status
+from polyaxon_prefect.specs import Status
 
 if TYPE_CHECKING:
     from polyaxon_prefect.runtime._job import PreparedJob
@@ -164,21 +164,21 @@ def _requests_of(run: Any, path: PathT) -> list[tuple[list[int], PathT, list[str
     """Each process group's literal GPU requests under ``run`` (a job, a distributed op, the
     ops of a DAG, nested), with the path of its ``resources``; templated counts are left to
     the op's own preparation."""
-    kind = getattr(run, "kind", None)
-    if kind == "dag":
+    operations = getattr(run, "operations", None)
+    if operations is not None:  # a DAG: its ops' own
         found = []
-        for index, op in enumerate(getattr(run, "operations", None) or []):
+        for index, op in enumerate(operations if isinstance(operations, list) else []):
             component = getattr(op, "component", None)
             if component is not None and not isinstance(op.component, str):
                 where = (*path, "operations", index, "component", "run")
                 found += _requests_of(component.run, where)
         return found
-    if kind in KUBEFLOW_KINDS:
-        try:
-            plan = plan_replicas(run)
-            asks = {r.name: gpu_request(r) for r in plan.replicas}
-        except PolyaxonfileError:
-            return []
+    try:  # a distributed op: its replicas' (a job has no replica group)
+        plan = plan_replicas(run)
+        asks = {r.name: gpu_request(r) for r in plan.replicas}
+    except PolyaxonfileError:
+        plan = None
+    if plan is not None:
         biggest = max(plan.replicas, key=lambda r: asks[r.name])
         where = (*path, biggest.type, "container", "resources")
         return [(list(asks.values()), where, list(asks))]

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from polyaxon_prefect.distributed._gpu_pool import (
+from polyaxon_prefect.distributed import (
     SHARING_ENV,
     Slot,
     choose,

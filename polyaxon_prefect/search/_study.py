@@ -458,10 +458,8 @@ class SweepStudy:
         message: str = "",
         gpu_hours: float | None = None,
     ) -> None:
-        """Record how a trial ended (a Polyaxon status) and its metric value, when any.
-
-        Without ``value``, the matrix metric is looked up in ``outputs`` then ``metrics``.
-        """
+        """Record how a trial ended (a Polyaxon status), its GPU-hours and its metric value,
+        when any: ``value``, else the matrix metric in ``outputs``, then in ``metrics``."""
         outputs, metrics = dict(outputs or {}), dict(metrics or {})
         if value is None and self.metric_name is not None:
             value = outputs.get(self.metric_name, metrics.get(self.metric_name))
