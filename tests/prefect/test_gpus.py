@@ -95,7 +95,7 @@ def test_a_sweep_of_1_gpu_trials_at_concurrency_4_runs_2_at_a_time_never_sharing
     shown = json.loads(cli_on(prefect_server, "get", result.flow_run_id or "", "--json").stdout)
     assert shown["gpu_hours"] == pytest.approx(sum(hours), rel=1e-3)
     assert all("gpu_hours" in t for t in shown["trials"])
-    listed = cli_on(prefect_server, "ls", "-io", "--limit", "1")
+    listed = cli_on(prefect_server, "ls", "-io", "-q", "name:gpu-sweep")
     assert listed.stdout.splitlines()[0].split()[4:6] == ["duration", "gpu_hours"], listed.stdout
 
 
@@ -220,3 +220,43 @@ def test_a_sweep_too_large_for_the_machine_is_refused_once_before_it_starts(
     assert shown["flow_run_id"] is None and len(shown["problems"]) == 1
     problem = shown["problems"][0]
     assert (problem["file"], problem["line"], problem["rule"]) == (str(path), 12, "not_enough_gpus")
+
+
+def test_parallel_dag_ops_and_replicas_each_get_their_own_gpus(
+    tmp_path: Path, two_gpus: dict[str, str]
+):
+    marks = tmp_path / "marks"
+    command = f"[{PY}, {SCRIPT}, {marks}, '0.3']"
+    one_gpu = "resources: {limits: {nvidia.com/gpu: 1}}"
+    group = f"{{replicas: 1, container: {{{one_gpu}, command: {command}}}}}"
+    dag = tmp_path / "dag.yaml"
+    dag.write_text(
+        "version: 1.1\nkind: component\nname: gpu-dag\nrun:\n  kind: dag\n  operations:\n"
+        "  - {name: a, pathRef: gpu-job.yaml}\n"
+        "  - name: ddp\n    component:\n      run:\n        kind: pytorchjob\n"
+        f"        master: {group}\n        worker: {group}\n",
+        encoding="utf-8",
+    )
+    _component(tmp_path, 2, 0.3)
+
+    result = run(dag)
+
+    assert result.status == "succeeded", result.message
+    records = _marks(tmp_path)
+    assert len(records) == 3  # the 2-GPU op and the 1+1 gang never overlap on 2 GPUs
+    job = [r for r in records if r["CUDA_VISIBLE_DEVICES"] == "0,1"]
+    replicas = sorted((r for r in records if r not in job), key=lambda r: r["RANK"])
+    assert len(job) == 1 and [r["CUDA_VISIBLE_DEVICES"] for r in replicas] in (
+        ["0", "1"],
+        ["1", "0"],
+    )
+    assert all(r["start"] >= job[0]["end"] or r["end"] <= job[0]["start"] for r in replicas)
+    # torchrun's worker variables beside the operator's
+    assert [(r["RANK"], r["LOCAL_RANK"], r["LOCAL_WORLD_SIZE"]) for r in replicas] == [
+        ("0", "0", "1"),
+        ("1", "0", "1"),
+    ]
+    assert [(r["GROUP_RANK"], r["ROLE_RANK"], r["ROLE_WORLD_SIZE"]) for r in replicas] == [
+        ("0", "0", "2"),
+        ("1", "1", "2"),
+    ]
