@@ -6,8 +6,9 @@ only makes them happen:
 
 * `prepare_replicas` prepares each replica's container with `prepare_container` (params,
   rendering, env, connections, init, cache settings: nothing is re-implemented), so a replica
-  behaves exactly like a job would; GPUs are sliced and ``mpirun`` checked here, so a job that
-  cannot start fails before any flow run exists.
+  behaves exactly like a job would; GPU requests and ``mpirun`` are checked here, so a job that
+  cannot start fails before any flow run exists (each replica's GPUs are taken from the
+  machine's pool when the op runs: `polyaxon_prefect.runtime._gpu_admit`).
 * `execute_replicas` takes free loopback ports, starts one `run_process` thread per replica
   with one shared stop event, relays their lines (``[worker-1] ...``) from the calling thread,
   and asks `decide` each time a replica ends: the first failure stops the others at once (a
@@ -83,7 +84,7 @@ _OUTPUT_VARS = (tracking.ENV_OUTPUTS_PATH, tracking.POLYAXON_ENV_OUTPUTS_PATH)
 @dataclass(frozen=True)
 class PreparedReplica:
     """One replica's process, prepared: its job (its container, via `prepare_container`) and the
-    GPUs it sees."""
+    GPUs it sees (its ``CUDA_VISIBLE_DEVICES``: given when the op takes its GPUs, `admitted`)."""
 
     replica: Replica
     job: PreparedJob
