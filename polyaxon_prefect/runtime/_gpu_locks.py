@@ -3,9 +3,10 @@
 Why file locks and not Prefect global concurrency limits: a GPU must come back when its holder
 dies, however it dies. ``fcntl.flock`` on one file per GPU slot (`Slot`) is released by the
 kernel when the holding process ends (``kill -9`` included), costs no server round trip (taking
-and giving back a free GPU is about 0.1 ms here, where a concurrency-limit slot is two API
-calls, and a slot of a killed CLI stays taken until its lease expires), works before any
-server is up and names its holder (the file holds the run's name). The decisions are pure
+and giving back 1 free GPU of 2 took 0.13 ms, 4 of 8 0.35 ms, on a 2-core machine; a
+concurrency-limit slot is API calls each way, and a slot of a killed CLI is freed only when its
+lease expires), works before any server is up and names its holder (the file holds the run's
+name). The decisions are pure
 (`polyaxon_prefect.distributed._gpu_pool`); this module only opens, locks and reads files.
 
 The files live in ``<Prefect home>/gpu-locks`` (``PREFECT_HOME``, else ``~/.prefect``): every
