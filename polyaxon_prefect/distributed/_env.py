@@ -26,6 +26,7 @@ __all__ = [
     "mpi_hostfile",
     "replica_env",
     "service_cluster",
+    "torchrun_env",
 ]
 
 DEFAULT_PORTS: dict[str, int] = {
@@ -97,6 +98,27 @@ def _int(value: object) -> int | None:
 def _addresses(plan: ReplicaPlan, cluster: Cluster) -> dict[str, list[str]]:
     """Each group's replica addresses by index, groups in the kind's order."""
     return {g.type: [cluster.address(r) for r in plan.of_type(g.type)] for g in plan.groups}
+
+
+def torchrun_env(plan: ReplicaPlan, replica: Replica) -> dict[str, str]:
+    """What torchrun gives each worker beside ``RANK``/``WORLD_SIZE`` (``LOCAL_RANK``,
+    ``LOCAL_WORLD_SIZE``, ``GROUP_RANK``, ``ROLE_RANK``...), for a script written for torchrun,
+    on a PyTorch job run locally: each replica is one process, its "node"'s only one, and sees
+    only its own GPUs, so its local rank is 0 (the Kubeflow operator sets none of these; with
+    ``nprocPerNode`` the replica's own torchrun sets them again for its workers)."""
+    if plan.kind != "pytorchjob":
+        return {}
+    per_node = getattr(plan.run, "n_proc_per_node", None)
+    nproc = _int(per_node) or 1
+    return {
+        "LOCAL_RANK": "0",
+        "LOCAL_WORLD_SIZE": str(nproc),
+        "GROUP_RANK": str(replica.rank),
+        "GROUP_WORLD_SIZE": str(plan.size),
+        "ROLE_NAME": "default",
+        "ROLE_RANK": str(replica.rank),
+        "ROLE_WORLD_SIZE": str(plan.size * nproc),
+    }
 
 
 # --- TensorFlow ----------------------------------------------------------------------------------

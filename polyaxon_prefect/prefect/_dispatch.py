@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from polyaxon_prefect.prefect._request import Children, OpRequest, OpTask, SweepOptions
+from polyaxon_prefect.runtime import check_gpus_up_front
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.specs import LOCAL, OpKind, Status, op_kind
 
@@ -103,7 +104,11 @@ def prepare_request(request: OpRequest) -> OpRequest:
     prepares each child when it starts (a child's bad param fails that child, not the whole
     run)."""
     register_backends(request.backend)
-    if op_kind(request.operation) != "job" or request.prepared is not None:
+    if request.prepared is not None:
+        return request
+    if op_kind(request.operation) != "job":
+        if request.backend == LOCAL:  # a GPU request too large: once, not per trial or op
+            check_gpus_up_front(request.loaded)
         return request
     return request.with_(prepared=request.prepare_job())
 

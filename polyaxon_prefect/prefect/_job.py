@@ -35,6 +35,7 @@ from prefect.types import BANNED_CHARACTERS
 
 from polyaxon_prefect.prefect._artifacts import artifact_key, table_artifact, table_artifact_soon
 from polyaxon_prefect.prefect._client import ephemeral_api_url, result_value
+from polyaxon_prefect.prefect._gpu_wait import gpu_wait_callbacks
 from polyaxon_prefect.prefect._settings import install_log_filter
 from polyaxon_prefect.prefect._states import (
     CACHED_STATE_NAME,
@@ -122,7 +123,10 @@ def run_op_in_task(
         else:
             logger.info(line, extra={JOB_LINE: stream})
 
-    result = execute_job_op(job, on_line=on_line, cancel_event=cancel_event)
+    on_wait, on_start = gpu_wait_callbacks(job, logger, task=report)
+    result = execute_job_op(
+        job, on_line=on_line, cancel_event=cancel_event, on_wait=on_wait, on_start=on_start
+    )
     if report:  # a DAG op: its downstream op need not wait for the API (see the function)
         rows, key, description = _report_args(job, result)
         table_artifact_soon(rows, key=key, description=description)

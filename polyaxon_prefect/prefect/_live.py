@@ -20,7 +20,7 @@ from typing import IO
 
 from polyaxon_prefect.specs import Status
 
-__all__ = ["LiveTable", "finish", "live_table", "notify", "start"]
+__all__ = ["LiveTable", "finish", "live_table", "notify", "notify_waiting", "start"]
 
 _COLORS = {
     Status.SUCCEEDED: "32",
@@ -68,10 +68,14 @@ class LiveTable:
         status: Status,
         cached_from: str | None = None,
         reused_from: str | None = None,
+        waiting: str = "",
     ) -> None:
         with self.lock:
             self.statuses.setdefault(dag, {})[op] = status
             note = _cache_note(cached_from) or _reuse_note(reused_from)
+            if waiting:
+                self._write(f"{op:<{self.width}}  {self._row_status(status, f'({waiting})')}")
+                return
             if note:
                 self.notes[(dag, op)] = note
             now = time.monotonic()
@@ -119,6 +123,15 @@ def notify(
     run a restarted DAG took this op's results from (``restart --from``)."""
     for table in list(_TABLES):
         table.update(dag, op, status, cached_from, reused_from)
+
+
+def notify_waiting(op: str, reason: str) -> None:
+    """Op ``op`` (of whichever DAG on the table has it) waits for GPUs: ``queued`` with
+    ``reason``; an empty ``reason``: it has them, ``running`` again."""
+    for table in list(_TABLES):
+        for dag, ops in list(table.statuses.items()):
+            if op in ops:
+                table.update(dag, op, Status.QUEUED if reason else Status.RUNNING, waiting=reason)
 
 
 def _cache_note(cached_from: str | None) -> str:

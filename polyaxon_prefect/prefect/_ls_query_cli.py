@@ -117,10 +117,13 @@ def _io_columns(rows: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
 
 def _table(rows: list[dict[str, Any]], io: bool) -> tuple[list[str], list[list[str]]]:
     extra = _io_columns(rows) if io else []
-    header = [*BASE_COLUMNS, *(column for column, _, _ in extra)]
+    base = list(BASE_COLUMNS)
+    if io and any(row.get("gpu_hours") is not None for row in rows):
+        base.insert(base.index("duration") + 1, "gpu_hours")  # GPUs x wall time
+    header = [*base, *(column for column, _, _ in extra)]
     cells: list[list[str]] = []
     for row in rows:
-        values = [_cell(row.get(column)) for column in BASE_COLUMNS]
+        values = [_cell(row.get(column)) for column in base]
         for _, section, name in extra:
             source = row.get(section) or {}
             if section == "outputs" and name not in source:

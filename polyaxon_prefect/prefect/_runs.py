@@ -148,6 +148,7 @@ def _row(run: Any, artifacts: list[Any]) -> dict[str, Any]:
         "name": run.name,
         "kind": _kind(artifacts),
         "status": _status(run),
+        "message": (run.state.message if run.state else "") or "",
         "started": _started(run),
         "start_time": run.start_time.isoformat() if run.start_time else None,
         "duration": _duration(run),
@@ -258,6 +259,7 @@ def _job(client: Any, run: Any, artifacts: list[Any]) -> dict[str, Any]:
         "params": sections["param"] or dict(run.parameters or {}),
         "outputs": sections["output"],
         "metrics": {name: _number(value) for name, value in sections["metric"].items()},
+        "gpu_hours": _number(sections["run"].get("gpu_hours")),
     }
 
 
@@ -314,7 +316,14 @@ def _sweep(client: Any, run: Any, artifacts: list[Any]) -> dict[str, Any]:
         "metric": data.get("metric"),
         "trials": data.get("trials") or [],
         "best": best,
+        "gpu_hours": _gpu_hours(data.get("trials") or []),
     }
+
+
+def _gpu_hours(trials: list[dict[str, Any]]) -> float | None:
+    """A sweep's GPU-hours: its trials' sum (None when no trial held a GPU)."""
+    hours = [t["gpu_hours"] for t in trials if isinstance(t.get("gpu_hours"), int | float)]
+    return round(sum(hours), 6) if hours else None
 
 
 @dataclass(frozen=True)
@@ -359,6 +368,7 @@ def get_run(api: str, run: str) -> dict[str, Any] | None:
         "params": dict(found.parameters or {}),
         "outputs": {},
         "metrics": {},
+        "gpu_hours": None,
         **details,
         "url": f"{ui}/runs/flow-run/{found.id}",
     }

@@ -237,8 +237,21 @@ def cmd_ls(args: argparse.Namespace) -> int:
         print("no runs")
         return 0
     header = ("name", "kind", "status", "started", "duration", "id")
-    _print_table(header, [(_clipped(r["name"]), *(r[key] for key in header[1:])) for r in rows])
+    _print_table(
+        header,
+        [
+            (_clipped(r["name"]), r["kind"], _ls_status(r), *(r[k] for k in header[3:]))
+            for r in rows
+        ],
+    )
     return 0
+
+
+def _ls_status(row: dict[str, Any]) -> str:
+    """The status cell; a queued run says what it waits for (e.g. its GPUs)."""
+    if row["status"] == Status.QUEUED and row.get("message"):
+        return f"{row['status']} ({row['message']})"
+    return str(row["status"])
 
 
 def _shown(value: Any) -> str:
@@ -271,6 +284,8 @@ def _print_sweep(run: dict[str, Any]) -> None:
 def _print_run(run: dict[str, Any]) -> None:
     for key in ("name", "kind", "status", "message", "uuid", "started", "duration", "url"):
         print(f"{key}: {run[key] if run[key] is not None else '-'}")
+    if run.get("gpu_hours") is not None:
+        print(f"gpu_hours: {run['gpu_hours']:.4g}")
     for section in ("params", "outputs", "metrics"):
         if run[section]:
             print(f"{section}:")

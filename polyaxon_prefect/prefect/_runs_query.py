@@ -48,7 +48,7 @@ def _seconds(run: Any) -> float | None:
 
 
 def _details(client: Any, run: Any, artifacts: list[Any]) -> dict[str, Any]:
-    """``uuid``, ``params``, ``outputs`` and ``metrics`` as `get` reads them."""
+    """``uuid``, ``params``, ``outputs``, ``metrics`` and ``gpu_hours`` as `get` reads them."""
     report = _shape(artifacts)
     read = report.read(client, run, artifacts) if report is not None else {}
     uuid = read.get("uuid")
@@ -59,6 +59,7 @@ def _details(client: Any, run: Any, artifacts: list[Any]) -> dict[str, Any]:
         "params": read.get("params") or dict(run.parameters or {}),
         "outputs": dict(read.get("outputs") or {}),
         "metrics": dict(read.get("metrics") or {}),
+        "gpu_hours": read.get("gpu_hours"),
     }
 
 

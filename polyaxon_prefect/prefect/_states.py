@@ -17,8 +17,9 @@ upstream_failed             Cancelled named ``UpstreamFailed``     upstream_fail
 ==========================  =====================================  ======================
 
 A run that has not ended reads back as what it is doing, never as a failure: Scheduled (and
-Late) is ``scheduled``, AwaitingRetry and Retrying are ``retrying``, Pending and
-AwaitingConcurrencySlot are ``queued``, Running is ``running``, Paused is ``paused``,
+Late) is ``scheduled``, AwaitingRetry and Retrying are ``retrying``, Pending (``AwaitingGPUs``
+too: an op waiting for its GPUs, the reason its message) and AwaitingConcurrencySlot are
+``queued``, Running is ``running``, Paused is ``paused``,
 Cancelling is ``stopping``; Crashed (the infrastructure died) is ``failed``. `STATE_TYPES`
 is the same table read the other way, for filtering runs by status on the API.
 """

@@ -62,6 +62,7 @@ from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.runtime._session import stop_reason, stop_requested
 from polyaxon_prefect.search._sweep import (
     SweepRun,
+    gpu_budget_spent,
     trial_dict,
     trial_loaded,
     trial_name,
@@ -126,6 +127,8 @@ class _Sweep:
             or new_run_context(request.op_name, project_name(), run_uuid=None).make_dirs()
         )
         self.board = SweepBoard(request.op_name, self.context.uuid)
+        self.gpu_hours = 0.0
+        """GPU-hours of the trials ended so far (`gpu_budget_spent`)."""
 
     # -- study ----------------------------------------------------------------------------
 
@@ -215,7 +218,9 @@ class _Sweep:
             metrics=result.metrics,
             uuid=result.uuid,
             message=message,
+            gpu_hours=result.gpu_hours,
         )
+        self.gpu_hours += result.gpu_hours or 0.0
         log = (
             self.logger.info
             if status in (Status.SUCCEEDED, Status.STOPPED)
@@ -226,6 +231,9 @@ class _Sweep:
         decision = self.book.trial_finished(status, metrics, study.total)
         if decision is not None:
             self.stopping(study, decision.reason)
+        budget = gpu_budget_spent(self.matrix, self.gpu_hours)
+        if budget is not None:
+            self.stop(study, budget, Status.SUCCEEDED)
 
     def stop(self, study: SweepStudy, reason: str, status: Status) -> None:
         if self.book.stop(reason, status) is not None:
@@ -375,6 +383,7 @@ class _Sweep:
             trials=trials,
             best=best,
             reason=reason,
+            gpu_hours=_sum_gpu_hours(history),
         )
         self.logger.info("sweep %s: %s", study.name, message)
         if on_outcome is not None:
@@ -384,6 +393,12 @@ class _Sweep:
 
 
 # ----------------------------------------------------------------------------- helpers
+
+
+def _sum_gpu_hours(history: list[Any]) -> float | None:
+    """The sweep's GPU-hours: its trials' (a resumed sweep's earlier trials included)."""
+    hours = [r.gpu_hours for r in history if getattr(r, "gpu_hours", None) is not None]
+    return sum(hours) if hours else None
 
 
 def _new_values(flight: _Flight) -> list[tuple[int, float]]:

@@ -37,6 +37,7 @@ from prefect.client.schemas.objects import State, StateType
 from prefect.states import Completed, Failed
 
 from polyaxon_prefect.prefect._client import api_request
+from polyaxon_prefect.prefect._gpu_wait import GPU_WAIT_STATE_NAME
 from polyaxon_prefect.prefect._job import JOB_LINE, flow_name
 from polyaxon_prefect.prefect._states import polyaxon_status, state_for_result
 from polyaxon_prefect.runtime._job_op import execute_job_op, retries
@@ -141,6 +142,32 @@ class _TrialRun:
     def error(self, line: str, *args: Any) -> None:
         self.log(logging.ERROR, line % args if args else line)
 
+    def waiting(self, reason: str) -> None:
+        """The trial waits for GPUs: its flow run ``Pending`` with ``reason`` (created so,
+        when it does not exist yet), the reason a line of its log."""
+        from prefect.states import Pending
+
+        self.info(reason)
+        self._set_or_create(Pending(name=GPU_WAIT_STATE_NAME, message=reason))
+
+    def started(self) -> None:
+        """The trial has its GPUs: ``Running`` again."""
+        from prefect.states import Running
+
+        self._set_or_create(Running(message="got its GPUs"))
+
+    def _set_or_create(self, state: State) -> None:
+        with self._lock:
+            if self._finished:
+                return
+            with contextlib.suppress(Exception):  # shown at the end instead
+                if self.flow_run is None:
+                    self._create(state)
+                else:
+                    path = f"/flow_runs/{self.flow_run.id}/set_state"
+                    payload = _state_payload(state, self.flow_run.id)
+                    api_request(self._client, "POST", path, payload)
+
     def finish(self, state: State) -> str:
         """Record ``state`` as the run's final state; returns the flow run's id."""
         self._timer.cancel()
@@ -190,8 +217,18 @@ def run_job_trial(
     def on_retry(attempt: int, attempts: int) -> None:
         run.warning("attempt %d of %d failed; retrying", attempt, attempts)
 
+    waited: list[str] = []
+
+    def on_wait(reason: str) -> None:
+        waited.append(reason)
+        run.waiting(reason)
+
+    def on_start(_job: PreparedJob) -> None:
+        if waited:
+            run.started()
+
     try:
-        result = _with_retries(job, on_line, cancel_event, on_retry)
+        result = _with_retries(job, on_line, cancel_event, on_retry, (on_wait, on_start))
     except BaseException as exc:
         run.finish(Failed(message=f"trial crashed: {exc}"))
         raise
@@ -206,17 +243,23 @@ def _with_retries(
     on_line: Callable[[str, str], None],
     cancel_event: threading.Event | None,
     on_retry: Callable[[int, int], None],
+    gpu_callbacks: tuple[Callable[[str], None], Callable[[PreparedJob], None]] | None = None,
 ) -> RunResult:
     """The trial's attempts: ``termination.maxRetries`` more while it fails (`retries`, the
     count Prefect's task retries apply to a job op), never after a stop."""
     attempts = retries(job) + 1
+    on_wait, on_start = gpu_callbacks or (None, None)
     for attempt in range(1, attempts):
-        result = execute_job_op(job, on_line=on_line, cancel_event=cancel_event)
+        result = execute_job_op(
+            job, on_line=on_line, cancel_event=cancel_event, on_wait=on_wait, on_start=on_start
+        )
         stopped = cancel_event is not None and cancel_event.is_set()
         if result.status != Status.FAILED or stopped:
             return result
         on_retry(attempt, attempts)
-    return execute_job_op(job, on_line=on_line, cancel_event=cancel_event)
+    return execute_job_op(
+        job, on_line=on_line, cancel_event=cancel_event, on_wait=on_wait, on_start=on_start
+    )
 
 
 def _prefix(job: PreparedJob, result: RunResult) -> str:

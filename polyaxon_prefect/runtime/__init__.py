@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from polyaxon_prefect.runtime._cluster import CONNECTIONS_ENV, read_connections_file
     from polyaxon_prefect.runtime._cluster_compile import cluster_manifests
     from polyaxon_prefect.runtime._executors import EXECUTORS, Executor, executor_for
+    from polyaxon_prefect.runtime._gpu_admit import check_gpus_up_front
     from polyaxon_prefect.runtime._handback import handback_outcome
     from polyaxon_prefect.runtime._init import INIT_HANDLERS
     from polyaxon_prefect.runtime._job import (
@@ -83,6 +84,7 @@ __all__ = [
     "RunContext",
     "RunRuntimeError",
     "UnknownConnectionError",
+    "check_gpus_up_front",
     "cluster_manifests",
     "connection_env",
     "connections_env",
@@ -126,6 +128,7 @@ __getattr__ = lazy_attributes(
         "cluster_manifests": "_cluster_compile",
         **dict.fromkeys(("CONNECTIONS_ENV", "read_connections_file"), "_cluster"),
         "handback_outcome": "_handback",
+        "check_gpus_up_front": "_gpu_admit",
         **dict.fromkeys(("request_stop", "stop_requested"), "_session"),
     },
 )

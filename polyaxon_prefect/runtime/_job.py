@@ -17,6 +17,7 @@ Each step lives in its own module (``_param_values``, ``_render``, ``_init``, ``
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -38,6 +39,11 @@ from polyaxon_prefect.runtime._connections import (
 from polyaxon_prefect.runtime._context import DEFAULT_PROJECT, RunContext, new_run_context
 from polyaxon_prefect.runtime._dockerfile import render_dockerfile
 from polyaxon_prefect.runtime._errors import InitStepError, ProcessStartError
+from polyaxon_prefect.runtime._gpu_admit import (
+    RESOURCES,
+    check_gpu_capacity,
+    container_gpu_request,
+)
 from polyaxon_prefect.runtime._init import (
     InitStep,
     init_steps,
@@ -135,6 +141,10 @@ class PreparedJob:
     cache_read: bool = True
     """False: no cached success is reused (``run --no-cache``); a success is still recorded
     under ``cache_key``."""
+    gpu_requests: tuple[int, ...] = ()
+    """The GPUs each of its processes asks for (a job: one count; a distributed op: one per
+    replica), taken from the machine's pool when it runs (`admitted`); empty: GPUs are not the
+    local backend's to give (a cluster op)."""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -162,8 +172,11 @@ def prepare_job(
     kind = getattr(_component_of(loaded.operation).run, "kind", None)
     if not runs_as_one_process(kind):
         raise UnsupportedFeatureError([_not_one_process(kind)])
-    job, _ = prepare_container(loaded, options or PrepareOptions(**keywords))
-    return job
+    job, context = prepare_container(loaded, options or PrepareOptions(**keywords))
+    run = _component_of(loaded.operation).run
+    gpus = container_gpu_request(getattr(run, "container", None), context, RESOURCES, loaded)
+    check_gpu_capacity([gpus], RESOURCES, loaded)
+    return dataclasses.replace(job, gpu_requests=(gpus,))
 
 
 def _not_one_process(kind: str | None) -> Problem:

@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.runtime._cache import CacheHit, RunCache
 from polyaxon_prefect.runtime._executors import executor_for
+from polyaxon_prefect.runtime._gpu_admit import admitted, with_no_gpu_hint
 from polyaxon_prefect.runtime._job import PreparedJob
 from polyaxon_prefect.runtime._masking import mask_text, mask_value
+from polyaxon_prefect.runtime._outcome import last_lines
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.specs import Status
 
@@ -56,7 +59,7 @@ def failure_message(job: PreparedJob, result: RunResult) -> str:
     process = result.process
     if not message and process is not None:
         message = f"the process {process.describe()}"
-        tail = process.stderr_tail[-_TAIL_LINES:]
+        tail = last_lines(process.stderr_tail, _TAIL_LINES)
         if tail:
             message += "; last lines of stderr:\n" + "\n".join(tail)
     for problem in result.problems:
@@ -141,6 +144,8 @@ def execute_job_op(
     *,
     on_line: LineCallback,
     cancel_event: threading.Event | None = None,
+    on_wait: Callable[[str], None] | None = None,
+    on_start: Callable[[PreparedJob], None] | None = None,
 ) -> RunResult:
     """Run ``job`` as an op, once: reuse a cached success, else run its process and remember a
     success for its cache key (retries are the caller's: `retries`).
@@ -150,13 +155,27 @@ def execute_job_op(
 
     ``cancel_event`` stops the process when set (early stopping, pruning, Ctrl-C): the op ends
     ``stopped``.
+
+    A local op first takes its GPUs from the machine's pool (`admitted`), waiting while they
+    are busy: ``on_wait(reason)`` says why (default: a line of its log), ``on_start(job)``
+    when it has them (the job as it runs, its GPUs in its env).
     """
     cached = cached_result(job)
     if cached is not None:
         return cached
+    waited = on_wait or (lambda reason: on_line("stdout", reason))
     try:
         executor = executor_for(job.run_kind, job.backend)
-        raw = executor.execute(job, on_line=on_line, cancel_event=cancel_event)
+        with admitted(job, waited, cancel_event) as ready:
+            if ready is None:
+                stopped = RunResult(Status.STOPPED, message="cancelled while it waited for GPUs")
+                return _as_op_result(job, stopped)
+            if on_start is not None and ready is not job:
+                on_start(ready)
+            began = time.monotonic()
+            raw = executor.execute(ready, on_line=on_line, cancel_event=cancel_event)
+            gpus = sum(job.gpu_requests)
+            held = gpus * (time.monotonic() - began) / 3600 if gpus else None
     except PolyaxonPrefectError as exc:  # command not found, bad outputs file, ...
         return RunResult(
             Status.FAILED,
@@ -165,7 +184,7 @@ def execute_job_op(
             artifacts_path=str(job.context.run_artifacts_path),
             message=mask_text(str(exc), job.secrets),
         )
-    result = _as_op_result(job, raw)
+    result = with_no_gpu_hint(job, raw, _as_op_result(job, raw)).with_(gpu_hours=held)
     if result.succeeded:
         _cache_store(job, result, on_line)
     return result
@@ -190,6 +209,8 @@ def job_report_rows(job: PreparedJob, result: RunResult) -> list[dict[str, str]]
     ]
     if result.cached:  # the one line that says these outputs are an earlier run's
         rows.append({"kind": "run", "name": "cached from", "value": _cache_note(result)})
+    if result.gpu_hours is not None:
+        rows.append({"kind": "run", "name": "gpu_hours", "value": f"{result.gpu_hours:.6g}"})
     if job.image:
         rows.append({"kind": "run", "name": "image", "value": job.image})
     for name, value in sorted(job.params.items()):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import shutil
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -44,6 +45,25 @@ def failed(message: str, secrets: Sequence[str]) -> RunResult:
     return RunResult(Status.FAILED, message=mask_text(message, secrets))
 
 
+_CARETS = re.compile(r"^\s*(?:\[[^\]]*\]:\s*)?[\^~]+\s*$")
+_TRACEBACK = re.compile(r"^(?:\[[^\]]*\]:\s*)?Traceback \(most recent call last\):")
+
+
+def last_lines(lines: Sequence[str], limit: int) -> list[str]:
+    """The last lines of a process's output as a message shows them: a Python traceback whole
+    from its ``Traceback`` line when it fits in three times ``limit`` lines, else the last
+    ``limit`` lines starting at a frame (never in the middle of one); blank lines and the
+    ``^^^^``/``~~~~`` markers under code left out."""
+    kept = [line for line in lines if line.strip() and not _CARETS.match(line)]
+    starts = [n for n, line in enumerate(kept) if _TRACEBACK.match(line)]
+    if starts and len(kept) - starts[-1] <= 3 * limit:
+        return kept[starts[-1] :]
+    tail = kept[-limit:]
+    while len(tail) > 1 and tail[0].startswith("    "):
+        tail = tail[1:]
+    return tail
+
+
 def process_message(result: ProcessResult, timeout: float | None) -> str:
     if result.timed_out:
         limit = timeout if timeout is not None else result.duration
@@ -59,7 +79,7 @@ def process_message(result: ProcessResult, timeout: float | None) -> str:
             name = str(result.signal)
         return f"killed by signal {name}"
     message = f"exited with code {result.returncode}"
-    tail = [line for line in result.stderr_tail if line.strip()][-_STDERR_LINES_IN_MESSAGE:]
+    tail = last_lines(result.stderr_tail, _STDERR_LINES_IN_MESSAGE)
     if tail:
         message += ": " + "\n".join(tail)
     return message

@@ -6,8 +6,9 @@ only makes them happen:
 
 * `prepare_replicas` prepares each replica's container with `prepare_container` (params,
   rendering, env, connections, init, cache settings: nothing is re-implemented), so a replica
-  behaves exactly like a job would; GPUs are sliced and ``mpirun`` checked here, so a job that
-  cannot start fails before any flow run exists.
+  behaves exactly like a job would; GPU requests and ``mpirun`` are checked here, so a job that
+  cannot start fails before any flow run exists (each replica's GPUs are taken from the
+  machine's pool when the op runs: `polyaxon_prefect.runtime._gpu_admit`).
 * `execute_replicas` takes free loopback ports, starts one `run_process` thread per replica
   with one shared stop event, relays their lines (``[worker-1] ...``) from the calling thread,
   and asks `decide` each time a replica ends: the first failure stops the others at once (a
@@ -23,11 +24,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import os
 import queue
-import shutil
 import socket
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -41,15 +39,17 @@ from polyaxon_prefect.distributed import (
     ReplicaPlan,
     decide,
     gpu_request,
-    gpu_slices,
     loopback_cluster,
     mpi_hostfile,
     plan_replicas,
     replica_env,
+    torchrun_env,
+    visible_env,
 )
 from polyaxon_prefect.exceptions import PolyaxonfileError, UnsupportedFeatureError
 from polyaxon_prefect.runtime._context import new_run_context
 from polyaxon_prefect.runtime._errors import InitStepError, RunRuntimeError
+from polyaxon_prefect.runtime._gpu_admit import check_gpu_capacity
 from polyaxon_prefect.runtime._init import run_init
 from polyaxon_prefect.runtime._job import LOCAL, PreparedJob, _before_process, prepare_container
 from polyaxon_prefect.runtime._locate import locate_problems
@@ -59,6 +59,7 @@ from polyaxon_prefect.runtime._outcome import (
     failed,
     finish_ttl,
     job_outcome,
+    last_lines,
     process_message,
 )
 from polyaxon_prefect.runtime._process import ProcessResult, run_process
@@ -83,7 +84,7 @@ _OUTPUT_VARS = (tracking.ENV_OUTPUTS_PATH, tracking.POLYAXON_ENV_OUTPUTS_PATH)
 @dataclass(frozen=True)
 class PreparedReplica:
     """One replica's process, prepared: its job (its container, via `prepare_container`) and the
-    GPUs it sees."""
+    GPUs it sees (its ``CUDA_VISIBLE_DEVICES``: given when the op takes its GPUs, `admitted`)."""
 
     replica: Replica
     job: PreparedJob
@@ -123,8 +124,10 @@ def prepare_replicas(
     if options.run_context is None:  # one run context for every replica
         name = operation.name or component.name or "job"
         options = dataclasses.replace(options, run_context=new_run_context(name))
-    available = _machine_gpus() if any(gpu_request(r) for r in plan.replicas) else []
-    gpus = gpu_slices(plan.replicas, available)
+    requests = {r.name: gpu_request(r) for r in plan.replicas}
+    biggest = max(plan.replicas, key=lambda r: requests[r.name])
+    path = ("component", "run", biggest.type, "container", "resources")
+    check_gpu_capacity(list(requests.values()), path, loaded, list(requests))
     launched = LAUNCHED.get(plan.kind)
     by_spec: dict[int, PreparedJob] = {}
     replicas: list[PreparedReplica] = []
@@ -135,10 +138,11 @@ def prepare_replicas(
         if job is None:
             job = by_spec[id(replica.spec)] = _prepare_one(loaded, replica, options)
         own = _own_outputs(job, replica, plan)
-        replicas.append(PreparedReplica(replica, own, gpus[replica.name]))
+        replicas.append(PreparedReplica(replica, own, ""))
     if launched is not None:
         check_mpirun(replicas[0].job.argv, replicas[0].job.env)
-    return _as_op(plan, tuple(replicas))
+    op = _as_op(plan, tuple(replicas))
+    return dataclasses.replace(op, gpu_requests=tuple(requests[r.name] for r in replicas))
 
 
 def _as_op(plan: ReplicaPlan, replicas: tuple[PreparedReplica, ...]) -> PreparedReplicas:
@@ -169,23 +173,6 @@ def _own_outputs(job: PreparedJob, replica: Replica, plan: ReplicaPlan) -> Prepa
     env = dict(job.env)
     env.update(dict.fromkeys(_OUTPUT_VARS, str(context.run_outputs_path)))
     return dataclasses.replace(job, context=context, env=env)
-
-
-def _machine_gpus() -> list[str]:
-    """This machine's GPU ids: ``CUDA_VISIBLE_DEVICES`` when set, else ``nvidia-smi -L``."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
-        return [part.strip() for part in visible.split(",") if part.strip()]
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return []
-    try:
-        listing = subprocess.run(
-            [smi, "-L"], capture_output=True, text=True, timeout=10, check=False
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return []
-    return [str(i) for i, _ in enumerate(x for x in listing.splitlines() if x.startswith("GPU "))]
 
 
 def _prepare_one(loaded: Any, replica: Replica, options: PrepareOptions) -> PreparedJob:
@@ -316,7 +303,8 @@ def _launch(prepared: PreparedReplicas, plan: ReplicaPlan) -> Launch:
                 {
                     **one.job.env,
                     **replica_env(plan, one.replica, cluster),
-                    "CUDA_VISIBLE_DEVICES": one.gpus,
+                    **torchrun_env(plan, one.replica),
+                    **visible_env(one.gpus.split(",") if one.gpus else []),
                 }
             ),
         )
@@ -458,7 +446,7 @@ def _outcome(
     if culprit.result is None:
         return failed(f"replica `{name}` could not start: {culprit.error}", prepared.secrets)
     message = f"replica `{name}` {process_message(culprit.result, prepared.timeout)}"
-    tail = [line for line in culprit.result.stdout_tail if line.strip()][-_TAIL_LINES:]
+    tail = last_lines(culprit.result.stdout_tail, _TAIL_LINES)
     if tail and not culprit.result.stderr_tail:
         message += "; last lines of its output:\n" + "\n".join(tail)
     return dataclasses.replace(failed(message, prepared.secrets), process=culprit.result)

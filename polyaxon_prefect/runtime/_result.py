@@ -49,6 +49,8 @@ class RunResult:
     """A sweep's best trial by its metric."""
     reason: str = ""
     """Why a DAG or a sweep ended early, empty otherwise."""
+    gpu_hours: float | None = None
+    """GPUs held x wall time, in hours (a sweep: its trials' sum); None: it asked for none."""
     timed_out: bool = field(default=False, compare=False)
     """The job was killed at its deadline (its Prefect state is named ``TimedOut``); not part of
     `to_dict`, the message says it."""
@@ -82,6 +84,8 @@ class RunResult:
                 del data[key]
         if not data["reason"]:
             del data["reason"]
+        if data["gpu_hours"] is None:
+            del data["gpu_hours"]
         # For people and files: secrets and URL credentials masked. The attributes keep the
         # values the ops produced (data, as passed between ops).
         masked: dict[str, Any] = mask_value(data)

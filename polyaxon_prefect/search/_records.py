@@ -49,3 +49,5 @@ class TrialRecord:
     uuid: str | None
     attrs: dict[str, Any]
     message: str = ""
+    gpu_hours: float | None = None
+    """GPUs held x wall time, in hours; None: it asked for no GPU."""

@@ -130,6 +130,7 @@ def _record(trial: FrozenTrial) -> TrialRecord:
         uuid=user.get("uuid"),
         attrs=decode(user.get("attrs", {})),
         message=user.get("message", "") or "",
+        gpu_hours=user.get("gpu_hours"),
     )
 
 
@@ -460,18 +461,17 @@ class SweepStudy:
         metrics: Mapping[str, Any] | None = None,
         uuid: str | None = None,
         message: str = "",
+        gpu_hours: float | None = None,
     ) -> None:
-        """Record how a trial ended (a Polyaxon status) and its metric value, when any.
-
-        Without ``value``, the matrix metric is looked up in ``outputs`` then ``metrics``.
-        """
+        """Record how a trial ended (a Polyaxon status), its GPU-hours and its metric value,
+        when any: ``value``, else the matrix metric in ``outputs``, then in ``metrics``."""
         outputs, metrics = dict(outputs or {}), dict(metrics or {})
         if value is None and self.metric_name is not None:
             value = outputs.get(self.metric_name, metrics.get(self.metric_name))
         number_value = _number(value)
         trial_id = self._trial_id(number)
         attrs = {"status": status, "outputs": encode(outputs), "metrics": encode(metrics)}
-        attrs.update(uuid=uuid, message=message, value=encode(number_value))
+        attrs.update(uuid=uuid, message=message, value=encode(number_value), gpu_hours=gpu_hours)
         set_trial_user_attrs(self._storage, trial_id, attrs)  # one journal append, one sync
         values: list[float] | None = None
         if status == Status.SUCCEEDED and number_value is not None and math.isfinite(number_value):

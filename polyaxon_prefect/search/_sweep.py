@@ -122,6 +122,19 @@ def trial_loaded(loaded: Any, params: Mapping[str, Any]) -> Any:
     return dataclasses.replace(loaded, operation=operation.model_copy(update=update))
 
 
+def gpu_budget_spent(matrix: Any, spent: float) -> str | None:
+    """Why the sweep stops for its GPU budget (``maxGpuHours``, our extension beside
+    ``earlyStopping``), or None: its ended trials held GPUs for ``spent`` GPU-hours, at or past
+    the budget. The sweep then ends as when a metric reached its target (``succeeded``, the
+    trials in flight ``stopped``): the budget is the user's plan, not a failure."""
+    budget = getattr(matrix, "max_gpu_hours", None)
+    if budget is None or spent < float(budget):
+        return None
+    return (
+        f"GPU budget spent: the trials held GPUs for {spent:.3g} GPU-hours, maxGpuHours is {budget}"
+    )
+
+
 def trial_dict(record: Any) -> dict[str, Any]:
     """A study's trial record as ``--json`` and the DAG's ops table show it."""
     return {
@@ -134,7 +147,14 @@ def trial_dict(record: Any) -> dict[str, Any]:
         "uuid": record.uuid,
         "value": record.value,
         "message": record.message,
-    }
+    } | _gpu_hours(record)
+
+
+def _gpu_hours(record: Any) -> dict[str, Any]:
+    """``{"gpu_hours": h}`` for a trial that held GPUs, else nothing (records of other kinds of
+    run, and of older sweeps, have none)."""
+    hours = getattr(record, "gpu_hours", None)
+    return {"gpu_hours": hours} if hours is not None else {}
 
 
 def display(value: Any) -> Any:
@@ -181,6 +201,9 @@ def leaderboard_rows(
         for key, value in (getattr(record, "outputs", None) or {}).items():
             if key != metric and key not in row:  # the trial's outputs, after its params
                 row[key] = _cell(value)
+        hours = getattr(record, "gpu_hours", None)
+        if hours is not None:
+            row["gpu_hours"] = display(hours)
         row["uuid"] = record.uuid[:UUID_CHARS] if record.uuid else record.uuid
         rows.append(row)
     return rows

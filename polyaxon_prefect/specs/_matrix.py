@@ -115,6 +115,9 @@ class _Matrix(BaseSpec):
 
     concurrency: PositiveIntOrRef | None = None
     early_stopping: list[EarlyStopping] | None = None
+    max_gpu_hours: Annotated[float, Field(ge=0)] | None = None
+    """Our extension (not Polyaxon's): stop the sweep once its ended trials held GPUs for this
+    many GPU-hours (GPUs x wall time), as early stopping stops it."""
 
     def hp_params(self) -> dict[str, HpParam]:
         """The hyper-parameters by name, in the order written (empty for ``mapping``)."""

@@ -13,6 +13,7 @@ from polyaxon_prefect.distributed import (
     plan_replicas,
     replica_env,
     service_cluster,
+    torchrun_env,
 )
 from polyaxon_prefect.specs import (
     KUBEFLOW_KINDS,
@@ -182,3 +183,17 @@ def test_loopback_needs_one_port_per_replica() -> None:
     plan = plan_replicas(TFJob.model_validate({"worker": _group(2)}))
     with pytest.raises(ValueError, match="2 replicas need 2 ports"):
         loopback_cluster(plan, [1], "j")
+
+
+def test_a_local_pytorch_replica_gets_torchruns_worker_variables() -> None:
+    plan = plan_replicas(PytorchJob.model_validate({"master": _group(1), "worker": _group(2)}))
+    for rank, replica in enumerate(plan.replicas):
+        env = torchrun_env(plan, replica)
+        assert (env["LOCAL_RANK"], env["LOCAL_WORLD_SIZE"]) == ("0", "1")
+        assert env["GROUP_RANK"] == env["ROLE_RANK"] == str(rank)
+        assert env["GROUP_WORLD_SIZE"] == env["ROLE_WORLD_SIZE"] == "3"
+    per_node = PytorchJob.model_validate({"nProcPerNode": 4, "master": _group(1)})
+    plan = plan_replicas(per_node)
+    assert torchrun_env(plan, plan.main)["ROLE_WORLD_SIZE"] == "4"
+    tf = plan_replicas(TFJob.model_validate({"worker": _group(1)}))
+    assert torchrun_env(tf, tf.main) == {}

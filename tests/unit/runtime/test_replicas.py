@@ -12,6 +12,7 @@ from polyaxon_prefect.distributed import NotEnoughGpusError
 from polyaxon_prefect.exceptions import PolyaxonfileError, UnsupportedFeatureError
 from polyaxon_prefect.loading import load_polyaxonfile
 from polyaxon_prefect.runtime import PrepareOptions, executor_for, new_run_context
+from polyaxon_prefect.runtime._gpu_admit import admitted
 from polyaxon_prefect.runtime._mpi import mpirun_argv
 
 
@@ -45,7 +46,7 @@ def test_more_gpus_than_the_machine_has_is_refused_at_prepare(tmp_path: Path, mo
         )
 
 
-def test_gpus_are_sliced_per_replica(tmp_path: Path, monkeypatch):
+def test_gpus_are_sliced_per_replica_when_the_op_runs(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
     prepared = _prepare(
         tmp_path,
@@ -55,7 +56,12 @@ def test_gpus_are_sliced_per_replica(tmp_path: Path, monkeypatch):
         worker: {replicas: 2, container: {command: [echo]}}
         """,
     )
-    assert [(r.name, r.gpus) for r in prepared.replicas] == [
+    assert prepared.gpu_requests == (1, 0, 0)
+    monkeypatch.setenv("POLYAXON_PREFECT_GPU_LOCKS", str(tmp_path / "locks"))
+    with admitted(prepared, None, None) as running:
+        assert running is not None
+        gpus = [(r.name, r.gpus) for r in running.replicas]  # type: ignore[attr-defined]
+    assert gpus == [
         ("master-0", "3"),
         ("worker-0", ""),
         ("worker-1", ""),
