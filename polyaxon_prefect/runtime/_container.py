@@ -1,0 +1,402 @@
+"""The ``docker`` backend: an op runs as a container of its ``container.image``.
+
+Through the ``docker`` or ``podman`` CLI (`find_cli`): the op is prepared exactly as a local
+job (`prepare_job`: params, templates, init steps, the env contract), then its command runs in
+its image instead of on this machine. The artifacts root and the Polyaxonfile's folder are
+bound at the same absolute paths, so every path the templates rendered (``globals``, the
+outputs and metrics files of `polyaxon_prefect.tracking`, the run directory) means the same
+inside; outputs and metrics are read back from those files as for a local job. The package's
+own source is bound read-only at `TRACKING_PATH` (on ``PYTHONPATH``), so ``from
+polyaxon_prefect import tracking`` works in any Python image.
+
+Nothing a run starts outlives it: every container is labelled with the run session and the
+process that started it (`polyaxon_prefect.containers`), removed when its CLI ends whatever
+ended it (timeout, stop, Ctrl-C), removed by the session's reaper should this process be
+killed (``kill -9``), and removed by the next process that runs containers when both died.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import polyaxon_prefect
+from polyaxon_prefect.containers import (
+    CLI_ENV,
+    CLIS,
+    LABEL_PID,
+    LABEL_RUN,
+    LABEL_SESSION,
+    ContainerRun,
+    Mount,
+    container_name,
+    env_names,
+    gpu_count,
+    parse_cpus,
+    parse_memory,
+    pull_flag,
+    run_argv,
+)
+from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError, Problem
+from polyaxon_prefect.runtime._errors import ProcessStartError
+from polyaxon_prefect.runtime._job import LOG_FILE, PreparedJob, _before_process, prepare_job
+from polyaxon_prefect.runtime._options import PrepareOptions
+from polyaxon_prefect.runtime._outcome import failed, finish_ttl, job_outcome
+from polyaxon_prefect.runtime._process import run_process
+from polyaxon_prefect.runtime._result import RunResult
+from polyaxon_prefect.runtime._session import current_session, pid_alive
+from polyaxon_prefect.specs import Status
+
+if TYPE_CHECKING:
+    from polyaxon_prefect.loading import LoadedPolyaxonfile
+
+__all__ = [
+    "CONTAINER_BACKEND",
+    "TRACKING_PATH",
+    "ContainerCli",
+    "ContainerCliError",
+    "ContainerJobExecutor",
+    "PreparedContainerJob",
+    "execute_container_job",
+    "find_cli",
+    "prepare_container_job",
+    "reap_containers",
+]
+
+CONTAINER_BACKEND = "docker"
+TRACKING_PATH = "/opt/polyaxon-prefect"
+"""Where the package's source is bound (read-only) in every container, on ``PYTHONPATH``."""
+_PYTHON_NAMES = ("python", "python3")
+_CLI_TIMEOUT = 60.0
+
+
+class ContainerCliError(PolyaxonPrefectError):
+    """No usable container CLI, or one that failed at something other than the op."""
+
+
+@dataclass(frozen=True)
+class ContainerCli:
+    """The CLI that runs containers: its path, and which one it is (``docker``/``podman``)."""
+
+    path: str
+    kind: str
+
+    def run(self, *args: str, timeout: float = _CLI_TIMEOUT) -> subprocess.CompletedProcess[str]:
+        """``CLI ARGS...`` (never a shell), its output captured."""
+        return subprocess.run(
+            [self.path, *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+
+
+def _kind_of(path: str) -> str:
+    return "docker" if "docker" in Path(path).name else "podman"
+
+
+def _answers(path: str) -> bool:
+    """Whether ``path info`` succeeds (Docker's client exists without a daemon)."""
+    try:
+        done = subprocess.run(
+            [path, "info"], capture_output=True, timeout=20, stdin=subprocess.DEVNULL, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+@functools.cache
+def find_cli() -> ContainerCli:
+    """The CLI named by ``POLYAXON_PREFECT_CONTAINER_CLI`` (``podman``, ``docker`` or a path);
+    unset: ``docker`` when its daemon answers, else ``podman``.
+
+    Raises:
+        ContainerCliError: the named one, or both, are not installed or do not answer.
+    """
+    chosen = os.environ.get(CLI_ENV, "").strip()
+    if chosen:
+        path = shutil.which(chosen)
+        if path is None:
+            raise ContainerCliError(
+                f"{CLI_ENV}={chosen!r}: no such program; install it, or name "
+                f"{' or '.join(CLIS)} (or its path)"
+            )
+        return ContainerCli(path, _kind_of(path))
+    docker = shutil.which("docker")
+    if docker is not None and _answers(docker):
+        return ContainerCli(docker, "docker")
+    podman = shutil.which("podman")
+    if podman is not None:
+        return ContainerCli(podman, "podman")
+    found = "docker is installed but its daemon does not answer" if docker else "neither is"
+    raise ContainerCliError(
+        f"the docker backend needs podman or docker ({found}); install one, or set {CLI_ENV}"
+    )
+
+
+@dataclass(frozen=True)
+class PreparedContainerJob(PreparedJob):
+    """A job prepared for a container: what a local job has, plus the image's settings."""
+
+    command: tuple[str, ...] = ()
+    """The op's argv as the image runs it (``python`` stays ``python``)."""
+    pull: str = "missing"
+    cpus: str | None = None
+    memory: int | None = None
+    gpus: int = 0
+
+
+def _container_spec(loaded: LoadedPolyaxonfile) -> Any:
+    component = loaded.operation.component
+    run = getattr(component, "run", None)
+    container = getattr(run, "container", None)
+    return None if isinstance(container, str) else container
+
+
+def _command(job: PreparedJob, spec: Any) -> tuple[str, ...]:
+    """The job's argv with the op's own interpreter name back: a local job runs ``python``
+    with this process's interpreter, an image with its own."""
+    argv = list(job.argv)
+    if argv and argv[0] == sys.executable:
+        raw = list(getattr(spec, "command", None) or [])
+        first = raw[0] if raw and raw[0] in _PYTHON_NAMES else "python3"
+        argv[0] = first
+    return tuple(argv)
+
+
+def prepare_container_job(
+    loaded: LoadedPolyaxonfile, options: PrepareOptions = PrepareOptions()
+) -> PreparedContainerJob:
+    """Prepare ``loaded`` as a local job, then for its image.
+
+    Raises:
+        What `prepare_job` raises; `PolyaxonfileError` for an op without ``container.image``;
+        `ContainerCliError` when no container CLI is usable.
+    """
+    job = prepare_job(loaded, options)
+    spec = _container_spec(loaded)
+    fields = {f.name: getattr(job, f.name) for f in dataclasses.fields(PreparedJob)}
+    if job.is_build:
+        return PreparedContainerJob(**fields)
+    if not job.image:
+        raise PolyaxonfileError(
+            [
+                Problem(
+                    f"op `{job.op_name}` has no `container.image` to run on the docker backend",
+                    rule="no_image",
+                    path=("component", "run", "container", "image"),
+                    hint="set `image:` (an image on this machine or in a registry it reaches)",
+                )
+            ]
+        )
+    find_cli()
+    resources = getattr(spec, "resources", None)
+    limits: Mapping[str, Any] = getattr(resources, "limits", None) or {}
+    requests: Mapping[str, Any] = getattr(resources, "requests", None) or {}
+    return PreparedContainerJob(
+        **fields,
+        command=_command(job, spec),
+        pull=pull_flag(getattr(spec, "image_pull_policy", None)),
+        cpus=parse_cpus(limits.get("cpu", requests.get("cpu"))),
+        memory=parse_memory(limits.get("memory", requests.get("memory"))),
+        gpus=gpu_count(limits) or gpu_count(requests),
+    )
+
+
+def _image_problem(cli: ContainerCli, image: str, pull: str) -> str | None:
+    """None when ``image`` is here or could be pulled; else the one line that says why not."""
+    here = cli.run("image", "inspect", "--format", "{{.Id}}", image).returncode == 0
+    if here and pull != "always":
+        return None
+    if pull == "never":
+        return f"image `{image}` is not on this machine and its imagePullPolicy is Never"
+    pulled = cli.run("pull", "--quiet", image, timeout=600)
+    if pulled.returncode == 0:
+        return None
+    if here:  # Always, but the registry is out of reach: the local copy runs
+        return None
+    last = (pulled.stderr.strip().splitlines() or ["no reason given"])[-1]
+    return f"image `{image}` is not on this machine and cannot be pulled: {last}"
+
+
+def _mounts(job: PreparedContainerJob) -> list[Mount]:
+    """The artifacts root and the Polyaxonfile's folder at their own paths; the package's
+    source, read-only, for ``polyaxon_prefect.tracking``."""
+    paths = [job.context.artifacts_root]
+    if job.base_dir is not None:
+        paths.append(job.base_dir)
+    if job.cwd.is_dir():
+        paths.append(job.cwd)
+    kept: list[Path] = []
+    for path in sorted({p.resolve() for p in paths}, key=lambda p: len(p.parts)):
+        if not any(path.is_relative_to(parent) for parent in kept):
+            kept.append(path)
+    package = Path(polyaxon_prefect.__file__).resolve().parent
+    return [
+        *(Mount(str(path)) for path in kept),
+        Mount(str(package), f"{TRACKING_PATH}/polyaxon_prefect", read_only=True),
+    ]
+
+
+def _environment(job: PreparedContainerJob) -> tuple[dict[str, str], list[str]]:
+    """The CLI's environment and the names it passes on: the op's own variables only (never
+    on the command line, where other users could read a secret)."""
+    env = dict(job.env)
+    names = env_names(env, os.environ)
+    if "PYTHONPATH" not in names:
+        env["PYTHONPATH"] = TRACKING_PATH
+        names.append("PYTHONPATH")
+    return env, names
+
+
+def _session_labels(run_uuid: str) -> dict[str, str]:
+    session = current_session()
+    return {LABEL_SESSION: session.id, LABEL_PID: str(os.getpid()), LABEL_RUN: run_uuid}
+
+
+def reap_containers(cli: ContainerCli, *, session: str | None = None) -> int:
+    """Remove the containers of ``session``, or (None) those whose starting process is gone
+    (a CLI and its reaper both killed); returns how many."""
+    label = f"{LABEL_SESSION}={session}" if session else LABEL_SESSION
+    listed = cli.run("ps", "-aq", "--filter", f"label={label}")
+    ids = listed.stdout.split()
+    if session is None and ids:
+        pid_format = '{{.Id}} {{index .Config.Labels "' + LABEL_PID + '"}}'
+        inspected = cli.run("inspect", "--format", pid_format, *ids).stdout.splitlines()
+        ids = [
+            line.split()[0]
+            for line in inspected
+            if len(line.split()) == 2 and not _alive(line.split()[1])
+        ]
+    if ids:
+        cli.run("rm", "-f", *ids)
+    return len(ids)
+
+
+def _alive(pid: str) -> bool:
+    return pid.isdigit() and (int(pid) == os.getpid() or pid_alive(int(pid)))
+
+
+_reaped: set[str] = set()
+_reaped_lock = threading.Lock()
+
+
+def _start_of_process(cli: ContainerCli) -> None:
+    """Once per process and CLI: the session's reaper learns the CLI; orphans are removed."""
+    with _reaped_lock:
+        if cli.path in _reaped:
+            return
+        _reaped.add(cli.path)
+    current_session().track_containers(cli.path)
+    reap_containers(cli)
+
+
+def execute_container_job(
+    job: PreparedJob,
+    *,
+    on_line: Callable[[str, str], None] | None = None,
+    cancel_event: threading.Event | None = None,
+) -> RunResult:
+    """Run ``job`` (a `PreparedContainerJob`) in its image, as `execute_job` runs a local one:
+    init steps here, the command in the container, outputs and metrics read back after.
+    Never raises for what the op did; its container is removed whatever ended it."""
+    if job.is_build:
+        return RunResult(
+            Status.SKIPPED, message=f"build `{job.op_name}` skipped: builds are not run here"
+        )
+    if not isinstance(job, PreparedContainerJob) or not job.image:
+        raise TypeError("the docker backend runs jobs prepared by `prepare_container_job`")
+    ended = _before_process(job, on_line, cancel_event)
+    if ended is None:
+        try:
+            cli = find_cli()
+            _start_of_process(cli)
+            problem = _image_problem(cli, job.image, job.pull)
+        except (ContainerCliError, OSError, subprocess.TimeoutExpired) as exc:
+            problem = f"cannot run containers: {exc}"
+        if problem is not None:
+            ended = failed(problem, job.secrets)
+        else:
+            ended = _run_container(cli, job, on_line, cancel_event)
+    finish_ttl(job)
+    return ended
+
+
+def _run_container(
+    cli: ContainerCli,
+    job: PreparedContainerJob,
+    on_line: Callable[[str, str], None] | None,
+    cancel_event: threading.Event | None,
+) -> RunResult:
+    assert job.image is not None
+    env, names = _environment(job)
+    name = container_name(job.context.uuid, uuid.uuid4().hex[:6])
+    spec = ContainerRun(
+        name=name,
+        image=job.image,
+        argv=job.command,
+        env=names,
+        workdir=str(job.cwd),
+        mounts=_mounts(job),
+        labels=_session_labels(job.context.uuid),
+        pull="never",  # `_image_problem` pulled what the policy asks for
+        cpus=job.cpus,
+        memory=job.memory,
+        gpus=job.gpus,
+    )
+    argv = run_argv(cli.kind, spec)
+    argv[0] = cli.path
+    try:
+        result = run_process(
+            argv,
+            env=env,
+            cwd=job.context.run_artifacts_path,
+            timeout=job.timeout,
+            on_line=on_line,
+            secrets=job.secrets,
+            cancel_event=cancel_event,
+            log_path=job.context.run_artifacts_path / "logs" / LOG_FILE,
+        )
+    except ProcessStartError as exc:
+        return failed(str(exc), job.secrets)
+    finally:
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            cli.run("rm", "-f", name)
+    return job_outcome(job, result)
+
+
+@dataclass(frozen=True)
+class _ContainerJobExecutor:
+    """The ``docker`` backend's executor of one-container kinds."""
+
+    def prepare(
+        self, loaded: LoadedPolyaxonfile, options: PrepareOptions = PrepareOptions()
+    ) -> PreparedJob:
+        return prepare_container_job(loaded, options)
+
+    def execute(
+        self,
+        prepared: PreparedJob,
+        *,
+        on_line: Callable[[str, str], None] | None = None,
+        cancel_event: threading.Event | None = None,
+    ) -> RunResult:
+        return execute_container_job(prepared, on_line=on_line, cancel_event=cancel_event)
+
+
+ContainerJobExecutor = _ContainerJobExecutor()
+"""A ``kind: job`` op as one container of its image."""
