@@ -1,0 +1,198 @@
+"""The ``docker`` backend with real podman: ops run in their images, and leave no container.
+
+Images are built offline once per machine (`tests.prefect.container_images`); every test skips,
+saying why, where podman cannot run a container. Each CLI runs in a second process on the
+folder's test server, with the CLI chosen by ``POLYAXON_PREFECT_CONTAINER_CLI``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from polyaxon_prefect.runtime._context import find_run_path
+from polyaxon_prefect.runtime._job import LOG_FILE
+from tests.prefect import container_images as images
+from tests.prefect.conftest import cli_on, wait_until
+
+pytestmark = [pytest.mark.container, pytest.mark.slow]
+
+SHELL_INJECTION = "x; touch {marker}; echo $(id) `id`"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def podman(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Podman configured as on CI (`images.containers_conf`), the test images built."""
+    folder = tmp_path_factory.mktemp("podman")
+    saved = {k: os.environ.get(k) for k in ("CONTAINERS_CONF", "POLYAXON_PREFECT_CONTAINER_CLI")}
+    os.environ["CONTAINERS_CONF"] = str(images.containers_conf(folder))
+    os.environ["POLYAXON_PREFECT_CONTAINER_CLI"] = "podman"
+    try:
+        problem = images.podman_problem()
+        if problem is not None:
+            pytest.skip(problem)
+        images.ensure_python(folder)
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _containers(label: str) -> list[str]:
+    done = subprocess.run(
+        ["podman", "ps", "-aq", "--filter", f"label={label}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.split()
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+PRODUCER = """\
+import os, socket, sys
+from polyaxon_prefect import tracking
+print("in-image", os.path.exists("/etc/os-release"), os.getcwd(), sys.argv[1:])
+tracking.log_metrics(step=1, acc=0.5)
+tracking.log_metrics(step=2, acc=0.75)
+tracking.log_outputs(loss=0.25, host=socket.gethostname())
+"""
+
+
+def test_a_dag_runs_each_op_in_its_image_and_reads_outputs_and_metrics_back(
+    tmp_path: Path, prefect_server: str
+) -> None:
+    marker = tmp_path / "injected"
+    dag = _write(
+        tmp_path / "dag.yaml",
+        f"""\
+version: 1.1
+kind: operation
+name: boxed
+component:
+  name: boxed
+  run:
+    kind: dag
+    operations:
+    - name: produce
+      params: {{text: {{value: {json.dumps(SHELL_INJECTION.format(marker=marker))}}}}}
+      component:
+        name: produce
+        inputs: [{{name: text, type: str}}]
+        outputs: [{{name: loss, type: float}}, {{name: host, type: str}}]
+        run:
+          kind: job
+          container:
+            image: {images.PYTHON}
+            command: [python, -c, {json.dumps(PRODUCER)}, "{{{{ text }}}}"]
+    - name: consume
+      dependencies: [produce]
+      params: {{loss: {{ref: ops.produce, value: outputs.loss}}}}
+      component:
+        name: consume
+        inputs: [{{name: loss, type: float}}]
+        run:
+          kind: job
+          container:
+            image: {images.BUSYBOX}
+            command: [/bin/sh, -c, 'echo "consumed $0 in $(hostname)"', "{{{{ loss }}}}"]
+""",
+    )
+    done = cli_on(prefect_server, "run", "-f", str(dag), "--backend", "docker", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads(done.stdout)
+    assert result["status"] == "succeeded", result
+    produce, consume = result["ops"]["produce"], result["ops"]["consume"]
+    assert produce["outputs"]["loss"] == 0.25
+    assert produce["outputs"]["host"] != os.uname().nodename  # it ran in a container
+    run_dir = find_run_path(produce["uuid"])
+    assert run_dir is not None
+    metrics = (run_dir / "outputs" / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(line)["acc"] for line in metrics] == [0.5, 0.75]
+    log = (run_dir / "logs" / LOG_FILE).read_text()
+    # No /etc/os-release in the image; the param is one argument, never run by a shell.
+    assert f"in-image False {tmp_path} {[SHELL_INJECTION.format(marker=marker)]}" in log
+    assert not marker.exists()
+    consumed = find_run_path(consume["uuid"])
+    assert consumed is not None
+    assert "consumed 0.25 in " in (consumed / "logs" / LOG_FILE).read_text()
+    for op in (produce, consume):
+        assert _containers(f"polyaxon-prefect.run={op['uuid']}") == []
+
+
+def _job(tmp_path: Path, image: str, command: str, extra: str = "") -> Path:
+    return _write(
+        tmp_path / "job.yaml",
+        f"""\
+version: 1.1
+kind: component
+name: boxed-job
+run:
+  kind: job
+  container:
+    image: {image}
+    command: {command}
+{extra}""",
+    )
+
+
+def test_a_missing_image_is_one_clear_line(tmp_path: Path, prefect_server: str) -> None:
+    missing = "localhost/polyaxon-prefect-test/missing:0"
+    path = _job(tmp_path, missing, "[/bin/true]", "    imagePullPolicy: Never\n")
+    done = cli_on(prefect_server, "run", "-f", str(path), "--backend", "docker")
+    assert done.returncode == 1
+    lines = [line for line in done.stdout.splitlines() if line.startswith("message:")]
+    assert lines == [
+        f"message: image `{missing}` is not on this machine and its imagePullPolicy is Never"
+    ]
+    assert "Traceback" not in done.stderr
+
+
+def _start_sleeper(tmp_path: Path, prefect_server: str) -> subprocess.Popen[str]:
+    path = _job(tmp_path, images.BUSYBOX, "[/bin/sleep, '300']")
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "polyaxon_prefect.cli",
+            "run",
+            "-f",
+            str(path),
+            "--backend",
+            "docker",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PREFECT_API_URL": prefect_server},
+    )
+    label = f"polyaxon-prefect.pid={process.pid}"
+    if not wait_until(lambda: _containers(label), timeout=90, step=0.5):
+        process.kill()
+        pytest.fail(f"no container started: {process.communicate()[0][-2000:]}")
+    return process
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill-9"])
+def test_ctrl_c_or_kill_9_of_the_cli_leaves_no_container(
+    tmp_path: Path, prefect_server: str, how: signal.Signals
+) -> None:
+    process = _start_sleeper(tmp_path, prefect_server)
+    label = f"polyaxon-prefect.pid={process.pid}"
+    process.send_signal(how)
+    process.communicate(timeout=60)
+    assert wait_until(lambda: not _containers(label), timeout=60, step=0.5), _containers(label)
