@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import polyaxon_prefect
 from polyaxon_prefect.containers import (
     CLI_ENV,
     CLIS,
@@ -245,7 +244,7 @@ def _mounts(job: PreparedContainerJob) -> list[Mount]:
     for path in sorted({p.resolve() for p in paths}, key=lambda p: len(p.parts)):
         if not any(path.is_relative_to(parent) for parent in kept):
             kept.append(path)
-    package = Path(polyaxon_prefect.__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]  # the polyaxon_prefect package
     return [
         *(Mount(str(path)) for path in kept),
         Mount(str(package), f"{TRACKING_PATH}/polyaxon_prefect", read_only=True),
