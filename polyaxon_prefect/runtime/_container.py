@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import json
 import os
 import shutil
 import subprocess
@@ -56,6 +57,7 @@ from polyaxon_prefect.runtime._process import run_process
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.runtime._session import current_session, pid_alive
 from polyaxon_prefect.specs import Status
+from polyaxon_prefect.tracking import OUTPUTS_FILE
 
 if TYPE_CHECKING:
     from polyaxon_prefect.loading import LoadedPolyaxonfile
@@ -157,6 +159,10 @@ class PreparedContainerJob(PreparedJob):
     cpus: str | None = None
     memory: int | None = None
     gpus: int = 0
+    build_tag: str | None = None
+    """A build op run here: the image it builds and tags (its ``destination``)."""
+    build_context: str | None = None
+    """The folder it builds from (the kaniko ``-c`` argument; default the run's artifacts)."""
 
 
 def _container_spec(loaded: LoadedPolyaxonfile) -> Any:
@@ -186,11 +192,18 @@ def prepare_container_job(
         What `prepare_job` raises; `PolyaxonfileError` for an op without ``container.image``;
         `ContainerCliError` when no container CLI is usable.
     """
-    job = prepare_job(loaded, options)
+    job = prepare_job(loaded, dataclasses.replace(options, skip_builds=True))
     spec = _container_spec(loaded)
     fields = {f.name: getattr(job, f.name) for f in dataclasses.fields(PreparedJob)}
+    if not options.skip_builds:  # builds run here: an op that needs one runs in its image
+        fields["notes"] = tuple(n for n in job.notes if not n.startswith("build skipped"))
     if job.is_build:
-        return PreparedContainerJob(**fields)
+        if options.skip_builds:
+            return PreparedContainerJob(**fields)
+        find_cli()
+        tag, context = _build_target(job)
+        fields["is_build"] = False  # a process runs (the build): not a skipped build op
+        return PreparedContainerJob(**fields, build_tag=tag, build_context=context)
     if not job.image:
         raise PolyaxonfileError(
             [
@@ -214,6 +227,44 @@ def prepare_container_job(
         memory=parse_memory(limits.get("memory", requests.get("memory"))),
         gpus=gpu_count(limits) or gpu_count(requests),
     )
+
+
+def _flag_value(argv: tuple[str, ...] | list[str], *flags: str) -> str | None:
+    for index, arg in enumerate(argv[:-1]):
+        if arg in flags:
+            return argv[index + 1]
+    for arg in argv:
+        for flag in flags:
+            if flag.startswith("--") and arg.startswith(f"{flag}="):
+                return arg.split("=", 1)[1]
+    return None
+
+
+def _build_target(job: PreparedJob) -> tuple[str, str]:
+    """The tag and context folder of a build op: kaniko's ``-d``/``-c`` arguments as its
+    component rendered them (the registry connection's URL included), else its
+    ``destination`` param and the run's artifacts folder.
+
+    Raises:
+        PolyaxonfileError: no destination to tag the image as.
+    """
+    tag = _flag_value(job.argv, "-d", "--destination")
+    context = _flag_value(job.argv, "-c", "--context")
+    if not tag:
+        value = job.params.get("destination")
+        tag = str(value.get("name") or "") if isinstance(value, dict) else str(value or "")
+    if not tag:
+        raise PolyaxonfileError(
+            [
+                Problem(
+                    f"build `{job.op_name}` has no `destination` to tag its image as",
+                    rule="build_destination",
+                    path=("params", "destination"),
+                    hint="give `destination: {value: {name: IMAGE:TAG}}`",
+                )
+            ]
+        )
+    return tag, context or str(job.context.artifacts_path)
 
 
 def _image_problem(cli: ContainerCli, image: str, pull: str) -> str | None:
@@ -313,18 +364,18 @@ def execute_container_job(
     """Run ``job`` (a `PreparedContainerJob`) in its image, as `execute_job` runs a local one:
     init steps here, the command in the container, outputs and metrics read back after.
     Never raises for what the op did; its container is removed whatever ended it."""
-    if job.is_build:
-        return RunResult(
-            Status.SKIPPED, message=f"build `{job.op_name}` skipped: builds are not run here"
-        )
-    if not isinstance(job, PreparedContainerJob) or not job.image:
+    if not isinstance(job, PreparedContainerJob):
         raise TypeError("the docker backend runs jobs prepared by `prepare_container_job`")
+    if job.is_build:
+        return RunResult(Status.SKIPPED, message=f"build `{job.op_name}` skipped (--skip-builds)")
     ended = _before_process(job, on_line, cancel_event)
-    if ended is None:
+    if ended is None and job.build_tag is not None:
+        ended = _build(job, on_line, cancel_event)
+    elif ended is None:
         try:
             cli = find_cli()
             _start_of_process(cli)
-            problem = _image_problem(cli, job.image, job.pull)
+            problem = _image_problem(cli, job.image or "", job.pull)
         except (ContainerCliError, OSError, subprocess.TimeoutExpired) as exc:
             problem = f"cannot run containers: {exc}"
         if problem is not None:
@@ -333,6 +384,40 @@ def execute_container_job(
             ended = _run_container(cli, job, on_line, cancel_event)
     finish_ttl(job)
     return ended
+
+
+def _build(
+    job: PreparedContainerJob,
+    on_line: Callable[[str, str], None] | None,
+    cancel_event: threading.Event | None,
+) -> RunResult:
+    """``CLI build -t DESTINATION CONTEXT``: the Dockerfile its ``dockerfile`` init step wrote
+    (or one already in the context), built here and tagged as the op's destination."""
+    assert job.build_tag is not None and job.build_context is not None
+    context = Path(job.build_context)
+    if not (context / "Dockerfile").is_file():
+        return failed(
+            f"build `{job.op_name}`: no Dockerfile in {context} (give it a `dockerfile` init step)",
+            job.secrets,
+        )
+    try:
+        cli = find_cli()
+        result = run_process(
+            [cli.path, "build", "--tag", job.build_tag, str(context)],
+            env=dict(job.env),
+            cwd=context,
+            timeout=job.timeout,
+            on_line=on_line,
+            secrets=job.secrets,
+            cancel_event=cancel_event,
+            log_path=job.context.run_artifacts_path / "logs" / LOG_FILE,
+        )
+    except (ContainerCliError, ProcessStartError) as exc:
+        return failed(str(exc), job.secrets)
+    if result.returncode == 0:  # what kaniko's pod reports: the image it pushed
+        outputs = job.context.run_outputs_path / OUTPUTS_FILE
+        outputs.write_text(json.dumps({"destination": job.build_tag}), encoding="utf-8")
+    return job_outcome(job, result)
 
 
 def _run_container(

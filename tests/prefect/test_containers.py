@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -196,3 +197,64 @@ def test_ctrl_c_or_kill_9_of_the_cli_leaves_no_container(
     process.send_signal(how)
     process.communicate(timeout=60)
     assert wait_until(lambda: not _containers(label), timeout=60, step=0.5), _containers(label)
+
+
+def test_a_build_op_builds_its_image_and_the_next_op_runs_in_it(
+    tmp_path: Path, prefect_server: str
+) -> None:
+    tag = f"localhost/polyaxon-prefect-test/built:{uuid.uuid4().hex[:12]}"
+    dag = _write(
+        tmp_path / "built.yaml",
+        f"""\
+version: 1.1
+kind: component
+name: built
+run:
+  kind: dag
+  operations:
+  - name: build
+    hubRef: kaniko
+    params:
+      destination: {{value: {{name: "{tag}"}}}}
+    runPatch:
+      init:
+      - dockerfile:
+          image: {images.BUSYBOX}
+          env: {{GREETING: baked}}
+          run: ["echo $GREETING into the image > /baked.txt"]
+  - name: use
+    dependencies: [build]
+    params:
+      image: {{ref: ops.build, value: outputs.destination}}
+    component:
+      inputs: [{{name: image, type: image}}]
+      run:
+        kind: job
+        container:
+          image: "{{{{ image }}}}"
+          imagePullPolicy: Never
+          command: [/bin/cat, /baked.txt]
+""",
+    )
+    try:
+        done = cli_on(prefect_server, "run", "-f", str(dag), "--backend", "docker", "--json")
+        assert done.returncode == 0, done.stdout + done.stderr
+        result = json.loads(done.stdout)
+        assert result["ops"]["build"]["outputs"] == {"destination": tag}
+        used = find_run_path(result["ops"]["use"]["uuid"])
+        assert used is not None
+        assert "baked into the image" in (used / "logs" / LOG_FILE).read_text()
+        skipped = cli_on(
+            prefect_server,
+            "run",
+            "-f",
+            str(dag),
+            "--backend",
+            "docker",
+            "--skip-builds",
+            "--no-cache",
+            "--json",
+        )
+        assert json.loads(skipped.stdout)["ops"]["build"]["status"] == "skipped", skipped.stdout
+    finally:
+        subprocess.run(["podman", "rmi", "-f", tag], capture_output=True, check=False)
