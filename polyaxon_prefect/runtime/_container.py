@@ -80,6 +80,7 @@ TRACKING_PATH = "/opt/polyaxon-prefect"
 """Where the package's source is bound (read-only) in every container, on ``PYTHONPATH``."""
 _PYTHON_NAMES = ("python", "python3")
 _CLI_TIMEOUT = 60.0
+_SBIN = ("/usr/local/sbin", "/usr/sbin", "/sbin")
 
 
 class ContainerCliError(PolyaxonPrefectError):
@@ -102,7 +103,14 @@ class ContainerCli:
             timeout=timeout,
             stdin=subprocess.DEVNULL,
             check=False,
+            env=_with_sbin(os.environ),
         )
+
+
+def _with_sbin(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` with the sbin folders on ``PATH``: podman's network plugins run iptables."""
+    path = [p for p in env.get("PATH", "").split(os.pathsep) if p]
+    return {**env, "PATH": os.pathsep.join([*path, *(p for p in _SBIN if p not in path)])}
 
 
 def _kind_of(path: str) -> str:
@@ -307,6 +315,8 @@ def _environment(job: PreparedContainerJob) -> tuple[dict[str, str], list[str]]:
     on the command line, where other users could read a secret)."""
     env = dict(job.env)
     names = env_names(env, os.environ)
+    if "PATH" not in names:
+        env = _with_sbin(env)
     if "PYTHONPATH" not in names:
         env["PYTHONPATH"] = TRACKING_PATH
         names.append("PYTHONPATH")

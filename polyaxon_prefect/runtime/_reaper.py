@@ -117,6 +117,8 @@ def _remove_containers(cli: str, session: str) -> None:
     """Remove every container ``cli`` started with the session's label (running or not)."""
     import subprocess
 
+    path = os.environ.get("PATH", "")
+    env = {**os.environ, "PATH": f"{path}:/usr/local/sbin:/usr/sbin:/sbin"}  # iptables
     with contextlib.suppress(Exception):
         listed = subprocess.run(
             [cli, "ps", "-aq", "--filter", f"label={_CONTAINER_LABEL}={session}"],
@@ -124,10 +126,12 @@ def _remove_containers(cli: str, session: str) -> None:
             text=True,
             timeout=60,
             check=False,
+            env=env,
         )
         ids = listed.stdout.split()
         if ids:
-            subprocess.run([cli, "rm", "-f", *ids], capture_output=True, timeout=120, check=False)
+            rm = [cli, "rm", "-f", *ids]
+            subprocess.run(rm, capture_output=True, timeout=120, check=False, env=env)
 
 
 def _post(url: str, body: object) -> object:
