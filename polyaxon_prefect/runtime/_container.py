@@ -49,6 +49,7 @@ from polyaxon_prefect.containers import (
     run_argv,
 )
 from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError, Problem
+from polyaxon_prefect.runtime._context import ENV_ARTIFACTS_ROOT, ENV_PROJECT
 from polyaxon_prefect.runtime._errors import ProcessStartError
 from polyaxon_prefect.runtime._job import LOG_FILE, PreparedJob, _before_process, prepare_job
 from polyaxon_prefect.runtime._options import PrepareOptions
@@ -314,7 +315,8 @@ def _environment(job: PreparedContainerJob) -> tuple[dict[str, str], list[str]]:
     """The CLI's environment and the names it passes on: the op's own variables only (never
     on the command line, where other users could read a secret)."""
     env = dict(job.env)
-    names = env_names(env, os.environ)
+    always = [*job.context.env_vars(), ENV_ARTIFACTS_ROOT, ENV_PROJECT]  # the run's contract
+    names = sorted({*env_names(env, os.environ), *(n for n in always if n in env)})
     if "PATH" not in names:
         env = _with_sbin(env)
     if "PYTHONPATH" not in names:

@@ -23,7 +23,8 @@ import tarfile
 from pathlib import Path
 
 BUSYBOX = "localhost/polyaxon-prefect-test/busybox:1"
-PYTHON = f"localhost/polyaxon-prefect-test/python:{sys.version_info[0]}.{sys.version_info[1]}-4"
+PYTHON = f"localhost/polyaxon-prefect-test/python:{sys.version_info[0]}.{sys.version_info[1]}-5"
+PYTHON_NUMPY = PYTHON.replace("/python:", "/python-numpy:")
 _APPLETS = ("sh", "echo", "cat", "ls", "sleep", "env", "printf", "id", "test", "true", "hostname")
 _SKIP = re.compile(
     r"/(test|tests|idlelib|tkinter|turtledemo|ensurepip|site-packages|__pycache__)(/|$)"
@@ -129,13 +130,40 @@ def _python_members(tar: tarfile.TarFile) -> None:
         link = tarfile.TarInfo(folder)
         link.type, link.linkname = tarfile.SYMTYPE, f"usr/{folder}"
         tar.addfile(link)
-    added: set[str] = set()
-    for library in _libraries([executable, *dynload.glob("*.so")]):
-        name = str(library).lstrip("/")
+    _add_libraries(tar, [executable, *dynload.glob("*.so")])
+
+
+def _add_libraries(tar: tarfile.TarFile, files: list[Path]) -> None:
+    """The shared libraries ``files`` load, in merged /usr, each once."""
+    added = set(tar.getnames())
+    for library in _libraries(files):
+        name = os.path.normpath(library).lstrip("/")
         name = f"usr/{name}" if name.startswith(("lib/", "lib64/")) else name
         if name not in added:
             added.add(name)
             tar.add(library.resolve(), name)
+
+
+def _numpy_members(tar: tarfile.TarFile) -> None:
+    import numpy
+
+    _python_members(tar)
+    base = {"base": sys.base_prefix, "platbase": sys.base_exec_prefix}
+    site = Path(sysconfig.get_path("purelib", vars=base))
+    package = Path(numpy.__file__).resolve().parent
+    filtered = lambda m: None if "/__pycache__" in m.name or "/tests/" in m.name else m  # noqa: E731
+    tar.add(package, str(site / "numpy").lstrip("/"), filter=filtered)
+    libs = package.parent / "numpy.libs"
+    if libs.is_dir():
+        tar.add(libs, str(site / "numpy.libs").lstrip("/"))
+    _add_libraries(tar, list(package.rglob("*.so")))
+
+
+def ensure_python_numpy(folder: Path | None = None) -> str:
+    """The Python image plus this session's numpy (the quick-start's model needs it)."""
+    if not _exists(PYTHON_NUMPY):
+        _import(PYTHON_NUMPY, _numpy_members, folder or Path(os.environ.get("TMPDIR", "/tmp")))
+    return PYTHON_NUMPY
 
 
 def ensure_python(folder: Path | None = None) -> str:

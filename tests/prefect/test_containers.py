@@ -258,3 +258,57 @@ run:
         assert json.loads(skipped.stdout)["ops"]["build"]["status"] == "skipped", skipped.stdout
     finally:
         subprocess.run(["podman", "rmi", "-f", tag], capture_output=True, check=False)
+
+
+QUICK_START = Path(__file__).resolve().parents[2] / "examples" / "quick-start"
+
+
+def test_the_quick_start_dag_with_its_build_op_runs_in_containers(
+    tmp_path: Path, prefect_server: str
+) -> None:
+    """The docs' quick-start DAG, with the `build` op the example leaves out: kaniko's hub
+    component builds `polyaxon/polyaxon-quick-start` from a local base image (no registry is
+    reachable here), and every op after it runs in that image."""
+    import yaml
+
+    base = images.ensure_python_numpy(tmp_path)
+    for source in QUICK_START.iterdir():
+        if source.is_file():
+            (tmp_path / source.name).write_bytes(source.read_bytes())
+    dag = yaml.safe_load((QUICK_START / "dag.yaml").read_text())
+    image = f"localhost/polyaxon-prefect-test/quick-start:{uuid.uuid4().hex[:12]}"
+    build = {
+        "name": "build",
+        "hubRef": "kaniko",
+        "params": {"destination": {"value": {"name": image}}},
+        "runPatch": {
+            "init": [{"dockerfile": {"image": base, "run": ["python -c 'import numpy'"]}}]
+        },
+    }
+    operations = dag["run"]["operations"]
+    for op in operations:  # the image every op of the docs' DAG uses: the one just built
+        if op["name"] == "experiment":
+            op["dependencies"] = ["build"]
+    operations.insert(0, build)
+    text = yaml.safe_dump(dag, sort_keys=False).replace("polyaxon/polyaxon-quick-start", image)
+    (tmp_path / "typed.yaml").write_text(
+        (tmp_path / "typed.yaml").read_text().replace("polyaxon/polyaxon-quick-start", image)
+    )
+    path = _write(tmp_path / "dag-build.yaml", text)
+    try:
+        done = cli_on(
+            prefect_server,
+            *("run", "-f", str(path), "--backend", "docker", "--json", "-P", "max_loss=100"),
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        ops = json.loads(done.stdout)["ops"]
+        assert ops["build"]["outputs"] == {"destination": image}
+        assert ops["experiment"]["status"] == "succeeded"
+        assert 0 < ops["experiment"]["outputs"]["loss"] < 100  # so `tune` is skipped
+        assert ops["tune"]["status"] == "skipped"
+        assert ops["best_model"]["status"] == "succeeded"
+        report = find_run_path(ops["best_model"]["uuid"])
+        assert report is not None
+        assert ops["experiment"]["uuid"] in (report / "logs" / LOG_FILE).read_text()
+    finally:
+        subprocess.run(["podman", "rmi", "-f", image], capture_output=True, check=False)
