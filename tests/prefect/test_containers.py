@@ -21,7 +21,7 @@ import pytest
 from polyaxon_prefect.runtime._context import find_run_path
 from polyaxon_prefect.runtime._job import LOG_FILE
 from tests.prefect import container_images as images
-from tests.prefect.conftest import cli_on, wait_until
+from tests.prefect.conftest import MARK, cli_on, run_processes, wait_until
 
 pytestmark = [pytest.mark.container, pytest.mark.slow]
 
@@ -163,7 +163,7 @@ def test_a_missing_image_is_one_clear_line(tmp_path: Path, prefect_server: str) 
     assert "Traceback" not in done.stderr
 
 
-def _start_sleeper(tmp_path: Path, prefect_server: str) -> subprocess.Popen[str]:
+def _start_sleeper(tmp_path: Path, prefect_server: str, mark: str = "") -> subprocess.Popen[str]:
     path = _job(tmp_path, images.BUSYBOX, "[/bin/sleep, '300']")
     process = subprocess.Popen(
         [
@@ -179,7 +179,7 @@ def _start_sleeper(tmp_path: Path, prefect_server: str) -> subprocess.Popen[str]
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env={**os.environ, "PREFECT_API_URL": prefect_server},
+        env={**os.environ, "PREFECT_API_URL": prefect_server, MARK: mark},
     )
     label = f"polyaxon-prefect.pid={process.pid}"
     if not wait_until(lambda: _containers(label), timeout=90, step=0.5):
@@ -312,3 +312,25 @@ def test_the_quick_start_dag_with_its_build_op_runs_in_containers(
         assert ops["experiment"]["uuid"] in (report / "logs" / LOG_FILE).read_text()
     finally:
         subprocess.run(["podman", "rmi", "-f", image], capture_output=True, check=False)
+
+
+def test_a_container_whose_cli_and_reaper_were_both_killed_is_removed_by_the_next_run(
+    tmp_path: Path, prefect_server: str
+) -> None:
+    mark = uuid.uuid4().hex
+    process = _start_sleeper(tmp_path, prefect_server, mark)
+    label = f"polyaxon-prefect.pid={process.pid}"
+    reapers = [
+        pid
+        for pid in run_processes(mark)
+        if b"_reaper.py" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    ]
+    assert reapers, "the CLI has a reaper"
+    for pid in reapers:
+        os.kill(pid, signal.SIGKILL)
+    process.kill()
+    process.communicate(timeout=60)
+    assert _containers(label), "nothing removed it yet: both were killed"
+    missing = _job(tmp_path, "localhost/polyaxon-prefect-test/missing:0", "[/bin/true]")
+    cli_on(prefect_server, "run", "-f", str(missing), "--backend", "docker")
+    assert wait_until(lambda: not _containers(label), timeout=30, step=0.5), _containers(label)
