@@ -49,7 +49,7 @@ from polyaxon_prefect.containers import (
     run_argv,
 )
 from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError, Problem
-from polyaxon_prefect.runtime._context import ENV_ARTIFACTS_ROOT, ENV_PROJECT
+from polyaxon_prefect.runtime._context import ENV_ARTIFACTS_ROOT, ENV_PROJECT, RunContext
 from polyaxon_prefect.runtime._errors import ProcessStartError
 from polyaxon_prefect.runtime._job import LOG_FILE, PreparedJob, _before_process, prepare_job
 from polyaxon_prefect.runtime._options import PrepareOptions
@@ -70,10 +70,16 @@ __all__ = [
     "ContainerCliError",
     "ContainerJobExecutor",
     "PreparedContainerJob",
+    "container_environment",
+    "container_mounts",
     "execute_container_job",
     "find_cli",
+    "image_command",
+    "image_problem",
     "prepare_container_job",
     "reap_containers",
+    "session_labels",
+    "start_of_process",
 ]
 
 CONTAINER_BACKEND = "docker"
@@ -181,7 +187,7 @@ def _container_spec(loaded: LoadedPolyaxonfile) -> Any:
     return None if isinstance(container, str) else container
 
 
-def _command(job: PreparedJob, spec: Any) -> tuple[str, ...]:
+def image_command(job: PreparedJob, spec: Any = None) -> tuple[str, ...]:
     """The job's argv with the op's own interpreter name back: a local job runs ``python``
     with this process's interpreter, an image with its own."""
     argv = list(job.argv)
@@ -230,7 +236,7 @@ def prepare_container_job(
     requests: Mapping[str, Any] = getattr(resources, "requests", None) or {}
     return PreparedContainerJob(
         **fields,
-        command=_command(job, spec),
+        command=image_command(job, spec),
         pull=pull_flag(getattr(spec, "image_pull_policy", None)),
         cpus=parse_cpus(limits.get("cpu", requests.get("cpu"))),
         memory=parse_memory(limits.get("memory", requests.get("memory"))),
@@ -276,7 +282,7 @@ def _build_target(job: PreparedJob) -> tuple[str, str]:
     return tag, context or str(job.context.artifacts_path)
 
 
-def _image_problem(cli: ContainerCli, image: str, pull: str) -> str | None:
+def image_problem(cli: ContainerCli, image: str, pull: str) -> str | None:
     """None when ``image`` is here or could be pulled; else the one line that says why not."""
     here = cli.run("image", "inspect", "--format", "{{.Id}}", image).returncode == 0
     if here and pull != "always":
@@ -292,7 +298,7 @@ def _image_problem(cli: ContainerCli, image: str, pull: str) -> str | None:
     return f"image `{image}` is not on this machine and cannot be pulled: {last}"
 
 
-def _mounts(job: PreparedContainerJob) -> list[Mount]:
+def container_mounts(job: PreparedJob) -> list[Mount]:
     """The artifacts root and the Polyaxonfile's folder at their own paths; the package's
     source, read-only, for ``polyaxon_prefect.tracking``."""
     paths = [job.context.artifacts_root]
@@ -311,11 +317,18 @@ def _mounts(job: PreparedContainerJob) -> list[Mount]:
     ]
 
 
-def _environment(job: PreparedContainerJob) -> tuple[dict[str, str], list[str]]:
-    """The CLI's environment and the names it passes on: the op's own variables only (never
-    on the command line, where other users could read a secret)."""
-    env = dict(job.env)
-    always = [*job.context.env_vars(), ENV_ARTIFACTS_ROOT, ENV_PROJECT]  # the run's contract
+def _environment(job: PreparedJob) -> tuple[dict[str, str], list[str]]:
+    """The CLI's environment and the names it passes on (`container_environment`)."""
+    return container_environment(job.env, job.context)
+
+
+def container_environment(
+    env: Mapping[str, str], context: RunContext
+) -> tuple[dict[str, str], list[str]]:
+    """The CLI's environment and the names it passes on: the op's own variables and the
+    run's contract (never on the command line, where other users could read a secret)."""
+    env = dict(env)
+    always = [*context.env_vars(), ENV_ARTIFACTS_ROOT, ENV_PROJECT]  # the run's contract
     names = sorted({*env_names(env, os.environ), *(n for n in always if n in env)})
     if "PATH" not in names:
         env = _with_sbin(env)
@@ -325,7 +338,7 @@ def _environment(job: PreparedContainerJob) -> tuple[dict[str, str], list[str]]:
     return env, names
 
 
-def _session_labels(run_uuid: str) -> dict[str, str]:
+def session_labels(run_uuid: str) -> dict[str, str]:
     session = current_session()
     return {LABEL_SESSION: session.id, LABEL_PID: str(os.getpid()), LABEL_RUN: run_uuid}
 
@@ -357,7 +370,7 @@ _reaped: set[str] = set()
 _reaped_lock = threading.Lock()
 
 
-def _start_of_process(cli: ContainerCli) -> None:
+def start_of_process(cli: ContainerCli) -> None:
     """Once per process and CLI: the session's reaper learns the CLI; orphans are removed."""
     with _reaped_lock:
         if cli.path in _reaped:
@@ -386,8 +399,8 @@ def execute_container_job(
     elif ended is None:
         try:
             cli = find_cli()
-            _start_of_process(cli)
-            problem = _image_problem(cli, job.image or "", job.pull)
+            start_of_process(cli)
+            problem = image_problem(cli, job.image or "", job.pull)
         except (ContainerCliError, OSError, subprocess.TimeoutExpired) as exc:
             problem = f"cannot run containers: {exc}"
         if problem is not None:
@@ -447,9 +460,9 @@ def _run_container(
         argv=job.command,
         env=names,
         workdir=str(job.cwd),
-        mounts=_mounts(job),
-        labels=_session_labels(job.context.uuid),
-        pull="never",  # `_image_problem` pulled what the policy asks for
+        mounts=container_mounts(job),
+        labels=session_labels(job.context.uuid),
+        pull="never",  # `image_problem` pulled what the policy asks for
         cpus=job.cpus,
         memory=job.memory,
         gpus=job.gpus,

@@ -334,3 +334,49 @@ def test_a_container_whose_cli_and_reaper_were_both_killed_is_removed_by_the_nex
     missing = _job(tmp_path, "localhost/polyaxon-prefect-test/missing:0", "[/bin/true]")
     cli_on(prefect_server, "run", "-f", str(missing), "--backend", "docker")
     assert wait_until(lambda: not _containers(label), timeout=30, step=0.5), _containers(label)
+
+
+RENDEZVOUS = """\
+import os, socket, time
+from polyaxon_prefect import tracking
+rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+address = (os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]))
+print("rank", rank, "of", world, "in-image", os.path.exists("/etc/os-release"))
+if rank == 0:
+    server = socket.create_server(address)
+    ranks = sorted(int(server.accept()[0].recv(16)) for _ in range(world - 1))
+    tracking.log_outputs(world_size=world, ranks=ranks)
+else:
+    for _ in range(600):
+        try:
+            socket.create_connection(address).sendall(str(rank).encode())
+            break
+        except OSError:
+            time.sleep(0.05)
+"""
+
+
+def test_a_pytorchjob_runs_one_container_per_replica_with_the_local_env_contract(
+    tmp_path: Path, prefect_server: str
+) -> None:
+    container = f"{{image: {images.PYTHON}, command: [python, -c, {json.dumps(RENDEZVOUS)}]}}"
+    path = _write(
+        tmp_path / "ddp.yaml",
+        f"""\
+version: 1.1
+kind: component
+name: rendezvous
+outputs: [{{name: world_size, type: int}}, {{name: ranks, type: any}}]
+run:
+  kind: pytorchjob
+  master: {{replicas: 1, container: {container}}}
+  worker: {{replicas: 2, container: {container}}}
+""",
+    )
+    done = cli_on(prefect_server, "run", "-f", str(path), "--backend", "docker", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads(done.stdout)
+    assert result["outputs"] == {"world_size": 3, "ranks": [1, 2]}
+    run_dir = Path(result["artifacts_path"])
+    assert "rank 2 of 3 in-image False" in (run_dir / "logs" / "worker-1.log").read_text()
+    assert _containers(f"polyaxon-prefect.run={result['uuid']}") == []
