@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from polyaxon_prefect.containers import ContainerRun, container_name, run_argv
+from polyaxon_prefect.containers import ContainerRun, container_name, gpu_flags, run_argv
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
 from polyaxon_prefect.runtime._container import (
     ContainerCli,
@@ -55,6 +55,8 @@ if TYPE_CHECKING:
 
 __all__ = ["CONTAINER_REPLICA_KINDS", "ContainerReplicasExecutor", "PreparedContainerReplicas"]
 
+_PULL = "missing"
+"""Replicas pull as ``IfNotPresent`` (their ``imagePullPolicy`` is not read yet)."""
 CONTAINER_REPLICA_KINDS = ("tfjob", "pytorchjob", "mxjob", "xgbjob", "paddlejob")
 
 
@@ -127,8 +129,6 @@ class _ContainerReplicas(_Replicas):
         command = run_argv(self.cli.kind, spec)
         command[0] = self.cli.path
         if devices:  # this replica's slice, not the first GPUs of the machine
-            from polyaxon_prefect.containers import gpu_flags
-
             at = command.index(spec.image)
             command[at:at] = gpu_flags(self.cli.kind, len(devices), devices)
         super()._run(one, command, cli_env)
@@ -155,7 +155,7 @@ def execute_container_replicas(
             cli = find_cli()
             start_of_process(cli)
             images = dict.fromkeys(one.job.image or "" for one in prepared.replicas)
-            problems = [image_problem(cli, image, prepared_pull(prepared)) for image in images]
+            problems = [image_problem(cli, image, _PULL) for image in images]
             problem = next((p for p in problems if p), None)
         except (ContainerCliError, OSError, subprocess.TimeoutExpired) as exc:
             problem = f"cannot run containers: {exc}"
@@ -165,11 +165,6 @@ def execute_container_replicas(
             ended = _run(cli, prepared, on_line, cancel_event)
     finish_ttl(prepared)
     return ended
-
-
-def prepared_pull(prepared: PreparedJob) -> str:
-    """Replicas pull as ``IfNotPresent``: an image here is never pulled again."""
-    return "missing"
 
 
 def _run(
