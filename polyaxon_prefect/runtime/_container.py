@@ -49,6 +49,7 @@ from polyaxon_prefect.containers import (
     run_argv,
 )
 from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError, Problem
+from polyaxon_prefect.runtime._build import BuildNotSupportedError
 from polyaxon_prefect.runtime._context import ENV_ARTIFACTS_ROOT, ENV_PROJECT, RunContext
 from polyaxon_prefect.runtime._errors import ProcessStartError
 from polyaxon_prefect.runtime._job import LOG_FILE, PreparedJob, _before_process, prepare_job
@@ -180,6 +181,10 @@ class PreparedContainerJob(PreparedJob):
     """The folder it builds from (the kaniko ``-c`` argument; default the run's artifacts)."""
 
 
+def _notes_without_build(job: PreparedJob) -> tuple[str, ...]:
+    return tuple(note for note in job.notes if not note.startswith("build skipped"))
+
+
 def _container_spec(loaded: LoadedPolyaxonfile) -> Any:
     component = loaded.operation.component
     run = getattr(component, "run", None)
@@ -210,8 +215,19 @@ def prepare_container_job(
     job = prepare_job(loaded, dataclasses.replace(options, skip_builds=True))
     spec = _container_spec(loaded)
     fields = {f.name: getattr(job, f.name) for f in dataclasses.fields(PreparedJob)}
-    if not options.skip_builds:  # builds run here: an op that needs one runs in its image
-        fields["notes"] = tuple(n for n in job.notes if not n.startswith("build skipped"))
+    if not options.skip_builds and not job.is_build and job.notes != _notes_without_build(job):
+        raise BuildNotSupportedError(
+            [
+                Problem(
+                    f"op `{job.op_name}` has a `build:` section, which the docker backend does "
+                    "not run yet",
+                    rule="build_unsupported",
+                    path=("component", "build"),
+                    hint="build in a DAG op before it (`hubRef: kaniko` with a `dockerfile` "
+                    "init step) and use its `destination`, or skip it with `--skip-builds`",
+                )
+            ]
+        )
     if job.is_build:
         if options.skip_builds:
             return PreparedContainerJob(**fields)
