@@ -31,7 +31,7 @@ lint: setup
 test: lint
 	$(BIN)/pytest -q
 
-FAST := not process and not server and not cluster and not browser and not slow
+FAST := not process and not server and not cluster and not browser and not slow and not container
 
 test-fast: setup
 	$(BIN)/pytest -q -m "$(FAST)" tests/unit

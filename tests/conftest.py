@@ -18,7 +18,7 @@ CORPUS = ROOT / "tests" / "corpus"
 EXAMPLES = ROOT / "examples"
 
 
-FAST_LOOP_EXCLUDES = ("process", "server", "cluster", "browser", "slow")
+FAST_LOOP_EXCLUDES = ("process", "server", "cluster", "browser", "slow", "container")
 """The markers `make test-fast` deselects (registered, with their meaning, in pyproject.toml)."""
 
 FOLDER_MARKS = {"prefect": ("server", "process")}

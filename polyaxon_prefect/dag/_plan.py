@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from polyaxon_prefect.exceptions import DagError, PolyaxonfileError, Problem
-from polyaxon_prefect.loading import patch
+from polyaxon_prefect.loading import apply_run_patch, patch
 from polyaxon_prefect.specs import (
     DISTRIBUTED_RUNTIMES,
     BaseSpec,
@@ -341,6 +341,15 @@ def child_loaded(parent: LoadedPolyaxonfile, op: Operation) -> LoadedPolyaxonfil
                 ]
             )
         op, component = inlined, inlined.component
+    if op.run_patch and component.run is not None and not isinstance(component.run, str):
+        # the loader patches the file's own op; a DAG op's `runPatch` is applied here
+        run = apply_run_patch(
+            component.run.model_dump(by_alias=True, exclude_none=True),
+            op.run_patch,
+            op.patch_strategy or "post_merge",
+        )
+        component = component.model_copy(update={"run": type(component.run).model_validate(run)})
+        op = op.model_copy(update={"component": component, "run_patch": None})
     try:
         params = typed_params(component, op.params)
     except ValueError as exc:

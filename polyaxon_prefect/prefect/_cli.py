@@ -66,7 +66,8 @@ def add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="where distributed replicas run: local processes (default); `kubeflow` (Training "
         "Operator resources) or `native` (Indexed Jobs + a headless Service) submit them to "
         "the Kubernetes cluster of KUBECONFIG, the in-cluster service account, or the "
-        "POLYAXON_PREFECT_K8S_CREDENTIALS block",
+        "POLYAXON_PREFECT_K8S_CREDENTIALS block; `docker`: every op runs as a container of its "
+        "image through docker or podman (POLYAXON_PREFECT_CONTAINER_CLI)",
     )
     parser.add_argument(
         "--no-cache",

@@ -55,7 +55,7 @@ def add_deploy_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--backend",
-        choices=("local", "kubeflow", "native"),
+        choices=("local", "kubeflow", "native", "docker"),
         default=None,
         help="where the runs' distributed ops go (default: local processes in the flow run)",
     )

@@ -88,10 +88,11 @@ _RUNNERS: dict[OpKind, Runner] = {"job": _run_job, "dag": _run_dag, "matrix": _r
 
 
 def register_backends(backend: str) -> None:
-    """Register the executors of ``backend`` unless it is the local one (the runtime's own):
-    the start-up step of every request, explicit rather than an import's side effect, and
-    repeatable (a registered executor is registered once)."""
-    if backend == LOCAL:
+    """Register the executors of ``backend`` unless it is the runtime's own (``local``, and
+    ``docker``, whose containers need no client library): the start-up step of every request,
+    explicit rather than an import's side effect, and repeatable (a registered executor is
+    registered once)."""
+    if backend in (LOCAL, "docker"):
         return
     from polyaxon_prefect.prefect._kubernetes import register_cluster_executors
 

@@ -17,6 +17,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from polyaxon_prefect.exceptions import Problem, UnsupportedFeatureError
+from polyaxon_prefect.runtime._container import CONTAINER_BACKEND, ContainerJobExecutor
+from polyaxon_prefect.runtime._container_replicas import (
+    CONTAINER_REPLICA_KINDS,
+    ContainerReplicasExecutor,
+)
 from polyaxon_prefect.runtime._job import (
     LOCAL,
     ONE_PROCESS_KINDS,
@@ -169,6 +174,10 @@ for _kind in ONE_PROCESS_KINDS:
     register_executor(_kind, LOCAL, JobExecutor)
 for _kind in sorted(KUBEFLOW_KINDS):
     register_executor(_kind, LOCAL, ReplicasExecutor)
+for _kind in ONE_PROCESS_KINDS:
+    register_executor(_kind, CONTAINER_BACKEND, ContainerJobExecutor)
+for _kind in CONTAINER_REPLICA_KINDS:
+    register_executor(_kind, CONTAINER_BACKEND, ContainerReplicasExecutor)
 
 
 def runnable_kinds(backend: str = LOCAL) -> list[str]:

@@ -7,7 +7,9 @@ write end only the run's process holds: whatever way that process ends (normal e
 exception, SIGKILL, OOM killer), the kernel closes the pipe and the reaper reads end-of-file.
 It then, in this order:
 
-1. stops the process groups it was told about (jobs, replicas) with SIGTERM, then SIGKILL;
+1. stops the process groups it was told about (jobs, replicas) with SIGTERM, then SIGKILL,
+   and removes the containers labelled with the session (``containers CLI``: the docker or
+   podman CLI that started them);
 2. marks the flow runs it was told about, and their task runs, ``Crashed`` through the Prefect
    API, when they are not final yet (a killed run would otherwise stay "Running" forever: flow
    heartbeats are off for local runs); ``Cancelled`` when their top-level run was being stopped
@@ -18,7 +20,8 @@ It then, in this order:
 
 On a normal end the run's process has already stopped its groups and finished its flow runs,
 so the reaper finds nothing to do. Protocol: one command per line on standard input,
-``group PGID``, ``ungroup PGID``, ``server PGID``, ``api URL``, ``flow-run ID``.
+``group PGID``, ``ungroup PGID``, ``server PGID``, ``api URL``, ``flow-run ID``,
+``containers CLI``.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from pathlib import Path
 
 SESSION_ENV = "POLYAXON_PREFECT_SESSION"
 _GRACE_SECONDS = 3.0
+_CONTAINER_LABEL = "polyaxon-prefect.session"  # polyaxon_prefect.containers.LABEL_SESSION
 _NOT_FINAL = ["SCHEDULED", "PENDING", "RUNNING", "PAUSED", "CANCELLING"]
 
 
@@ -107,6 +111,27 @@ def _group_of(pid: int) -> int | None:
         return os.getpgid(pid)
     except OSError:
         return None
+
+
+def _remove_containers(cli: str, session: str) -> None:
+    """Remove every container ``cli`` started with the session's label (running or not)."""
+    import subprocess
+
+    path = os.environ.get("PATH", "")
+    env = {**os.environ, "PATH": f"{path}:/usr/local/sbin:/usr/sbin:/sbin"}  # iptables
+    with contextlib.suppress(Exception):
+        listed = subprocess.run(
+            [cli, "ps", "-aq", "--filter", f"label={_CONTAINER_LABEL}={session}"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env=env,
+        )
+        ids = listed.stdout.split()
+        if ids:
+            rm = [cli, "rm", "-f", *ids]
+            subprocess.run(rm, capture_output=True, timeout=120, check=False, env=env)
 
 
 def _post(url: str, body: object) -> object:
@@ -201,6 +226,7 @@ def main(argv: list[str]) -> int:
     groups: set[int] = set()
     servers: set[int] = set()
     flow_runs: list[str] = []
+    clis: list[str] = []
     api = ""
     for raw in sys.stdin:
         command, _, value = raw.strip().partition(" ")
@@ -215,8 +241,12 @@ def main(argv: list[str]) -> int:
                 api = value.rstrip("/")
             elif command == "flow-run" and value not in flow_runs:
                 flow_runs.append(value)
+            elif command == "containers" and value not in clis:
+                clis.append(value)
     # End of file: the run's process is gone (or done).
     _stop_groups(groups)
+    for cli in clis:
+        _remove_containers(cli, session)
     if api:
         with contextlib.suppress(Exception):
             mark_crashed(api, flow_runs[-200:])

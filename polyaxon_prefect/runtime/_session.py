@@ -108,6 +108,11 @@ class Session:
         self._send(f"server {pgid}")
         self._send(f"api {api_url}")
 
+    def track_containers(self, cli: str) -> None:
+        """A container CLI (docker, podman) whose containers labelled with this session the
+        reaper removes if this process dies."""
+        self._send(f"containers {cli}")
+
     def track_api(self, api_url: str) -> None:
         self._send(f"api {api_url}")
 

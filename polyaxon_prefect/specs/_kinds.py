@@ -30,9 +30,10 @@ __all__ = [
 
 OpKind = Literal["job", "dag", "matrix"]
 
-BACKENDS = ("local", "kubeflow", "native")
-"""Where an op's processes can run: this machine, Kubeflow operator resources, or native
-Kubernetes Indexed Jobs (a backend runs a kind once an executor is registered for the pair)."""
+BACKENDS = ("local", "kubeflow", "native", "docker")
+"""Where an op's processes can run: this machine, Kubeflow operator resources, native
+Kubernetes Indexed Jobs, or containers of their images on this machine (docker or podman); a
+backend runs a kind once an executor is registered for the pair."""
 
 LOCAL = BACKENDS[0]
 """The backend that runs processes on this machine."""
@@ -95,7 +96,10 @@ def backend_for(kind: str | None, requested: str, *, in_pipeline: bool) -> str:
     """The backend that runs an op of run kind ``kind``: the requested one, except that an op
     of a DAG or sweep whose kind has no Kubernetes workload runs ``local`` (jobs and the
     distributed kinds are sent to a cluster from inside a pipeline, each op its own pod as
-    Polyaxon runs them; a notifier or a hook stays with the pipeline)."""
+    Polyaxon runs them; a notifier or a hook stays with the pipeline). On ``docker`` every op
+    runs in its image, in a pipeline too."""
+    if requested == "docker":
+        return requested
     if in_pipeline and kind != "job" and kind not in KUBEFLOW_KINDS:
         return LOCAL
     return requested

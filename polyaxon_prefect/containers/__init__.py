@@ -1,0 +1,46 @@
+"""Local containers, pure part: the ``docker run`` / ``podman run`` command line of an op.
+
+No I/O here (`polyaxon_prefect.runtime._container` runs the CLI): which flags an op's
+``container`` maps to (image, ``workingDir``, ``imagePullPolicy``, ``resources``), the labels
+every container of a run session carries (so a reaper can remove them by label), the mounts,
+and which variables of the op's environment reach the container (by name only: their values
+travel in the CLI's environment, never on its command line).
+"""
+
+from __future__ import annotations
+
+from ._run import (
+    CLI_ENV,
+    CLIS,
+    LABEL_PID,
+    LABEL_RUN,
+    LABEL_SESSION,
+    ContainerRun,
+    Mount,
+    container_name,
+    env_names,
+    gpu_count,
+    gpu_flags,
+    parse_cpus,
+    parse_memory,
+    pull_flag,
+    run_argv,
+)
+
+__all__ = [
+    "CLIS",
+    "CLI_ENV",
+    "LABEL_PID",
+    "LABEL_RUN",
+    "LABEL_SESSION",
+    "ContainerRun",
+    "Mount",
+    "container_name",
+    "env_names",
+    "gpu_count",
+    "gpu_flags",
+    "parse_cpus",
+    "parse_memory",
+    "pull_flag",
+    "run_argv",
+]

@@ -1,0 +1,396 @@
+"""The ``docker`` backend: an op runs as a container of its ``container.image``.
+
+Through the ``docker`` or ``podman`` CLI (`find_cli`): the op is prepared exactly as a local
+job (`prepare_job`: params, templates, init steps, the env contract), then its command runs in
+its image instead of on this machine. The artifacts root and the Polyaxonfile's folder are
+bound at the same absolute paths, so every path the templates rendered (``globals``, the
+outputs and metrics files of `polyaxon_prefect.tracking`, the run directory) means the same
+inside; outputs and metrics are read back from those files as for a local job. The package's
+own source is bound read-only at `TRACKING_PATH` (on ``PYTHONPATH``), so ``from
+polyaxon_prefect import tracking`` works in any Python image.
+
+Nothing a run starts outlives it: every container is labelled with the run session and the
+process that started it (`polyaxon_prefect.containers`), removed when its CLI ends whatever
+ended it (timeout, stop, Ctrl-C), removed by the session's reaper should this process be
+killed (``kill -9``), and removed by the next process that runs containers when both died.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from polyaxon_prefect.containers import (
+    ContainerRun,
+    Mount,
+    container_name,
+    env_names,
+    gpu_count,
+    parse_cpus,
+    parse_memory,
+    pull_flag,
+    run_argv,
+)
+from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
+from polyaxon_prefect.runtime._build import BuildNotSupportedError
+from polyaxon_prefect.runtime._container_cli import (
+    ContainerCli,
+    ContainerCliError,
+    find_cli,
+    image_problem,
+    reap_containers,
+    session_labels,
+    start_of_process,
+    with_sbin,
+)
+from polyaxon_prefect.runtime._context import ENV_ARTIFACTS_ROOT, ENV_PROJECT, RunContext
+from polyaxon_prefect.runtime._errors import ProcessStartError
+from polyaxon_prefect.runtime._job import LOG_FILE, PreparedJob, _before_process, prepare_job
+from polyaxon_prefect.runtime._options import PrepareOptions
+from polyaxon_prefect.runtime._outcome import failed, finish_ttl, job_outcome
+from polyaxon_prefect.runtime._process import run_process
+from polyaxon_prefect.runtime._result import RunResult
+from polyaxon_prefect.specs import Status
+from polyaxon_prefect.tracking import OUTPUTS_FILE
+
+if TYPE_CHECKING:
+    from polyaxon_prefect.loading import LoadedPolyaxonfile
+
+__all__ = [
+    "CONTAINER_BACKEND",
+    "TRACKING_PATH",
+    "ContainerCli",
+    "ContainerCliError",
+    "ContainerJobExecutor",
+    "PreparedContainerJob",
+    "container_environment",
+    "container_mounts",
+    "execute_container_job",
+    "find_cli",
+    "image_command",
+    "image_problem",
+    "prepare_container_job",
+    "reap_containers",
+    "session_labels",
+    "start_of_process",
+]
+
+CONTAINER_BACKEND = "docker"
+TRACKING_PATH = "/opt/polyaxon-prefect"
+"""Where the package's source is bound (read-only) in every container, on ``PYTHONPATH``."""
+_PYTHON_NAMES = ("python", "python3")
+
+
+@dataclass(frozen=True)
+class PreparedContainerJob(PreparedJob):
+    """A job prepared for a container: what a local job has, plus the image's settings."""
+
+    command: tuple[str, ...] = ()
+    """The op's argv as the image runs it (``python`` stays ``python``)."""
+    pull: str = "missing"
+    cpus: str | None = None
+    memory: int | None = None
+    gpus: int = 0
+    build_tag: str | None = None
+    """A build op run here: the image it builds and tags (its ``destination``)."""
+    build_context: str | None = None
+    """The folder it builds from (the kaniko ``-c`` argument; default the run's artifacts)."""
+
+
+def _notes_without_build(job: PreparedJob) -> tuple[str, ...]:
+    return tuple(note for note in job.notes if not note.startswith("build skipped"))
+
+
+def _container_spec(loaded: LoadedPolyaxonfile) -> Any:
+    component = loaded.operation.component
+    run = getattr(component, "run", None)
+    container = getattr(run, "container", None)
+    return None if isinstance(container, str) else container
+
+
+def image_command(job: PreparedJob, spec: Any = None) -> tuple[str, ...]:
+    """The job's argv with the op's own interpreter name back: a local job runs ``python``
+    with this process's interpreter, an image with its own."""
+    argv = list(job.argv)
+    if argv and argv[0] == sys.executable:
+        raw = list(getattr(spec, "command", None) or [])
+        first = raw[0] if raw and raw[0] in _PYTHON_NAMES else "python3"
+        argv[0] = first
+    return tuple(argv)
+
+
+def prepare_container_job(
+    loaded: LoadedPolyaxonfile, options: PrepareOptions = PrepareOptions()
+) -> PreparedContainerJob:
+    """Prepare ``loaded`` as a local job, then for its image.
+
+    Raises:
+        What `prepare_job` raises; `PolyaxonfileError` for an op without ``container.image``;
+        `ContainerCliError` when no container CLI is usable.
+    """
+    job = prepare_job(loaded, dataclasses.replace(options, skip_builds=True))
+    spec = _container_spec(loaded)
+    fields = {f.name: getattr(job, f.name) for f in dataclasses.fields(PreparedJob)}
+    if not options.skip_builds and not job.is_build and job.notes != _notes_without_build(job):
+        raise BuildNotSupportedError(
+            [
+                Problem(
+                    f"op `{job.op_name}` has a `build:` section, which the docker backend does "
+                    "not run yet",
+                    rule="build_unsupported",
+                    path=("component", "build"),
+                    hint="build in a DAG op before it (`hubRef: kaniko` with a `dockerfile` "
+                    "init step) and use its `destination`, or skip it with `--skip-builds`",
+                )
+            ]
+        )
+    if job.is_build:
+        if options.skip_builds:
+            return PreparedContainerJob(**fields)
+        find_cli()
+        tag, context = _build_target(job)
+        fields["is_build"] = False  # a process runs (the build): not a skipped build op
+        return PreparedContainerJob(**fields, build_tag=tag, build_context=context)
+    if not job.image:
+        raise PolyaxonfileError(
+            [
+                Problem(
+                    f"op `{job.op_name}` has no `container.image` to run on the docker backend",
+                    rule="no_image",
+                    path=("component", "run", "container", "image"),
+                    hint="set `image:` (an image on this machine or in a registry it reaches)",
+                )
+            ]
+        )
+    find_cli()
+    resources = getattr(spec, "resources", None)
+    limits: Mapping[str, Any] = getattr(resources, "limits", None) or {}
+    requests: Mapping[str, Any] = getattr(resources, "requests", None) or {}
+    return PreparedContainerJob(
+        **fields,
+        command=image_command(job, spec),
+        pull=pull_flag(getattr(spec, "image_pull_policy", None)),
+        cpus=parse_cpus(limits.get("cpu", requests.get("cpu"))),
+        memory=parse_memory(limits.get("memory", requests.get("memory"))),
+        gpus=gpu_count(limits) or gpu_count(requests),
+    )
+
+
+def _flag_value(argv: tuple[str, ...] | list[str], *flags: str) -> str | None:
+    for index, arg in enumerate(argv[:-1]):
+        if arg in flags:
+            return argv[index + 1]
+    for arg in argv:
+        for flag in flags:
+            if flag.startswith("--") and arg.startswith(f"{flag}="):
+                return arg.split("=", 1)[1]
+    return None
+
+
+def _build_target(job: PreparedJob) -> tuple[str, str]:
+    """The tag and context folder of a build op: kaniko's ``-d``/``-c`` arguments as its
+    component rendered them (the registry connection's URL included), else its
+    ``destination`` param and the run's artifacts folder.
+
+    Raises:
+        PolyaxonfileError: no destination to tag the image as.
+    """
+    tag = _flag_value(job.argv, "-d", "--destination")
+    context = _flag_value(job.argv, "-c", "--context")
+    if not tag:
+        value = job.params.get("destination")
+        tag = str(value.get("name") or "") if isinstance(value, dict) else str(value or "")
+    if not tag:
+        raise PolyaxonfileError(
+            [
+                Problem(
+                    f"build `{job.op_name}` has no `destination` to tag its image as",
+                    rule="build_destination",
+                    path=("params", "destination"),
+                    hint="give `destination: {value: {name: IMAGE:TAG}}`",
+                )
+            ]
+        )
+    return tag, context or str(job.context.artifacts_path)
+
+
+def container_mounts(job: PreparedJob) -> list[Mount]:
+    """The artifacts root and the Polyaxonfile's folder at their own paths; the package's
+    source, read-only, for ``polyaxon_prefect.tracking``."""
+    paths = [job.context.artifacts_root]
+    if job.base_dir is not None:
+        paths.append(job.base_dir)
+    if job.cwd.is_dir():
+        paths.append(job.cwd)
+    kept: list[Path] = []
+    for path in sorted({p.resolve() for p in paths}, key=lambda p: len(p.parts)):
+        if not any(path.is_relative_to(parent) for parent in kept):
+            kept.append(path)
+    package = Path(__file__).resolve().parents[1]  # the polyaxon_prefect package
+    return [
+        *(Mount(str(path)) for path in kept),
+        Mount(str(package), f"{TRACKING_PATH}/polyaxon_prefect", read_only=True),
+    ]
+
+
+def container_environment(
+    env: Mapping[str, str], context: RunContext
+) -> tuple[dict[str, str], list[str]]:
+    """The CLI's environment and the names it passes on: the op's own variables and the
+    run's contract (never on the command line, where other users could read a secret)."""
+    env = dict(env)
+    always = [*context.env_vars(), ENV_ARTIFACTS_ROOT, ENV_PROJECT]  # the run's contract
+    names = sorted({*env_names(env, os.environ), *(n for n in always if n in env)})
+    if "PATH" not in names:
+        env = with_sbin(env)
+    if "PYTHONPATH" not in names:
+        env["PYTHONPATH"] = TRACKING_PATH
+        names.append("PYTHONPATH")
+    return env, names
+
+
+def execute_container_job(
+    job: PreparedJob,
+    *,
+    on_line: Callable[[str, str], None] | None = None,
+    cancel_event: threading.Event | None = None,
+) -> RunResult:
+    """Run ``job`` (a `PreparedContainerJob`) in its image, as `execute_job` runs a local one:
+    init steps here, the command in the container, outputs and metrics read back after.
+    Never raises for what the op did; its container is removed whatever ended it."""
+    if not isinstance(job, PreparedContainerJob):
+        raise TypeError("the docker backend runs jobs prepared by `prepare_container_job`")
+    if job.is_build:
+        return RunResult(Status.SKIPPED, message=f"build `{job.op_name}` skipped (--skip-builds)")
+    ended = _before_process(job, on_line, cancel_event)
+    if ended is None and job.build_tag is not None:
+        ended = _build(job, on_line, cancel_event)
+    elif ended is None:
+        try:
+            cli = find_cli()
+            start_of_process(cli)
+            problem = image_problem(cli, job.image or "", job.pull)
+        except (ContainerCliError, OSError, subprocess.TimeoutExpired) as exc:
+            problem = f"cannot run containers: {exc}"
+        if problem is not None:
+            ended = failed(problem, job.secrets)
+        else:
+            ended = _run_container(cli, job, on_line, cancel_event)
+    finish_ttl(job)
+    return ended
+
+
+def _build(
+    job: PreparedContainerJob,
+    on_line: Callable[[str, str], None] | None,
+    cancel_event: threading.Event | None,
+) -> RunResult:
+    """``CLI build -t DESTINATION CONTEXT``: the Dockerfile its ``dockerfile`` init step wrote
+    (or one already in the context), built here and tagged as the op's destination."""
+    assert job.build_tag is not None and job.build_context is not None
+    context = Path(job.build_context)
+    if not (context / "Dockerfile").is_file():
+        return failed(
+            f"build `{job.op_name}`: no Dockerfile in {context} (give it a `dockerfile` init step)",
+            job.secrets,
+        )
+    try:
+        cli = find_cli()
+        result = run_process(
+            [cli.path, "build", "--tag", job.build_tag, str(context)],
+            env=dict(job.env),
+            cwd=context,
+            timeout=job.timeout,
+            on_line=on_line,
+            secrets=job.secrets,
+            cancel_event=cancel_event,
+            log_path=job.context.run_artifacts_path / "logs" / LOG_FILE,
+        )
+    except (ContainerCliError, ProcessStartError) as exc:
+        return failed(str(exc), job.secrets)
+    if result.returncode == 0:  # what kaniko's pod reports: the image it pushed
+        outputs = job.context.run_outputs_path / OUTPUTS_FILE
+        outputs.write_text(json.dumps({"destination": job.build_tag}), encoding="utf-8")
+    return job_outcome(job, result)
+
+
+def _run_container(
+    cli: ContainerCli,
+    job: PreparedContainerJob,
+    on_line: Callable[[str, str], None] | None,
+    cancel_event: threading.Event | None,
+) -> RunResult:
+    assert job.image is not None
+    # the GPUs the machine's pool gave this op (`_gpu_admit.admitted`), numbered from 0 inside
+    devices = [d for d in job.env.get("CUDA_VISIBLE_DEVICES", "").split(",") if d]
+    inside = dict(job.env)
+    if job.gpus and devices:
+        inside["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(len(devices)))
+    env, names = container_environment(inside, job.context)
+    name = container_name(job.context.uuid, uuid.uuid4().hex[:6])
+    spec = ContainerRun(
+        name=name,
+        image=job.image,
+        argv=job.command,
+        env=names,
+        workdir=str(job.cwd),
+        mounts=container_mounts(job),
+        labels=session_labels(job.context.uuid),
+        pull="never",  # `image_problem` pulled what the policy asks for
+        cpus=job.cpus,
+        memory=job.memory,
+        gpus=job.gpus,
+        gpu_devices=tuple(devices),
+    )
+    argv = run_argv(cli.kind, spec)
+    argv[0] = cli.path
+    try:
+        result = run_process(
+            argv,
+            env=env,
+            cwd=job.context.run_artifacts_path,
+            timeout=job.timeout,
+            on_line=on_line,
+            secrets=job.secrets,
+            cancel_event=cancel_event,
+            log_path=job.context.run_artifacts_path / "logs" / LOG_FILE,
+        )
+    except ProcessStartError as exc:
+        return failed(str(exc), job.secrets)
+    finally:
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            cli.run("rm", "-f", name)
+    return job_outcome(job, result)
+
+
+@dataclass(frozen=True)
+class _ContainerJobExecutor:
+    """The ``docker`` backend's executor of one-container kinds."""
+
+    def prepare(
+        self, loaded: LoadedPolyaxonfile, options: PrepareOptions = PrepareOptions()
+    ) -> PreparedJob:
+        return prepare_container_job(loaded, options)
+
+    def execute(
+        self,
+        prepared: PreparedJob,
+        *,
+        on_line: Callable[[str, str], None] | None = None,
+        cancel_event: threading.Event | None = None,
+    ) -> RunResult:
+        return execute_container_job(prepared, on_line=on_line, cancel_event=cancel_event)
+
+
+ContainerJobExecutor = _ContainerJobExecutor()
+"""A ``kind: job`` op as one container of its image."""

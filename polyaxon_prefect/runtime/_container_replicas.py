@@ -1,0 +1,208 @@
+"""The ``docker`` backend of the distributed kinds: one container per replica.
+
+The replicas are prepared and launched exactly as on the local backend
+(`polyaxon_prefect.runtime._replicas`: the same plan, the same env contract, ``TF_CONFIG`` /
+``MASTER_ADDR`` on loopback ports, the same decisions when one ends); only each replica's
+process becomes a container of its image. The containers share the host's network
+(``--network host``), so the loopback addresses of the contract reach the other replicas
+unchanged. A replica's GPUs (its slice of this machine's, as locally) become its devices, seen
+inside as ``0..n-1``. ``mpijob`` is not run in containers (its launcher needs ``mpirun`` and
+SSH between them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import subprocess
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from polyaxon_prefect.containers import ContainerRun, container_name, gpu_flags, run_argv
+from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
+from polyaxon_prefect.runtime._container import (
+    ContainerCli,
+    ContainerCliError,
+    container_environment,
+    container_mounts,
+    find_cli,
+    image_command,
+    image_problem,
+    session_labels,
+    start_of_process,
+)
+from polyaxon_prefect.runtime._job import PreparedJob
+from polyaxon_prefect.runtime._options import PrepareOptions
+from polyaxon_prefect.runtime._outcome import failed, finish_ttl
+from polyaxon_prefect.runtime._replicas import (
+    PreparedReplica,
+    PreparedReplicas,
+    _before_replicas,
+    _launch,
+    _outcome,
+    _relay,
+    _Replicas,
+    _wait,
+    prepare_replicas,
+)
+from polyaxon_prefect.runtime._result import RunResult
+
+if TYPE_CHECKING:
+    from polyaxon_prefect.loading import LoadedPolyaxonfile
+
+__all__ = ["CONTAINER_REPLICA_KINDS", "ContainerReplicasExecutor", "PreparedContainerReplicas"]
+
+_PULL = "missing"
+"""Replicas pull as ``IfNotPresent`` (their ``imagePullPolicy`` is not read yet)."""
+CONTAINER_REPLICA_KINDS = ("tfjob", "pytorchjob", "mxjob", "xgbjob", "paddlejob")
+
+
+@dataclass(frozen=True)
+class PreparedContainerReplicas(PreparedReplicas):
+    """A distributed op prepared for containers: the local preparation, every image checked."""
+
+
+def prepare_container_replicas(
+    loaded: LoadedPolyaxonfile, options: PrepareOptions = PrepareOptions()
+) -> PreparedContainerReplicas:
+    """`prepare_replicas`, then: every replica has an image, and a container CLI is usable.
+
+    Raises:
+        What `prepare_replicas` raises; `PolyaxonfileError` for a replica without an image;
+        `ContainerCliError`.
+    """
+    prepared = prepare_replicas(loaded, options)
+    missing = [one.name for one in prepared.replicas if not one.job.image]
+    if missing:
+        raise PolyaxonfileError(
+            [
+                Problem(
+                    f"replicas {', '.join(missing)} have no `container.image` to run on the "
+                    "docker backend",
+                    rule="no_image",
+                    path=("component", "run"),
+                    hint="set `image:` in each replica's container",
+                )
+            ]
+        )
+    find_cli()
+    fields = {f.name: getattr(prepared, f.name) for f in dataclasses.fields(PreparedReplicas)}
+    return PreparedContainerReplicas(**fields)
+
+
+class _ContainerReplicas(_Replicas):
+    """The local replicas' threads, each running its replica in a container."""
+
+    def __init__(
+        self,
+        prepared: PreparedReplicas,
+        on_line: Callable[[str, str], None] | None,
+        cli: ContainerCli,
+    ) -> None:
+        super().__init__(prepared, on_line)
+        self.cli = cli
+        self.names: list[str] = []
+        self.suffix = uuid.uuid4().hex[:6]
+
+    def _run(self, one: PreparedReplica, argv: list[str], env: Mapping[str, str]) -> None:
+        job = one.job
+        devices = [d for d in one.gpus.split(",") if d]
+        inside = dict(env)
+        inside["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(len(devices)))
+        cli_env, names = container_environment(inside, job.context)
+        name = container_name(self.prepared.context.uuid, f"{one.name}-{self.suffix}")
+        self.names.append(name)
+        spec = ContainerRun(
+            name=name,
+            image=job.image or "",
+            argv=image_command(dataclasses.replace(job, argv=argv)),
+            env=names,
+            workdir=str(job.cwd),
+            mounts=container_mounts(job),
+            labels=session_labels(self.prepared.context.uuid),
+            pull="never",
+            network="host",
+        )
+        command = run_argv(self.cli.kind, spec)
+        command[0] = self.cli.path
+        if devices:  # this replica's slice, not the first GPUs of the machine
+            at = command.index(spec.image)
+            command[at:at] = gpu_flags(self.cli.kind, len(devices), devices)
+        super()._run(one, command, cli_env)
+
+    def remove(self) -> None:
+        if self.names:
+            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+                self.cli.run("rm", "-f", *self.names)
+
+
+def execute_container_replicas(
+    prepared: PreparedJob,
+    *,
+    on_line: Callable[[str, str], None] | None = None,
+    cancel_event: threading.Event | None = None,
+) -> RunResult:
+    """Start every replica of ``prepared`` in its image and wait for the job's end, as
+    `execute_replicas` does with processes; no container outlives it."""
+    if not isinstance(prepared, PreparedContainerReplicas) or prepared.plan is None:
+        raise TypeError("the docker backend runs replicas prepared by its own executor")
+    ended = _before_replicas(prepared, on_line, cancel_event)
+    if ended is None:
+        try:
+            cli = find_cli()
+            start_of_process(cli)
+            images = dict.fromkeys(one.job.image or "" for one in prepared.replicas)
+            problems = [image_problem(cli, image, _PULL) for image in images]
+            problem = next((p for p in problems if p), None)
+        except (ContainerCliError, OSError, subprocess.TimeoutExpired) as exc:
+            problem = f"cannot run containers: {exc}"
+        if problem is not None:
+            ended = failed(problem, prepared.secrets)
+        else:
+            ended = _run(cli, prepared, on_line, cancel_event)
+    finish_ttl(prepared)
+    return ended
+
+
+def _run(
+    cli: ContainerCli,
+    prepared: PreparedContainerReplicas,
+    on_line: Callable[[str, str], None] | None,
+    cancel_event: threading.Event | None,
+) -> RunResult:
+    plan = prepared.plan
+    assert plan is not None
+    group = _ContainerReplicas(prepared, on_line, cli)
+    try:
+        group.start(_launch(prepared, plan))
+        decision, cancelled = _wait(group, plan, cancel_event)
+    finally:  # an interrupt (Ctrl-C, a task timeout) must not leave a replica behind
+        group.stop_all()
+        group.remove()
+    while (event := group.next_event()) is not None:
+        _relay(event, on_line)
+    return _outcome(prepared, plan, group.ended, decision, cancelled)
+
+
+@dataclass(frozen=True)
+class _ContainerReplicasExecutor:
+    def prepare(
+        self, loaded: LoadedPolyaxonfile, options: PrepareOptions = PrepareOptions()
+    ) -> PreparedJob:
+        return prepare_container_replicas(loaded, options)
+
+    def execute(
+        self,
+        prepared: PreparedJob,
+        *,
+        on_line: Callable[[str, str], None] | None = None,
+        cancel_event: threading.Event | None = None,
+    ) -> RunResult:
+        return execute_container_replicas(prepared, on_line=on_line, cancel_event=cancel_event)
+
+
+ContainerReplicasExecutor = _ContainerReplicasExecutor()
+"""A distributed op (``tfjob``, ``pytorchjob``...) as one container per replica."""

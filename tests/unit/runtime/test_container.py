@@ -1,0 +1,87 @@
+"""The docker backend's choices that need no container: which CLI, which variables."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from polyaxon_prefect.runtime._container import (
+    TRACKING_PATH,
+    ContainerCliError,
+    container_environment,
+    find_cli,
+)
+from polyaxon_prefect.runtime._context import new_run_context
+
+
+def test_a_named_cli_that_is_not_installed_is_one_clear_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("POLYAXON_PREFECT_CONTAINER_CLI", "no-such-container-cli")
+    find_cli.cache_clear()
+    try:
+        with pytest.raises(ContainerCliError, match=r"no-such-container-cli.*no such program"):
+            find_cli()
+    finally:
+        find_cli.cache_clear()
+
+
+def test_the_container_gets_the_contract_and_the_ops_variables_by_name_only(
+    tmp_path: Path,
+) -> None:
+    context = new_run_context("op", artifacts_root=tmp_path)
+    contract = context.env_vars({"lr": 0.1})
+    env = {**os.environ, **contract, "TOKEN": "s3cret"}
+    cli_env, names = container_environment(env, context)
+    assert set(contract) <= set(names)
+    assert "TOKEN" in names and "HOME" not in names  # inherited: means nothing in an image
+    assert cli_env["TOKEN"] == "s3cret"  # the value travels in the CLI's environment
+    assert cli_env["PYTHONPATH"] == TRACKING_PATH
+    assert "/usr/sbin" in cli_env["PATH"].split(os.pathsep)
+
+
+def _loaded(tmp_path: Path, text: str) -> object:
+    from polyaxon_prefect.loading import load_polyaxonfile
+
+    path = tmp_path / "op.yaml"
+    path.write_text(text, encoding="utf-8")
+    return load_polyaxonfile(str(path))
+
+
+def test_an_op_without_an_image_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    from polyaxon_prefect.exceptions import PolyaxonfileError
+    from polyaxon_prefect.runtime._container import prepare_container_job
+
+    loaded = _loaded(
+        tmp_path,
+        "version: 1.1\nkind: component\nname: bare\n"
+        "run: {kind: job, container: {command: [/bin/true]}}\n",
+    )
+    with pytest.raises(PolyaxonfileError, match=r"no `container\.image`"):
+        prepare_container_job(loaded)  # type: ignore[arg-type]
+
+
+def test_an_ops_own_build_section_is_refused_unless_builds_are_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from polyaxon_prefect.runtime._build import BuildNotSupportedError
+    from polyaxon_prefect.runtime._container import prepare_container_job
+    from polyaxon_prefect.runtime._options import PrepareOptions
+
+    loaded = _loaded(
+        tmp_path,
+        "version: 1.1\nkind: operation\nname: needs-build\n"
+        "build: {hubRef: kaniko, params: {destination: {value: {name: 'x:1'}}}}\n"
+        "component: {run: {kind: job, container: {image: x:1, command: [/bin/true]}}}\n",
+    )
+    with pytest.raises(BuildNotSupportedError, match="`build:` section"):
+        prepare_container_job(loaded)  # type: ignore[arg-type]
+    monkeypatch.setenv("POLYAXON_PREFECT_CONTAINER_CLI", "true")  # any program: not run here
+    find_cli.cache_clear()
+    try:
+        options = PrepareOptions(skip_builds=True)
+        assert prepare_container_job(loaded, options).image == "x:1"  # type: ignore[arg-type]
+    finally:
+        find_cli.cache_clear()
