@@ -43,6 +43,7 @@ from polyaxon_prefect.containers import (
 )
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
 from polyaxon_prefect.runtime._build import BuildNotSupportedError
+from polyaxon_prefect.runtime._compat_path import COMPAT_DIR
 from polyaxon_prefect.runtime._container_cli import (
     ContainerCli,
     ContainerCliError,
@@ -243,12 +244,29 @@ def container_mounts(job: PreparedJob) -> list[Mount]:
     ]
 
 
+def _without_compat_path(env: dict[str, str]) -> dict[str, str]:
+    """``env`` without the stand-in ``polyaxon`` packages the local preparation put on
+    ``PYTHONPATH`` (`compat_env`): that check was of this machine's Python, not the image's,
+    and in the image they would come before its site-packages, shadowing a real ``polyaxon``
+    (images that ran on Polyaxon have it). What remains is the op's own ``PYTHONPATH``, if any."""
+    value = env.get("PYTHONPATH")
+    if value is None:
+        return env
+    compat = str(COMPAT_DIR)
+    entries = [e for e in value.split(os.pathsep) if e and not e.startswith(compat)]
+    if not entries or os.pathsep.join(entries) == os.environ.get("PYTHONPATH", ""):
+        env.pop("PYTHONPATH")
+    else:
+        env["PYTHONPATH"] = os.pathsep.join(entries)
+    return env
+
+
 def container_environment(
     env: Mapping[str, str], context: RunContext
 ) -> tuple[dict[str, str], list[str]]:
     """The CLI's environment and the names it passes on: the op's own variables and the
     run's contract (never on the command line, where other users could read a secret)."""
-    env = dict(env)
+    env = _without_compat_path(dict(env))
     always = [*context.env_vars(), ENV_ARTIFACTS_ROOT, ENV_PROJECT]  # the run's contract
     names = sorted({*env_names(env, os.environ), *(n for n in always if n in env)})
     if "PATH" not in names:

@@ -85,3 +85,17 @@ def test_an_ops_own_build_section_is_refused_unless_builds_are_skipped(
         assert prepare_container_job(loaded, options).image == "x:1"  # type: ignore[arg-type]
     finally:
         find_cli.cache_clear()
+
+
+def test_the_stand_in_polyaxon_packages_stay_out_of_an_image() -> None:
+    """The local check of "can this Python import polyaxon" was of this machine's Python: in an
+    image the stand-ins would come before its site-packages and shadow a real polyaxon."""
+    import os
+
+    from polyaxon_prefect.runtime._compat_path import COMPAT_DIR
+    from polyaxon_prefect.runtime._container import _without_compat_path
+
+    v1, v0 = str(COMPAT_DIR / "v1"), str(COMPAT_DIR / "v0")
+    assert "PYTHONPATH" not in _without_compat_path({"PYTHONPATH": os.pathsep.join([v1, v0])})
+    mine = {"PYTHONPATH": os.pathsep.join(["/src/lib", v1])}
+    assert _without_compat_path(mine)["PYTHONPATH"] == "/src/lib"
