@@ -76,6 +76,7 @@ from polyaxon_prefect.runtime._process import run_process
 from polyaxon_prefect.runtime._render import (
     RenderedContainer,
     python_argv,
+    python_env,
     render_container,
     render_model,
     render_run_connections,
@@ -448,7 +449,7 @@ def execute_job(
         try:
             result = run_process(
                 job.argv,
-                env=job.env,
+                env=python_env(job.env),
                 cwd=job.cwd,
                 timeout=job.timeout,
                 on_line=on_line,

@@ -8,6 +8,7 @@ user's template printed it.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Mapping
@@ -185,6 +186,18 @@ def python_argv(argv: list[str]) -> list[str]:
     if argv and argv[0] in _PYTHON_NAMES:
         return [sys.executable, *argv[1:]]
     return argv
+
+
+def python_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` with the directory of the interpreter that runs polyaxon-prefect first on
+    ``PATH``, so that a shell command's ``python`` (``bash -c "python train.py"``, every legacy
+    ``cmd``) is the same interpreter as a ``python`` argv (`python_argv`), also when the CLI was
+    started as ``.venv/bin/polyaxon-prefect`` without activating its environment."""
+    bindir = os.path.dirname(sys.executable)
+    entries = [e for e in env.get("PATH", "").split(os.pathsep) if e]
+    if entries[:1] == [bindir]:
+        return dict(env)
+    return {**env, "PATH": os.pathsep.join([bindir, *entries])}
 
 
 @dataclass

@@ -63,6 +63,7 @@ from polyaxon_prefect.runtime._outcome import (
     process_message,
 )
 from polyaxon_prefect.runtime._process import ProcessResult, run_process
+from polyaxon_prefect.runtime._render import python_env
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.specs import Status
 from polyaxon_prefect.tracking import METRICS_FILE, OUTPUTS_FILE
@@ -343,7 +344,7 @@ class _Replicas:
         try:
             result = run_process(
                 argv,
-                env=env,
+                env=python_env(env),
                 cwd=job.cwd,
                 timeout=job.timeout,
                 on_line=relay,

@@ -512,3 +512,21 @@ def test_default_run_context_makes_no_directories_until_executed(
     assert not (tmp_path / "root").exists()
     assert execute_job(job).status == "succeeded"
     assert job.context.run_outputs_path.is_dir()
+
+
+def test_a_shell_commands_python_is_the_interpreter_of_the_runtime(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``bash -c "python ..."`` (every legacy ``cmd``) finds the runtime's interpreter first on
+    ``PATH``, as a ``python`` argv does, even when the CLI's environment was not activated."""
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    job = prepare(
+        tmp_path,
+        component(
+            "container:\n  command: [sh, -c, 'python -c \"import sys; print(sys.executable)\"']\n"
+        ),
+    )
+    lines: list[str] = []
+    result = execute_job(job, on_line=lambda stream, line: lines.append(line))
+    assert result.status == "succeeded", result.message
+    assert lines == [sys.executable]
