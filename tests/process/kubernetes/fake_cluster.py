@@ -29,6 +29,7 @@ import contextlib
 import json
 import os
 import signal
+import sys
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -103,6 +104,9 @@ class FakeKubelet:
                 mapped(str(a)) for a in [*container.get("command", []), *container.get("args", [])]
             ]
             env = dict(os.environ)
+            # the image's `python` is the one running the tests (CI does not activate the venv)
+            path = os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")])
+            env["PATH"] = path.rstrip(os.pathsep)
             for item in container.get("env") or []:
                 if "value" in item:
                     env[item["name"]] = mapped(str(item["value"]))
