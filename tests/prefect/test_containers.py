@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from polyaxon_prefect.runtime._context import find_run_path
+from polyaxon_prefect.runtime._context import ENV_ARTIFACTS_ROOT, find_run_path
 from polyaxon_prefect.runtime._job import LOG_FILE
 from tests.prefect import container_images as images
 from tests.prefect.conftest import MARK, cli_on, run_processes, wait_until
@@ -264,7 +264,7 @@ QUICK_START = Path(__file__).resolve().parents[2] / "examples" / "quick-start"
 
 
 def test_the_quick_start_dag_with_its_build_op_runs_in_containers(
-    tmp_path: Path, prefect_server: str
+    tmp_path: Path, prefect_server: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The docs' quick-start DAG, with the `build` op the example leaves out: kaniko's hub
     component builds `polyaxon/polyaxon-quick-start` from a local base image (no registry is
@@ -295,6 +295,9 @@ def test_the_quick_start_dag_with_its_build_op_runs_in_containers(
         (tmp_path / "typed.yaml").read_text().replace("polyaxon/polyaxon-quick-start", image)
     )
     path = _write(tmp_path / "dag-build.yaml", text)
+    # an artifacts root of its own: `best_model` ranks every run under the root, and the
+    # session's other tests leave runs with lower losses there
+    monkeypatch.setenv(ENV_ARTIFACTS_ROOT, str(tmp_path / "artifacts"))
     try:
         done = cli_on(
             prefect_server,
