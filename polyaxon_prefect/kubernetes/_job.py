@@ -89,16 +89,7 @@ def _job_spec(termination: Termination | None, template: dict[str, Any]) -> dict
     # one attempt unless the file asks for retries: a job's retries are the pod's (the op is
     # not retried around the Job as well, see runtime._cluster)
     spec: dict[str, Any] = {"backoffLimit": 0}
-    if isinstance(termination, Termination):
-        if termination.max_retries is not None:
-            spec["backoffLimit"] = termination.max_retries
-        if termination.timeout is not None:
-            spec["activeDeadlineSeconds"] = termination.timeout
-        if termination.ttl is not None:
-            spec["ttlSecondsAfterFinished"] = termination.ttl
-        policy = termination.pod_failure_policy
-        if policy is not None and not isinstance(policy, str):
-            spec["podFailurePolicy"] = policy.to_dict()
+    spec.update(termination_fields(termination))
     spec["template"] = template
     return spec
 
@@ -125,3 +116,23 @@ def build_job(run: Job, target: Target) -> tuple[list[dict[str, Any]], list[Prob
         "spec": _job_spec(target.termination, template),
     }
     return [manifest], problems
+
+
+def termination_fields(termination: Termination | None) -> dict[str, Any]:
+    """A ``batch/v1`` Job's fields from Polyaxon's ``termination``: ``maxRetries`` is
+    ``backoffLimit``, ``timeout`` ``activeDeadlineSeconds``, ``ttl``
+    ``ttlSecondsAfterFinished``, and a ``podFailurePolicy`` as written (a plain job's Job and
+    each Indexed Job of a distributed run read them the same way)."""
+    fields: dict[str, Any] = {}
+    if not isinstance(termination, Termination):
+        return fields
+    if termination.max_retries is not None:
+        fields["backoffLimit"] = termination.max_retries
+    if termination.timeout is not None:
+        fields["activeDeadlineSeconds"] = termination.timeout
+    if termination.ttl is not None:
+        fields["ttlSecondsAfterFinished"] = termination.ttl
+    policy = termination.pod_failure_policy
+    if policy is not None and not isinstance(policy, str):
+        fields["podFailurePolicy"] = policy.to_dict()
+    return fields

@@ -20,7 +20,7 @@ from polyaxon_prefect.specs._runs import NonDagRuntime
 
 from ._env import NATIVE_KINDS, native_contract, service_hosts, wrap_command
 from ._groups import RUN_PATH, Group, Target, main_group, replica_groups
-from ._job import hand_back_from
+from ._job import hand_back_from, termination_fields
 from ._kubeflow import KUBEFLOW
 from ._names import ANNOTATION_OFFSET, LABEL_RUN, child_name
 from ._pod import PodInput, build_pod_template
@@ -93,16 +93,7 @@ def _job_spec(
         # a rank restarted alone cannot rejoin its peers' collectives: retries are the run's
         "backoffLimit": 0,
     }
-    if isinstance(termination, Termination):
-        if termination.max_retries is not None:
-            spec["backoffLimit"] = termination.max_retries
-        if termination.timeout is not None:
-            spec["activeDeadlineSeconds"] = termination.timeout
-        if termination.ttl is not None:
-            spec["ttlSecondsAfterFinished"] = termination.ttl
-        policy = termination.pod_failure_policy
-        if policy is not None and not isinstance(policy, str):
-            spec["podFailurePolicy"] = policy.to_dict()
+    spec.update(termination_fields(termination))
     spec["template"] = template
     return spec
 
