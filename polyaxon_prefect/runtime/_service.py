@@ -35,14 +35,14 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem, UnsupportedFeatureError
-from polyaxon_prefect.loading import ParamValue, TemplateError, build_context, render_value
+from polyaxon_prefect.loading import TemplateError, build_context, render_value
 from polyaxon_prefect.runtime._context import RunContext, new_run_context
 from polyaxon_prefect.runtime._errors import ProcessStartError
 from polyaxon_prefect.runtime._job import PreparedJob, _before_process, prepare_container
 from polyaxon_prefect.runtime._locate import locate_problems
 from polyaxon_prefect.runtime._options import PrepareOptions
 from polyaxon_prefect.runtime._outcome import LOG_FILE, failed
-from polyaxon_prefect.runtime._param_values import merge_params
+from polyaxon_prefect.runtime._param_values import merge_params, template_params
 from polyaxon_prefect.runtime._process import run_process
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.specs import Service, Status
@@ -56,6 +56,8 @@ __all__ = [
     "ServiceContext",
     "base_url",
     "execute_service",
+    "forget_serving",
+    "on_serving",
     "prepare_service",
     "service_settings",
     "service_url",
@@ -67,6 +69,22 @@ SERVICE_FILE = "service.json"
 LineCallback = Callable[[str, str], None]
 _PROBE_SECONDS = 0.1
 _RUN_PATH = ("component", "run")
+
+
+_SERVING: dict[str, Callable[[], None]] = {}
+_SERVING_LOCK = threading.Lock()
+
+
+def on_serving(uuid: str, callback: Callable[[], None]) -> None:
+    """Call ``callback`` (from the service's watcher thread) once the service of run ``uuid``
+    serves: how a DAG learns that its service op's dependents may start."""
+    with _SERVING_LOCK:
+        _SERVING[uuid] = callback
+
+
+def forget_serving(uuid: str) -> None:
+    with _SERVING_LOCK:
+        _SERVING.pop(uuid, None)
 
 
 @dataclass(frozen=True)
@@ -128,8 +146,10 @@ def _render(value: Any, context: Mapping[str, Any], field: str, problems: list[P
         return None
 
 
-def service_settings(loaded: LoadedPolyaxonfile, params: Mapping[str, Any]) -> ServiceSettings:
-    """The service's settings with the op's params rendered in.
+def service_settings(
+    loaded: LoadedPolyaxonfile, params: Mapping[str, Any], context: RunContext
+) -> ServiceSettings:
+    """The service's settings with the op's params (and ``context``'s globals) rendered in.
 
     Raises:
         PolyaxonfileError: a template that does not render, a port out of 1-65535 (located).
@@ -149,12 +169,17 @@ def service_settings(loaded: LoadedPolyaxonfile, params: Mapping[str, Any]) -> S
             ]
         )
     values = merge_params(component, operation, getattr(loaded, "params", {}) or {}, params)
-    context = build_context({k: ParamValue(value=v) for k, v in values.items()})
+    given: frozenset[str] = getattr(loaded, "given_params", frozenset())
     problems: list[Problem] = []
-    ports = _render(run.ports, context, "ports", problems) or []
+    try:
+        typed = template_params(component, operation, values, context.globals_dict(), given)
+        scope = build_context(typed, globals=context.globals_dict())
+    except TemplateError as exc:
+        raise PolyaxonfileError([Problem(str(exc), rule="template")]) from None
+    ports = _render(run.ports, scope, "ports", problems) or []
     found: list[int] = []
     for i, port in enumerate(ports if isinstance(ports, list) else [ports]):
-        port = _render(port, context, "ports", problems)
+        port = _render(port, scope, "ports", problems)
         if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
             problems.append(
                 Problem(
@@ -167,8 +192,8 @@ def service_settings(loaded: LoadedPolyaxonfile, params: Mapping[str, Any]) -> S
             )
             continue
         found.append(port)
-    rewrite = _render(run.rewrite_path, context, "rewritePath", problems)
-    external = _render(run.is_external, context, "isExternal", problems)
+    rewrite = _render(run.rewrite_path, scope, "rewritePath", problems)
+    external = _render(run.is_external, scope, "isExternal", problems)
     if problems:
         raise PolyaxonfileError(locate_problems(problems, loaded))
     return ServiceSettings(tuple(found), bool(rewrite), bool(external))
@@ -222,13 +247,12 @@ def prepare_service(
 
     Raises what `prepare_container` raises, and `PolyaxonfileError` for bad ports.
     """
-    settings = service_settings(loaded, options.params or {})
-    ports, notes = local_ports(settings.ports)
     operation = loaded.operation
     name = operation.name or (operation.component.name if operation.component else None) or "job"
-    context = ServiceContext.of(
-        options.run_context or new_run_context(name), ports, settings.rewrite_path
-    )
+    base = options.run_context or new_run_context(name)
+    settings = service_settings(loaded, options.params or {}, base)
+    ports, notes = local_ports(settings.ports)
+    context = ServiceContext.of(base, ports, settings.rewrite_path)
     job, _ = prepare_container(loaded, dataclasses.replace(options, run_context=context))
     url = service_url("127.0.0.1", ports, context.base_url, rewrite_path=settings.rewrite_path)
     fields = {f.name: getattr(job, f.name) for f in dataclasses.fields(PreparedJob)}
@@ -299,6 +323,10 @@ class _Watch:
         _write_record(self.service, status="running", serving_since=self.served_at)
         where = self.service.url or "(no port)"
         self.on_line("stdout", f"service `{self.service.op_name}` is running at {where}")
+        with _SERVING_LOCK:
+            callback = _SERVING.get(self.service.context.uuid)
+        if callback is not None:
+            callback()
 
     def _guard(self) -> None:
         timeout = self.service.timeout
