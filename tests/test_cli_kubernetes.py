@@ -98,7 +98,7 @@ def test_connections_file_is_mounted(tmp_path: Path, capsys: pytest.CaptureFixtu
 def test_a_single_pod_job_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     path = ROOT / "examples" / "quick-start" / "dag.yaml"
     assert main(["compile", "-f", str(path), "--target", "kubernetes"]) == 1
-    assert "only distributed runs" in capsys.readouterr().err
+    assert "only services and distributed runs" in capsys.readouterr().err
 
 
 def test_default_compile_output_is_unchanged(capsys: pytest.CaptureFixture[str]) -> None:

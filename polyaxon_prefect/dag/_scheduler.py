@@ -167,7 +167,9 @@ class DagRun:
         try:
             skip_flag = _render_flag(op.skip_on_upstream_skip, self.inputs)
             decision = decide(
-                op.trigger, [self._status_for(u) for u in upstreams], skip_on_upstream_skip=skip_flag
+                op.trigger,
+                [self._status_for(u) for u in upstreams],
+                skip_on_upstream_skip=skip_flag,
             )
         except (ValueError, PolyaxonPrefectError) as error:
             return self.mark(name, Status.FAILED, str(error))

@@ -22,6 +22,7 @@ from polyaxon_prefect.specs import (
     Dag,
     LoadedPolyaxonfile,
     Operation,
+    Service,
     Termination,
 )
 
@@ -46,6 +47,7 @@ from ._kubeflow import KUBEFLOW, build_kubeflow_job
 from ._mounts import ARTIFACTS_PATH
 from ._names import base_name
 from ._native import build_native_jobs
+from ._service import build_service_manifests, port_forward_command
 
 __all__ = [
     "ARTIFACTS_PATH",
@@ -67,6 +69,7 @@ __all__ = [
     "kubeflow_state",
     "native_state",
     "pod_diagnosis_message",
+    "port_forward_command",
     "replica_name",
     "run_selector",
 ]
@@ -105,6 +108,22 @@ def _termination(operation: Operation) -> Termination | None:
     return Termination(**merged) if merged else None
 
 
+def _target(
+    loaded_or_operation: LoadedPolyaxonfile | Operation,
+    operation: Operation,
+    namespace: str | None,
+    connections: Mapping[str, Mapping[str, Any]] | None,
+    artifacts_store: Mapping[str, Any] | None,
+) -> Target:
+    return Target(
+        name=_name(loaded_or_operation),
+        namespace=namespace or operation.namespace,
+        termination=_termination(operation),
+        connections=dict(connections or {}),
+        artifacts_store=artifacts_store,
+    )
+
+
 def build_manifests(
     loaded_or_operation: LoadedPolyaxonfile | Operation,
     *,
@@ -128,13 +147,21 @@ def build_manifests(
     chosen = backend or default_backend(loaded_or_operation)
     files = getattr(loaded_or_operation, "files", ()) or ()
     run = operation.component.run if operation.component is not None else None
+    if isinstance(run, Service):  # a Deployment and a Service, whatever the backend
+        service, problems = build_service_manifests(
+            run, _target(loaded_or_operation, operation, namespace, connections, artifacts_store)
+        )
+        if problems:
+            raise PolyaxonfileError(problems, file=files[0] if files else None)
+        return service
     if run is None or isinstance(run, Dag) or run.kind not in KUBEFLOW_KINDS:
         kind = run.kind if run is not None else "none"
         raise PolyaxonfileError(
             [
                 Problem(
-                    f"only distributed runs ({', '.join(sorted(KUBEFLOW_KINDS))}) have "
-                    f"Kubernetes manifests here, this one is a {kind}",
+                    "only services and distributed runs "
+                    f"({', '.join(sorted(KUBEFLOW_KINDS))}) have Kubernetes manifests here, "
+                    f"this one is a {kind}",
                     rule="k8s_kind",
                     path=(*RUN_PATH, "kind"),
                     hint="run other kinds with `polyaxon-prefect run`",
@@ -142,13 +169,7 @@ def build_manifests(
             ],
             file=files[0] if files else None,
         )
-    target = Target(
-        name=_name(loaded_or_operation),
-        namespace=namespace or operation.namespace,
-        termination=_termination(operation),
-        connections=dict(connections or {}),
-        artifacts_store=artifacts_store,
-    )
+    target = _target(loaded_or_operation, operation, namespace, connections, artifacts_store)
     manifests: list[dict[str, Any]]
     if chosen == "native":
         manifests, problems = build_native_jobs(run, target)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import queue
 import threading
 import time
@@ -204,7 +205,7 @@ class _DagFlow:
             self.apply(self.dag.mark(name, Status.FAILED, problem, inputs=params))
             return
         if self.is_service(name):
-            on_serving(context.uuid, lambda n=name: self.done_queue.put(_SERVING + n))
+            on_serving(context.uuid, functools.partial(self.done_queue.put, _SERVING + name))
         future = op_task.submit(wait_for=self.wait_for(name))
         flight = _Flight(op_task, future, cancel, params, context, time.time())
         with self.lock:
@@ -297,7 +298,9 @@ class _DagFlow:
         for name, flight in self.flights.items():
             if not flight.cancel.is_set():
                 self.ended_services.add(name)
-                self.logger.info("op `%s`: stopping the service, the dag's other ops are done", name)
+                self.logger.info(
+                    "op `%s`: stopping the service, the dag's other ops are done", name
+                )
                 flight.cancel.set()
 
     # -- the loop -------------------------------------------------------------------------

@@ -54,6 +54,8 @@ __all__ = [
     "SERVICE_FILE",
     "PreparedService",
     "ServiceContext",
+    "ServiceSettings",
+    "announce_serving",
     "base_url",
     "execute_service",
     "forget_serving",
@@ -80,6 +82,14 @@ def on_serving(uuid: str, callback: Callable[[], None]) -> None:
     serves: how a DAG learns that its service op's dependents may start."""
     with _SERVING_LOCK:
         _SERVING[uuid] = callback
+
+
+def announce_serving(uuid: str) -> None:
+    """The service of run ``uuid`` serves: call what `on_serving` registered for it."""
+    with _SERVING_LOCK:
+        callback = _SERVING.get(uuid)
+    if callback is not None:
+        callback()
 
 
 def forget_serving(uuid: str) -> None:
@@ -111,9 +121,7 @@ def base_url(context: RunContext, *, rewrite_path: bool = False) -> str:
     """Polyaxon's ``globals.base_url`` of a service run (its proxy path)."""
     root = "rewrite-services/v1" if rewrite_path else "services/v1"
     namespace = context.namespace or "local"
-    return (
-        f"/{root}/{namespace}/{context.owner_name}/{context.project_name}/runs/{context.uuid}"
-    )
+    return f"/{root}/{namespace}/{context.owner_name}/{context.project_name}/runs/{context.uuid}"
 
 
 def service_url(host: str, ports: tuple[int, ...], path: str, *, rewrite_path: bool) -> str | None:
@@ -140,9 +148,7 @@ def _render(value: Any, context: Mapping[str, Any], field: str, problems: list[P
     try:
         return render_value(value, context)
     except TemplateError as exc:
-        problems.append(
-            Problem(str(exc), rule="template", path=(*_RUN_PATH, field), value=value)
-        )
+        problems.append(Problem(str(exc), rule="template", path=(*_RUN_PATH, field), value=value))
         return None
 
 
@@ -323,10 +329,7 @@ class _Watch:
         _write_record(self.service, status="running", serving_since=self.served_at)
         where = self.service.url or "(no port)"
         self.on_line("stdout", f"service `{self.service.op_name}` is running at {where}")
-        with _SERVING_LOCK:
-            callback = _SERVING.get(self.service.context.uuid)
-        if callback is not None:
-            callback()
+        announce_serving(self.service.context.uuid)
 
     def _guard(self) -> None:
         timeout = self.service.timeout
@@ -376,7 +379,8 @@ def execute_service(
     finally:
         watch.ended.set()
     if result.cancelled:
-        status, message = Status.STOPPED, f"service `{service.op_name}` {watch.reason or 'was stopped'}"
+        reason = watch.reason or "was stopped"
+        status, message = Status.STOPPED, f"service `{service.op_name}` {reason}"
     elif result.returncode == 0:
         status, message = Status.SUCCEEDED, f"service `{service.op_name}` exited"
     else:

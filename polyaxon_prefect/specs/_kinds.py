@@ -93,6 +93,7 @@ def runs_as_one_process(kind: str | None) -> bool:
 
 def backend_for(kind: str | None, requested: str, *, in_pipeline: bool) -> str:
     """The backend that runs an op of run kind ``kind``: the requested one, except that an op
-    of a DAG or sweep whose kind has no Kubeflow resource runs ``local`` (only distributed
-    kinds are sent to a cluster from inside a pipeline)."""
-    return LOCAL if in_pipeline and kind not in KUBEFLOW_KINDS else requested
+    of a DAG or sweep whose kind has no Kubernetes workload runs ``local`` (only distributed
+    kinds and services are sent to a cluster from inside a pipeline)."""
+    on_cluster = kind in KUBEFLOW_KINDS or kind == "service"
+    return LOCAL if in_pipeline and not on_cluster else requested

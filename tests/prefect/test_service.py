@@ -20,7 +20,7 @@ from polyaxon_prefect.runtime._result import RunResult
 from tests.prefect.conftest import pid_alive, wait_until
 
 PY = sys.executable
-SERVER = '''\
+SERVER = """\
 import http.server, os, subprocess, sys
 from pathlib import Path
 child = subprocess.Popen(["sleep", "600"])  # a grandchild: stopped with the service's group
@@ -35,7 +35,7 @@ class Hello(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Hello).serve_forever()
-'''
+"""
 CLIENT = (
     "import sys, urllib.request; "
     "print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())"
