@@ -76,7 +76,9 @@ class ServiceClusterExecutor:
         component = operation.component
         name = operation.name or (component.name if component else None) or "service"
         base = options.run_context or new_run_context(name)
-        base = dataclasses.replace(base, namespace=base.namespace or operation.namespace)
+        # the pool's namespace is known when the run starts, after rendering: `default` then
+        namespace = base.namespace or operation.namespace or "default"
+        base = dataclasses.replace(base, namespace=namespace)
         settings = service_settings(loaded, options.params or {}, base)
         context = ServiceContext.of(base, settings.ports, settings.rewrite_path)
         prepared = prepare_cluster(
