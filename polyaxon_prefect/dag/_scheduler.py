@@ -56,6 +56,9 @@ class OpState:
     status: Status | None = None
     """The final status, None while undecided or running."""
     running: bool = False
+    serving: bool = False
+    """A service op that serves: its dependents may start (it counts as succeeded for their
+    triggers) while it keeps running."""
     stop_requested: bool = False
     record: OpRecord | None = None
     detail: dict[str, Any] = field(default_factory=dict)
@@ -136,6 +139,20 @@ class DagRun:
                 actions.append(action)
         return actions
 
+    def _status_for(self, upstream: str) -> Status | None:
+        """An upstream's status for its dependents' triggers: a service that serves counts as
+        succeeded (its dependents use it while it runs)."""
+        state = self.ops[upstream]
+        if state.status is None and state.serving:
+            return Status.SUCCEEDED
+        return state.status
+
+    def serving(self, name: str) -> None:
+        """Service op ``name`` serves: its dependents are decided as if it had succeeded."""
+        state = self.ops.get(name)
+        if state is not None and state.running:
+            state.serving = True
+
     def _at_limit(self) -> bool:
         limit = self.plan.concurrency
         return limit is not None and self._in_flight >= limit
@@ -150,7 +167,9 @@ class DagRun:
         try:
             skip_flag = _render_flag(op.skip_on_upstream_skip, self.inputs)
             decision = decide(
-                op.trigger, [self.ops[u].status for u in upstreams], skip_on_upstream_skip=skip_flag
+                op.trigger,
+                [self._status_for(u) for u in upstreams],
+                skip_on_upstream_skip=skip_flag,
             )
         except (ValueError, PolyaxonPrefectError) as error:
             return self.mark(name, Status.FAILED, str(error))

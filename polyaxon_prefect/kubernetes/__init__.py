@@ -24,6 +24,7 @@ from polyaxon_prefect.specs import (
     Job,
     LoadedPolyaxonfile,
     Operation,
+    Service,
     Termination,
 )
 
@@ -51,6 +52,7 @@ from ._kubeflow import KUBEFLOW, build_kubeflow_job
 from ._mounts import ARTIFACTS_PATH
 from ._names import base_name
 from ._native import build_native_jobs
+from ._service import build_service_manifests, port_forward_command
 
 __all__ = [
     "ARTIFACTS_PATH",
@@ -83,6 +85,7 @@ __all__ = [
     "native_state",
     "new_nonce",
     "pod_diagnosis_message",
+    "port_forward_command",
     "replica_name",
     "run_selector",
 ]
@@ -123,6 +126,29 @@ def _termination(operation: Operation) -> Termination | None:
     return Termination(**merged) if merged else None
 
 
+def _target(
+    loaded_or_operation: LoadedPolyaxonfile | Operation,
+    operation: Operation,
+    namespace: str | None,
+    connections: Mapping[str, Mapping[str, Any]] | None,
+    artifacts_store: Mapping[str, Any] | None,
+    *,
+    init_root: str | None = None,
+    env: Mapping[str, str] | None = None,
+    handback: PodHandback | None = None,
+) -> Target:
+    return Target(
+        name=_name(loaded_or_operation),
+        namespace=namespace or operation.namespace,
+        termination=_termination(operation),
+        connections=dict(connections or {}),
+        artifacts_store=artifacts_store,
+        init_root=init_root or ARTIFACTS_PATH,
+        env=dict(env or {}),
+        handback=handback,
+    )
+
+
 def build_manifests(
     loaded_or_operation: LoadedPolyaxonfile | Operation,
     *,
@@ -153,13 +179,30 @@ def build_manifests(
     chosen = backend or default_backend(loaded_or_operation)
     files = getattr(loaded_or_operation, "files", ()) or ()
     run = operation.component.run if operation.component is not None else None
+    if isinstance(run, Service):  # a Deployment and a Service, whatever the backend
+        service, problems = build_service_manifests(
+            run,
+            _target(
+                loaded_or_operation,
+                operation,
+                namespace,
+                connections,
+                artifacts_store,
+                init_root=init_root,
+                env=env,
+            ),
+        )
+        if problems:
+            raise PolyaxonfileError(problems, file=files[0] if files else None)
+        return service
     if run is None or isinstance(run, Dag) or run.kind not in CLUSTER_KINDS:
         kind = run.kind if run is not None else "none"
         raise PolyaxonfileError(
             [
                 Problem(
-                    f"only jobs and distributed runs ({', '.join(sorted(KUBEFLOW_KINDS))}) "
-                    f"have Kubernetes manifests here, this one is a {kind}",
+                    "only jobs, services and distributed runs "
+                    f"({', '.join(sorted(KUBEFLOW_KINDS))}) have Kubernetes manifests here, "
+                    f"this one is a {kind}",
                     rule="k8s_kind",
                     path=(*RUN_PATH, "kind"),
                     hint="run other kinds with `polyaxon-prefect run`",
@@ -167,14 +210,14 @@ def build_manifests(
             ],
             file=files[0] if files else None,
         )
-    target = Target(
-        name=_name(loaded_or_operation),
-        namespace=namespace or operation.namespace,
-        termination=_termination(operation),
-        connections=dict(connections or {}),
-        artifacts_store=artifacts_store,
-        init_root=init_root or ARTIFACTS_PATH,
-        env=dict(env or {}),
+    target = _target(
+        loaded_or_operation,
+        operation,
+        namespace,
+        connections,
+        artifacts_store,
+        init_root=init_root,
+        env=env,
         handback=handback,
     )
     manifests: list[dict[str, Any]]

@@ -21,6 +21,8 @@ from typing import Any
 from polyaxon_prefect.exceptions import Problem
 from polyaxon_prefect.specs import DockerfileType, FileType, GitType, Init
 
+from ._connection_kinds import connection_problems
+
 __all__ = [
     "ARTIFACTS_PATH",
     "CONTEXT_PATH",
@@ -112,6 +114,10 @@ def add_connection(
                 hint="pass the agent's connections file with `--connections FILE`",
             )
         )
+        return None
+    unusable = connection_problems(name, conn, path)
+    if unusable:
+        parts.problems.extend(unusable)
         return None
     volume = f"conn-{re.sub(r'[^a-z0-9-]+', '-', name.lower()).strip('-')}"[:63]
     schema = conn.get("schema") or {}

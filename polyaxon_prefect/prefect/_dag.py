@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import queue
 import threading
 import time
@@ -45,12 +46,15 @@ from polyaxon_prefect.prefect._states import state_for_status
 from polyaxon_prefect.runtime import RunContext, merge_params, new_run_context, record_child
 from polyaxon_prefect.runtime._masking import mask_text
 from polyaxon_prefect.runtime._result import RunResult
+from polyaxon_prefect.runtime._service import forget_serving, on_serving
 from polyaxon_prefect.runtime._session import stop_reason, stop_requested
-from polyaxon_prefect.specs import Status, op_kind
+from polyaxon_prefect.specs import Status, op_kind, run_kind
 
 __all__ = ["dag_final_status", "dag_markdown", "run_dag_in_flow", "stop_op"]
 
 MARKER_TASK_NAME = "dag_op_marker"
+_SERVING = "\0serving:"
+"""Prefix of a done-queue item saying a service op serves (its dependents may start)."""
 _POLL_SECONDS = 0.25
 _OPS_WRITE_SECONDS = 1.0
 """The least time between two writes of a running DAG's ``ops.json``."""
@@ -119,6 +123,8 @@ class _DagFlow:
         """On a restart, the op it runs from and what follows: they run, never from the cache."""
         self.reused_from: dict[str, str] = {}
         self.ops_written_at = -_OPS_WRITE_SECONDS
+        self.ended_services: set[str] = set()
+        """Service ops this DAG stopped because its other ops were done."""
 
     # -- edges ----------------------------------------------------------------------------
     def wait_for(self, name: str) -> list[Any]:
@@ -198,6 +204,8 @@ class _DagFlow:
         if problem:  # outside the `except`: Prefect would log it as the marker's traceback
             self.apply(self.dag.mark(name, Status.FAILED, problem, inputs=params))
             return
+        if self.is_service(name):
+            on_serving(context.uuid, functools.partial(self.done_queue.put, _SERVING + name))
         future = op_task.submit(wait_for=self.wait_for(name))
         flight = _Flight(op_task, future, cancel, params, context, time.time())
         with self.lock:
@@ -239,8 +247,11 @@ class _DagFlow:
         flight = self.flights.pop(name)
         flight.future.wait()
         flight.op_task.release()
+        forget_serving(flight.context.uuid)
         self.handles[name] = flight.future
         result: RunResult = flight.op_task.result(flight.future.state)
+        if name in self.ended_services and result.status == Status.STOPPED:
+            result = result.with_(message=f"stopped: the other ops of dag `{self.name}` are done")
         context = flight.context
         uuid = result.uuid or context.uuid
         globals_ = context.globals_dict()
@@ -269,6 +280,28 @@ class _DagFlow:
         self.dag.finished(name, record, detail)
         self.write_ops()
         self.log_end(name, record.status, record.message, uuid if result.cached else "")
+
+    # -- services -------------------------------------------------------------------------
+    def is_service(self, name: str) -> bool:
+        op = self.plan.ops[name]
+        return op_kind(op) == "job" and run_kind(op) == "service"
+
+    def stop_services_when_done(self) -> None:
+        """A service op lives as long as its DAG's work: once only services are in flight and
+        no other op can still start (none is waiting, or every service already serves), they
+        are stopped and end ``stopped``, so the DAG ends instead of waiting on them."""
+        if not self.flights or not all(self.is_service(n) for n in self.flights):
+            return
+        waiting = any(s.status is None and not s.running for s in self.dag.ops.values())
+        if waiting and not all(self.dag.ops[n].serving for n in self.flights):
+            return
+        for name, flight in self.flights.items():
+            if not flight.cancel.is_set():
+                self.ended_services.add(name)
+                self.logger.info(
+                    "op `%s`: stopping the service, the dag's other ops are done", name
+                )
+                flight.cancel.set()
 
     # -- the loop -------------------------------------------------------------------------
     def advance(self) -> None:
@@ -306,12 +339,15 @@ class _DagFlow:
                         for mark in self.dag.undecided():
                             self.apply(mark)
                         return
+                    self.stop_services_when_done()
                     try:
                         name = self.done_queue.get(timeout=_POLL_SECONDS)
                     except queue.Empty:
                         name = ""
                     self.check_stop_request()
-                    if name and name in self.flights:
+                    if name.startswith(_SERVING):
+                        self.dag.serving(name[len(_SERVING) :])
+                    elif name and name in self.flights:
                         self.collect(name)
             finally:
                 for flight in self.flights.values():

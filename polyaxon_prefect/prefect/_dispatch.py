@@ -95,8 +95,10 @@ def register_backends(backend: str) -> None:
     if backend in (LOCAL, "docker"):
         return
     from polyaxon_prefect.prefect._kubernetes import register_cluster_executors
+    from polyaxon_prefect.prefect._kubernetes_service import register_service_executors
 
     register_cluster_executors()
+    register_service_executors()
 
 
 def prepare_request(request: OpRequest) -> OpRequest:

@@ -31,6 +31,7 @@ from polyaxon_prefect.runtime._job import (
 )
 from polyaxon_prefect.runtime._options import PrepareOptions
 from polyaxon_prefect.runtime._replicas import execute_replicas, prepare_replicas
+from polyaxon_prefect.runtime._service import execute_service, prepare_service
 from polyaxon_prefect.specs import BACKENDS, KUBEFLOW_KINDS
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ __all__ = [
     "JobExecutor",
     "LocalExecutor",
     "ReplicasExecutor",
+    "ServiceExecutor",
     "executor_for",
     "register_executor",
     "runnable_kinds",
@@ -52,8 +54,8 @@ __all__ = [
 
 _HINTS = {
     "dag": "a dag runs as a pipeline: use the pipeline runner, not a single job",
-    "service": "a service is a long-running server; run its command yourself, or set "
-    "`kind: job` if it terminates",
+    "service": "a service runs locally (`--backend local`) or as a Deployment and a Service "
+    "on Kubernetes (`--backend native` or `kubeflow`)",
 }
 _DEFAULT_HINT = (
     "this kind has no executor on this backend (Ray and Dask clusters are not run; the "
@@ -117,6 +119,10 @@ ReplicasExecutor = LocalExecutor(prepare_replicas, execute_replicas)
 """A distributed op (``tfjob``, ``pytorchjob``...) as one local process per replica."""
 
 
+ServiceExecutor = LocalExecutor(prepare_service, execute_service)
+"""A ``kind: service`` op as one managed long-running local process (`runtime._service`)."""
+
+
 @dataclass(frozen=True)
 class _Registered:
     """An executor as registered for ``(kind, backend)``: what it prepares says so, so that
@@ -178,6 +184,7 @@ for _kind in ONE_PROCESS_KINDS:
     register_executor(_kind, CONTAINER_BACKEND, ContainerJobExecutor)
 for _kind in CONTAINER_REPLICA_KINDS:
     register_executor(_kind, CONTAINER_BACKEND, ContainerReplicasExecutor)
+register_executor("service", LOCAL, ServiceExecutor)
 
 
 def runnable_kinds(backend: str = LOCAL) -> list[str]:

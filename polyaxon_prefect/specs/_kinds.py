@@ -94,12 +94,11 @@ def runs_as_one_process(kind: str | None) -> bool:
 
 def backend_for(kind: str | None, requested: str, *, in_pipeline: bool) -> str:
     """The backend that runs an op of run kind ``kind``: the requested one, except that an op
-    of a DAG or sweep whose kind has no Kubernetes workload runs ``local`` (jobs and the
-    distributed kinds are sent to a cluster from inside a pipeline, each op its own pod as
+    of a DAG or sweep whose kind has no Kubernetes workload runs ``local`` (jobs, services and
+    the distributed kinds are sent to a cluster from inside a pipeline, each op its own pod as
     Polyaxon runs them; a notifier or a hook stays with the pipeline). On ``docker`` every op
     runs in its image, in a pipeline too."""
     if requested == "docker":
         return requested
-    if in_pipeline and kind != "job" and kind not in KUBEFLOW_KINDS:
-        return LOCAL
-    return requested
+    on_cluster = kind in ("job", "service") or kind in KUBEFLOW_KINDS
+    return LOCAL if in_pipeline and not on_cluster else requested

@@ -47,7 +47,7 @@ def test_a_job_runs_through_its_executor(tmp_path: Path) -> None:
     assert result.status == "succeeded" and lines == ["hi"]
 
 
-@pytest.mark.parametrize("kind", ["raycluster", "service", "dag", None])
+@pytest.mark.parametrize("kind", ["raycluster", "cleaner", "dag", None])
 def test_a_kind_with_no_local_executor_is_refused_with_a_hint(kind: str | None) -> None:
     with pytest.raises(UnsupportedFeatureError) as info:
         executor_for(kind)
@@ -127,7 +127,7 @@ def test_a_kind_with_no_executor_is_located_in_the_file(tmp_path: Path) -> None:
 
     path = tmp_path / "polyaxonfile.yaml"
     path.write_text(
-        "version: 1.1\nkind: component\nrun:\n  kind: service\n  container: {command: [echo]}\n",
+        "version: 1.1\nkind: component\nrun:\n  kind: cleaner\n  container: {command: [echo]}\n",
         encoding="utf-8",
     )
     with pytest.raises(UnsupportedFeatureError) as info:
