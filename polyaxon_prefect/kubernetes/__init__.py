@@ -179,19 +179,18 @@ def build_manifests(
     chosen = backend or default_backend(loaded_or_operation)
     files = getattr(loaded_or_operation, "files", ()) or ()
     run = operation.component.run if operation.component is not None else None
+    target = _target(
+        loaded_or_operation,
+        operation,
+        namespace,
+        connections,
+        artifacts_store,
+        init_root=init_root,
+        env=env,
+        handback=None if isinstance(run, Service) else handback,
+    )
     if isinstance(run, Service):  # a Deployment and a Service, whatever the backend
-        service, problems = build_service_manifests(
-            run,
-            _target(
-                loaded_or_operation,
-                operation,
-                namespace,
-                connections,
-                artifacts_store,
-                init_root=init_root,
-                env=env,
-            ),
-        )
+        service, problems = build_service_manifests(run, target)
         if problems:
             raise PolyaxonfileError(problems, file=files[0] if files else None)
         return service
@@ -210,16 +209,6 @@ def build_manifests(
             ],
             file=files[0] if files else None,
         )
-    target = _target(
-        loaded_or_operation,
-        operation,
-        namespace,
-        connections,
-        artifacts_store,
-        init_root=init_root,
-        env=env,
-        handback=handback,
-    )
     manifests: list[dict[str, Any]]
     if isinstance(run, Job):
         manifests, problems = build_job(run, target)

@@ -43,12 +43,18 @@ from polyaxon_prefect.prefect._job import OutcomeCallback, flow_name
 from polyaxon_prefect.prefect._record import record_ops
 from polyaxon_prefect.prefect._request import Children, OpRequest, OpTask
 from polyaxon_prefect.prefect._states import state_for_status
-from polyaxon_prefect.runtime import RunContext, merge_params, new_run_context, record_child
+from polyaxon_prefect.runtime import (
+    RunContext,
+    forget_serving,
+    merge_params,
+    new_run_context,
+    on_serving,
+    record_child,
+)
 from polyaxon_prefect.runtime._masking import mask_text
 from polyaxon_prefect.runtime._result import RunResult
-from polyaxon_prefect.runtime._service import forget_serving, on_serving
 from polyaxon_prefect.runtime._session import stop_reason, stop_requested
-from polyaxon_prefect.specs import Status, op_kind, run_kind
+from polyaxon_prefect.specs import Status, is_service_op, op_kind
 
 __all__ = ["dag_final_status", "dag_markdown", "run_dag_in_flow", "stop_op"]
 
@@ -283,8 +289,7 @@ class _DagFlow:
 
     # -- services -------------------------------------------------------------------------
     def is_service(self, name: str) -> bool:
-        op = self.plan.ops[name]
-        return op_kind(op) == "job" and run_kind(op) == "service"
+        return is_service_op(self.plan.ops[name])
 
     def stop_services_when_done(self) -> None:
         """A service op lives as long as its DAG's work: once only services are in flight and

@@ -38,17 +38,19 @@ from polyaxon_prefect.kubernetes import (
     run_selector,
 )
 from polyaxon_prefect.prefect._kubernetes import POLL_ENV, load_credentials, pool_settings
-from polyaxon_prefect.runtime import PrepareOptions, new_run_context
-from polyaxon_prefect.runtime._cluster import PreparedManifests, prepare_cluster
-from polyaxon_prefect.runtime._executors import register_executor
-from polyaxon_prefect.runtime._result import RunResult
-from polyaxon_prefect.runtime._service import (
+from polyaxon_prefect.runtime import (
+    PreparedManifests,
+    PrepareOptions,
+    RunResult,
     ServiceContext,
     announce_serving,
+    new_run_context,
+    prepare_cluster,
+    register_executor,
     service_settings,
     service_url,
+    stop_requested,
 )
-from polyaxon_prefect.runtime._session import stop_requested
 from polyaxon_prefect.specs import Status
 
 if TYPE_CHECKING:

@@ -47,9 +47,19 @@ from polyaxon_prefect.runtime._outputs import read_metrics, read_outputs, valida
 from polyaxon_prefect.runtime._process import ProcessResult, mask_secrets, run_process
 
 if TYPE_CHECKING:
-    from polyaxon_prefect.runtime._cluster import CONNECTIONS_ENV, read_connections_file
+    from polyaxon_prefect.runtime._cluster import (
+        CONNECTIONS_ENV,
+        PreparedManifests,
+        prepare_cluster,
+        read_connections_file,
+    )
     from polyaxon_prefect.runtime._cluster_compile import cluster_manifests
-    from polyaxon_prefect.runtime._executors import EXECUTORS, Executor, executor_for
+    from polyaxon_prefect.runtime._executors import (
+        EXECUTORS,
+        Executor,
+        executor_for,
+        register_executor,
+    )
     from polyaxon_prefect.runtime._gpu_admit import check_gpus_up_front
     from polyaxon_prefect.runtime._handback import handback_outcome
     from polyaxon_prefect.runtime._init import INIT_HANDLERS
@@ -61,6 +71,15 @@ if TYPE_CHECKING:
     )
     from polyaxon_prefect.runtime._locate import locate_problems
     from polyaxon_prefect.runtime._param_values import merge_params
+    from polyaxon_prefect.runtime._result import RunResult
+    from polyaxon_prefect.runtime._service import (
+        ServiceContext,
+        announce_serving,
+        forget_serving,
+        on_serving,
+        service_settings,
+        service_url,
+    )
     from polyaxon_prefect.runtime._session import request_stop, stop_requested
 
 __all__ = [
@@ -78,12 +97,16 @@ __all__ = [
     "OutputsError",
     "PrepareOptions",
     "PreparedJob",
+    "PreparedManifests",
     "ProcessResult",
     "ProcessStartError",
     "RunCache",
     "RunContext",
+    "RunResult",
     "RunRuntimeError",
+    "ServiceContext",
     "UnknownConnectionError",
+    "announce_serving",
     "check_gpus_up_front",
     "cluster_manifests",
     "connection_env",
@@ -92,6 +115,7 @@ __all__ = [
     "executor_for",
     "exit_code",
     "find_run_path",
+    "forget_serving",
     "get_connection",
     "handback_outcome",
     "line_record",
@@ -100,6 +124,8 @@ __all__ = [
     "mask_secrets",
     "merge_params",
     "new_run_context",
+    "on_serving",
+    "prepare_cluster",
     "prepare_container",
     "prepare_job",
     "project_name",
@@ -108,10 +134,13 @@ __all__ = [
     "read_metrics",
     "read_outputs",
     "record_child",
+    "register_executor",
     "request_stop",
     "resolve_artifacts_root",
     "run_process",
     "select_lines",
+    "service_settings",
+    "service_url",
     "shown_line",
     "stop_requested",
     "validate_outputs",
@@ -120,7 +149,22 @@ __all__ = [
 __getattr__ = lazy_attributes(
     __name__,
     {
-        **dict.fromkeys(("EXECUTORS", "Executor", "executor_for"), "_executors"),
+        **dict.fromkeys(
+            ("EXECUTORS", "Executor", "executor_for", "register_executor"), "_executors"
+        ),
+        **dict.fromkeys(("PreparedManifests", "prepare_cluster"), "_cluster"),
+        "RunResult": "_result",
+        **dict.fromkeys(
+            (
+                "ServiceContext",
+                "announce_serving",
+                "forget_serving",
+                "on_serving",
+                "service_settings",
+                "service_url",
+            ),
+            "_service",
+        ),
         **dict.fromkeys(("PreparedJob", "execute_job", "prepare_container", "prepare_job"), "_job"),
         "merge_params": "_param_values",
         "INIT_HANDLERS": "_init",

@@ -45,7 +45,7 @@ from polyaxon_prefect.runtime._outcome import LOG_FILE, failed
 from polyaxon_prefect.runtime._param_values import merge_params, template_params
 from polyaxon_prefect.runtime._process import run_process
 from polyaxon_prefect.runtime._result import RunResult
-from polyaxon_prefect.specs import Service, Status
+from polyaxon_prefect.specs import Status, service_run
 
 if TYPE_CHECKING:
     from polyaxon_prefect.loading import LoadedPolyaxonfile
@@ -162,9 +162,9 @@ def service_settings(
     """
     operation = loaded.operation
     component = operation.component
-    run = component.run if component is not None else None
-    if not isinstance(run, Service):
-        kind = getattr(run, "kind", None)
+    run = service_run(operation)
+    if run is None or component is None:
+        kind = getattr(getattr(component, "run", None), "kind", None)
         raise UnsupportedFeatureError(
             [
                 Problem(

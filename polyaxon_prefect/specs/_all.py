@@ -110,9 +110,11 @@ from ._kinds import (
     context_kind,
     dag_of,
     is_dag_kind,
+    is_service_op,
     op_kind,
     run_kind,
     runs_as_one_process,
+    service_run,
 )
 from ._loaded import (
     LoadedPolyaxonfile,
@@ -416,6 +418,7 @@ __all__ = [
     "find_cycle",
     "is_dag_kind",
     "is_list_type",
+    "is_service_op",
     "is_template",
     "list_item_type",
     "main_replica",
@@ -433,6 +436,7 @@ __all__ = [
     "run_keys",
     "run_kind",
     "runs_as_one_process",
+    "service_run",
     "slug",
     "spec_keys",
     "split_csv",

@@ -12,7 +12,7 @@ from polyaxon_prefect.specs._component import Component
 from polyaxon_prefect.specs._dag import Dag
 from polyaxon_prefect.specs._operation import Operation
 from polyaxon_prefect.specs._run_kinds import RUN_MODELS
-from polyaxon_prefect.specs._runs import KUBEFLOW_KINDS
+from polyaxon_prefect.specs._runs import KUBEFLOW_KINDS, Service
 
 __all__ = [
     "BACKENDS",
@@ -23,9 +23,11 @@ __all__ = [
     "context_kind",
     "dag_of",
     "is_dag_kind",
+    "is_service_op",
     "op_kind",
     "run_kind",
     "runs_as_one_process",
+    "service_run",
 ]
 
 OpKind = Literal["job", "dag", "matrix"]
@@ -68,6 +70,20 @@ def dag_of(run: Any) -> Dag | None:
     """``run`` as a `Dag` when it is one (a component's ``run`` section), else None: callers
     that walk nested DAGs ask here instead of testing the model's class themselves."""
     return run if isinstance(run, Dag) else None
+
+
+def service_run(operation: Operation) -> Service | None:
+    """The operation's ``run`` when it is a service (``kind: service``), else None."""
+    match operation.component:
+        case Component(run=Service() as run):
+            return run
+        case _:
+            return None
+
+
+def is_service_op(operation: Operation) -> bool:
+    """Whether the op is one service (a long-running server, not a sweep of them)."""
+    return op_kind(operation) == "job" and service_run(operation) is not None
 
 
 def is_dag_kind(kind: object) -> bool:

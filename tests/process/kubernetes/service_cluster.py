@@ -127,6 +127,7 @@ class FakeDeployments:
 async def service_cluster(scenario: str = "running") -> AsyncIterator[Any]:
     """kmock's emulator on a loopback port with the fake Deployment controller."""
     async with kmock.KubernetesEmulator() as k, kmock.Server(k):
+        k.resources["v1/pods"] = {}  # listing pods before the controller made one is not a 404
         controller = asyncio.create_task(FakeDeployments(k, scenario).run())
         try:
             yield k

@@ -170,3 +170,23 @@ def test_with_nothing_in_flight_an_undecided_op_fails_rather_than_hangs() -> Non
     [mark] = run.undecided()
 
     assert (mark.name, mark.status) == ("b", "failed")
+
+
+def test_a_serving_service_lets_its_dependents_start_and_stopped_it_keeps_the_dag_green() -> None:
+    """A service op counts as succeeded for its dependents' triggers once it serves; stopped at
+    the DAG's end, it does not fail the DAG (`stopped` among successes)."""
+    run = _run([_op("board"), _op("look", dependencies=["board"])])
+    assert run.next_actions() == [Launch("board", {})]
+    assert run.next_actions() == []  # not serving yet: `look` waits
+    run.serving("board")
+    assert run.next_actions() == [Launch("look", {})]
+    _finish(run, "look", "succeeded")
+    _finish(run, "board", "stopped")
+    assert run.final_status() == "succeeded"
+
+
+def test_serving_is_ignored_for_an_op_that_is_not_running() -> None:
+    run = _run([_op("a"), _op("b", dependencies=["a"])])
+    run.serving("a")  # never launched
+    assert run.next_actions() == [Launch("a", {})]
+    assert run.next_actions() == []
