@@ -89,15 +89,7 @@ def build_service_manifests(
     # A service's pod fields are a replica's (`_PodSpec`), without the replica count.
     template, _restart, found = build_pod_template(cast(KFReplica, run), pod)
     problems += found
-    if not template["spec"]["containers"][0].get("image"):
-        problems.append(
-            Problem(
-                "the service's container has no `image`: the API server refuses a pod without one",
-                rule="k8s_image_required",
-                path=(*RUN_PATH, "container", "image"),
-                hint="set `run.container.image` (or a param it renders from)",
-            )
-        )
+    # a container without an image is the pod template's problem (`k8s_no_image`)
     template["spec"]["restartPolicy"] = "Always"
     deployment = {
         "apiVersion": "apps/v1",

@@ -165,7 +165,7 @@ async def test_a_service_without_an_image_is_refused_before_anything_is_created(
     with pytest.raises(PolyaxonfileError) as info:
         ServiceClusterExecutor("native").prepare(load_polyaxonfile(path))
     [problem] = info.value.problems
-    assert problem.rule == "k8s_image_required"
+    assert problem.rule == "k8s_no_image"
     assert problem.format().startswith(f"{path}:")
 
 
