@@ -85,6 +85,7 @@ def build_service_manifests(
         ports=tuple({"name": port_name(p), "containerPort": p} for p in ports),
         connections=target.connections,
         artifacts_store=target.artifacts_store,
+        init_root=target.init_root,  # init steps write where `globals.artifacts_path` renders
     )
     # A service's pod fields are a replica's (`_PodSpec`), without the replica count.
     template, _restart, found = build_pod_template(cast(KFReplica, run), pod)

@@ -26,7 +26,7 @@ from polyaxon_prefect.prefect._kubernetes_service import (
     register_service_executors,
     serve_on_cluster,
 )
-from polyaxon_prefect.runtime import executor_for
+from polyaxon_prefect.runtime import PrepareOptions, executor_for
 from polyaxon_prefect.runtime._cluster import CONNECTIONS_ENV
 from polyaxon_prefect.runtime._service import forget_serving, on_serving
 from tests.process.kubernetes.fake_cluster import NAMESPACE, credentials, ever, live
@@ -183,3 +183,22 @@ async def test_both_backends_prepare_a_service_through_the_registry(
         assert (prepared.run_kind, prepared.backend) == ("service", backend)
         kinds = [m["kind"] for m in prepared.manifests]  # type: ignore[attr-defined]
         assert kinds == ["Deployment", "Service"]
+
+
+async def test_tensorboard_reads_the_directory_its_init_step_fills(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hub component's ``--logdir`` (under ``globals.artifacts_path``) is where its
+    ``artifacts`` init step copies the run's outputs in the pod: the two must agree."""
+    conns = tmp_path / "connections.yaml"
+    conns.write_text(CONNECTIONS)
+    monkeypatch.setenv(CONNECTIONS_ENV, str(conns))
+    prepared = ServiceClusterExecutor("native").prepare(
+        load_polyaxonfile(_tensorboard(tmp_path)), PrepareOptions()
+    )
+    [deployment] = [m for m in prepared.manifests if m["kind"] == "Deployment"]
+    spec = deployment["spec"]["template"]["spec"]
+    logdir = spec["containers"][0]["args"][0].removeprefix("--logdir=")
+    assert logdir.endswith("/0123456789abcdef0123456789abcdef/outputs")
+    [init] = spec["initContainers"]
+    assert init["command"][-1].endswith(f'"{logdir}"'), init["command"]
