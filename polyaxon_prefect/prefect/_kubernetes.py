@@ -16,6 +16,17 @@ the op is cancelled, times out or fails here (an image that cannot be pulled nev
 for the native backend when the run ends (its parameter servers never exit on their own).
 A job's Job is deleted whatever the ending (with its pod: ``propagationPolicy: Background``).
 
+Scheduling (`polyaxon_prefect.kubernetes._scheduling` decides): each workload carries the Kueue
+queue label the file or the pool names, and each Job a ``podFailurePolicy`` that does not
+count a pod the cluster took away against ``backoffLimit``. While a pod is pending, why (the
+scheduler's condition, its events, an image that cannot be pulled) is one line of the log per
+change and the op's run is ``queued`` with it as its message (`_gpu_wait.pod_wait_callbacks`).
+A pod preempted, evicted or lost with its node is counted on the disruption budget
+(``POLYAXON_PREFECT_PREEMPTION_RETRIES``), never on ``termination.maxRetries``: a Job starts
+it again itself; a run that fails because of it (a Kubeflow resource, a Job whose pods restart
+``OnFailure``) is deleted and submitted again, its pods told where the previous attempt's
+outputs are (``POLYAXON_PREFECT_PREVIOUS_OUTPUTS_PATH``).
+
 A job's pod prints its outputs and metrics in one block at the end of its log
 (`polyaxon_prefect.kubernetes.HandbackParser` reads it out of the stream, so users never see
 it); once the run is over they are written into the run on this machine
@@ -38,8 +49,10 @@ from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect.kubernetes import (
     NATIVE_KINDS,
+    KUEUE_QUEUE_LABEL,
     ApiTarget,
     Backend,
+    Disruption,
     Handback,
     HandbackParser,
     PoolSettings,
@@ -47,14 +60,21 @@ from polyaxon_prefect.kubernetes import (
     api_error_message,
     api_target,
     apply_pool_settings,
+    disruption,
+    disruption_budget,
     exit_diagnosis,
     job_variables,
     kubeflow_state,
     native_state,
+    pending_reason,
     pod_diagnosis_message,
     replica_name,
+    resubmission,
+    retry_after_disruption,
     run_selector,
+    schedule_manifests,
 )
+from polyaxon_prefect.prefect._gpu_wait import pod_wait_callbacks
 from polyaxon_prefect.runtime import PrepareOptions, handback_outcome
 from polyaxon_prefect.runtime._cluster import PreparedManifests, prepare_cluster
 from polyaxon_prefect.runtime._executors import register_executor
@@ -86,6 +106,8 @@ _FATAL_DIAGNOSES = frozenset({"ImagePullError"})
 """Pod diagnoses that end the run at once (it would wait forever); others are reported and
 waited on (a cluster autoscaler may still add the GPUs)."""
 _DRAIN_SECONDS = 5.0
+_DELETE_WAIT_SECONDS = 60.0
+"""How long a new attempt waits for the previous one's objects to be gone (same names)."""
 
 LineCallback = Callable[[str, str], None]
 
@@ -178,7 +200,10 @@ def run_on_cluster(
     it can be called from synchronous code inside or outside a running loop.
     """
     settings = settings if settings is not None else pool_settings()
-    manifests = apply_pool_settings(prepared.manifests, settings, namespace=prepared.namespace)
+    manifests = schedule_manifests(
+        apply_pool_settings(prepared.manifests, settings, namespace=prepared.namespace),
+        settings.queue,
+    )
     interval = poll_interval if poll_interval is not None else float(os.environ.get(POLL_ENV, 2))
     if credentials is None:
         from kubernetes_asyncio.config import ConfigException
@@ -194,6 +219,8 @@ def run_on_cluster(
         on_line=on_line or (lambda _stream, _line: None),
         cancel_event=cancel_event or threading.Event(),
         interval=max(interval, 0.01),
+        waits=pod_wait_callbacks(),
+        budget=disruption_budget(os.environ),
     )
     context = contextvars.copy_context()
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="k8s-submit") as pool:
@@ -216,6 +243,19 @@ class _Submission:
     """The cluster said the run is over (so the operator, not this run, cleans up)."""
     parsers: dict[str, HandbackParser] = field(default_factory=dict)
     """The handback reader of each pod whose log is read (a job's pods)."""
+    waits: tuple[Callable[[str], None], Callable[[str], None]] | None = None
+    """``on_pending(reason)``, ``on_running(message)``: the op's run says it (None: no run)."""
+    budget: int = 0
+    """How many disruptions (preempted, evicted, node lost) are run again."""
+    attempt: int = 1
+    pending: str | None = None
+    """Why the run's pods are pending, as last said (None: not pending)."""
+    disrupted: dict[str, Disruption] = field(default_factory=dict)
+    """Every pod the cluster took away, over all attempts."""
+    unjudged: list[Disruption] = field(default_factory=list)
+    """Disruptions seen, not yet judged against the budget."""
+    attempt_disrupted: bool = False
+    events_readable: bool = True
 
     @property
     def namespace(self) -> str:
@@ -283,10 +323,7 @@ class _Submission:
             if owner is not None:
                 for manifest in self.manifests:
                     manifest["metadata"].setdefault("ownerReferences", []).append(owner)
-            for manifest in self.manifests:
-                await self._call("create", api_target(manifest), manifest)
-            names = ", ".join(t.describe() for t in self.created)
-            self.say(f"created {names} in namespace `{self.namespace}`")
+            await self._create()
             status, message = await self._watch()
         except _ApiError as exc:
             message = str(exc)
@@ -297,6 +334,19 @@ class _Submission:
                 await self._delete_all()
         return status, message
 
+    async def _create(self) -> None:
+        for manifest in self.manifests:
+            await self._call("create", api_target(manifest), manifest)
+        names = ", ".join(t.describe() for t in self.created)
+        again = f" (attempt {self.attempt})" if self.attempt > 1 else ""
+        self.say(f"created {names} in namespace `{self.namespace}`{again}")
+        labels = self.manifests[0].get("metadata", {}).get("labels") or {}
+        if labels.get(KUEUE_QUEUE_LABEL):
+            self.say(
+                f"queued in Kueue LocalQueue `{labels[KUEUE_QUEUE_LABEL]}`: its pods start "
+                "once Kueue admits the whole workload"
+            )
+
     async def _watch(self) -> tuple[Status, str]:
         timeout = self.prepared.timeout
         deadline = time.monotonic() + timeout if timeout else None
@@ -305,17 +355,60 @@ class _Submission:
                 return Status.STOPPED, "was cancelled; deleted what it created"
             if deadline is not None and time.monotonic() > deadline:
                 return Status.FAILED, f"timed out after {timeout:g}s"
-            fatal = await self._pods()
+            fatal = await self._pods() or self._judge_disruptions()
             if fatal:
                 return Status.FAILED, fatal
             state = await self._state()
             if state.done:
-                self.ended_in_cluster = True
                 await self._pods()  # the last pods' logs and diagnoses
+                spent = self._judge_disruptions()
+                if spent:
+                    return Status.FAILED, spent
+                if state.phase == "failed" and self.attempt_disrupted:
+                    await self._resubmit()  # taken away, not failed: on the disruption budget
+                    continue
+                self.ended_in_cluster = True
                 if state.phase == "succeeded":
                     return Status.SUCCEEDED, state.message
                 return Status.FAILED, self._failure(state)
             await asyncio.sleep(self.interval)
+
+    def _judge_disruptions(self) -> str | None:
+        """Each pod taken away since the last call, against the disruption budget: a line
+        saying so, and the run's failure message once the budget is spent."""
+        for taken in self.unjudged:
+            decision = retry_after_disruption(taken, len(self.disrupted), self.budget)
+            self.on_line("stderr", decision.message)
+            if not decision.retry:
+                self.unjudged.clear()
+                return decision.message
+        self.unjudged.clear()
+        return None
+
+    async def _resubmit(self) -> None:
+        """The run the cluster failed after taking a pod away, submitted again (same names,
+        once the previous attempt's objects are gone), told where that attempt's outputs
+        are."""
+        handback = self.prepared.handback
+        await self._delete_all()
+        gone = list(self.created)
+        self.created.clear()
+        deadline = time.monotonic() + _DELETE_WAIT_SECONDS
+        for target in gone:
+            while time.monotonic() < deadline:
+                try:
+                    await self._call("read", target)
+                except _ApiError as exc:
+                    if exc.status == 404:
+                        break
+                    raise
+                await asyncio.sleep(self.interval)
+        self.manifests = resubmission(
+            self.manifests, handback.outputs_dir if handback is not None else None
+        )
+        self.attempt += 1
+        self.attempt_disrupted = False
+        await self._create()
 
     def _failure(self, state: RunState) -> str:
         diagnoses = sorted(self.diagnosed)
@@ -338,6 +431,8 @@ class _Submission:
         key, _, value = selector.partition("=")
         listing = await self._call("list_pods", None, selector=selector)
         fatal = None
+        pending: list[str] = []
+        started = False
         for pod in listing.get("items") or []:
             if (pod.get("metadata", {}).get("labels") or {}).get(key) != value:
                 continue  # not this run's (a selector the server did not apply)
@@ -345,6 +440,12 @@ class _Submission:
             status = pod.get("status") or {}
             if status.get("phase") in ("Running", "Succeeded", "Failed"):
                 self._stream(pod, name)
+                started = True
+            elif status.get("phase") == "Pending":
+                reason = await self._pending_reason(pod, status)
+                if reason:
+                    pending.append(f"[{name}] {reason}")
+            self._disrupted(pod, name, status)
             diagnosis = diagnose_k8s_pod(status)
             if diagnosis is None or diagnosis.level.value != "error":
                 exited = exit_diagnosis(name, status)
@@ -364,7 +465,59 @@ class _Submission:
                 self.on_line("stderr", line)
             if diagnosis.category.value in _FATAL_DIAGNOSES:
                 fatal = line
+        await self._say_pending(sorted(pending), started)
         return fatal
+
+    async def _pending_reason(
+        self, pod: Mapping[str, Any], status: Mapping[str, Any]
+    ) -> str | None:
+        """Why ``pod`` is pending: its status, else its events (when this account may read
+        them), else nothing known yet."""
+        events: list[Mapping[str, Any]] = []
+        reason = pending_reason([], status)
+        if reason is None and self.events_readable:
+            pod_name = str(pod.get("metadata", {}).get("name", ""))
+            try:
+                listing = await self._call("list_events", None, pod=pod_name)
+            except _ApiError:
+                self.events_readable = False  # not granted, or not served: the status only
+            else:
+                events = [
+                    e
+                    for e in listing.get("items") or []
+                    if (e.get("involvedObject") or {}).get("name") == pod_name
+                ]
+            reason = pending_reason(events, status)
+        return reason
+
+    async def _say_pending(self, pending: list[str], started: bool) -> None:
+        """One line, and the run's message, per change of why its pods are pending; the run
+        ``running`` again once they all started."""
+        reason = None
+        if pending:
+            reason = pending[0] + (f" (and {len(pending) - 1} more pods)" if pending[1:] else "")
+        if reason == self.pending or (reason is None and not started):
+            return
+        self.pending = reason
+        if reason is not None:
+            self.on_line("stderr", reason)
+        if self.waits is None:
+            return
+        on_pending, on_running = self.waits
+        if reason is not None:
+            await asyncio.to_thread(on_pending, reason)
+        else:
+            await asyncio.to_thread(on_running, "the cluster started its pods")
+
+    def _disrupted(self, pod: Mapping[str, Any], name: str, status: Mapping[str, Any]) -> None:
+        taken = disruption(status) if status.get("phase") == "Failed" else None
+        pod_name = str(pod.get("metadata", {}).get("name", ""))
+        if taken is None or pod_name in self.disrupted:
+            return
+        self.disrupted[pod_name] = taken
+        self.unjudged.append(taken)
+        self.attempt_disrupted = True
+        self.on_line("stderr", f"[{name}] {taken.what}: {taken.message}")
 
     def _stream(self, pod: Mapping[str, Any], name: str) -> None:
         pod_name = str(pod["metadata"]["name"])
@@ -435,6 +588,10 @@ class _Submission:
                 response = await self.clients["core"].list_namespaced_pod(
                     ns, label_selector=extra["selector"], **raw
                 )
+            elif verb == "list_events":
+                response = await self.clients["core"].list_namespaced_event(
+                    ns, field_selector=f"involvedObject.name={extra['pod']}", **raw
+                )
             else:
                 assert target is not None
                 response = await self._dispatch(verb, target, body, ns, raw)
@@ -500,7 +657,7 @@ def _no_cluster(exc: BaseException) -> str:
 
 
 def _verb(call: str) -> str:
-    return {"list_pods": "list", "read": "read"}.get(call, call)
+    return {"list_pods": "list", "list_events": "list", "read": "read"}.get(call, call)
 
 
 def _api_message(body: Any, reason: Any) -> str:
