@@ -21,9 +21,9 @@ pod against ``backoffLimit``), and to those of a new attempt (`resubmission`).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-import copy
 from typing import Any
 
 from ._cluster import pod_specs

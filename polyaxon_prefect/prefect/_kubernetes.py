@@ -48,8 +48,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect.kubernetes import (
-    NATIVE_KINDS,
     KUEUE_QUEUE_LABEL,
+    NATIVE_KINDS,
     ApiTarget,
     Backend,
     Disruption,

@@ -34,9 +34,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import os
-import itertools
 import signal
 import tempfile
 import threading
@@ -340,6 +340,7 @@ class FakeOperator:
             if not kubelet.preempt:
                 break
             kubelet.preempt -= 1
+            kubelet.logs[pod] = b""  # taken away before it ran its command
             self._set_status(("v1/pods", namespace, pod), _PREEMPTED)
             if _ignores_disruptions(obj["spec"]):
                 continue  # not counted: the Job starts a new pod
