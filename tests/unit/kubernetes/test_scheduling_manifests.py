@@ -159,3 +159,13 @@ def test_the_schedulers_condition_is_a_pending_reason() -> None:
 @pytest.mark.parametrize(("value", "budget"), [("", 3), ("0", 0), ("5", 5), ("x", 3)])
 def test_the_disruption_budget(value: str, budget: int) -> None:
     assert disruption_budget({"POLYAXON_PREFECT_PREEMPTION_RETRIES": value}) == budget
+
+
+def test_the_tracking_api_reads_the_previous_outputs_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    from polyaxon_prefect import tracking
+
+    assert tracking.ENV_PREVIOUS_OUTPUTS_PATH == PREVIOUS_OUTPUTS_ENV
+    monkeypatch.delenv(PREVIOUS_OUTPUTS_ENV, raising=False)
+    assert tracking.get_previous_outputs_path() is None
+    monkeypatch.setenv(PREVIOUS_OUTPUTS_ENV, "/plx-context/a/b/outputs")
+    assert tracking.get_previous_outputs_path() == "/plx-context/a/b/outputs"
