@@ -103,8 +103,8 @@ def pod_wait_callbacks() -> tuple[Callable[[str], None], Callable[[str], None]] 
     def on_pending(reason: str) -> None:
         _live.notify_waiting(waiter.op_name, reason)
         if waiter.run_id is not None:
-            state = Pending(name=POD_WAIT_STATE_NAME, message=reason)
-            _set(waiter.run_id, state, task=waiter.task)
+            pending: Any = Pending(name=POD_WAIT_STATE_NAME, message=reason)
+            _set(waiter.run_id, pending, task=waiter.task)
 
     def on_running(message: str) -> None:
         _live.notify_waiting(waiter.op_name, "")

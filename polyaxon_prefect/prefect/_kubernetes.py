@@ -16,16 +16,9 @@ the op is cancelled, times out or fails here (an image that cannot be pulled nev
 for the native backend when the run ends (its parameter servers never exit on their own).
 A job's Job is deleted whatever the ending (with its pod: ``propagationPolicy: Background``).
 
-Scheduling (`polyaxon_prefect.kubernetes._scheduling` decides): each workload carries the Kueue
-queue label the file or the pool names, and each Job a ``podFailurePolicy`` that does not
-count a pod the cluster took away against ``backoffLimit``. While a pod is pending, why (the
-scheduler's condition, its events, an image that cannot be pulled) is one line of the log per
-change and the op's run is ``queued`` with it as its message (`_gpu_wait.pod_wait_callbacks`).
-A pod preempted, evicted or lost with its node is counted on the disruption budget
-(``POLYAXON_PREFECT_PREEMPTION_RETRIES``), never on ``termination.maxRetries``: a Job starts
-it again itself; a run that fails because of it (a Kubeflow resource, a Job whose pods restart
-``OnFailure``) is deleted and submitted again, its pods told where the previous attempt's
-outputs are (``POLYAXON_PREFECT_PREVIOUS_OUTPUTS_PATH``).
+Scheduling: the Kueue label and a ``podFailurePolicy`` (`kubernetes.schedule_manifests`);
+pending pods and disruptions tracked by `_kubernetes_scheduling.PodScheduling`; a run that a
+disruption failed submitted again (`_Submission._resubmit`).
 
 A job's pod prints its outputs and metrics in one block at the end of its log
 (`polyaxon_prefect.kubernetes.HandbackParser` reads it out of the stream, so users never see
@@ -52,7 +45,6 @@ from polyaxon_prefect.kubernetes import (
     NATIVE_KINDS,
     ApiTarget,
     Backend,
-    Disruption,
     Handback,
     HandbackParser,
     PoolSettings,
@@ -60,21 +52,19 @@ from polyaxon_prefect.kubernetes import (
     api_error_message,
     api_target,
     apply_pool_settings,
-    disruption,
     disruption_budget,
     exit_diagnosis,
     job_variables,
     kubeflow_state,
     native_state,
-    pending_reason,
     pod_diagnosis_message,
     replica_name,
     resubmission,
-    retry_after_disruption,
     run_selector,
     schedule_manifests,
 )
 from polyaxon_prefect.prefect._gpu_wait import pod_wait_callbacks
+from polyaxon_prefect.prefect._kubernetes_scheduling import PodScheduling
 from polyaxon_prefect.runtime import PrepareOptions, handback_outcome
 from polyaxon_prefect.runtime._cluster import PreparedManifests, prepare_cluster
 from polyaxon_prefect.runtime._executors import register_executor
@@ -106,8 +96,7 @@ _FATAL_DIAGNOSES = frozenset({"ImagePullError"})
 """Pod diagnoses that end the run at once (it would wait forever); others are reported and
 waited on (a cluster autoscaler may still add the GPUs)."""
 _DRAIN_SECONDS = 5.0
-_DELETE_WAIT_SECONDS = 60.0
-"""How long a new attempt waits for the previous one's objects to be gone (same names)."""
+_DELETE_WAIT_SECONDS = 60.0  # a new attempt waits so long for the previous one's objects
 
 LineCallback = Callable[[str, str], None]
 
@@ -212,15 +201,15 @@ def run_on_cluster(
             credentials = load_credentials()
         except (ConfigException, OSError, ValueError) as exc:
             return RunResult(Status.FAILED, message=_no_cluster(exc))
+    said = on_line or (lambda _stream, _line: None)
     submission = _Submission(
         prepared=prepared,
         manifests=manifests,
         credentials=credentials,
-        on_line=on_line or (lambda _stream, _line: None),
+        on_line=said,
         cancel_event=cancel_event or threading.Event(),
         interval=max(interval, 0.01),
-        waits=pod_wait_callbacks(),
-        budget=disruption_budget(os.environ),
+        scheduling=PodScheduling(said, pod_wait_callbacks(), disruption_budget(os.environ)),
     )
     context = contextvars.copy_context()
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="k8s-submit") as pool:
@@ -235,6 +224,7 @@ class _Submission:
     on_line: LineCallback
     cancel_event: threading.Event
     interval: float
+    scheduling: PodScheduling
     created: list[ApiTarget] = field(default_factory=list)
     streams: dict[str, asyncio.Task[bool]] = field(default_factory=dict)
     diagnosed: set[str] = field(default_factory=set)
@@ -243,19 +233,7 @@ class _Submission:
     """The cluster said the run is over (so the operator, not this run, cleans up)."""
     parsers: dict[str, HandbackParser] = field(default_factory=dict)
     """The handback reader of each pod whose log is read (a job's pods)."""
-    waits: tuple[Callable[[str], None], Callable[[str], None]] | None = None
-    """``on_pending(reason)``, ``on_running(message)``: the op's run says it (None: no run)."""
-    budget: int = 0
-    """How many disruptions (preempted, evicted, node lost) are run again."""
     attempt: int = 1
-    pending: str | None = None
-    """Why the run's pods are pending, as last said (None: not pending)."""
-    disrupted: dict[str, Disruption] = field(default_factory=dict)
-    """Every pod the cluster took away, over all attempts."""
-    unjudged: list[Disruption] = field(default_factory=list)
-    """Disruptions seen, not yet judged against the budget."""
-    attempt_disrupted: bool = False
-    events_readable: bool = True
 
     @property
     def namespace(self) -> str:
@@ -355,16 +333,16 @@ class _Submission:
                 return Status.STOPPED, "was cancelled; deleted what it created"
             if deadline is not None and time.monotonic() > deadline:
                 return Status.FAILED, f"timed out after {timeout:g}s"
-            fatal = await self._pods() or self._judge_disruptions()
+            fatal = await self._pods() or self.scheduling.judge()
             if fatal:
                 return Status.FAILED, fatal
             state = await self._state()
             if state.done:
                 await self._pods()  # the last pods' logs and diagnoses
-                spent = self._judge_disruptions()
+                spent = self.scheduling.judge()
                 if spent:
                     return Status.FAILED, spent
-                if state.phase == "failed" and self.attempt_disrupted:
+                if state.phase == "failed" and self.scheduling.attempt_disrupted:
                     await self._resubmit()  # taken away, not failed: on the disruption budget
                     continue
                 self.ended_in_cluster = True
@@ -372,18 +350,6 @@ class _Submission:
                     return Status.SUCCEEDED, state.message
                 return Status.FAILED, self._failure(state)
             await asyncio.sleep(self.interval)
-
-    def _judge_disruptions(self) -> str | None:
-        """Each pod taken away since the last call, against the disruption budget: a line
-        saying so, and the run's failure message once the budget is spent."""
-        for taken in self.unjudged:
-            decision = retry_after_disruption(taken, len(self.disrupted), self.budget)
-            self.on_line("stderr", decision.message)
-            if not decision.retry:
-                self.unjudged.clear()
-                return decision.message
-        self.unjudged.clear()
-        return None
 
     async def _resubmit(self) -> None:
         """The run the cluster failed after taking a pod away, submitted again (same names,
@@ -407,7 +373,7 @@ class _Submission:
             self.manifests, handback.outputs_dir if handback is not None else None
         )
         self.attempt += 1
-        self.attempt_disrupted = False
+        self.scheduling.attempt_disrupted = False
         await self._create()
 
     def _failure(self, state: RunState) -> str:
@@ -442,10 +408,10 @@ class _Submission:
                 self._stream(pod, name)
                 started = True
             elif status.get("phase") == "Pending":
-                reason = await self._pending_reason(pod, status)
+                reason = await self.scheduling.reason(pod, status, self._events)
                 if reason:
                     pending.append(f"[{name}] {reason}")
-            self._disrupted(pod, name, status)
+            self.scheduling.saw(pod, name, status)
             diagnosis = diagnose_k8s_pod(status)
             if diagnosis is None or diagnosis.level.value != "error":
                 exited = exit_diagnosis(name, status)
@@ -465,59 +431,15 @@ class _Submission:
                 self.on_line("stderr", line)
             if diagnosis.category.value in _FATAL_DIAGNOSES:
                 fatal = line
-        await self._say_pending(sorted(pending), started)
+        await self.scheduling.say_pending(sorted(pending), started)
         return fatal
 
-    async def _pending_reason(
-        self, pod: Mapping[str, Any], status: Mapping[str, Any]
-    ) -> str | None:
-        """Why ``pod`` is pending: its status, else its events (when this account may read
-        them), else nothing known yet."""
-        events: list[Mapping[str, Any]] = []
-        reason = pending_reason([], status)
-        if reason is None and self.events_readable:
-            pod_name = str(pod.get("metadata", {}).get("name", ""))
-            try:
-                listing = await self._call("list_events", None, pod=pod_name)
-            except _ApiError:
-                self.events_readable = False  # not granted, or not served: the status only
-            else:
-                events = [
-                    e
-                    for e in listing.get("items") or []
-                    if (e.get("involvedObject") or {}).get("name") == pod_name
-                ]
-            reason = pending_reason(events, status)
-        return reason
-
-    async def _say_pending(self, pending: list[str], started: bool) -> None:
-        """One line, and the run's message, per change of why its pods are pending; the run
-        ``running`` again once they all started."""
-        reason = None
-        if pending:
-            reason = pending[0] + (f" (and {len(pending) - 1} more pods)" if pending[1:] else "")
-        if reason == self.pending or (reason is None and not started):
-            return
-        self.pending = reason
-        if reason is not None:
-            self.on_line("stderr", reason)
-        if self.waits is None:
-            return
-        on_pending, on_running = self.waits
-        if reason is not None:
-            await asyncio.to_thread(on_pending, reason)
-        else:
-            await asyncio.to_thread(on_running, "the cluster started its pods")
-
-    def _disrupted(self, pod: Mapping[str, Any], name: str, status: Mapping[str, Any]) -> None:
-        taken = disruption(status) if status.get("phase") == "Failed" else None
-        pod_name = str(pod.get("metadata", {}).get("name", ""))
-        if taken is None or pod_name in self.disrupted:
-            return
-        self.disrupted[pod_name] = taken
-        self.unjudged.append(taken)
-        self.attempt_disrupted = True
-        self.on_line("stderr", f"[{name}] {taken.what}: {taken.message}")
+    async def _events(self, pod: str) -> list[Mapping[str, Any]] | None:
+        try:
+            listing = await self._call("list_events", None, pod=pod)
+        except _ApiError:
+            return None
+        return list(listing.get("items") or [])
 
     def _stream(self, pod: Mapping[str, Any], name: str) -> None:
         pod_name = str(pod["metadata"]["name"])
