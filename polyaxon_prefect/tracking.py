@@ -28,6 +28,10 @@ Environment variables set for every op process:
 - Polyaxon's own names for the same facts, so code written for Polyaxon keeps working:
   ``POLYAXON_RUN_OUTPUTS_PATH`` and ``POLYAXON_PARAMS`` (Polyaxon v0.x), and
   ``POLYAXON_RUN_INSTANCE`` = ``<owner>.<project>.runs.<uuid>`` (Polyaxon v1+).
+- ``POLYAXON_PREFECT_PREVIOUS_OUTPUTS_PATH``: only in a new attempt of a cluster run whose pod
+  the cluster took away (preempted, evicted, its node lost): the outputs path of the attempt
+  before, where its checkpoints are if it wrote them there and that path outlives a pod (a
+  volume, not the pod's own disk). `get_previous_outputs_path` reads it.
 
 Files under the outputs path:
 
@@ -61,6 +65,7 @@ __all__ = [
     "ENV_ARTIFACTS_PATH",
     "ENV_OUTPUTS_PATH",
     "ENV_PARAMS",
+    "ENV_PREVIOUS_OUTPUTS_PATH",
     "ENV_PROJECT",
     "ENV_RUN_NAME",
     "ENV_RUN_UUID",
@@ -75,6 +80,7 @@ __all__ = [
     "get_outputs",
     "get_outputs_path",
     "get_params",
+    "get_previous_outputs_path",
     "init",
     "log_metric",
     "log_metrics",
@@ -88,6 +94,7 @@ ENV_PROJECT = "POLYAXON_PREFECT_PROJECT"
 ENV_ARTIFACTS_PATH = "POLYAXON_PREFECT_RUN_ARTIFACTS_PATH"
 ENV_OUTPUTS_PATH = "POLYAXON_PREFECT_RUN_OUTPUTS_PATH"
 ENV_PARAMS = "POLYAXON_PREFECT_PARAMS"
+ENV_PREVIOUS_OUTPUTS_PATH = "POLYAXON_PREFECT_PREVIOUS_OUTPUTS_PATH"
 POLYAXON_ENV_OUTPUTS_PATH = "POLYAXON_RUN_OUTPUTS_PATH"
 POLYAXON_ENV_PARAMS = "POLYAXON_PARAMS"
 POLYAXON_ENV_RUN_INSTANCE = "POLYAXON_RUN_INSTANCE"
@@ -161,6 +168,12 @@ def get_outputs_path() -> str:
         path = Path(LOCAL_RUN_DIR).absolute() / "outputs"
     path.mkdir(parents=True, exist_ok=True)
     return str(path)
+
+
+def get_previous_outputs_path() -> str | None:
+    """Where the previous attempt of this run left its outputs (its checkpoints, to resume
+    from), when the cluster took that attempt away; None in a first attempt."""
+    return os.environ.get(ENV_PREVIOUS_OUTPUTS_PATH) or None
 
 
 def get_params() -> dict[str, Any]:

@@ -52,6 +52,19 @@ from ._kubeflow import KUBEFLOW, build_kubeflow_job
 from ._mounts import ARTIFACTS_PATH
 from ._names import base_name
 from ._native import build_native_jobs
+from ._scheduling import (
+    DISRUPTION_RETRIES_ENV,
+    KUEUE_QUEUE_LABEL,
+    PREVIOUS_OUTPUTS_ENV,
+    QUEUE_VARIABLE,
+    Disruption,
+    disruption,
+    disruption_budget,
+    pending_reason,
+    resubmission,
+    retry_after_disruption,
+    schedule_manifests,
+)
 from ._service import build_service_manifests, port_forward_command
 
 __all__ = [
@@ -59,13 +72,18 @@ __all__ = [
     "BACKENDS",
     "CLUSTER_KINDS",
     "CRD_PLURALS",
+    "DISRUPTION_RETRIES_ENV",
     "JOB_CONTAINER",
     "JOB_REPLICA",
     "KUBEFLOW",
+    "KUEUE_QUEUE_LABEL",
     "LIMIT_BYTES",
     "NATIVE_KINDS",
+    "PREVIOUS_OUTPUTS_ENV",
+    "QUEUE_VARIABLE",
     "ApiTarget",
     "Backend",
+    "Disruption",
     "Handback",
     "HandbackParser",
     "PodHandback",
@@ -77,6 +95,8 @@ __all__ = [
     "base_name",
     "build_manifests",
     "default_backend",
+    "disruption",
+    "disruption_budget",
     "exit_diagnosis",
     "handback_replica",
     "hands_back",
@@ -84,10 +104,14 @@ __all__ = [
     "kubeflow_state",
     "native_state",
     "new_nonce",
+    "pending_reason",
     "pod_diagnosis_message",
     "port_forward_command",
     "replica_name",
+    "resubmission",
+    "retry_after_disruption",
     "run_selector",
+    "schedule_manifests",
 ]
 
 Backend = Literal["kubeflow", "native"]

@@ -107,11 +107,15 @@ class PoolSettings:
     image_pull_secrets: tuple[str, ...] = ()
     node_selector: Mapping[str, str] = field(default_factory=dict)
     tolerations: tuple[Mapping[str, Any], ...] = ()
+    queue: str | None = None
+    """The Kueue LocalQueue of the pool's runs (job variable ``kueue_queue_name``): the
+    ``kueue.x-k8s.io/queue-name`` label of each workload the file does not label itself."""
 
     @classmethod
     def from_variables(cls, variables: Mapping[str, Any]) -> PoolSettings:
         """From job variables (``namespace``, ``service_account_name``,
-        ``image_pull_secrets``, ``node_selector``, ``tolerations``); unknown keys ignored."""
+        ``image_pull_secrets``, ``node_selector``, ``tolerations``, ``kueue_queue_name``);
+        unknown keys ignored."""
         secrets = variables.get("image_pull_secrets") or ()
         if isinstance(secrets, str):
             secrets = [secrets]
@@ -123,6 +127,7 @@ class PoolSettings:
             ),
             node_selector=dict(variables.get("node_selector") or {}),
             tolerations=tuple(variables.get("tolerations") or ()),
+            queue=str(variables.get("kueue_queue_name") or "") or None,
         )
 
 

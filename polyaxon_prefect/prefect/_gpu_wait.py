@@ -7,21 +7,43 @@ with the reason as its message (``queued`` through `polyaxon_prefect.prefect._st
 a line of its log, and the live table shows the op as ``queued`` with it. When its GPUs come,
 the run is ``Running`` again. The states are forced: Prefect's own rules do not let a running
 run go back to Pending, yet that is exactly what it is (a run that holds nothing yet).
+
+The cluster executor says the same of an op whose pod the cluster has not started
+(`pod_wait_callbacks`: ``queued`` named `POD_WAIT_STATE_NAME`, its message the scheduler's
+reason, ``0/3 nodes are available: 3 Insufficient nvidia.com/gpu``), on the same run: the one
+`gpu_wait_callbacks` chose for the op, remembered for the op's executor in a context variable.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
 from polyaxon_prefect.prefect import _live
 from polyaxon_prefect.runtime import PreparedJob
 
-__all__ = ["GPU_WAIT_STATE_NAME", "gpu_wait_callbacks"]
+__all__ = ["GPU_WAIT_STATE_NAME", "POD_WAIT_STATE_NAME", "gpu_wait_callbacks", "pod_wait_callbacks"]
 
 GPU_WAIT_STATE_NAME = "AwaitingGPUs"
+POD_WAIT_STATE_NAME = "AwaitingPod"
+
+
+@dataclass(frozen=True)
+class _Waiter:
+    """The op's run that shows its waits, and the op's name in the live table."""
+
+    run_id: UUID | None
+    task: bool
+    op_name: str
+
+
+_WAITER: contextvars.ContextVar[_Waiter | None] = contextvars.ContextVar(
+    "polyaxon_prefect_waiter", default=None
+)
 
 
 def _set(run_id: UUID, state: Any, *, task: bool) -> None:
@@ -49,6 +71,7 @@ def gpu_wait_callbacks(
         context = FlowRunContext.get()
         run = context.flow_run if context is not None else None
     waited: list[str] = []
+    _WAITER.set(_Waiter(run.id if run is not None else None, task, job.op_name))
 
     def on_wait(reason: str) -> None:
         logger.info(reason)
@@ -65,3 +88,27 @@ def gpu_wait_callbacks(
             _set(run.id, Running(message="got its GPUs"), task=task)
 
     return on_wait, on_start
+
+
+def pod_wait_callbacks() -> tuple[Callable[[str], None], Callable[[str], None]] | None:
+    """``on_pending(reason)`` and ``on_running(message)`` for the op this executor runs (the
+    run `gpu_wait_callbacks` chose for it), or None outside an op's run. Each call is one
+    state of the run (``queued`` with the reason, then ``running``) and the live table's."""
+    from prefect.states import Pending, Running
+
+    waiter = _WAITER.get()
+    if waiter is None:
+        return None
+
+    def on_pending(reason: str) -> None:
+        _live.notify_waiting(waiter.op_name, reason)
+        if waiter.run_id is not None:
+            pending: Any = Pending(name=POD_WAIT_STATE_NAME, message=reason)
+            _set(waiter.run_id, pending, task=waiter.task)
+
+    def on_running(message: str) -> None:
+        _live.notify_waiting(waiter.op_name, "")
+        if waiter.run_id is not None:
+            _set(waiter.run_id, Running(message=message), task=waiter.task)
+
+    return on_pending, on_running

@@ -16,6 +16,10 @@ the op is cancelled, times out or fails here (an image that cannot be pulled nev
 for the native backend when the run ends (its parameter servers never exit on their own).
 A job's Job is deleted whatever the ending (with its pod: ``propagationPolicy: Background``).
 
+Scheduling: the Kueue label and a ``podFailurePolicy`` (`kubernetes.schedule_manifests`);
+pending pods and disruptions tracked by `_kubernetes_scheduling.PodScheduling`; a run that a
+disruption failed submitted again (`_Submission._resubmit`).
+
 A job's pod prints its outputs and metrics in one block at the end of its log
 (`polyaxon_prefect.kubernetes.HandbackParser` reads it out of the stream, so users never see
 it); once the run is over they are written into the run on this machine
@@ -37,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect.kubernetes import (
+    KUEUE_QUEUE_LABEL,
     NATIVE_KINDS,
     ApiTarget,
     Backend,
@@ -47,14 +52,19 @@ from polyaxon_prefect.kubernetes import (
     api_error_message,
     api_target,
     apply_pool_settings,
+    disruption_budget,
     exit_diagnosis,
     job_variables,
     kubeflow_state,
     native_state,
     pod_diagnosis_message,
     replica_name,
+    resubmission,
     run_selector,
+    schedule_manifests,
 )
+from polyaxon_prefect.prefect._gpu_wait import pod_wait_callbacks
+from polyaxon_prefect.prefect._kubernetes_scheduling import PodScheduling
 from polyaxon_prefect.runtime import PrepareOptions, handback_outcome
 from polyaxon_prefect.runtime._cluster import PreparedManifests, prepare_cluster
 from polyaxon_prefect.runtime._executors import register_executor
@@ -86,6 +96,7 @@ _FATAL_DIAGNOSES = frozenset({"ImagePullError"})
 """Pod diagnoses that end the run at once (it would wait forever); others are reported and
 waited on (a cluster autoscaler may still add the GPUs)."""
 _DRAIN_SECONDS = 5.0
+_DELETE_WAIT_SECONDS = 60.0  # a new attempt waits so long for the previous one's objects
 
 LineCallback = Callable[[str, str], None]
 
@@ -178,7 +189,10 @@ def run_on_cluster(
     it can be called from synchronous code inside or outside a running loop.
     """
     settings = settings if settings is not None else pool_settings()
-    manifests = apply_pool_settings(prepared.manifests, settings, namespace=prepared.namespace)
+    manifests = schedule_manifests(
+        apply_pool_settings(prepared.manifests, settings, namespace=prepared.namespace),
+        settings.queue,
+    )
     interval = poll_interval if poll_interval is not None else float(os.environ.get(POLL_ENV, 2))
     if credentials is None:
         from kubernetes_asyncio.config import ConfigException
@@ -187,13 +201,15 @@ def run_on_cluster(
             credentials = load_credentials()
         except (ConfigException, OSError, ValueError) as exc:
             return RunResult(Status.FAILED, message=_no_cluster(exc))
+    said = on_line or (lambda _stream, _line: None)
     submission = _Submission(
         prepared=prepared,
         manifests=manifests,
         credentials=credentials,
-        on_line=on_line or (lambda _stream, _line: None),
+        on_line=said,
         cancel_event=cancel_event or threading.Event(),
         interval=max(interval, 0.01),
+        scheduling=PodScheduling(said, pod_wait_callbacks(), disruption_budget(os.environ)),
     )
     context = contextvars.copy_context()
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="k8s-submit") as pool:
@@ -208,6 +224,7 @@ class _Submission:
     on_line: LineCallback
     cancel_event: threading.Event
     interval: float
+    scheduling: PodScheduling
     created: list[ApiTarget] = field(default_factory=list)
     streams: dict[str, asyncio.Task[bool]] = field(default_factory=dict)
     diagnosed: set[str] = field(default_factory=set)
@@ -216,6 +233,7 @@ class _Submission:
     """The cluster said the run is over (so the operator, not this run, cleans up)."""
     parsers: dict[str, HandbackParser] = field(default_factory=dict)
     """The handback reader of each pod whose log is read (a job's pods)."""
+    attempt: int = 1
 
     @property
     def namespace(self) -> str:
@@ -283,10 +301,7 @@ class _Submission:
             if owner is not None:
                 for manifest in self.manifests:
                     manifest["metadata"].setdefault("ownerReferences", []).append(owner)
-            for manifest in self.manifests:
-                await self._call("create", api_target(manifest), manifest)
-            names = ", ".join(t.describe() for t in self.created)
-            self.say(f"created {names} in namespace `{self.namespace}`")
+            await self._create()
             status, message = await self._watch()
         except _ApiError as exc:
             message = str(exc)
@@ -297,6 +312,19 @@ class _Submission:
                 await self._delete_all()
         return status, message
 
+    async def _create(self) -> None:
+        for manifest in self.manifests:
+            await self._call("create", api_target(manifest), manifest)
+        names = ", ".join(t.describe() for t in self.created)
+        again = f" (attempt {self.attempt})" if self.attempt > 1 else ""
+        self.say(f"created {names} in namespace `{self.namespace}`{again}")
+        labels = self.manifests[0].get("metadata", {}).get("labels") or {}
+        if labels.get(KUEUE_QUEUE_LABEL):
+            self.say(
+                f"queued in Kueue LocalQueue `{labels[KUEUE_QUEUE_LABEL]}`: its pods start "
+                "once Kueue admits the whole workload"
+            )
+
     async def _watch(self) -> tuple[Status, str]:
         timeout = self.prepared.timeout
         deadline = time.monotonic() + timeout if timeout else None
@@ -305,17 +333,48 @@ class _Submission:
                 return Status.STOPPED, "was cancelled; deleted what it created"
             if deadline is not None and time.monotonic() > deadline:
                 return Status.FAILED, f"timed out after {timeout:g}s"
-            fatal = await self._pods()
+            fatal = await self._pods() or self.scheduling.judge()
             if fatal:
                 return Status.FAILED, fatal
             state = await self._state()
             if state.done:
-                self.ended_in_cluster = True
                 await self._pods()  # the last pods' logs and diagnoses
+                spent = self.scheduling.judge()
+                if spent:
+                    return Status.FAILED, spent
+                if state.phase == "failed" and self.scheduling.attempt_disrupted:
+                    await self._resubmit()  # taken away, not failed: on the disruption budget
+                    continue
+                self.ended_in_cluster = True
                 if state.phase == "succeeded":
                     return Status.SUCCEEDED, state.message
                 return Status.FAILED, self._failure(state)
             await asyncio.sleep(self.interval)
+
+    async def _resubmit(self) -> None:
+        """The run the cluster failed after taking a pod away, submitted again (same names,
+        once the previous attempt's objects are gone), told where that attempt's outputs
+        are."""
+        handback = self.prepared.handback
+        await self._delete_all()
+        gone = list(self.created)
+        self.created.clear()
+        deadline = time.monotonic() + _DELETE_WAIT_SECONDS
+        for target in gone:
+            while time.monotonic() < deadline:
+                try:
+                    await self._call("read", target)
+                except _ApiError as exc:
+                    if exc.status == 404:
+                        break
+                    raise
+                await asyncio.sleep(self.interval)
+        self.manifests = resubmission(
+            self.manifests, handback.outputs_dir if handback is not None else None
+        )
+        self.attempt += 1
+        self.scheduling.attempt_disrupted = False
+        await self._create()
 
     def _failure(self, state: RunState) -> str:
         diagnoses = sorted(self.diagnosed)
@@ -338,6 +397,8 @@ class _Submission:
         key, _, value = selector.partition("=")
         listing = await self._call("list_pods", None, selector=selector)
         fatal = None
+        pending: list[str] = []
+        started = False
         for pod in listing.get("items") or []:
             if (pod.get("metadata", {}).get("labels") or {}).get(key) != value:
                 continue  # not this run's (a selector the server did not apply)
@@ -345,6 +406,12 @@ class _Submission:
             status = pod.get("status") or {}
             if status.get("phase") in ("Running", "Succeeded", "Failed"):
                 self._stream(pod, name)
+                started = True
+            elif status.get("phase") == "Pending":
+                reason = await self.scheduling.reason(pod, status, self._events)
+                if reason:
+                    pending.append(f"[{name}] {reason}")
+            self.scheduling.saw(pod, name, status)
             diagnosis = diagnose_k8s_pod(status)
             if diagnosis is None or diagnosis.level.value != "error":
                 exited = exit_diagnosis(name, status)
@@ -364,7 +431,15 @@ class _Submission:
                 self.on_line("stderr", line)
             if diagnosis.category.value in _FATAL_DIAGNOSES:
                 fatal = line
+        await self.scheduling.say_pending(sorted(pending), started)
         return fatal
+
+    async def _events(self, pod: str) -> list[Mapping[str, Any]] | None:
+        try:
+            listing = await self._call("list_events", None, pod=pod)
+        except _ApiError:
+            return None
+        return list(listing.get("items") or [])
 
     def _stream(self, pod: Mapping[str, Any], name: str) -> None:
         pod_name = str(pod["metadata"]["name"])
@@ -435,6 +510,10 @@ class _Submission:
                 response = await self.clients["core"].list_namespaced_pod(
                     ns, label_selector=extra["selector"], **raw
                 )
+            elif verb == "list_events":
+                response = await self.clients["core"].list_namespaced_event(
+                    ns, field_selector=f"involvedObject.name={extra['pod']}", **raw
+                )
             else:
                 assert target is not None
                 response = await self._dispatch(verb, target, body, ns, raw)
@@ -500,7 +579,7 @@ def _no_cluster(exc: BaseException) -> str:
 
 
 def _verb(call: str) -> str:
-    return {"list_pods": "list", "read": "read"}.get(call, call)
+    return {"list_pods": "list", "list_events": "list", "read": "read"}.get(call, call)
 
 
 def _api_message(body: Any, reason: Any) -> str:

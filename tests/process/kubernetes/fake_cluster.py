@@ -20,17 +20,27 @@ directory the test gives as its image's WORKDIR. The main container's output (st
 stderr together, as ``kubectl logs`` shows it) becomes the pod's log that kmock serves, and
 the exit code the pod's and the Job's status. The sh wrapper and the outputs handback are so
 really executed, not asserted on.
+
+The kubelet's knobs play the scheduler's part for a job's pods: ``unschedulable`` (an event,
+while unset every new pod stays ``Pending`` with the scheduler's ``Unschedulable`` condition,
+"0/3 nodes are available: 3 Insufficient nvidia.com/gpu.") and ``preempt`` (how many pods are
+preempted before they run: ``Failed`` with the ``DisruptionTarget`` condition). The Job
+controller's part follows Kubernetes' rules: a pod failed by a disruption that the Job's
+``podFailurePolicy`` ignores is started again without counting; else it counts against
+``backoffLimit``, and past it the Job fails.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import os
 import signal
 import sys
 import tempfile
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -89,6 +99,10 @@ class FakeKubelet:
         self.workdir = workdir
         self.logs: dict[str, bytes] = {}
         self.processes: dict[str, asyncio.subprocess.Process] = {}
+        self.envs: dict[str, dict[str, str]] = {}
+        """The env each pod's main container was given (its ``value`` entries)."""
+        self.unschedulable: threading.Event | None = None
+        self.preempt = 0
 
     async def run(self, pod_name: str, spec: dict[str, Any]) -> tuple[int, str]:
         """Run the pod; its main container's exit code and the reason Kubernetes would give."""
@@ -110,6 +124,11 @@ class FakeKubelet:
             for item in container.get("env") or []:
                 if "value" in item:
                     env[item["name"]] = mapped(str(item["value"]))
+            if container is spec["containers"][0]:
+                own = {
+                    i["name"]: str(i["value"]) for i in container.get("env") or [] if "value" in i
+                }
+                self.envs[pod_name] = own
             for mount in container.get("volumeMounts") or []:
                 Path(mapped(mount["mountPath"])).mkdir(parents=True, exist_ok=True)
             cwd = mapped(container["workingDir"]) if container.get("workingDir") else None
@@ -155,18 +174,23 @@ class FakeOperator:
         self.delay = delay
         self.seen: set[Any] = set()
         self.tasks: list[asyncio.Task[None]] = []
+        self.pod_ids = itertools.count()
 
     async def run(self) -> None:
         while True:
             for key in list(self.k.objects.keys()):
-                if key in self.seen or self.k.objects[key].deleted:
+                if self.k.objects[key].deleted:
+                    continue
+                # an object deleted and created again under its name is a new one
+                created = (key, sum(v is None for v in self.k.objects[key].history))
+                if created in self.seen:
                     continue
                 resource, namespace, name = key
                 if resource.group == "kubeflow.org":
-                    self.seen.add(key)
+                    self.seen.add(created)
                     self.tasks.append(asyncio.create_task(self._kubeflow(key, namespace, name)))
                 elif resource.plural == "jobs":
-                    self.seen.add(key)
+                    self.seen.add(created)
                     self.tasks.append(asyncio.create_task(self._job(key, namespace, name)))
             await asyncio.sleep(0.02)
 
@@ -297,21 +321,38 @@ class FakeOperator:
         """A job's Job: its pod really run by the fake kubelet, Pending until it ended (the
         log is then whole when the watcher reads it), then Succeeded or Failed."""
         assert self.kubelet is not None
+        kubelet = self.kubelet
         template = obj["spec"]["template"]
-        pod = f"{name}-abcde"
-        self.k.objects["v1/pods", namespace, pod] = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": pod,
-                "namespace": namespace,
-                "labels": template["metadata"]["labels"],
-            },
-            "spec": template["spec"],
-            "status": {"phase": "Pending"},
-        }
-        self.tasks.append(asyncio.create_task(self._collect(key, ("v1/pods", namespace, pod))))
-        code, reason = await self.kubelet.run(pod, template["spec"])
+        failures = 0
+        while True:
+            pod = f"{name}-{next(self.pod_ids):05d}"  # each pod its own name, as a Job's
+            self.k.objects["v1/pods", namespace, pod] = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": pod,
+                    "namespace": namespace,
+                    "labels": template["metadata"]["labels"],
+                },
+                "spec": template["spec"],
+                "status": {"phase": "Pending"},
+            }
+            self.tasks.append(asyncio.create_task(self._collect(key, ("v1/pods", namespace, pod))))
+            await self._schedule(key, ("v1/pods", namespace, pod))
+            if self.k.objects[key].deleted:
+                return
+            if not kubelet.preempt:
+                break
+            kubelet.preempt -= 1
+            kubelet.logs[pod] = b""  # taken away before it ran its command
+            self._set_status(("v1/pods", namespace, pod), _PREEMPTED)
+            if _ignores_disruptions(obj["spec"]):
+                continue  # not counted: the Job starts a new pod
+            failures += 1
+            if failures > obj["spec"].get("backoffLimit", 6):
+                self.k.objects[key] = {**obj, "status": {"conditions": [_BACKOFF_EXCEEDED]}}
+                return
+        code, reason = await kubelet.run(pod, template["spec"])
         if self.k.objects[key].deleted:
             return
         container = template["spec"]["containers"][0]["name"]
@@ -323,17 +364,24 @@ class FakeOperator:
                 "containerStatuses": [{"name": container, "state": {"terminated": terminated}}],
             },
         }
-        condition = (
-            {"type": "Complete", "status": "True"}
-            if code == 0
-            else {
-                "type": "Failed",
-                "status": "True",
-                "reason": "BackoffLimitExceeded",
-                "message": "Job has reached the specified backoff limit",
-            }
-        )
+        condition = {"type": "Complete", "status": "True"} if code == 0 else _BACKOFF_EXCEEDED
         self.k.objects[key] = {**obj, "status": {"conditions": [condition]}}
+
+    def _set_status(self, pod: tuple[str, str, str], status: dict[str, Any]) -> None:
+        self.k.objects[pod] = {**_raw(self.k.objects[pod]), "status": status}
+
+    async def _schedule(self, job: Any, pod: tuple[str, str, str]) -> None:
+        """The scheduler's part: the pod stays Pending, unschedulable, while the kubelet's
+        ``unschedulable`` event is unset."""
+        assert self.kubelet is not None
+        held = self.kubelet.unschedulable
+        if held is None or held.is_set():
+            return
+        self._set_status(pod, _UNSCHEDULABLE)
+        while not held.is_set() and not self.k.objects[job].deleted:
+            await asyncio.sleep(0.02)
+        if not self.k.objects[job].deleted:
+            self._set_status(pod, {"phase": "Pending"})
 
     async def _collect(self, job: Any, pod: tuple[str, str, str]) -> None:
         """The garbage collector's part: once the Job is deleted (any propagation policy),
@@ -344,6 +392,48 @@ class FakeOperator:
         self.kubelet.kill(pod[2])
         if not self.k.objects[pod].deleted:
             self.k.objects[pod].delete()
+
+
+_BACKOFF_EXCEEDED = {
+    "type": "Failed",
+    "status": "True",
+    "reason": "BackoffLimitExceeded",
+    "message": "Job has reached the specified backoff limit",
+}
+GPU_SHORTAGE = "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
+_UNSCHEDULABLE = {
+    "phase": "Pending",
+    "conditions": [
+        {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": GPU_SHORTAGE,
+        }
+    ],
+}
+_PREEMPTED = {
+    "phase": "Failed",
+    "reason": "Preempting",
+    "message": "Preempted in order to admit critical pod",
+    "conditions": [
+        {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": "PreemptionByScheduler",
+            "message": "default-scheduler: preempting to accommodate a higher priority pod",
+        }
+    ],
+}
+
+
+def _ignores_disruptions(spec: dict[str, Any]) -> bool:
+    """Whether a Job's ``podFailurePolicy`` ignores a pod with the DisruptionTarget condition."""
+    for rule in (spec.get("podFailurePolicy") or {}).get("rules") or []:
+        types = {c.get("type") for c in rule.get("onPodConditions") or []}
+        if "DisruptionTarget" in types:
+            return bool(rule.get("action") == "Ignore")
+    return False
 
 
 DDP_OUTPUTS = {"total": 3.0, "world_size": 3}

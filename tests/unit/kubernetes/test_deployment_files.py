@@ -26,6 +26,7 @@ CALLS = (
     + [("batch", "jobs", verb) for verb in ("create", "get", "delete")]
     + [("", "services", verb) for verb in ("create", "get", "delete")]
     + [("", "pods", "list"), ("", "pods", "get"), ("", "pods/log", "get")]
+    + [("", "events", "list")]
 )
 
 
@@ -63,3 +64,6 @@ def test_the_base_job_template_defaults_leave_replicas_alone() -> None:
     assert settings.node_selector == {"pool": "gpu"}
     assert settings.image_pull_secrets == ("reg",)
     assert settings.tolerations[0]["key"] == "nvidia.com/gpu"
+    assert properties["kueue_queue_name"]["default"] is None, "no Kueue unless named"
+    queued = job_variables(template, {"kueue_queue_name": "gpus"})
+    assert PoolSettings.from_variables(queued).queue == "gpus"

@@ -1,0 +1,85 @@
+"""A ``kind: job`` op whose pod the cluster cannot place yet, through Prefect: its run is
+``queued`` with the scheduler's reason as its message (what ``get``/``ls`` show) while the pod
+is pending, then runs and succeeds once the (fake) scheduler places it.
+
+The cluster is FAKE (tests/process/kubernetes/fake_cluster.py: kmock's emulator, a fake
+operator holding the pod ``Unschedulable`` for want of GPUs, a fake kubelet that really runs
+the pod's command); the Prefect server, the flow run and its states are real.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import polyaxon_prefect
+from polyaxon_prefect.prefect._gpu_wait import POD_WAIT_STATE_NAME
+from polyaxon_prefect.prefect._kubernetes import POLL_ENV
+from polyaxon_prefect.prefect._runs_cli import find_run
+from tests.prefect.test_kubernetes_run import cluster_in_background
+from tests.process.kubernetes.fake_cluster import GPU_SHORTAGE, FakeKubelet, kubeconfig
+
+pytestmark = [pytest.mark.cluster]
+
+JOB = """\
+version: 1.1
+kind: component
+name: gpu-train
+run:
+  kind: job
+  container:
+    image: busybox:1.36
+    command: [sh, -c, 'echo trained']
+    resources: {limits: {nvidia.com/gpu: 1}}
+"""
+
+
+def _waiting_run() -> Any:
+    from prefect.client.orchestration import get_client
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with get_client(sync_client=True) as client:
+            runs = client.read_flow_runs(limit=20)
+        found = [r for r in runs if r.state is not None and r.state.name == POD_WAIT_STATE_NAME]
+        if found:
+            return found[0]
+        time.sleep(0.1)
+    raise AssertionError("no flow run became queued for its pod")
+
+
+def test_a_job_pending_for_gpus_is_queued_with_the_reason_then_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kubelet = FakeKubelet()
+    kubelet.unschedulable = threading.Event()
+    path = tmp_path / "gpu.yaml"
+    path.write_text(JOB)
+    with cluster_in_background(kubelet=kubelet) as k:
+        config = tmp_path / "kubeconfig"
+        config.write_text(yaml.safe_dump(kubeconfig(str(k.url))))
+        monkeypatch.setenv("KUBECONFIG", str(config))
+        monkeypatch.setenv(POLL_ENV, "0.05")
+        outcome: dict[str, Any] = {}
+        runner = threading.Thread(
+            target=lambda: outcome.update(result=polyaxon_prefect.run(path, backend="native"))
+        )
+        runner.start()
+        try:
+            waiting = _waiting_run()
+            _api, shown = find_run(str(waiting.id))  # as `get --json` shows it
+            assert shown["status"] == "queued"
+            assert shown["message"].startswith("[job] pending: Unschedulable: ")
+            assert GPU_SHORTAGE in shown["message"]
+        finally:
+            kubelet.unschedulable.set()
+            runner.join(60)
+    result = outcome["result"]
+    assert result.status == "succeeded", result.message
+    _api, shown = find_run(str(waiting.id))
+    assert shown["status"] == "succeeded"
