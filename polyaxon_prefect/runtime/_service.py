@@ -44,6 +44,7 @@ from polyaxon_prefect.runtime._options import PrepareOptions
 from polyaxon_prefect.runtime._outcome import LOG_FILE, failed
 from polyaxon_prefect.runtime._param_values import merge_params, template_params
 from polyaxon_prefect.runtime._process import run_process
+from polyaxon_prefect.runtime._render import python_env
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.specs import Status, service_run
 
@@ -367,7 +368,7 @@ def execute_service(
     try:
         result = run_process(
             service.argv,
-            env=service.env,
+            env=python_env(service.env),
             cwd=service.cwd,
             on_line=relay,
             secrets=service.secrets,

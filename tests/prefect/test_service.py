@@ -5,6 +5,7 @@ left running (its grandchild included)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import sys
@@ -141,7 +142,12 @@ def test_a_dags_service_serves_its_dependents_and_is_stopped_with_the_dag(
     assert not any(pid_alive(pid) for pid in _pids(pids))
 
 
-@pytest.mark.skipif(shutil.which("tensorboard") is None, reason="tensorboard is not installed")
+# a job's PATH starts with this interpreter's folder (CI does not activate the venv)
+@pytest.mark.skipif(
+    shutil.which("tensorboard", path=os.path.dirname(sys.executable)) is None
+    and shutil.which("tensorboard") is None,
+    reason="tensorboard is not installed",
+)
 def test_the_tensorboard_hub_component_serves_in_a_dag(
     tmp_path: Path, prefect_server: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
