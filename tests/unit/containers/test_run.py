@@ -30,7 +30,7 @@ def test_run_argv_maps_each_field_to_its_flag_and_keeps_a_param_one_argument() -
             image="localhost/img:1",
             argv=["python", "train.py", param],
             env=["POLYAXON_RUN_UUID", "TOKEN"],
-            workdir="/work/project",
+            workdir="/srv/project",
             mounts=[Mount("/data/artifacts"), Mount("/src", "/opt/src", read_only=True)],
             labels={LABEL_SESSION: "s1"},
             pull="never",
@@ -44,7 +44,7 @@ def test_run_argv_maps_each_field_to_its_flag_and_keeps_a_param_one_argument() -
         *("--label", f"{LABEL_SESSION}=s1"),
         *("--volume", "/data/artifacts:/data/artifacts", "--volume", "/src:/opt/src:ro"),
         *("--env", "POLYAXON_RUN_UUID", "--env", "TOKEN"),
-        *("--workdir", "/work/project", "--cpus", "0.5", "--memory", str(512 * 2**20)),
+        *("--workdir", "/srv/project", "--cpus", "0.5", "--memory", str(512 * 2**20)),
         *("--device", "nvidia.com/gpu=0", "--device", "nvidia.com/gpu=1"),
         *("localhost/img:1", "python", "train.py", param),
     ]
