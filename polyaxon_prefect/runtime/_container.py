@@ -72,7 +72,6 @@ __all__ = [
     "TRACKING_PATH",
     "ContainerCli",
     "ContainerCliError",
-    "ContainerJobExecutor",
     "PreparedContainerJob",
     "container_environment",
     "container_mounts",
@@ -389,26 +388,3 @@ def _run_container(
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
             cli.run("rm", "-f", name)
     return job_outcome(job, result)
-
-
-@dataclass(frozen=True)
-class _ContainerJobExecutor:
-    """The ``docker`` backend's executor of one-container kinds."""
-
-    def prepare(
-        self, loaded: LoadedPolyaxonfile, options: PrepareOptions = PrepareOptions()
-    ) -> PreparedJob:
-        return prepare_container_job(loaded, options)
-
-    def execute(
-        self,
-        prepared: PreparedJob,
-        *,
-        on_line: Callable[[str, str], None] | None = None,
-        cancel_event: threading.Event | None = None,
-    ) -> RunResult:
-        return execute_container_job(prepared, on_line=on_line, cancel_event=cancel_event)
-
-
-ContainerJobExecutor = _ContainerJobExecutor()
-"""A ``kind: job`` op as one container of its image."""

@@ -53,7 +53,12 @@ from polyaxon_prefect.runtime._result import RunResult
 if TYPE_CHECKING:
     from polyaxon_prefect.loading import LoadedPolyaxonfile
 
-__all__ = ["CONTAINER_REPLICA_KINDS", "ContainerReplicasExecutor", "PreparedContainerReplicas"]
+__all__ = [
+    "CONTAINER_REPLICA_KINDS",
+    "PreparedContainerReplicas",
+    "execute_container_replicas",
+    "prepare_container_replicas",
+]
 
 _PULL = "missing"
 """Replicas pull as ``IfNotPresent`` (their ``imagePullPolicy`` is not read yet)."""
@@ -185,24 +190,3 @@ def _run(
     while (event := group.next_event()) is not None:
         _relay(event, on_line)
     return _outcome(prepared, plan, group.ended, decision, cancelled)
-
-
-@dataclass(frozen=True)
-class _ContainerReplicasExecutor:
-    def prepare(
-        self, loaded: LoadedPolyaxonfile, options: PrepareOptions = PrepareOptions()
-    ) -> PreparedJob:
-        return prepare_container_replicas(loaded, options)
-
-    def execute(
-        self,
-        prepared: PreparedJob,
-        *,
-        on_line: Callable[[str, str], None] | None = None,
-        cancel_event: threading.Event | None = None,
-    ) -> RunResult:
-        return execute_container_replicas(prepared, on_line=on_line, cancel_event=cancel_event)
-
-
-ContainerReplicasExecutor = _ContainerReplicasExecutor()
-"""A distributed op (``tfjob``, ``pytorchjob``...) as one container per replica."""

@@ -17,10 +17,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from polyaxon_prefect.exceptions import Problem, UnsupportedFeatureError
-from polyaxon_prefect.runtime._container import CONTAINER_BACKEND, ContainerJobExecutor
+from polyaxon_prefect.runtime._container import (
+    CONTAINER_BACKEND,
+    execute_container_job,
+    prepare_container_job,
+)
 from polyaxon_prefect.runtime._container_replicas import (
     CONTAINER_REPLICA_KINDS,
-    ContainerReplicasExecutor,
+    execute_container_replicas,
+    prepare_container_replicas,
 )
 from polyaxon_prefect.runtime._job import (
     LOCAL,
@@ -120,6 +125,10 @@ ReplicasExecutor = LocalExecutor(prepare_replicas, execute_replicas)
 
 
 ServiceExecutor = LocalExecutor(prepare_service, execute_service)
+ContainerJobExecutor = LocalExecutor(prepare_container_job, execute_container_job)
+"""The ``docker`` backend: a one-container op as one container of its image."""
+ContainerReplicasExecutor = LocalExecutor(prepare_container_replicas, execute_container_replicas)
+"""The ``docker`` backend: a distributed op as one container per replica."""
 """A ``kind: service`` op as one managed long-running local process (`runtime._service`)."""
 
 
