@@ -29,7 +29,7 @@ lint: setup
 	$(BIN)/python scripts/architecture_report.py --strict
 
 test: lint
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=40
 
 FAST := not process and not server and not cluster and not browser and not slow and not container
 
