@@ -10,16 +10,15 @@ a cluster op exactly as a local one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from polyaxon_prefect.exceptions import Problem
 from polyaxon_prefect.kubernetes import LIMIT_BYTES, Handback
-from polyaxon_prefect.runtime._errors import OutputsError
-from polyaxon_prefect.runtime._outputs import read_metrics, read_outputs, validate_outputs
+from polyaxon_prefect.runtime._outcome import read_back
+from polyaxon_prefect.runtime._outputs import validate_outputs
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.specs import Status
-from polyaxon_prefect.tracking import METRICS_FILE, OUTPUTS_FILE, get_last_metrics
+from polyaxon_prefect.tracking import METRICS_FILE, OUTPUTS_FILE
 
 if TYPE_CHECKING:
     from polyaxon_prefect.runtime._job import PreparedJob
@@ -47,16 +46,7 @@ def handback_outcome(job: PreparedJob, result: RunResult, block: Handback | None
     pod's ``block`` written into the run and read back: a success whose outputs are missing,
     invalid or too big for the channel fails, saying which."""
     _write(job, block)
-    ctx = job.context
-    outputs_file = str(ctx.run_outputs_path / OUTPUTS_FILE)
-    problems: list[Problem] = []
-    try:
-        logged = read_outputs(ctx.run_outputs_path)
-    except OutputsError as exc:
-        logged = {}
-        problems.append(Problem(str(exc), rule="outputs_file", file=outputs_file))
-    rows: list[Mapping[str, Any]] = list(read_metrics(ctx.run_outputs_path))
-    metrics = get_last_metrics(rows)
+    outputs_file, logged, metrics, problems = read_back(job)
     declared = {getattr(io, "name", None) for io in job.outputs}
     if block is not None and block.too_big is not None:
         problems.insert(

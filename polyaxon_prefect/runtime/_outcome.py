@@ -32,6 +32,7 @@ __all__ = [
     "finish_ttl",
     "job_outcome",
     "process_message",
+    "read_back",
 ]
 
 LOG_FILE = "job.log"
@@ -100,21 +101,29 @@ def finish_ttl(job: PreparedJob) -> None:
         )
 
 
-def job_outcome(job: PreparedJob, result: ProcessResult) -> RunResult:
-    """The result of ``job`` whose process ended as ``result``: its outputs read back and
-    checked against the declared ones, its last metrics, its status and message (masked)."""
+def read_back(
+    job: PreparedJob,
+) -> tuple[str, dict[str, Any], dict[str, Any], list[Problem]]:
+    """What ``job`` left in its run's outputs directory, however it ran (a local process, a
+    pod's handed-back block): the outputs file's path, the outputs it logged (empty when the
+    file is unreadable, with the problem), its last metrics."""
     ctx = job.context
     outputs_file = str(ctx.run_outputs_path / OUTPUTS_FILE)
     problems: list[Problem] = []
-    outputs: dict[str, Any] = {}
     try:
         logged = read_outputs(ctx.run_outputs_path)
     except OutputsError as exc:
         logged = {}
         problems.append(Problem(str(exc), rule="outputs_file", file=outputs_file))
     rows: list[Mapping[str, Any]] = list(read_metrics(ctx.run_outputs_path))
-    metrics = get_last_metrics(rows)
+    return outputs_file, logged, get_last_metrics(rows), problems
 
+
+def job_outcome(job: PreparedJob, result: ProcessResult) -> RunResult:
+    """The result of ``job`` whose process ended as ``result``: its outputs read back and
+    checked against the declared ones, its last metrics, its status and message (masked)."""
+    outputs_file, logged, metrics, problems = read_back(job)
+    outputs: dict[str, Any] = {}
     if result.succeeded:
         if not problems:
             outputs, problems = validate_outputs(job.outputs, logged, file=outputs_file)
