@@ -19,21 +19,23 @@ parameters, logs and state, as a Polyaxon user expects). For scale it prints the
 write (a few tens of ms of SQLite on 2 cores), so no sweep that keeps a flow run per trial can
 reach the task-mapped flow's time on SQLite. Runs
 against a fresh test server (``prefect_test_harness``) unless ``PREFECT_API_URL`` is set; each
-case runs ``--repeat`` times, the median is reported. Each timed run starts after ``--settle``
-seconds of pause: right after a run of 100 trials the server is still writing, SQLite answers
-the next run's first request ``503``, and Prefect's client backs off 2 s (then 4 s) whichever
-case comes next.
+case runs ``--repeat`` times, interleaved; the overhead and the ratios are paired (each
+round's sweep against the same round's baselines) and reported as median [min, max]. Each timed
+run starts after ``--settle`` seconds of pause: right after a run of 100 trials the server is
+still writing, SQLite answers the next run's first request ``503``, and Prefect's client backs
+off 2 s (then 4 s) whichever case comes next.
 
 Usage::
 
     python benchmarks/sweep_overhead.py [--trials 100] [--concurrency 4] [--repeat 3]
-        [--settle 3]
+        [--settle 3] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import shutil
 import statistics
@@ -151,6 +153,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--settle", type=float, default=3.0, help="pause before each timed run")
+    parser.add_argument("--json", action="store_true", help="also print the times as JSON")
     args = parser.parse_args()
     n, c = args.trials, args.concurrency
     path = sweep_file(n, c)
@@ -184,19 +187,51 @@ def main() -> None:
                 print(f"{name:>8}: median {medians[name]:.2f} s  ({shown})", flush=True)
     finally:
         shutil.rmtree(ROOT, ignore_errors=True)
-    per_trial = 1000 * (medians["sweep"] - medians["raw"]) / n
-    mapped_per_trial = 1000 * (medians["mapped"] - medians["raw"]) / n
-    ratio = medians["sweep"] / medians["mapped"]
-    print(f"{n} trials, concurrency {c}")
-    print(f"mapped flow overhead: {mapped_per_trial:.1f} ms/trial over raw processes")
-    print(f"sweep overhead:       {per_trial:.1f} ms/trial over raw processes")
-    subflows = medians["sweep"] / medians["subflows"]
-    print(f"sweep / mapped subflows (a child flow run per trial, as the sweep): {subflows:.2f}x")
-    print(f"sweep / task-mapped flow (no flow run per trial; for scale): {ratio:.2f}x")
+    # paired: each round's sweep against the same round's baselines, so a load change between
+    # rounds moves both sides of a pair; the verdicts use the median pair, the spread shows noise
+    overheads = [1000 * (sw - r) / n for sw, r in zip(times["sweep"], times["raw"], strict=True)]
+    mapped_overheads = [
+        1000 * (m - r) / n for m, r in zip(times["mapped"], times["raw"], strict=True)
+    ]
+    subflow_ratios = [sw / f for sw, f in zip(times["sweep"], times["subflows"], strict=True)]
+    mapped_ratios = [sw / m for sw, m in zip(times["sweep"], times["mapped"], strict=True)]
+    per_trial = statistics.median(overheads)
+    subflows = statistics.median(subflow_ratios)
+    print(f"{n} trials, concurrency {c}, {args.repeat} paired rounds (median [min, max])")
+    print(f"mapped flow overhead: {_spread(mapped_overheads, ' ms/trial')} over raw processes")
+    print(f"sweep overhead:       {_spread(overheads, ' ms/trial')} over raw processes")
+    print(
+        "sweep / mapped subflows (a child flow run per trial, as the sweep): "
+        f"{_spread(subflow_ratios, 'x', 2)}"
+    )
+    print(
+        "sweep / task-mapped flow (no flow run per trial; for scale): "
+        f"{_spread(mapped_ratios, 'x', 2)}"
+    )
     verdict = "met" if per_trial <= TARGET_MS_PER_TRIAL else "MISSED"
     print(f"target sweep overhead <= {TARGET_MS_PER_TRIAL:g} ms/trial: {verdict}")
     verdict = "met" if subflows <= TARGET_RATIO else "MISSED"
     print(f"target sweep <= {TARGET_RATIO:g}x the mapped flow of child flow runs: {verdict}")
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "trials": n,
+                    "concurrency": c,
+                    "times_s": times,
+                    "overhead_ms_per_trial": overheads,
+                    "sweep_over_subflows": subflow_ratios,
+                    "overhead_median": per_trial,
+                    "ratio_median": subflows,
+                }
+            )
+        )
+
+
+def _spread(values: list[float], unit: str, digits: int = 1) -> str:
+    """``median [min, max]`` of paired values, with ``unit``."""
+    low, high = min(values), max(values)
+    return f"{statistics.median(values):.{digits}f}{unit} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import os
 import sys
@@ -202,9 +203,23 @@ def _without_pydantic_plugins() -> Iterator[None]:
 _NO_PLUGINS = "PYDANTIC_DISABLE_PLUGINS"
 
 
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection while ``check`` builds the spec validators: building them
+    makes tens of thousands of long-lived dicts and no garbage, and the collector's passes over
+    them were about a tenth of ``check``'s time. The previous state is restored after."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def _cmd_check(args: argparse.Namespace) -> int:
     try:
-        with _without_pydantic_plugins():
+        with _without_pydantic_plugins(), _gc_paused():
             loaded = _load(args)
         if args.backend is not None:  # what a run there checks, with the same catalog
             from polyaxon_prefect.runtime import (

@@ -31,7 +31,7 @@ from layer_table import layer_mismatches
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "polyaxon_prefect"
-GENERATED = {PACKAGE / "specs" / "_k8s.py"}
+GENERATED = {PACKAGE / "specs" / "_k8s.py", PACKAGE / "specs" / "_k8s_objects.py"}
 MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 80
 MAX_CLASS_LINES = 300

@@ -84,7 +84,9 @@ def _unwrap(tp: Any) -> list[Any]:
     """The concrete alternatives of a type annotation (Annotated, Optional and unions removed)."""
     origin = typing.get_origin(tp)
     if origin is typing.Annotated:
-        return _unwrap(typing.get_args(tp)[0])
+        args = typing.get_args(tp)
+        lazy = _lazy_model(args[1:])
+        return [lazy] if lazy is not None else _unwrap(args[0])
     if origin in (typing.Union, types.UnionType):
         out: list[Any] = []
         for arg in typing.get_args(tp):
@@ -101,10 +103,21 @@ def _kind_of(model: type[BaseModel]) -> str | None:
     return str(args[0]) if args else None
 
 
+def _lazy_model(metadata: Sequence[Any]) -> Any:
+    """The model a lazily imported reference (``specs.lazy_model``) stands for, found by its
+    ``resolve_model`` method; None when ``metadata`` holds no such reference."""
+    for item in metadata:
+        resolve = getattr(item, "resolve_model", None)
+        if callable(resolve):
+            return resolve()
+    return None
+
+
 def _field_by_key(model: type[BaseModel], key: str) -> Any:
     for name, field in model.model_fields.items():
         if key in (name, field.alias):
-            return field.annotation
+            lazy = _lazy_model(field.metadata)
+            return lazy if lazy is not None else field.annotation
     return _MISSING
 
 

@@ -7,11 +7,13 @@ search package does not resolve the artifacts root itself: that is the runtime's
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from optuna.storages import BaseStorage, InMemoryStorage, RDBStorage
+from optuna.trial import TrialState
 
 from polyaxon_prefect.search._journal import (
     LEGACY_FILE,
@@ -24,6 +26,7 @@ from polyaxon_prefect.search._records import SweepStudyError
 __all__ = [
     "MEMORY_URL",
     "default_storage",
+    "finish_trial",
     "open_storage",
     "open_storage_noted",
     "set_trial_user_attrs",
@@ -90,9 +93,30 @@ def set_trial_user_attrs(storage: BaseStorage, trial_id: int, attrs: Mapping[str
     ``append_logs``: one lock, one sync. Other storages (SQLite, memory, a server) and a journal
     of an Optuna whose internals differ get one ``set_trial_user_attr`` per attribute.
     """
+    finish_trial(storage, trial_id, attrs, state=None)
+
+
+def finish_trial(
+    storage: BaseStorage,
+    trial_id: int,
+    attrs: Mapping[str, Any],
+    *,
+    state: TrialState | None,
+    values: Sequence[float] | None = None,
+) -> None:
+    """Set ``attrs`` on a trial, then (unless ``state`` is None) its finished ``state`` and
+    ``values``: on a journal file, all in one append and one sync (`set_trial_user_attrs`).
+
+    The state line is the one Optuna's ``set_trial_state_values`` writes for a finished state
+    (its checks are for ``RUNNING`` only), so a replay reads the same trial. A trial that is
+    finished already raises ``UpdateFinishedTrialError``, as the separate calls do.
+    """
+    from optuna.exceptions import UpdateFinishedTrialError
     from optuna.storages import JournalStorage
     from optuna.storages.journal._storage import JournalOperation
 
+    if state is not None and not state.is_finished():
+        raise ValueError(f"finish_trial sets a finished state, not {state.name}")
     backend = getattr(storage, "_backend", None)
     replay = getattr(storage, "_replay_result", None)
     lock = getattr(storage, "_thread_lock", None)
@@ -102,8 +126,10 @@ def set_trial_user_attrs(storage: BaseStorage, trial_id: int, attrs: Mapping[str
     if not isinstance(storage, JournalStorage) or None in (lock, sync, append, worker_id):
         for key, value in attrs.items():
             storage.set_trial_user_attr(trial_id, key, value)
+        if state is not None:
+            storage.set_trial_state_values(trial_id, state=state, values=values)
         return
-    logs = [
+    logs: list[dict[str, Any]] = [
         {
             "op_code": JournalOperation.SET_TRIAL_USER_ATTR,
             "worker_id": worker_id,
@@ -112,6 +138,22 @@ def set_trial_user_attrs(storage: BaseStorage, trial_id: int, attrs: Mapping[str
         }
         for key, value in attrs.items()
     ]
+    trial = storage.get_trial(trial_id)
+    if trial.state.is_finished():
+        # written anyway, these lines would fail every later sync of this process
+        raise UpdateFinishedTrialError(f"trial {trial.number} is finished already")
+    if state is not None:
+        completed = datetime.now(tz=UTC).isoformat(timespec="microseconds")
+        logs.append(
+            {
+                "op_code": JournalOperation.SET_TRIAL_STATE_VALUES,
+                "worker_id": worker_id,
+                "trial_id": trial_id,
+                "state": state,
+                "values": None if values is None else list(values),
+                "datetime_complete": completed,
+            }
+        )
     with lock:  # type: ignore[union-attr]
         append(logs)  # type: ignore[misc]
         sync()  # type: ignore[misc]

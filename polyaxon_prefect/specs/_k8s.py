@@ -5,16 +5,20 @@
 One class per Kubernetes type reachable from the public roots. Unknown keys are
 rejected, camelCase (YAML) and snake_case (Python client) keys are both accepted, and
 every integer/boolean field may also hold a Polyaxon ``{{ template }}`` string.
+
+The roots live here; the objects they nest live in `_k8s_objects`,
+referenced with `lazy_model`: imported and built only when a file writes one.
 """
 
 import json
 import re
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BeforeValidator, Field
 from pydantic_core import PydanticCustomError
 
 from polyaxon_prefect.specs._base import BaseSpec, Ref, is_template
+from polyaxon_prefect.specs._lazy_model import lazy_model
 
 __all__ = [
     "Affinity",
@@ -90,132 +94,121 @@ EnvValue = Annotated[str, BeforeValidator(_env_value)]
 """An env var value: a string; numbers, booleans, lists and maps are stored as JSON text."""
 
 
-class ContainerPort(BaseSpec):
-    """ContainerPort represents a network port in a single container."""
-
-    container_port: int | Ref
-    host_ip: str | None = Field(None, alias="hostIP")
-    host_port: int | Ref | None = None
-    name: str | None = None
-    protocol: str | None = None
-
-
-class ContainerResizePolicy(BaseSpec):
-    """ContainerResizePolicy represents resource resize policy for the container."""
-
-    resource_name: str
-    restart_policy: str
-
-
-class ContainerRestartRuleOnExitCodes(BaseSpec):
-    """ContainerRestartRuleOnExitCodes describes the condition for handling an exited container
-    based on its exit codes.
-    """
-
-    operator: str
-    values: list[int | Ref] | None = None
-
-
-class ContainerRestartRule(BaseSpec):
-    """ContainerRestartRule describes how a container exit is handled."""
-
-    action: str
-    exit_codes: ContainerRestartRuleOnExitCodes | None = None
-
-
-class ConfigMapEnvSource(BaseSpec):
-    """ConfigMapEnvSource selects a ConfigMap to populate the environment variables with."""
-
-    name: str | None = None
-    optional: bool | Ref | None = None
-
-
-class SecretEnvSource(BaseSpec):
-    """SecretEnvSource selects a Secret to populate the environment variables with."""
-
-    name: str | None = None
-    optional: bool | Ref | None = None
-
-
-class EnvFromSource(BaseSpec):
-    """EnvFromSource represents the source of a set of ConfigMaps or Secrets"""
-
-    config_map_ref: ConfigMapEnvSource | None = None
-    prefix: str | None = None
-    secret_ref: SecretEnvSource | None = None
-
-
-class ConfigMapKeySelector(BaseSpec):
-    """Selects a key from a ConfigMap."""
-
-    key: str
-    name: str | None = None
-    optional: bool | Ref | None = None
-
-
-class FileKeySelector(BaseSpec):
-    """FileKeySelector selects a key of the env file."""
-
-    key: str
-    optional: bool | Ref | None = None
-    path: str
-    volume_name: str
-
-
-class ObjectFieldSelector(BaseSpec):
-    """ObjectFieldSelector selects an APIVersioned field of an object."""
-
-    api_version: str | None = None
-    field_path: str
-
-
-class ResourceFieldSelector(BaseSpec):
-    """ResourceFieldSelector represents container resources (cpu, memory) and their output
-    format
-    """
-
-    container_name: str | None = None
-    divisor: Quantity | None = None
-    resource: str
-
-
-class SecretKeySelector(BaseSpec):
-    """SecretKeySelector selects a key of a Secret."""
-
-    key: str
-    name: str | None = None
-    optional: bool | Ref | None = None
-
-
-class EnvVarSource(BaseSpec):
-    """EnvVarSource represents a source for the value of an EnvVar."""
-
-    config_map_key_ref: ConfigMapKeySelector | None = None
-    field_ref: ObjectFieldSelector | None = None
-    file_key_ref: FileKeySelector | None = None
-    resource_field_ref: ResourceFieldSelector | None = None
-    secret_key_ref: SecretKeySelector | None = None
-
-
-class EnvVar(BaseSpec):
-    """EnvVar represents an environment variable present in a Container."""
-
-    name: str
-    value: EnvValue | None = None
-    value_from: EnvVarSource | None = None
+if TYPE_CHECKING:
+    from polyaxon_prefect.specs._k8s_objects import (
+        AppArmorProfile,
+        AWSElasticBlockStoreVolumeSource,
+        AzureDiskVolumeSource,
+        AzureFileVolumeSource,
+        CephFSVolumeSource,
+        CinderVolumeSource,
+        ConfigMapVolumeSource,
+        ContainerPort,
+        ContainerResizePolicy,
+        ContainerRestartRule,
+        CSIVolumeSource,
+        DownwardAPIVolumeSource,
+        EmptyDirVolumeSource,
+        EnvFromSource,
+        EnvVar,
+        EphemeralVolumeSource,
+        FCVolumeSource,
+        FlexVolumeSource,
+        FlockerVolumeSource,
+        GCEPersistentDiskVolumeSource,
+        GitRepoVolumeSource,
+        GlusterfsVolumeSource,
+        HostPathVolumeSource,
+        HTTPHeader,
+        ImageVolumeSource,
+        ISCSIVolumeSource,
+        Lifecycle,
+        NFSVolumeSource,
+        NodeAffinity,
+        PersistentVolumeClaimVolumeSource,
+        PhotonPersistentDiskVolumeSource,
+        PodAffinity,
+        PodAntiAffinity,
+        PodDNSConfigOption,
+        PodFailurePolicyRule,
+        PortworxVolumeSource,
+        Probe,
+        ProjectedVolumeSource,
+        QuobyteVolumeSource,
+        RBDVolumeSource,
+        ResourceClaim,
+        ScaleIOVolumeSource,
+        SeccompProfile,
+        SecretVolumeSource,
+        SecurityContext,
+        SELinuxOptions,
+        StorageOSVolumeSource,
+        Sysctl,
+        VolumeDevice,
+        VolumeMount,
+        VsphereVirtualDiskVolumeSource,
+        WindowsSecurityContextOptions,
+    )
+else:
+    _OBJECTS = "polyaxon_prefect.specs._k8s_objects"
+    AWSElasticBlockStoreVolumeSource = lazy_model(_OBJECTS, "AWSElasticBlockStoreVolumeSource")
+    AppArmorProfile = lazy_model(_OBJECTS, "AppArmorProfile")
+    AzureDiskVolumeSource = lazy_model(_OBJECTS, "AzureDiskVolumeSource")
+    AzureFileVolumeSource = lazy_model(_OBJECTS, "AzureFileVolumeSource")
+    CSIVolumeSource = lazy_model(_OBJECTS, "CSIVolumeSource")
+    CephFSVolumeSource = lazy_model(_OBJECTS, "CephFSVolumeSource")
+    CinderVolumeSource = lazy_model(_OBJECTS, "CinderVolumeSource")
+    ConfigMapVolumeSource = lazy_model(_OBJECTS, "ConfigMapVolumeSource")
+    ContainerPort = lazy_model(_OBJECTS, "ContainerPort")
+    ContainerResizePolicy = lazy_model(_OBJECTS, "ContainerResizePolicy")
+    ContainerRestartRule = lazy_model(_OBJECTS, "ContainerRestartRule")
+    DownwardAPIVolumeSource = lazy_model(_OBJECTS, "DownwardAPIVolumeSource")
+    EmptyDirVolumeSource = lazy_model(_OBJECTS, "EmptyDirVolumeSource")
+    EnvFromSource = lazy_model(_OBJECTS, "EnvFromSource")
+    EnvVar = lazy_model(_OBJECTS, "EnvVar")
+    EphemeralVolumeSource = lazy_model(_OBJECTS, "EphemeralVolumeSource")
+    FCVolumeSource = lazy_model(_OBJECTS, "FCVolumeSource")
+    FlexVolumeSource = lazy_model(_OBJECTS, "FlexVolumeSource")
+    FlockerVolumeSource = lazy_model(_OBJECTS, "FlockerVolumeSource")
+    GCEPersistentDiskVolumeSource = lazy_model(_OBJECTS, "GCEPersistentDiskVolumeSource")
+    GitRepoVolumeSource = lazy_model(_OBJECTS, "GitRepoVolumeSource")
+    GlusterfsVolumeSource = lazy_model(_OBJECTS, "GlusterfsVolumeSource")
+    HTTPHeader = lazy_model(_OBJECTS, "HTTPHeader")
+    HostPathVolumeSource = lazy_model(_OBJECTS, "HostPathVolumeSource")
+    ISCSIVolumeSource = lazy_model(_OBJECTS, "ISCSIVolumeSource")
+    ImageVolumeSource = lazy_model(_OBJECTS, "ImageVolumeSource")
+    Lifecycle = lazy_model(_OBJECTS, "Lifecycle")
+    NFSVolumeSource = lazy_model(_OBJECTS, "NFSVolumeSource")
+    NodeAffinity = lazy_model(_OBJECTS, "NodeAffinity")
+    PersistentVolumeClaimVolumeSource = lazy_model(_OBJECTS, "PersistentVolumeClaimVolumeSource")
+    PhotonPersistentDiskVolumeSource = lazy_model(_OBJECTS, "PhotonPersistentDiskVolumeSource")
+    PodAffinity = lazy_model(_OBJECTS, "PodAffinity")
+    PodAntiAffinity = lazy_model(_OBJECTS, "PodAntiAffinity")
+    PodDNSConfigOption = lazy_model(_OBJECTS, "PodDNSConfigOption")
+    PodFailurePolicyRule = lazy_model(_OBJECTS, "PodFailurePolicyRule")
+    PortworxVolumeSource = lazy_model(_OBJECTS, "PortworxVolumeSource")
+    Probe = lazy_model(_OBJECTS, "Probe")
+    ProjectedVolumeSource = lazy_model(_OBJECTS, "ProjectedVolumeSource")
+    QuobyteVolumeSource = lazy_model(_OBJECTS, "QuobyteVolumeSource")
+    RBDVolumeSource = lazy_model(_OBJECTS, "RBDVolumeSource")
+    ResourceClaim = lazy_model(_OBJECTS, "ResourceClaim")
+    SELinuxOptions = lazy_model(_OBJECTS, "SELinuxOptions")
+    ScaleIOVolumeSource = lazy_model(_OBJECTS, "ScaleIOVolumeSource")
+    SeccompProfile = lazy_model(_OBJECTS, "SeccompProfile")
+    SecretVolumeSource = lazy_model(_OBJECTS, "SecretVolumeSource")
+    SecurityContext = lazy_model(_OBJECTS, "SecurityContext")
+    StorageOSVolumeSource = lazy_model(_OBJECTS, "StorageOSVolumeSource")
+    Sysctl = lazy_model(_OBJECTS, "Sysctl")
+    VolumeDevice = lazy_model(_OBJECTS, "VolumeDevice")
+    VolumeMount = lazy_model(_OBJECTS, "VolumeMount")
+    VsphereVirtualDiskVolumeSource = lazy_model(_OBJECTS, "VsphereVirtualDiskVolumeSource")
+    WindowsSecurityContextOptions = lazy_model(_OBJECTS, "WindowsSecurityContextOptions")
 
 
 class ExecAction(BaseSpec):
     """ExecAction describes a "run in container" action."""
 
     command: list[str] | None = None
-
-
-class HTTPHeader(BaseSpec):
-    """HTTPHeader describes a custom header to be used in HTTP probes"""
-
-    name: str
-    value: str
 
 
 class HTTPGetAction(BaseSpec):
@@ -228,150 +221,12 @@ class HTTPGetAction(BaseSpec):
     scheme: str | None = None
 
 
-class SleepAction(BaseSpec):
-    """SleepAction describes a "sleep" action."""
-
-    seconds: int | Ref
-
-
-class TCPSocketAction(BaseSpec):
-    """TCPSocketAction describes an action based on opening a socket"""
-
-    host: str | None = None
-    port: int | str
-
-
-class LifecycleHandler(BaseSpec):
-    """LifecycleHandler defines a specific action that should be taken in a lifecycle hook."""
-
-    exec: ExecAction | None = None
-    http_get: HTTPGetAction | None = None
-    sleep: SleepAction | None = None
-    tcp_socket: TCPSocketAction | None = None
-
-
-class Lifecycle(BaseSpec):
-    """Lifecycle describes actions that the management system should take in response to
-    container lifecycle events.
-    """
-
-    post_start: LifecycleHandler | None = None
-    pre_stop: LifecycleHandler | None = None
-    stop_signal: str | None = None
-
-
-class GRPCAction(BaseSpec):
-    """GRPCAction specifies an action involving a GRPC service."""
-
-    port: int | Ref
-    service: str | None = None
-
-
-class Probe(BaseSpec):
-    """Probe describes a health check to be performed against a container to determine whether
-    it is alive or ready to receive traffic.
-    """
-
-    exec: ExecAction | None = None
-    failure_threshold: int | Ref | None = None
-    grpc: GRPCAction | None = None
-    http_get: HTTPGetAction | None = None
-    initial_delay_seconds: int | Ref | None = None
-    period_seconds: int | Ref | None = None
-    success_threshold: int | Ref | None = None
-    tcp_socket: TCPSocketAction | None = None
-    termination_grace_period_seconds: int | Ref | None = None
-    timeout_seconds: int | Ref | None = None
-
-
-class ResourceClaim(BaseSpec):
-    """ResourceClaim references one entry in PodSpec.ResourceClaims."""
-
-    name: str
-    request: str | None = None
-
-
 class ResourceRequirements(BaseSpec):
     """ResourceRequirements describes the compute resource requirements."""
 
     claims: list[ResourceClaim] | None = None
     limits: dict[str, Quantity] | None = None
     requests: dict[str, Quantity] | None = None
-
-
-class AppArmorProfile(BaseSpec):
-    """AppArmorProfile defines a pod or container's AppArmor settings."""
-
-    localhost_profile: str | None = None
-    type: str
-
-
-class Capabilities(BaseSpec):
-    """Adds and removes POSIX capabilities from running containers."""
-
-    add: list[str] | None = None
-    drop: list[str] | None = None
-
-
-class SELinuxOptions(BaseSpec):
-    """SELinuxOptions are the labels to be applied to the container"""
-
-    level: str | None = None
-    role: str | None = None
-    type: str | None = None
-    user: str | None = None
-
-
-class SeccompProfile(BaseSpec):
-    """SeccompProfile defines a pod/container's seccomp profile settings."""
-
-    localhost_profile: str | None = None
-    type: str
-
-
-class WindowsSecurityContextOptions(BaseSpec):
-    """WindowsSecurityContextOptions contain Windows-specific options and credentials."""
-
-    gmsa_credential_spec: str | None = None
-    gmsa_credential_spec_name: str | None = None
-    host_process: bool | Ref | None = None
-    run_as_user_name: str | None = None
-
-
-class SecurityContext(BaseSpec):
-    """SecurityContext holds security configuration that will be applied to a container."""
-
-    allow_privilege_escalation: bool | Ref | None = None
-    app_armor_profile: AppArmorProfile | None = None
-    capabilities: Capabilities | None = None
-    privileged: bool | Ref | None = None
-    proc_mount: str | None = None
-    read_only_root_filesystem: bool | Ref | None = None
-    run_as_group: int | Ref | None = None
-    run_as_non_root: bool | Ref | None = None
-    run_as_user: int | Ref | None = None
-    se_linux_options: SELinuxOptions | None = None
-    seccomp_profile: SeccompProfile | None = None
-    windows_options: WindowsSecurityContextOptions | None = None
-
-
-class VolumeDevice(BaseSpec):
-    """volumeDevice describes a mapping of a raw block device within a container."""
-
-    device_path: str
-    name: str
-
-
-class VolumeMount(BaseSpec):
-    """VolumeMount describes a mounting of a Volume within a container."""
-
-    mount_path: str
-    mount_propagation: str | None = None
-    name: str
-    read_only: bool | Ref | None = None
-    recursive_read_only: str | None = None
-    sub_path: str | None = None
-    sub_path_expr: str | None = None
 
 
 class Container(BaseSpec):
@@ -403,492 +258,6 @@ class Container(BaseSpec):
     volume_devices: list[VolumeDevice] | None = None
     volume_mounts: list[VolumeMount] | None = None
     working_dir: str | None = None
-
-
-class AWSElasticBlockStoreVolumeSource(BaseSpec):
-    """Represents a Persistent Disk resource in AWS."""
-
-    fs_type: str | None = None
-    partition: int | Ref | None = None
-    read_only: bool | Ref | None = None
-    volume_id: str = Field(alias="volumeID")
-
-
-class AzureDiskVolumeSource(BaseSpec):
-    """AzureDisk represents an Azure Data Disk mount on the host and bind mount to the pod."""
-
-    caching_mode: str | None = None
-    disk_name: str
-    disk_uri: str = Field(alias="diskURI")
-    fs_type: str | None = None
-    kind: str | None = None
-    read_only: bool | Ref | None = None
-
-
-class AzureFileVolumeSource(BaseSpec):
-    """AzureFile represents an Azure File Service mount on the host and bind mount to the pod."""
-
-    read_only: bool | Ref | None = None
-    secret_name: str
-    share_name: str
-
-
-class LocalObjectReference(BaseSpec):
-    """LocalObjectReference contains enough information to let you locate the referenced object
-    inside the same namespace.
-    """
-
-    name: str | None = None
-
-
-class CSIVolumeSource(BaseSpec):
-    """Represents a source location of a volume to mount, managed by an external CSI driver"""
-
-    driver: str
-    fs_type: str | None = None
-    node_publish_secret_ref: LocalObjectReference | None = None
-    read_only: bool | Ref | None = None
-    volume_attributes: dict[str, str] | None = None
-
-
-class CephFSVolumeSource(BaseSpec):
-    """Represents a Ceph Filesystem mount that lasts the lifetime of a pod Cephfs volumes do
-    not support ownership management or SELinux relabeling.
-    """
-
-    monitors: list[str]
-    path: str | None = None
-    read_only: bool | Ref | None = None
-    secret_file: str | None = None
-    secret_ref: LocalObjectReference | None = None
-    user: str | None = None
-
-
-class CinderVolumeSource(BaseSpec):
-    """Represents a cinder volume resource in Openstack."""
-
-    fs_type: str | None = None
-    read_only: bool | Ref | None = None
-    secret_ref: LocalObjectReference | None = None
-    volume_id: str = Field(alias="volumeID")
-
-
-class KeyToPath(BaseSpec):
-    """Maps a string key to a path within a volume."""
-
-    key: str
-    mode: int | Ref | None = None
-    path: str
-
-
-class ConfigMapVolumeSource(BaseSpec):
-    """Adapts a ConfigMap into a volume."""
-
-    default_mode: int | Ref | None = None
-    items: list[KeyToPath] | None = None
-    name: str | None = None
-    optional: bool | Ref | None = None
-
-
-class DownwardAPIVolumeFile(BaseSpec):
-    """DownwardAPIVolumeFile represents information to create the file containing the pod field"""
-
-    field_ref: ObjectFieldSelector | None = None
-    mode: int | Ref | None = None
-    path: str
-    resource_field_ref: ResourceFieldSelector | None = None
-
-
-class DownwardAPIVolumeSource(BaseSpec):
-    """DownwardAPIVolumeSource represents a volume containing downward API info."""
-
-    default_mode: int | Ref | None = None
-    items: list[DownwardAPIVolumeFile] | None = None
-
-
-class EmptyDirVolumeSource(BaseSpec):
-    """Represents an empty directory for a pod."""
-
-    medium: str | None = None
-    size_limit: Quantity | None = None
-
-
-class TypedLocalObjectReference(BaseSpec):
-    """TypedLocalObjectReference contains enough information to let you locate the typed
-    referenced object inside the same namespace.
-    """
-
-    api_group: str | None = None
-    kind: str
-    name: str
-
-
-class TypedObjectReference(BaseSpec):
-    """TypedObjectReference contains enough information to let you locate the typed referenced
-    object
-    """
-
-    api_group: str | None = None
-    kind: str
-    name: str
-    namespace: str | None = None
-
-
-class VolumeResourceRequirements(BaseSpec):
-    """VolumeResourceRequirements describes the storage resource requirements for a volume."""
-
-    limits: dict[str, Quantity] | None = None
-    requests: dict[str, Quantity] | None = None
-
-
-class LabelSelectorRequirement(BaseSpec):
-    """A label selector requirement is a selector that contains values, a key, and an operator
-    that relates the key and values.
-    """
-
-    key: str
-    operator: str
-    values: list[str] | None = None
-
-
-class LabelSelector(BaseSpec):
-    """A label selector is a label query over a set of resources."""
-
-    match_expressions: list[LabelSelectorRequirement] | None = None
-    match_labels: dict[str, str] | None = None
-
-
-class PersistentVolumeClaimSpec(BaseSpec):
-    """PersistentVolumeClaimSpec describes the common attributes of storage devices and allows
-    a Source for provider-specific attributes
-    """
-
-    access_modes: list[str] | None = None
-    data_source: TypedLocalObjectReference | None = None
-    data_source_ref: TypedObjectReference | None = None
-    resources: VolumeResourceRequirements | None = None
-    selector: LabelSelector | None = None
-    storage_class_name: str | None = None
-    volume_attributes_class_name: str | None = None
-    volume_mode: str | None = None
-    volume_name: str | None = None
-
-
-class ManagedFieldsEntry(BaseSpec):
-    """ManagedFieldsEntry is a workflow-id, a FieldSet and the group version of the resource
-    that the fieldset applies to.
-    """
-
-    api_version: str | None = None
-    fields_type: str | None = None
-    fields_v1: dict[str, Any] | None = None
-    manager: str | None = None
-    operation: str | None = None
-    subresource: str | None = None
-    time: str | None = None
-
-
-class OwnerReference(BaseSpec):
-    """OwnerReference contains enough information to let you identify an owning object."""
-
-    api_version: str
-    block_owner_deletion: bool | Ref | None = None
-    controller: bool | Ref | None = None
-    kind: str
-    name: str
-    uid: str
-
-
-class ObjectMeta(BaseSpec):
-    """ObjectMeta is metadata that all persisted resources must have, which includes all
-    objects users must create.
-    """
-
-    annotations: dict[str, str] | None = None
-    creation_timestamp: str | None = None
-    deletion_grace_period_seconds: int | Ref | None = None
-    deletion_timestamp: str | None = None
-    finalizers: list[str] | None = None
-    generate_name: str | None = None
-    generation: int | Ref | None = None
-    labels: dict[str, str] | None = None
-    managed_fields: list[ManagedFieldsEntry] | None = None
-    name: str | None = None
-    namespace: str | None = None
-    owner_references: list[OwnerReference] | None = None
-    resource_version: str | None = None
-    self_link: str | None = None
-    uid: str | None = None
-
-
-class PersistentVolumeClaimTemplate(BaseSpec):
-    """PersistentVolumeClaimTemplate is used to produce PersistentVolumeClaim objects as part
-    of an EphemeralVolumeSource.
-    """
-
-    metadata: ObjectMeta | None = None
-    spec: PersistentVolumeClaimSpec
-
-
-class EphemeralVolumeSource(BaseSpec):
-    """Represents an ephemeral volume that is handled by a normal storage driver."""
-
-    volume_claim_template: PersistentVolumeClaimTemplate | None = None
-
-
-class FCVolumeSource(BaseSpec):
-    """Represents a Fibre Channel volume."""
-
-    fs_type: str | None = None
-    lun: int | Ref | None = None
-    read_only: bool | Ref | None = None
-    target_wwns: list[str] | None = Field(None, alias="targetWWNs")
-    wwids: list[str] | None = None
-
-
-class FlexVolumeSource(BaseSpec):
-    """FlexVolume represents a generic volume resource that is provisioned/attached using an
-    exec based plugin.
-    """
-
-    driver: str
-    fs_type: str | None = None
-    options: dict[str, str] | None = None
-    read_only: bool | Ref | None = None
-    secret_ref: LocalObjectReference | None = None
-
-
-class FlockerVolumeSource(BaseSpec):
-    """Represents a Flocker volume mounted by the Flocker agent."""
-
-    dataset_name: str | None = None
-    dataset_uuid: str | None = Field(None, alias="datasetUUID")
-
-
-class GCEPersistentDiskVolumeSource(BaseSpec):
-    """Represents a Persistent Disk resource in Google Compute Engine."""
-
-    fs_type: str | None = None
-    partition: int | Ref | None = None
-    pd_name: str
-    read_only: bool | Ref | None = None
-
-
-class GitRepoVolumeSource(BaseSpec):
-    """Represents a volume that is populated with the contents of a git repository."""
-
-    directory: str | None = None
-    repository: str
-    revision: str | None = None
-
-
-class GlusterfsVolumeSource(BaseSpec):
-    """Represents a Glusterfs mount that lasts the lifetime of a pod."""
-
-    endpoints: str
-    path: str
-    read_only: bool | Ref | None = None
-
-
-class HostPathVolumeSource(BaseSpec):
-    """Represents a host path mapped into a pod."""
-
-    path: str
-    type: str | None = None
-
-
-class ISCSIVolumeSource(BaseSpec):
-    """Represents an ISCSI disk."""
-
-    chap_auth_discovery: bool | Ref | None = None
-    chap_auth_session: bool | Ref | None = None
-    fs_type: str | None = None
-    initiator_name: str | None = None
-    iqn: str
-    iscsi_interface: str | None = None
-    lun: int | Ref
-    portals: list[str] | None = None
-    read_only: bool | Ref | None = None
-    secret_ref: LocalObjectReference | None = None
-    target_portal: str
-
-
-class ImageVolumeSource(BaseSpec):
-    """ImageVolumeSource represents a image volume resource."""
-
-    pull_policy: str | None = None
-    reference: str | None = None
-
-
-class NFSVolumeSource(BaseSpec):
-    """Represents an NFS mount that lasts the lifetime of a pod."""
-
-    path: str
-    read_only: bool | Ref | None = None
-    server: str
-
-
-class PersistentVolumeClaimVolumeSource(BaseSpec):
-    """PersistentVolumeClaimVolumeSource references the user's PVC in the same namespace."""
-
-    claim_name: str
-    read_only: bool | Ref | None = None
-
-
-class PhotonPersistentDiskVolumeSource(BaseSpec):
-    """Represents a Photon Controller persistent disk resource."""
-
-    fs_type: str | None = None
-    pd_id: str = Field(alias="pdID")
-
-
-class PortworxVolumeSource(BaseSpec):
-    """PortworxVolumeSource represents a Portworx volume resource."""
-
-    fs_type: str | None = None
-    read_only: bool | Ref | None = None
-    volume_id: str = Field(alias="volumeID")
-
-
-class ClusterTrustBundleProjection(BaseSpec):
-    """ClusterTrustBundleProjection describes how to select a set of ClusterTrustBundle objects
-    and project their contents into the pod filesystem.
-    """
-
-    label_selector: LabelSelector | None = None
-    name: str | None = None
-    optional: bool | Ref | None = None
-    path: str
-    signer_name: str | None = None
-
-
-class ConfigMapProjection(BaseSpec):
-    """Adapts a ConfigMap into a projected volume."""
-
-    items: list[KeyToPath] | None = None
-    name: str | None = None
-    optional: bool | Ref | None = None
-
-
-class DownwardAPIProjection(BaseSpec):
-    """Represents downward API info for projecting into a projected volume."""
-
-    items: list[DownwardAPIVolumeFile] | None = None
-
-
-class PodCertificateProjection(BaseSpec):
-    """PodCertificateProjection provides a private key and X.509 certificate in the pod
-    filesystem.
-    """
-
-    certificate_chain_path: str | None = None
-    credential_bundle_path: str | None = None
-    key_path: str | None = None
-    key_type: str
-    max_expiration_seconds: int | Ref | None = None
-    signer_name: str
-    user_annotations: dict[str, str] | None = None
-
-
-class SecretProjection(BaseSpec):
-    """Adapts a secret into a projected volume."""
-
-    items: list[KeyToPath] | None = None
-    name: str | None = None
-    optional: bool | Ref | None = None
-
-
-class ServiceAccountTokenProjection(BaseSpec):
-    """ServiceAccountTokenProjection represents a projected service account token volume."""
-
-    audience: str | None = None
-    expiration_seconds: int | Ref | None = None
-    path: str
-
-
-class VolumeProjection(BaseSpec):
-    """Projection that may be projected along with other supported volume types."""
-
-    cluster_trust_bundle: ClusterTrustBundleProjection | None = None
-    config_map: ConfigMapProjection | None = None
-    downward_api: DownwardAPIProjection | None = Field(None, alias="downwardAPI")
-    pod_certificate: PodCertificateProjection | None = None
-    secret: SecretProjection | None = None
-    service_account_token: ServiceAccountTokenProjection | None = None
-
-
-class ProjectedVolumeSource(BaseSpec):
-    """Represents a projected volume source"""
-
-    default_mode: int | Ref | None = None
-    sources: list[VolumeProjection] | None = None
-
-
-class QuobyteVolumeSource(BaseSpec):
-    """Represents a Quobyte mount that lasts the lifetime of a pod."""
-
-    group: str | None = None
-    read_only: bool | Ref | None = None
-    registry: str
-    tenant: str | None = None
-    user: str | None = None
-    volume: str
-
-
-class RBDVolumeSource(BaseSpec):
-    """Represents a Rados Block Device mount that lasts the lifetime of a pod."""
-
-    fs_type: str | None = None
-    image: str
-    keyring: str | None = None
-    monitors: list[str]
-    pool: str | None = None
-    read_only: bool | Ref | None = None
-    secret_ref: LocalObjectReference | None = None
-    user: str | None = None
-
-
-class ScaleIOVolumeSource(BaseSpec):
-    """ScaleIOVolumeSource represents a persistent ScaleIO volume"""
-
-    fs_type: str | None = None
-    gateway: str
-    protection_domain: str | None = None
-    read_only: bool | Ref | None = None
-    secret_ref: LocalObjectReference
-    ssl_enabled: bool | Ref | None = None
-    storage_mode: str | None = None
-    storage_pool: str | None = None
-    system: str
-    volume_name: str | None = None
-
-
-class SecretVolumeSource(BaseSpec):
-    """Adapts a Secret into a volume."""
-
-    default_mode: int | Ref | None = None
-    items: list[KeyToPath] | None = None
-    optional: bool | Ref | None = None
-    secret_name: str | None = None
-
-
-class StorageOSVolumeSource(BaseSpec):
-    """Represents a StorageOS persistent volume resource."""
-
-    fs_type: str | None = None
-    read_only: bool | Ref | None = None
-    secret_ref: LocalObjectReference | None = None
-    volume_name: str | None = None
-    volume_namespace: str | None = None
-
-
-class VsphereVirtualDiskVolumeSource(BaseSpec):
-    """Represents a vSphere volume resource."""
-
-    fs_type: str | None = None
-    storage_policy_id: str | None = Field(None, alias="storagePolicyID")
-    storage_policy_name: str | None = None
-    volume_path: str
 
 
 class Volume(BaseSpec):
@@ -941,104 +310,12 @@ class Toleration(BaseSpec):
     value: str | None = None
 
 
-class NodeSelectorRequirement(BaseSpec):
-    """A node selector requirement is a selector that contains values, a key, and an operator
-    that relates the key and values.
-    """
-
-    key: str
-    operator: str
-    values: list[str] | None = None
-
-
-class NodeSelectorTerm(BaseSpec):
-    """A null or empty node selector term matches no objects."""
-
-    match_expressions: list[NodeSelectorRequirement] | None = None
-    match_fields: list[NodeSelectorRequirement] | None = None
-
-
-class NodeSelector(BaseSpec):
-    """A node selector represents the union of the results of one or more label queries over a
-    set of nodes; that is, it represents the OR of the selectors represented by the node
-    selector terms.
-    """
-
-    node_selector_terms: list[NodeSelectorTerm]
-
-
-class PreferredSchedulingTerm(BaseSpec):
-    """An empty preferred scheduling term matches all objects with implicit weight 0 (i.e."""
-
-    preference: NodeSelectorTerm
-    weight: int | Ref
-
-
-class NodeAffinity(BaseSpec):
-    """Node affinity is a group of node affinity scheduling rules."""
-
-    preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] | None = (
-        None
-    )
-    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
-
-
-class PodAffinityTerm(BaseSpec):
-    """Defines a set of pods (namely those matching the labelSelector relative to the given
-    namespace(s)) that this pod should be co-located (affinity) or not co-located (anti-
-    affinity) with, where co-located is defined as running on a node whose value of the
-    label with key <topologyKey> matches that of any node on which a pod of the set of pods
-    is running
-    """
-
-    label_selector: LabelSelector | None = None
-    match_label_keys: list[str] | None = None
-    mismatch_label_keys: list[str] | None = None
-    namespace_selector: LabelSelector | None = None
-    namespaces: list[str] | None = None
-    topology_key: str
-
-
-class WeightedPodAffinityTerm(BaseSpec):
-    """The weights of all of the matched WeightedPodAffinityTerm fields are added per-node to
-    find the most preferred node(s)
-    """
-
-    pod_affinity_term: PodAffinityTerm
-    weight: int | Ref
-
-
-class PodAffinity(BaseSpec):
-    """Pod affinity is a group of inter pod affinity scheduling rules."""
-
-    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] | None = (
-        None
-    )
-    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] | None = None
-
-
-class PodAntiAffinity(BaseSpec):
-    """Pod anti affinity is a group of inter pod anti affinity scheduling rules."""
-
-    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] | None = (
-        None
-    )
-    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] | None = None
-
-
 class Affinity(BaseSpec):
     """Affinity is a group of affinity scheduling rules."""
 
     node_affinity: NodeAffinity | None = None
     pod_affinity: PodAffinity | None = None
     pod_anti_affinity: PodAntiAffinity | None = None
-
-
-class Sysctl(BaseSpec):
-    """Sysctl defines a kernel parameter to be set"""
-
-    name: str
-    value: str
 
 
 class PodSecurityContext(BaseSpec):
@@ -1068,13 +345,6 @@ class HostAlias(BaseSpec):
     ip: str
 
 
-class PodDNSConfigOption(BaseSpec):
-    """PodDNSConfigOption defines DNS resolver options of a pod."""
-
-    name: str | None = None
-    value: str | None = None
-
-
 class PodDNSConfig(BaseSpec):
     """PodDNSConfig defines the DNS parameters of a pod in addition to those generated from
     DNSPolicy.
@@ -1083,35 +353,6 @@ class PodDNSConfig(BaseSpec):
     nameservers: list[str] | None = None
     options: list[PodDNSConfigOption] | None = None
     searches: list[str] | None = None
-
-
-class PodFailurePolicyOnExitCodesRequirement(BaseSpec):
-    """PodFailurePolicyOnExitCodesRequirement describes the requirement for handling a failed
-    pod based on its container exit codes.
-    """
-
-    container_name: str | None = None
-    operator: str
-    values: list[int | Ref]
-
-
-class PodFailurePolicyOnPodConditionsPattern(BaseSpec):
-    """PodFailurePolicyOnPodConditionsPattern describes a pattern for matching an actual pod
-    condition type.
-    """
-
-    status: str | None = None
-    type: str
-
-
-class PodFailurePolicyRule(BaseSpec):
-    """PodFailurePolicyRule describes how a pod failure is handled when the requirements are
-    met.
-    """
-
-    action: str
-    on_exit_codes: PodFailurePolicyOnExitCodesRequirement | None = None
-    on_pod_conditions: list[PodFailurePolicyOnPodConditionsPattern] | None = None
 
 
 class PodFailurePolicy(BaseSpec):

@@ -12,10 +12,10 @@ import math
 from numbers import Integral, Real
 from typing import Annotated, Any, Union
 
-from pydantic import BeforeValidator, StrictStr, ValidationInfo
+from pydantic import StrictStr, ValidationInfo
 from pydantic.alias_generators import to_camel
 
-from polyaxon_prefect.specs._base import Ref, is_template
+from polyaxon_prefect.specs._base import Check, Ref, is_template
 
 __all__ = [
     "BoolOrRef",
@@ -106,16 +106,16 @@ def _bool_or_ref(value: Any, info: ValidationInfo) -> Any:
     )
 
 
-IntOrRef = Annotated[int | Ref, BeforeValidator(_int_or_ref)]
+IntOrRef = Annotated[int | Ref, Check(_int_or_ref, mode="before", info=True)]
 """An integer, or a ``{{ template }}`` resolved later."""
 
-PositiveIntOrRef = Annotated[int | Ref, BeforeValidator(_positive_int_or_ref)]
+PositiveIntOrRef = Annotated[int | Ref, Check(_positive_int_or_ref, mode="before", info=True)]
 """An integer >= 1 (Polyaxon's ``PositiveInt``), or a ``{{ template }}``."""
 
-FloatOrRef = Annotated[float | Ref, BeforeValidator(_float_or_ref)]
+FloatOrRef = Annotated[float | Ref, Check(_float_or_ref, mode="before", info=True)]
 """A finite number, or a ``{{ template }}``."""
 
-BoolOrRef = Annotated[bool | Ref, BeforeValidator(_bool_or_ref)]
+BoolOrRef = Annotated[bool | Ref, Check(_bool_or_ref, mode="before", info=True)]
 """A boolean (or ``"true"``/``"false"``), or a ``{{ template }}``."""
 
 StrListOrRef = list[StrictStr] | Ref

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, TypeVar, Union, get_args
 
-from pydantic import BeforeValidator, GetCoreSchemaHandler, ValidationError, ValidationInfo
+from pydantic import GetCoreSchemaHandler, ValidationError, ValidationInfo
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError, core_schema
 
-from ._base import Ref, is_template
+from ._base import Check, Ref, is_template
 
 __all__ = ["NonNegativeIntOrRef", "Templated"]
 
@@ -77,5 +77,7 @@ def _non_negative_int_or_ref(value: Any, info: ValidationInfo) -> Any:
     return value
 
 
-NonNegativeIntOrRef = Annotated[int | Ref, BeforeValidator(_non_negative_int_or_ref)]
+NonNegativeIntOrRef = Annotated[
+    int | Ref, Check(_non_negative_int_or_ref, mode="before", info=True)
+]
 """An integer >= 0 (seconds, counts), or a ``{{ template }}``."""

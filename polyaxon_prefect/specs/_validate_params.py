@@ -425,9 +425,10 @@ def _check_unmatched(
         if getattr(param, "context_only", None) is True:
             if isinstance(param, Param) and param.is_ref and not given.is_template:
                 # Not matched to an IO, so no type to compare; the target must still exist.
-                _check_ref(
-                    name, IO(name=name), param, ("params", name), given.dag_context, problems
-                )
+                # (An untyped IO built without validation: the name is the param's, and
+                # validating it would build IO's own validator for nothing, a cost in `check`.)
+                untyped = IO.model_construct(name=name)
+                _check_ref(name, untyped, param, ("params", name), given.dag_context, problems)
             continue
         problems.append(unexpected_param(name, declared))
     for name, (index, join_param) in given.join_params.items():

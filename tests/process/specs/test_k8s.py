@@ -51,3 +51,34 @@ def test_generated_module_is_up_to_date(tmp_path: Path) -> None:
     assert target.read_text() == Path(_k8s.__file__).read_text(), (
         "polyaxon_prefect/specs/_k8s.py is stale: run scripts/gen_k8s_models.py"
     )
+    objects = Path(_k8s.__file__).with_name("_k8s_objects.py")
+    assert target.with_name(objects.name).read_text() == objects.read_text(), (
+        "polyaxon_prefect/specs/_k8s_objects.py is stale: run scripts/gen_k8s_models.py"
+    )
+
+
+def test_nested_objects_are_imported_only_when_a_file_writes_one(tmp_path: Path) -> None:
+    """``check`` of a container with an image and a command creates none of the ~100 nested
+    object models; one with ``env`` imports them."""
+    plain = tmp_path / "plain.yaml"
+    plain.write_text("version: 1.1\nkind: component\nrun: {kind: job, container: {image: x}}\n")
+    with_env = tmp_path / "env.yaml"
+    with_env.write_text(
+        "version: 1.1\nkind: component\n"
+        "run: {kind: job, container: {image: x, env: [{name: A, value: b}]}}\n"
+    )
+    code = (
+        "import sys\n"
+        "from polyaxon_prefect.cli import main\n"
+        "assert main(['check', '-f', sys.argv[1]]) == 0\n"
+        "print('polyaxon_prefect.specs._k8s_objects' in sys.modules)\n"
+    )
+    for path, imported in ((plain, "False"), (with_env, "True")):
+        result = subprocess.run(
+            [sys.executable, "-c", code, str(path)],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=REPO,
+        )
+        assert result.stdout.splitlines()[-1] == imported, result.stdout

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from polyaxon_prefect.specs import _k8s
+from polyaxon_prefect.specs import _k8s, _k8s_objects
 from polyaxon_prefect.specs._k8s import (
     Affinity,
     Container,
@@ -236,10 +236,11 @@ def test_models_are_frozen() -> None:
 def test_field_names_match_the_kubernetes_python_client() -> None:
     models = pytest.importorskip("kubernetes_asyncio.client.models")
     checked = 0
-    for name in dir(_k8s):
-        cls = getattr(_k8s, name)
+    generated = [(module, name) for module in (_k8s, _k8s_objects) for name in dir(module)]
+    for module, name in generated:
+        cls = getattr(module, name)
         if not (isinstance(cls, type) and issubclass(cls, BaseModel)) or cls.__module__ != (
-            _k8s.__name__
+            module.__name__
         ):
             continue
         client = getattr(models, f"V1{name}", None) or getattr(models, f"CoreV1{name}", None)
