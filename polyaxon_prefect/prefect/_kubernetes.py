@@ -16,7 +16,9 @@ the op is cancelled, times out or fails here (an image that cannot be pulled nev
 for the native backend when the run ends (its parameter servers never exit on their own).
 A job's Job is deleted whatever the ending (with its pod: ``propagationPolicy: Background``).
 
-Scheduling: the Kueue label and a ``podFailurePolicy`` (`kubernetes.schedule_manifests`);
+Scheduling: the Kueue label and a ``podFailurePolicy`` (`kubernetes.schedule_manifests`); an
+op Kueue does not admit takes its GPUs as slots of Prefect global concurrency limits, one per
+GPU class, before anything is created (`_gpu_slots.held_gpu_slots`);
 pending pods and disruptions tracked by `_kubernetes_scheduling.PodScheduling`; a run that a
 disruption failed submitted again (`_Submission._resubmit`).
 
@@ -54,6 +56,8 @@ from polyaxon_prefect.kubernetes import (
     apply_pool_settings,
     disruption_budget,
     exit_diagnosis,
+    file_queue,
+    gpu_slots,
     job_variables,
     kubeflow_state,
     native_state,
@@ -63,6 +67,7 @@ from polyaxon_prefect.kubernetes import (
     run_selector,
     schedule_manifests,
 )
+from polyaxon_prefect.prefect._gpu_slots import GpuSlotsError, held_gpu_slots
 from polyaxon_prefect.prefect._gpu_wait import pod_wait_callbacks
 from polyaxon_prefect.prefect._kubernetes_scheduling import PodScheduling
 from polyaxon_prefect.runtime import PrepareOptions, handback_outcome
@@ -295,6 +300,25 @@ class _Submission:
         return chosen[-1] if chosen else None
 
     async def _submit_and_watch(self) -> tuple[Status, str]:
+        """The run, inside its GPU-class slots when no Kueue queue admits it as a gang
+        (`_gpu_slots`): taken before anything is created, given back after it is deleted."""
+        slots = {} if file_queue(self.manifests) else gpu_slots(self.manifests)
+        if not slots:
+            return await self._submitted()
+        try:
+            async with held_gpu_slots(
+                slots, say=self.say, stopped=self._stopped, interval=self.interval
+            ) as held:
+                if not held:
+                    return Status.STOPPED, "was cancelled while it waited for GPUs"
+                return await self._submitted()
+        except GpuSlotsError as exc:
+            return Status.FAILED, str(exc)
+
+    def _stopped(self) -> bool:
+        return self.cancel_event.is_set() or stop_requested()
+
+    async def _submitted(self) -> tuple[Status, str]:
         status, message = Status.FAILED, ""
         try:
             owner = await self._owner()
