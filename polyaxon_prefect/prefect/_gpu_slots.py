@@ -29,13 +29,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
-from polyaxon_prefect.kubernetes import no_limit_note, slots_refusal, slots_wait_reason
+from polyaxon_prefect.kubernetes import (
+    file_queue,
+    gpu_slots,
+    no_limit_note,
+    slots_refusal,
+    slots_wait_reason,
+)
 from polyaxon_prefect.prefect._gpu_wait import GPU_WAIT_STATE_NAME, pod_wait_callbacks, waiting_run
+from polyaxon_prefect.runtime import RunResult, stop_requested
+from polyaxon_prefect.specs import Status
 
-__all__ = ["GpuSlotsError", "held_gpu_slots"]
+__all__ = ["GpuSlotsError", "Submission", "held_gpu_slots", "in_gpu_slots"]
 
 _LOCKED = 423
 """The API's answer when a limit has too few free slots."""
@@ -161,3 +170,39 @@ async def _take(
                 await asyncio.to_thread(waits[0], reason)
         await asyncio.sleep(interval)
     return False
+
+
+class Submission(Protocol):
+    """A cluster run about to be submitted (the executor's `_Submission`)."""
+
+    manifests: list[dict[str, Any]]
+    cancel_event: threading.Event
+    interval: float
+    """Seconds between two looks for free slots (``POLYAXON_PREFECT_K8S_POLL_INTERVAL``)."""
+
+    def say(self, text: str) -> None: ...
+
+    async def run(self) -> RunResult: ...
+
+
+async def in_gpu_slots(submission: Submission) -> RunResult:
+    """``submission.run()`` (it creates the manifests, watches them and deletes them) inside
+    the op's GPU-class slots when no Kueue queue admits it as a gang: taken before anything
+    is created, given back once it returned, whatever the ending."""
+    manifests = submission.manifests
+    slots = {} if file_queue(manifests) else gpu_slots(manifests)
+    if not slots:
+        return await submission.run()
+    cancel = submission.cancel_event
+    try:
+        async with held_gpu_slots(
+            slots,
+            say=submission.say,
+            stopped=lambda: cancel.is_set() or stop_requested(),
+            interval=submission.interval,
+        ) as held:
+            if not held:
+                return RunResult(Status.STOPPED, message="was cancelled while it waited for GPUs")
+            return await submission.run()
+    except GpuSlotsError as exc:
+        return RunResult(Status.FAILED, message=str(exc))

@@ -16,11 +16,9 @@ the op is cancelled, times out or fails here (an image that cannot be pulled nev
 for the native backend when the run ends (its parameter servers never exit on their own).
 A job's Job is deleted whatever the ending (with its pod: ``propagationPolicy: Background``).
 
-Scheduling: the Kueue label and a ``podFailurePolicy`` (`kubernetes.schedule_manifests`); an
-op Kueue does not admit takes its GPUs as slots of Prefect global concurrency limits, one per
-GPU class, before anything is created (`_gpu_slots.held_gpu_slots`);
-pending pods and disruptions tracked by `_kubernetes_scheduling.PodScheduling`; a run that a
-disruption failed submitted again (`_Submission._resubmit`).
+Scheduling: the Kueue label and a ``podFailurePolicy`` (`kubernetes.schedule_manifests`), else
+GPU-class slots (`_gpu_slots`); pending pods and disruptions (`_kubernetes_scheduling`); a run
+a disruption failed submitted again (`_Submission._resubmit`).
 
 A job's pod prints its outputs and metrics in one block at the end of its log
 (`polyaxon_prefect.kubernetes.HandbackParser` reads it out of the stream, so users never see
@@ -56,8 +54,6 @@ from polyaxon_prefect.kubernetes import (
     apply_pool_settings,
     disruption_budget,
     exit_diagnosis,
-    file_queue,
-    gpu_slots,
     job_variables,
     kubeflow_state,
     native_state,
@@ -67,7 +63,7 @@ from polyaxon_prefect.kubernetes import (
     run_selector,
     schedule_manifests,
 )
-from polyaxon_prefect.prefect._gpu_slots import GpuSlotsError, held_gpu_slots
+from polyaxon_prefect.prefect._gpu_slots import in_gpu_slots
 from polyaxon_prefect.prefect._gpu_wait import pod_wait_callbacks
 from polyaxon_prefect.prefect._kubernetes_scheduling import PodScheduling
 from polyaxon_prefect.runtime import PrepareOptions, handback_outcome
@@ -218,7 +214,7 @@ def run_on_cluster(
     )
     context = contextvars.copy_context()
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="k8s-submit") as pool:
-        return pool.submit(context.run, asyncio.run, submission.run()).result()
+        return pool.submit(context.run, asyncio.run, in_gpu_slots(submission)).result()
 
 
 @dataclass
@@ -300,25 +296,6 @@ class _Submission:
         return chosen[-1] if chosen else None
 
     async def _submit_and_watch(self) -> tuple[Status, str]:
-        """The run, inside its GPU-class slots when no Kueue queue admits it as a gang
-        (`_gpu_slots`): taken before anything is created, given back after it is deleted."""
-        slots = {} if file_queue(self.manifests) else gpu_slots(self.manifests)
-        if not slots:
-            return await self._submitted()
-        try:
-            async with held_gpu_slots(
-                slots, say=self.say, stopped=self._stopped, interval=self.interval
-            ) as held:
-                if not held:
-                    return Status.STOPPED, "was cancelled while it waited for GPUs"
-                return await self._submitted()
-        except GpuSlotsError as exc:
-            return Status.FAILED, str(exc)
-
-    def _stopped(self) -> bool:
-        return self.cancel_event.is_set() or stop_requested()
-
-    async def _submitted(self) -> tuple[Status, str]:
         status, message = Status.FAILED, ""
         try:
             owner = await self._owner()
@@ -377,8 +354,7 @@ class _Submission:
 
     async def _resubmit(self) -> None:
         """The run the cluster failed after taking a pod away, submitted again (same names,
-        once the previous attempt's objects are gone), told where that attempt's outputs
-        are."""
+        once the previous attempt's objects are gone), told where its outputs are."""
         handback = self.prepared.handback
         await self._delete_all()
         gone = list(self.created)
