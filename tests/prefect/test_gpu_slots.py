@@ -34,14 +34,27 @@ from tests.process.kubernetes.fake_cluster import FakeKubelet, ever, kubeconfig
 
 pytestmark = [pytest.mark.cluster]
 
-SCRIPT = Path(__file__).with_name("gpu_script.py")
+POD = """\
+import json, sys, time, uuid, pathlib
+folder, start = pathlib.Path(sys.argv[1]), time.time()
+deadline = time.monotonic() + 60
+while not (folder / "release").exists() and time.monotonic() < deadline:
+    time.sleep(0.05)
+(folder / "marks").mkdir(exist_ok=True)
+mark = {"start": start, "end": time.time()}
+(folder / "marks" / f"{uuid.uuid4().hex}.json").write_text(json.dumps(mark))
+sys.exit(int(sys.argv[2]))
+"""
+"""A pod's command: it records when it held its GPUs, holding them until the test releases
+it (the file ``release``), then exits with the code it is given."""
 
 
-def _job(folder: Path, model: str, gpus: int, seconds: float, *, fail: bool = False) -> Path:
-    """A ``kind: job`` asking for ``gpus`` GPUs of ``model``; its pod records when it ran."""
-    command = ["python", str(SCRIPT), str(folder / "marks"), str(seconds)]
-    if fail:
-        command.append("fail-like-cuda")
+def _job(folder: Path, model: str, gpus: int, *, fail: bool = False, hold: bool = False) -> Path:
+    """A ``kind: job`` asking for ``gpus`` GPUs of ``model``; its pod records when it ran
+    (``hold``: its pods wait for the test's ``release``, else they end at once)."""
+    if not hold:
+        (folder / "release").touch()
+    command = ["python", "-c", POD, str(folder), "1" if fail else "0"]
     doc = {
         "version": 1.1,
         "kind": "component",
@@ -92,7 +105,7 @@ def test_two_1_gpu_jobs_on_a_1_slot_class_run_one_after_the_other_the_second_que
     tmp_path: Path, cluster: dict[str, Any], prefect_server: str
 ) -> None:
     _create_limit(cluster["limit"], 1)
-    job = _job(tmp_path, cluster["model"], 1, 4)
+    job = _job(tmp_path, cluster["model"], 1, hold=True)
     env = {**os.environ, "PREFECT_API_URL": prefect_server}
     cli = [sys.executable, "-m", "polyaxon_prefect.cli", "run", "-f", str(job)]
     cli += ["--backend", "native", "--json"]
@@ -108,6 +121,7 @@ def test_two_1_gpu_jobs_on_a_1_slot_class_run_one_after_the_other_the_second_que
             if row["message"] == reason:
                 seen = {"ls": row, "get": get_run(prefect_server, row["id"])}
         time.sleep(0.1)
+    (tmp_path / "release").touch()  # the first pod ends once the second op was seen waiting
     outs = [p.communicate(timeout=120) for p in procs]
     for proc, (out, err) in zip(procs, outs, strict=True):
         assert proc.returncode == 0, err[-2000:]
@@ -126,7 +140,7 @@ def test_an_op_asking_more_gpus_than_its_class_limit_is_refused_before_anything_
     tmp_path: Path, cluster: dict[str, Any]
 ) -> None:
     _create_limit(cluster["limit"], 1)
-    result = polyaxon_prefect.run(_job(tmp_path, cluster["model"], 2, 0.1), backend="native")
+    result = polyaxon_prefect.run(_job(tmp_path, cluster["model"], 2), backend="native")
     assert result.status == "failed"
     assert f"asks for 2 GPUs of class {cluster['limit']} at once" in result.message
     assert f"prefect gcl update {cluster['limit']} --limit 2" in result.message
@@ -138,13 +152,11 @@ def test_a_failing_op_gives_its_slots_back_to_the_next_op(
     tmp_path: Path, cluster: dict[str, Any]
 ) -> None:
     _create_limit(cluster["limit"], 1)
-    failed = polyaxon_prefect.run(
-        _job(tmp_path, cluster["model"], 1, 0.1, fail=True), backend="native"
-    )
+    failed = polyaxon_prefect.run(_job(tmp_path, cluster["model"], 1, fail=True), backend="native")
     assert failed.status == "failed"
     assert _active_slots(cluster["limit"]) == 0
     began = time.monotonic()
-    result = polyaxon_prefect.run(_job(tmp_path, cluster["model"], 1, 0.1), backend="native")
+    result = polyaxon_prefect.run(_job(tmp_path, cluster["model"], 1), backend="native")
     assert result.status == "succeeded", result.message
     assert time.monotonic() - began < 60
     assert _active_slots(cluster["limit"]) == 0
@@ -153,7 +165,7 @@ def test_a_failing_op_gives_its_slots_back_to_the_next_op(
 def test_without_a_limit_for_its_class_an_op_runs_ungated_and_says_how_to_create_one(
     tmp_path: Path, cluster: dict[str, Any]
 ) -> None:
-    result = polyaxon_prefect.run(_job(tmp_path, cluster["model"], 1, 0.1), backend="native")
+    result = polyaxon_prefect.run(_job(tmp_path, cluster["model"], 1), backend="native")
     assert result.status == "succeeded", result.message
     assert result.flow_run_id is not None
     logs = read_logs(result.flow_run_id)
