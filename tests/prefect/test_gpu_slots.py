@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 import polyaxon_prefect
-from polyaxon_prefect.kubernetes import gpu_class_name
+from polyaxon_prefect.kubernetes import KUEUE_QUEUE_LABEL, gpu_class_name
 from polyaxon_prefect.prefect._kubernetes import POLL_ENV
 from polyaxon_prefect.prefect._runs import get_run, list_runs
 from tests.prefect.conftest import read_logs
@@ -172,3 +172,19 @@ def test_without_a_limit_for_its_class_an_op_runs_ungated_and_says_how_to_create
     note = f"no Prefect global concurrency limit `{cluster['limit']}`"
     assert [line for line in logs if line.startswith(note)] != []
     assert any(f"prefect gcl create {cluster['limit']} --limit N" in line for line in logs)
+
+
+def test_an_op_kueue_admits_is_not_gated_by_the_limit(
+    tmp_path: Path, cluster: dict[str, Any]
+) -> None:
+    _create_limit(cluster["limit"], 1)
+    path = _job(tmp_path, cluster["model"], 2)  # more than the limit: refused if gated
+    doc = yaml.safe_load(path.read_text())
+    doc["run"]["environment"]["labels"] = {KUEUE_QUEUE_LABEL: "team-gpus"}
+    path.write_text(yaml.safe_dump(doc))
+    result = polyaxon_prefect.run(path, backend="native")
+    assert result.status == "succeeded", result.message
+    (key,) = ever(cluster["k"], "jobs")
+    job = cluster["k"].objects[key].history[0].raw
+    assert job["metadata"]["labels"][KUEUE_QUEUE_LABEL] == "team-gpus"
+    assert _active_slots(cluster["limit"]) == 0
