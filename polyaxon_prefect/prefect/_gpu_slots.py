@@ -185,13 +185,21 @@ class Submission(Protocol):
     async def run(self) -> RunResult: ...
 
 
+def _in_a_run() -> bool:
+    """Whether this runs in a flow run, so on the Prefect server whose limits gate it (the
+    executor called alone, outside any run, has no server to ask: not gated)."""
+    from prefect.context import FlowRunContext
+
+    return FlowRunContext.get() is not None
+
+
 async def in_gpu_slots(submission: Submission) -> RunResult:
     """``submission.run()`` (it creates the manifests, watches them and deletes them) inside
     the op's GPU-class slots when no Kueue queue admits it as a gang: taken before anything
-    is created, given back once it returned, whatever the ending."""
+    is created, given back once it returned, whatever the ending. Only in a flow run."""
     manifests = submission.manifests
     slots = {} if file_queue(manifests) else gpu_slots(manifests)
-    if not slots:
+    if not slots or not _in_a_run():
         return await submission.run()
     cancel = submission.cancel_event
     try:
