@@ -63,7 +63,7 @@ def ops_table(
     details: Mapping[str, Mapping[str, Any]],
 ) -> dict[str, dict[str, Any]]:
     """``{op: {"status", "outputs", "uuid", "message", (a nested DAG's "ops", a sweep's
-    "trials"/"best")}}`` in topological order."""
+    "trials"/"best", an op that held GPUs its "gpu_hours")}}`` in topological order."""
     ops: dict[str, dict[str, Any]] = {}
     for name in plan.order:
         record = records.get(name)
@@ -76,6 +76,13 @@ def ops_table(
         entry.update(details.get(name, {}))
         ops[name] = entry
     return ops
+
+
+def dag_gpu_hours(ops: Mapping[str, Mapping[str, Any]]) -> float | None:
+    """A DAG's GPU-hours: the sum of its ops' (a nested DAG's and a sweep's already their own
+    ops' and trials' sums); None when no op held a GPU."""
+    hours = [e["gpu_hours"] for e in ops.values() if isinstance(e.get("gpu_hours"), int | float)]
+    return sum(hours) if hours else None
 
 
 def dag_summary(name: str, status: str, statuses: Mapping[str, str], reason: str = "") -> str:

@@ -45,6 +45,14 @@ from ._cluster import (
     run_selector,
 )
 from ._env import NATIVE_KINDS
+from ._gpu_classes import (
+    GPU_LIMIT_PREFIX,
+    gpu_class_name,
+    gpu_slots,
+    no_limit_note,
+    slots_refusal,
+    slots_wait_reason,
+)
 from ._groups import RUN_PATH, Target
 from ._handback import LIMIT_BYTES, Handback, HandbackParser, new_nonce
 from ._job import JOB_CONTAINER, JOB_REPLICA, PodHandback, build_job, handback_replica, hands_back
@@ -60,6 +68,7 @@ from ._scheduling import (
     Disruption,
     disruption,
     disruption_budget,
+    file_queue,
     pending_reason,
     resubmission,
     retry_after_disruption,
@@ -73,6 +82,7 @@ __all__ = [
     "CLUSTER_KINDS",
     "CRD_PLURALS",
     "DISRUPTION_RETRIES_ENV",
+    "GPU_LIMIT_PREFIX",
     "JOB_CONTAINER",
     "JOB_REPLICA",
     "KUBEFLOW",
@@ -98,12 +108,16 @@ __all__ = [
     "disruption",
     "disruption_budget",
     "exit_diagnosis",
+    "file_queue",
+    "gpu_class_name",
+    "gpu_slots",
     "handback_replica",
     "hands_back",
     "job_variables",
     "kubeflow_state",
     "native_state",
     "new_nonce",
+    "no_limit_note",
     "pending_reason",
     "pod_diagnosis_message",
     "port_forward_command",
@@ -112,6 +126,8 @@ __all__ = [
     "retry_after_disruption",
     "run_selector",
     "schedule_manifests",
+    "slots_refusal",
+    "slots_wait_reason",
 ]
 
 Backend = Literal["kubeflow", "native"]

@@ -34,7 +34,13 @@ from prefect.client.schemas.objects import State, StateType
 from polyaxon_prefect.dag import downstream_of, reused_ops
 from polyaxon_prefect.dag._plan import DagPlan, child_loaded, plan_dag
 from polyaxon_prefect.dag._records import OpRecord
-from polyaxon_prefect.dag._report import dag_final_status, dag_markdown, dag_summary, ops_table
+from polyaxon_prefect.dag._report import (
+    dag_final_status,
+    dag_gpu_hours,
+    dag_markdown,
+    dag_summary,
+    ops_table,
+)
 from polyaxon_prefect.dag._scheduler import DagRun, Launch, Mark, problem_text
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.prefect import _live
@@ -280,7 +286,7 @@ class _DagFlow:
         )
         detail = {
             key: getattr(result, key)
-            for key in ("ops", "trials", "best")
+            for key in ("ops", "trials", "best", "gpu_hours")
             if getattr(result, key) is not None
         }
         self.dag.finished(name, record, detail)
@@ -434,6 +440,7 @@ def run_dag_in_flow(
         artifacts_path=str(run.context.run_artifacts_path),
         ops=ops,
         reason=dag.stop_reason,
+        gpu_hours=dag_gpu_hours(ops),
     )
     if on_outcome is not None:
         on_outcome(outcome)

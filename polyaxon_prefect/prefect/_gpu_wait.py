@@ -26,7 +26,13 @@ from uuid import UUID
 from polyaxon_prefect.prefect import _live
 from polyaxon_prefect.runtime import PreparedJob
 
-__all__ = ["GPU_WAIT_STATE_NAME", "POD_WAIT_STATE_NAME", "gpu_wait_callbacks", "pod_wait_callbacks"]
+__all__ = [
+    "GPU_WAIT_STATE_NAME",
+    "POD_WAIT_STATE_NAME",
+    "gpu_wait_callbacks",
+    "pod_wait_callbacks",
+    "waiting_run",
+]
 
 GPU_WAIT_STATE_NAME = "AwaitingGPUs"
 POD_WAIT_STATE_NAME = "AwaitingPod"
@@ -90,10 +96,22 @@ def gpu_wait_callbacks(
     return on_wait, on_start
 
 
-def pod_wait_callbacks() -> tuple[Callable[[str], None], Callable[[str], None]] | None:
+def waiting_run() -> tuple[UUID, bool] | None:
+    """The run that shows the current op's waits and whether it is a task run (a DAG's op),
+    or None outside an op's run: what holds the op's GPU-class slots (`_gpu_slots`)."""
+    waiter = _WAITER.get()
+    if waiter is None or waiter.run_id is None:
+        return None
+    return waiter.run_id, waiter.task
+
+
+def pod_wait_callbacks(
+    state_name: str = POD_WAIT_STATE_NAME,
+) -> tuple[Callable[[str], None], Callable[[str], None]] | None:
     """``on_pending(reason)`` and ``on_running(message)`` for the op this executor runs (the
     run `gpu_wait_callbacks` chose for it), or None outside an op's run. Each call is one
-    state of the run (``queued`` with the reason, then ``running``) and the live table's."""
+    state of the run (``queued`` named ``state_name`` with the reason, then ``running``) and
+    the live table's; `GPU_WAIT_STATE_NAME` for an op waiting for its GPU-class slots."""
     from prefect.states import Pending, Running
 
     waiter = _WAITER.get()
@@ -103,7 +121,7 @@ def pod_wait_callbacks() -> tuple[Callable[[str], None], Callable[[str], None]] 
     def on_pending(reason: str) -> None:
         _live.notify_waiting(waiter.op_name, reason)
         if waiter.run_id is not None:
-            pending: Any = Pending(name=POD_WAIT_STATE_NAME, message=reason)
+            pending: Any = Pending(name=state_name, message=reason)
             _set(waiter.run_id, pending, task=waiter.task)
 
     def on_running(message: str) -> None:

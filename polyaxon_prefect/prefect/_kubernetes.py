@@ -16,9 +16,9 @@ the op is cancelled, times out or fails here (an image that cannot be pulled nev
 for the native backend when the run ends (its parameter servers never exit on their own).
 A job's Job is deleted whatever the ending (with its pod: ``propagationPolicy: Background``).
 
-Scheduling: the Kueue label and a ``podFailurePolicy`` (`kubernetes.schedule_manifests`);
-pending pods and disruptions tracked by `_kubernetes_scheduling.PodScheduling`; a run that a
-disruption failed submitted again (`_Submission._resubmit`).
+Scheduling: the Kueue label and a ``podFailurePolicy`` (`kubernetes.schedule_manifests`), else
+GPU-class slots (`_gpu_slots`); pending pods and disruptions (`_kubernetes_scheduling`); a run
+a disruption failed submitted again (`_Submission._resubmit`).
 
 A job's pod prints its outputs and metrics in one block at the end of its log
 (`polyaxon_prefect.kubernetes.HandbackParser` reads it out of the stream, so users never see
@@ -63,6 +63,7 @@ from polyaxon_prefect.kubernetes import (
     run_selector,
     schedule_manifests,
 )
+from polyaxon_prefect.prefect._gpu_slots import in_gpu_slots
 from polyaxon_prefect.prefect._gpu_wait import pod_wait_callbacks
 from polyaxon_prefect.prefect._kubernetes_scheduling import PodScheduling
 from polyaxon_prefect.runtime import PrepareOptions, handback_outcome
@@ -213,7 +214,7 @@ def run_on_cluster(
     )
     context = contextvars.copy_context()
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="k8s-submit") as pool:
-        return pool.submit(context.run, asyncio.run, submission.run()).result()
+        return pool.submit(context.run, asyncio.run, in_gpu_slots(submission)).result()
 
 
 @dataclass
@@ -353,8 +354,7 @@ class _Submission:
 
     async def _resubmit(self) -> None:
         """The run the cluster failed after taking a pod away, submitted again (same names,
-        once the previous attempt's objects are gone), told where that attempt's outputs
-        are."""
+        once the previous attempt's objects are gone), told where its outputs are."""
         handback = self.prepared.handback
         await self._delete_all()
         gone = list(self.created)

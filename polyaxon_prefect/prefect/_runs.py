@@ -301,7 +301,13 @@ def _dag(client: Any, run: Any, artifacts: list[Any]) -> dict[str, Any]:
     artifact, data = _report(artifacts, "-dag")
     if not isinstance(data, dict):
         return {"uuid": _uuid(artifact), "ops": _task_ops(client, run.id)}
-    return {"uuid": _uuid(artifact), "outputs": data.get("outputs") or {}, "ops": data["ops"]}
+    ops = data["ops"]
+    return {
+        "uuid": _uuid(artifact),
+        "outputs": data.get("outputs") or {},
+        "ops": ops,
+        "gpu_hours": _gpu_hours(list(ops.values())) if isinstance(ops, dict) else None,
+    }
 
 
 def _sweep(client: Any, run: Any, artifacts: list[Any]) -> dict[str, Any]:
@@ -321,7 +327,7 @@ def _sweep(client: Any, run: Any, artifacts: list[Any]) -> dict[str, Any]:
 
 
 def _gpu_hours(trials: list[dict[str, Any]]) -> float | None:
-    """A sweep's GPU-hours: its trials' sum (None when no trial held a GPU)."""
+    """A sweep's GPU-hours: its trials' sum, a DAG's its ops' (None when none held a GPU)."""
     hours = [t["gpu_hours"] for t in trials if isinstance(t.get("gpu_hours"), int | float)]
     return round(sum(hours), 6) if hours else None
 
