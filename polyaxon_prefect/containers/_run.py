@@ -79,6 +79,12 @@ class ContainerRun:
     else the first ``gpus``."""
     network: str | None = None
     hostname: str | None = None
+    aliases: Sequence[str] = ()
+    """Names the network's DNS answers with this container's address (Docker, netavark)."""
+    ip: str | None = None
+    """A static address on ``network`` (where it has no DNS: `static_addresses`)."""
+    hosts: Mapping[str, str] = field(default_factory=dict)
+    """``/etc/hosts`` entries (name: address): the other replicas, where no DNS answers."""
 
 
 def container_name(run_uuid: str, suffix: str) -> str:
@@ -177,6 +183,12 @@ def run_argv(cli: str, run: ContainerRun) -> list[str]:
     argv += gpu_flags(cli, run.gpus, run.gpu_devices)
     if run.network:
         argv += ["--network", run.network]
+    for alias in run.aliases:
+        argv += ["--network-alias", alias]
+    if run.ip:
+        argv += ["--ip", run.ip]
     if run.hostname:
         argv += ["--hostname", run.hostname]
+    for host, address in sorted(run.hosts.items()):
+        argv += ["--add-host", f"{host}:{address}"]
     return [*argv, run.image, *run.argv]

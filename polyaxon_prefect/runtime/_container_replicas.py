@@ -3,9 +3,15 @@
 The replicas are prepared and launched exactly as on the local backend
 (`polyaxon_prefect.runtime._replicas`: the same plan, the same env contract, ``TF_CONFIG`` /
 ``MASTER_ADDR`` on loopback ports, the same decisions when one ends); only each replica's
-process becomes a container of its image. The containers share the host's network
-(``--network host``), so the loopback addresses of the contract reach the other replicas
-unchanged. A replica's GPUs (its slice of this machine's, as locally) become its devices, seen
+process becomes a container of its image. The run gets a network of its own
+(`polyaxon_prefect.runtime._container_network`): each replica's container is named
+``plx-<run>-<type>-<index>`` on it, as its pod is in a cluster, and the contract names those
+hosts on the framework's usual port (``MASTER_ADDR=plx-<run>-master-0``, ``MASTER_PORT=23456``),
+resolved by the network's DNS or, where it has none (Podman's CNI backend), by a static address
+per replica and ``/etc/hosts`` entries. Where no network can be created, the containers share
+the host's network on the loopback ports of the local backend, and one line says so. The
+network is removed with the containers whatever ended the run (the reaper removes both by
+label). A replica's GPUs (its slice of this machine's, as locally) become its devices, seen
 inside as ``0..n-1``. ``mpijob`` is not run in containers (its launcher needs ``mpirun`` and
 SSH between them).
 """
@@ -22,6 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from polyaxon_prefect.containers import ContainerRun, container_name, gpu_flags, run_argv
+from polyaxon_prefect.distributed import named_cluster
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
 from polyaxon_prefect.runtime._container import (
     ContainerCli,
@@ -33,6 +40,12 @@ from polyaxon_prefect.runtime._container import (
     image_problem,
     session_labels,
     start_of_process,
+)
+from polyaxon_prefect.runtime._container_network import (
+    NetworkError,
+    RunNetwork,
+    open_network,
+    remove_network,
 )
 from polyaxon_prefect.runtime._job import PreparedJob
 from polyaxon_prefect.runtime._options import PrepareOptions
@@ -111,6 +124,23 @@ class _ContainerReplicas(_Replicas):
         self.cli = cli
         self.names: list[str] = []
         self.suffix = uuid.uuid4().hex[:6]
+        self.network: RunNetwork | None = None
+
+    def _on_network(self, spec: ContainerRun, replica: str) -> ContainerRun:
+        """``spec`` on the host's network, or on the run's under the replica's hostname (with
+        its static address and every replica's ``/etc/hosts`` entry, where there is no DNS)."""
+        network = self.network
+        if network is None:
+            return dataclasses.replace(spec, network="host")
+        host = network.hostnames[replica]
+        return dataclasses.replace(
+            spec,
+            network=network.name,
+            hostname=host,
+            aliases=(host,),
+            ip=network.addresses.get(host),
+            hosts=dict(network.addresses),
+        )
 
     def _run(self, one: PreparedReplica, argv: list[str], env: Mapping[str, str]) -> None:
         job = one.job
@@ -129,8 +159,8 @@ class _ContainerReplicas(_Replicas):
             mounts=container_mounts(job),
             labels=session_labels(self.prepared.context.uuid),
             pull="never",
-            network="host",
         )
+        spec = self._on_network(spec, one.name)
         command = run_argv(self.cli.kind, spec)
         command[0] = self.cli.path
         if devices:  # this replica's slice, not the first GPUs of the machine
@@ -142,6 +172,23 @@ class _ContainerReplicas(_Replicas):
         if self.names:
             with contextlib.suppress(OSError, subprocess.TimeoutExpired):
                 self.cli.run("rm", "-f", *self.names)
+        if self.network is not None:
+            remove_network(self.cli, self.network.name)
+
+    def open_network(self) -> str | None:
+        """Create the run's network; None, or the line saying why the host's is used."""
+        run = self.prepared.context.uuid
+        try:
+            self.network = open_network(
+                self.cli,
+                run,
+                self.suffix,
+                [one.name for one in self.prepared.replicas],
+                session_labels(run),
+            )
+        except NetworkError as exc:
+            return f"no network of its own for this run ({exc}): replicas share the host's"
+        return None
 
 
 def execute_container_replicas(
@@ -182,7 +229,14 @@ def _run(
     assert plan is not None
     group = _ContainerReplicas(prepared, on_line, cli)
     try:
-        group.start(_launch(prepared, plan))
+        fallback = group.open_network()
+        if fallback is not None and on_line is not None:
+            on_line("stderr", fallback)
+        network = group.network
+        cluster = None
+        if network is not None:
+            cluster = named_cluster(plan, network.hostnames, prepared.context.uuid)
+        group.start(_launch(prepared, plan, cluster))
         decision, cancelled = _wait(group, plan, cancel_event)
     finally:  # an interrupt (Ctrl-C, a task timeout) must not leave a replica behind
         group.stop_all()

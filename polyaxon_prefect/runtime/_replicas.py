@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect import tracking
 from polyaxon_prefect.distributed import (
+    Cluster,
     Decision,
     Replica,
     ReplicaPlan,
@@ -279,10 +280,14 @@ Launch = dict[str, tuple[list[str], dict[str, str]]]
 """Each replica's argv and whole environment, by name."""
 
 
-def _launch(prepared: PreparedReplicas, plan: ReplicaPlan) -> Launch:
+def _launch(
+    prepared: PreparedReplicas, plan: ReplicaPlan, cluster: Cluster | None = None
+) -> Launch:
     """Each replica's argv and environment: its job's, the operator's contract on loopback
-    ports, its GPUs. An MPI launcher gets ``mpirun`` over the hostfile (written here)."""
-    cluster = loopback_cluster(plan, free_ports(plan.size), prepared.context.uuid)
+    ports (or on ``cluster``'s hosts: containers on their run's network), its GPUs. An MPI
+    launcher gets ``mpirun`` over the hostfile (written here)."""
+    if cluster is None:
+        cluster = loopback_cluster(plan, free_ports(plan.size), prepared.context.uuid)
     wrap: Callable[[list[str]], list[str]] = list
     with_env: Callable[[dict[str, str]], dict[str, str]] = dict
     if plan.kind in LAUNCHED:

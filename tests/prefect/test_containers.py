@@ -345,10 +345,11 @@ from polyaxon_prefect import tracking
 rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
 address = (os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]))
 print("rank", rank, "of", world, "in-image", os.path.exists("/etc/os-release"))
+print("host", socket.gethostname(), "master at", socket.gethostbyname(address[0]))
 if rank == 0:
     server = socket.create_server(address)
     ranks = sorted(int(server.accept()[0].recv(16)) for _ in range(world - 1))
-    tracking.log_outputs(world_size=world, ranks=ranks)
+    tracking.log_outputs(world_size=world, ranks=ranks, master=list(address))
 else:
     for _ in range(600):
         try:
@@ -359,9 +360,21 @@ else:
 """
 
 
-def test_a_pytorchjob_runs_one_container_per_replica_with_the_local_env_contract(
+def _networks(label: str) -> list[str]:
+    done = subprocess.run(
+        ["podman", "network", "ls", "-q", "--filter", f"label={label}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.split()
+
+
+def test_a_pytorchjob_runs_one_container_per_replica_on_its_own_network_by_hostname(
     tmp_path: Path, prefect_server: str
 ) -> None:
+    """The local env contract, with the replicas' hostnames on the run's network and the
+    framework's port (as in a cluster) instead of loopback ports; the network goes with it."""
     container = f"{{image: {images.PYTHON}, command: [python, -c, {json.dumps(RENDEZVOUS)}]}}"
     path = _write(
         tmp_path / "ddp.yaml",
@@ -369,7 +382,10 @@ def test_a_pytorchjob_runs_one_container_per_replica_with_the_local_env_contract
 version: 1.1
 kind: component
 name: rendezvous
-outputs: [{{name: world_size, type: int}}, {{name: ranks, type: any}}]
+outputs:
+- {{name: world_size, type: int}}
+- {{name: ranks, type: any}}
+- {{name: master, type: any}}
 run:
   kind: pytorchjob
   master: {{replicas: 1, container: {container}}}
@@ -379,7 +395,17 @@ run:
     done = cli_on(prefect_server, "run", "-f", str(path), "--backend", "docker", "--json")
     assert done.returncode == 0, done.stdout + done.stderr
     result = json.loads(done.stdout)
-    assert result["outputs"] == {"world_size": 3, "ranks": [1, 2]}
+    host = f"plx-{result['uuid'][:12]}"
+    assert result["outputs"] == {
+        "world_size": 3,
+        "ranks": [1, 2],
+        "master": [f"{host}-master-0", 23456],
+    }
     run_dir = Path(result["artifacts_path"])
-    assert "rank 2 of 3 in-image False" in (run_dir / "logs" / "worker-1.log").read_text()
-    assert _containers(f"polyaxon-prefect.run={result['uuid']}") == []
+    worker = (run_dir / "logs" / "worker-1.log").read_text()
+    assert "rank 2 of 3 in-image False" in worker
+    assert f"host {host}-worker-1 master at " in worker
+    assert "master at 127." not in worker  # its own address on the run's network
+    label = f"polyaxon-prefect.run={result['uuid']}"
+    assert _containers(label) == []
+    assert _networks(label) == []
