@@ -163,8 +163,10 @@ def test_a_missing_image_is_one_clear_line(tmp_path: Path, prefect_server: str) 
     assert "Traceback" not in done.stderr
 
 
-def _start_sleeper(tmp_path: Path, prefect_server: str, mark: str = "") -> subprocess.Popen[str]:
-    path = _job(tmp_path, images.BUSYBOX, "[/bin/sleep, '300']")
+def _start_sleeper(
+    tmp_path: Path, prefect_server: str, mark: str = "", path: Path | None = None
+) -> subprocess.Popen[str]:
+    path = path or _job(tmp_path, images.BUSYBOX, "[/bin/sleep, '300']")
     process = subprocess.Popen(
         [
             sys.executable,
@@ -409,3 +411,29 @@ run:
     label = f"polyaxon-prefect.run={result['uuid']}"
     assert _containers(label) == []
     assert _networks(label) == []
+
+
+def test_ctrl_c_of_a_distributed_run_leaves_no_container_and_no_network(
+    tmp_path: Path, prefect_server: str
+) -> None:
+    sleeper = f"{{image: {images.BUSYBOX}, command: [/bin/sleep, '300']}}"
+    path = _write(
+        tmp_path / "sleepers.yaml",
+        f"""\
+version: 1.1
+kind: component
+name: sleepers
+run:
+  kind: pytorchjob
+  master: {{replicas: 1, container: {sleeper}}}
+  worker: {{replicas: 1, container: {sleeper}}}
+""",
+    )
+    process = _start_sleeper(tmp_path, prefect_server, path=path)
+    label = f"polyaxon-prefect.pid={process.pid}"
+    assert wait_until(lambda: len(_containers(label)) == 2, timeout=60, step=0.5)
+    assert len(_networks(label)) == 1
+    process.send_signal(signal.SIGINT)
+    process.communicate(timeout=60)
+    assert wait_until(lambda: not _containers(label), timeout=60, step=0.5), _containers(label)
+    assert wait_until(lambda: not _networks(label), timeout=30, step=0.5), _networks(label)
