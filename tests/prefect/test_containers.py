@@ -437,3 +437,69 @@ run:
     process.communicate(timeout=60)
     assert wait_until(lambda: not _containers(label), timeout=60, step=0.5), _containers(label)
     assert wait_until(lambda: not _networks(label), timeout=30, step=0.5), _networks(label)
+
+
+FAKE_MPIRUN = """\
+#!/usr/local/bin/python3
+# Stands in for Open MPI's mpirun (not in the offline test image): what it would read (the
+# hostfile, the rsh arguments, the key pair) and one rank handed to each worker host over the
+# run's network, by the worker's hostname.
+import os, socket, sys, time
+args = sys.argv[1:]
+hostfile = args[args.index("--hostfile") + 1]
+hosts = [line.split()[0] for line in open(hostfile).read().splitlines()]
+print("hostfile", hosts, "rsh", os.environ["OMPI_MCA_plm_rsh_args"].split()[:2])
+print("keys", sorted(os.listdir("/root/.ssh")))
+for rank, host in enumerate(hosts, start=1):
+    for _ in range(600):
+        try:
+            socket.create_connection((host, 9999)).sendall(str(rank).encode())
+            break
+        except OSError:
+            time.sleep(0.05)
+    else:
+        sys.exit(f"worker {host} unreachable")
+print("every rank reached")
+"""
+
+MPI_WORKER = """\
+import os, socket
+server = socket.create_server(("", 9999))
+rank = server.accept()[0].recv(16).decode()
+print("worker", socket.gethostname(), "got rank", rank, "keys", sorted(os.listdir("/root/.ssh")))
+"""
+
+
+def test_an_mpijob_runs_launcher_and_workers_as_containers_reaching_workers_by_hostname(
+    tmp_path: Path, prefect_server: str
+) -> None:
+    """The launcher's mpirun gets the hostfile of the workers' hostnames, the rsh arguments
+    and the run's key pair (as the MPI operator mounts it); each worker is reached by name."""
+    mpirun = _write(tmp_path / "mpirun", FAKE_MPIRUN)
+    mpirun.chmod(0o755)
+    launcher = f"{{image: {images.PYTHON}, command: [{mpirun}]}}"
+    worker = f"{{image: {images.PYTHON}, command: [python, -c, {json.dumps(MPI_WORKER)}]}}"
+    path = _write(
+        tmp_path / "mpi.yaml",
+        f"""\
+version: 1.1
+kind: component
+name: mpi
+run:
+  kind: mpijob
+  launcher: {{replicas: 1, container: {launcher}}}
+  worker: {{replicas: 2, container: {worker}}}
+""",
+    )
+    done = cli_on(prefect_server, "run", "-f", str(path), "--backend", "docker", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads(done.stdout)
+    host = f"plx-{result['uuid'][:12]}"
+    logs = Path(result["artifacts_path"]) / "logs"
+    launched = (logs / "launcher-0.log").read_text()
+    keys = "['authorized_keys', 'id_rsa', 'id_rsa.pub']"
+    assert f"hostfile ['{host}-worker-0', '{host}-worker-1'] rsh ['-o', " in launched
+    assert f"keys {keys}" in launched and "every rank reached" in launched
+    assert f"worker {host}-worker-1 got rank 2 keys {keys}" in (logs / "worker-1.log").read_text()
+    label = f"polyaxon-prefect.run={result['uuid']}"
+    assert _containers(label) == [] and _networks(label) == []
