@@ -26,6 +26,7 @@ from ._run import (
     parse_cpus,
     parse_memory,
     pull_flag,
+    remove_argv,
     run_argv,
 )
 
@@ -46,6 +47,7 @@ __all__ = [
     "parse_cpus",
     "parse_memory",
     "pull_flag",
+    "remove_argv",
     "replica_hostname",
     "run_argv",
     "static_addresses",

@@ -39,6 +39,7 @@ from polyaxon_prefect.containers import (
     parse_cpus,
     parse_memory,
     pull_flag,
+    remove_argv,
     run_argv,
 )
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
@@ -77,6 +78,7 @@ __all__ = [
     "container_mounts",
     "execute_container_job",
     "find_cli",
+    "for_image",
     "image_command",
     "image_problem",
     "prepare_container_job",
@@ -139,7 +141,6 @@ def prepare_container_job(
         `ContainerCliError` when no container CLI is usable.
     """
     job = prepare_job(loaded, dataclasses.replace(options, skip_builds=True))
-    spec = _container_spec(loaded)
     fields = {f.name: getattr(job, f.name) for f in dataclasses.fields(PreparedJob)}
     if not options.skip_builds and not job.is_build and job.notes != _notes_without_build(job):
         raise BuildNotSupportedError(
@@ -161,6 +162,18 @@ def prepare_container_job(
         tag, context = _build_target(job)
         fields["is_build"] = False  # a process runs (the build): not a skipped build op
         return PreparedContainerJob(**fields, build_tag=tag, build_context=context)
+    return for_image(job, loaded)
+
+
+def for_image(job: PreparedJob, loaded: LoadedPolyaxonfile) -> PreparedContainerJob:
+    """``job`` (prepared as locally) with its image's settings: its argv for the image, the
+    pull policy, CPUs, memory and GPUs.
+
+    Raises:
+        PolyaxonfileError: no ``container.image``; `ContainerCliError`: no container CLI.
+    """
+    spec = _container_spec(loaded)
+    fields = {f.name: getattr(job, f.name) for f in dataclasses.fields(PreparedJob)}
     if not job.image:
         raise PolyaxonfileError(
             [
@@ -386,5 +399,5 @@ def _run_container(
         return failed(str(exc), job.secrets)
     finally:
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-            cli.run("rm", "-f", name)
+            cli.run(*remove_argv(cli.kind, [name])[1:])
     return job_outcome(job, result)

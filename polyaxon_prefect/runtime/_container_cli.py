@@ -18,7 +18,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from polyaxon_prefect.containers import CLI_ENV, CLIS, LABEL_PID, LABEL_RUN, LABEL_SESSION
+from polyaxon_prefect.containers import (
+    CLI_ENV,
+    CLIS,
+    LABEL_PID,
+    LABEL_RUN,
+    LABEL_SESSION,
+    remove_argv,
+)
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.runtime._session import current_session, pid_alive
 
@@ -149,7 +156,7 @@ def reap_containers(cli: ContainerCli, *, session: str | None = None) -> int:
             if len(line.split()) == 2 and not _alive(line.split()[1])
         ]
     if ids:
-        cli.run("rm", "-f", *ids)
+        cli.run(*remove_argv(cli.kind, ids)[1:])
     _reap_networks(cli, label, every=session is not None)
     return len(ids)
 

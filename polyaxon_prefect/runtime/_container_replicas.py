@@ -37,7 +37,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from polyaxon_prefect.containers import ContainerRun, Mount, container_name, gpu_flags, run_argv
+from polyaxon_prefect.containers import (
+    ContainerRun,
+    Mount,
+    container_name,
+    gpu_flags,
+    remove_argv,
+    run_argv,
+)
 from polyaxon_prefect.distributed import named_cluster
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
 from polyaxon_prefect.runtime._container import (
@@ -217,7 +224,7 @@ class _ContainerReplicas(_Replicas):
     def remove(self) -> None:
         if self.names:
             with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-                self.cli.run("rm", "-f", *self.names)
+                self.cli.run(*remove_argv(self.cli.kind, self.names)[1:])
         if self.network is not None:
             remove_network(self.cli, self.network.name)
         if self.ssh_keys is not None:

@@ -503,3 +503,77 @@ run:
     assert f"worker {host}-worker-1 got rank 2 keys {keys}" in (logs / "worker-1.log").read_text()
     label = f"polyaxon-prefect.run={result['uuid']}"
     assert _containers(label) == [] and _networks(label) == []
+
+
+SERVICE = """\
+import http.server, socket, sys
+port = int(sys.argv[1])
+class Hello(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = f"hello {self.path} on {port} in {socket.gethostname()}".encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+http.server.ThreadingHTTPServer(("", port), Hello).serve_forever()
+"""
+
+
+def test_a_service_container_answers_at_its_url_then_is_gone_after_ctrl_c(
+    tmp_path: Path, prefect_server: str
+) -> None:
+    """Its declared port inside (as in its pod), published on this machine's loopback at the
+    port of the URL it announces; Ctrl-C removes the container."""
+    import urllib.request
+
+    root = tmp_path / "artifacts"
+    command = f"[python, -c, {json.dumps(SERVICE)}, '{{{{ globals.ports[0] }}}}']"
+    path = _write(
+        tmp_path / "svc.yaml",
+        f"""\
+version: 1.1
+kind: component
+name: web
+run:
+  kind: service
+  ports: [6006]
+  container: {{image: {images.PYTHON}, command: {command}}}
+""",
+    )
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "polyaxon_prefect.cli",
+            "run",
+            "-f",
+            str(path),
+            "--backend",
+            "docker",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PREFECT_API_URL": prefect_server, ENV_ARTIFACTS_ROOT: str(root)},
+    )
+    label = f"polyaxon-prefect.pid={process.pid}"
+    try:
+
+        def record() -> dict[str, object]:
+            found = next(root.rglob("service.json"), None)
+            return json.loads(found.read_text()) if found else {}
+
+        assert wait_until(lambda: record().get("status") == "running", timeout=90, step=0.5)
+        url = str(record()["url"])
+        assert url.startswith("http://127.0.0.1:")
+        with urllib.request.urlopen(url, timeout=10) as response:
+            body = response.read().decode()
+        base = record()["base_url"]
+        assert body.startswith(f"hello {base}/ on 6006 in ")
+        assert not body.endswith(os.uname().nodename)
+        assert len(_containers(label)) == 1
+    finally:
+        process.send_signal(signal.SIGINT)
+        output = process.communicate(timeout=60)[0]
+    assert "is running at http://127.0.0.1:" in output, output[-2000:]
+    assert wait_until(lambda: not _containers(label), timeout=30, step=0.5), _containers(label)
