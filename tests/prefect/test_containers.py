@@ -577,3 +577,39 @@ run:
         output = process.communicate(timeout=60)[0]
     assert "is running at http://127.0.0.1:" in output, output[-2000:]
     assert wait_until(lambda: not _containers(label), timeout=30, step=0.5), _containers(label)
+
+
+def test_an_ops_own_build_section_builds_its_image_first_and_the_op_runs_in_it(
+    tmp_path: Path, prefect_server: str
+) -> None:
+    tag = f"localhost/polyaxon-prefect-test/own-build:{uuid.uuid4().hex[:12]}"
+    path = _write(
+        tmp_path / "own-build.yaml",
+        f"""\
+version: 1.1
+kind: component
+name: own-build
+build:
+  hubRef: kaniko
+  params:
+    destination: {{value: {{name: "{tag}"}}}}
+  runPatch:
+    init:
+    - dockerfile:
+        image: {images.BUSYBOX}
+        env: {{GREETING: baked}}
+        run: ["echo $GREETING into the image > /baked.txt"]
+run:
+  kind: job
+  container: {{image: "replaced/by-the-build", command: [/bin/cat, /baked.txt]}}
+""",
+    )
+    try:
+        done = cli_on(prefect_server, "run", "-f", str(path), "--backend", "docker", "--json")
+        assert done.returncode == 0, done.stdout + done.stderr
+        result = json.loads(done.stdout)
+        assert result["status"] == "succeeded", result
+        log = (Path(result["artifacts_path"]) / "logs" / LOG_FILE).read_text()
+        assert "baked into the image" in log
+    finally:
+        subprocess.run(["podman", "rmi", "-f", tag], capture_output=True, check=False)
