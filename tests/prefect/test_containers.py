@@ -413,9 +413,11 @@ run:
     assert _networks(label) == []
 
 
-def test_ctrl_c_of_a_distributed_run_leaves_no_container_and_no_network(
-    tmp_path: Path, prefect_server: str
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill-9"])
+def test_ctrl_c_or_kill_9_of_a_distributed_run_leaves_no_container_and_no_network(
+    tmp_path: Path, prefect_server: str, how: signal.Signals
 ) -> None:
+    """Ctrl-C: the run removes them; kill -9: the session's reaper, by label."""
     sleeper = f"{{image: {images.BUSYBOX}, command: [/bin/sleep, '300']}}"
     path = _write(
         tmp_path / "sleepers.yaml",
@@ -433,7 +435,7 @@ run:
     label = f"polyaxon-prefect.pid={process.pid}"
     assert wait_until(lambda: len(_containers(label)) == 2, timeout=60, step=0.5)
     assert len(_networks(label)) == 1
-    process.send_signal(signal.SIGINT)
+    process.send_signal(how)
     process.communicate(timeout=60)
     assert wait_until(lambda: not _containers(label), timeout=60, step=0.5), _containers(label)
     assert wait_until(lambda: not _networks(label), timeout=30, step=0.5), _networks(label)
