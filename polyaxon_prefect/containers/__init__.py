@@ -3,12 +3,14 @@
 No I/O here (`polyaxon_prefect.runtime._container` runs the CLI): which flags an op's
 ``container`` maps to (image, ``workingDir``, ``imagePullPolicy``, ``resources``), the labels
 every container of a run session carries (so a reaper can remove them by label), the mounts,
-and which variables of the op's environment reach the container (by name only: their values
-travel in the CLI's environment, never on its command line).
+each distributed run's network and its replicas' hostnames (`_network`), and which variables
+of the op's environment reach the container (by name only: their values travel in the CLI's
+environment, never on its command line).
 """
 
 from __future__ import annotations
 
+from ._network import network_create_argv, network_name, replica_hostname, static_addresses
 from ._run import (
     CLI_ENV,
     CLIS,
@@ -24,6 +26,7 @@ from ._run import (
     parse_cpus,
     parse_memory,
     pull_flag,
+    remove_argv,
     run_argv,
 )
 
@@ -39,8 +42,13 @@ __all__ = [
     "env_names",
     "gpu_count",
     "gpu_flags",
+    "network_create_argv",
+    "network_name",
     "parse_cpus",
     "parse_memory",
     "pull_flag",
+    "remove_argv",
+    "replica_hostname",
     "run_argv",
+    "static_addresses",
 ]

@@ -22,6 +22,7 @@ __all__ = [
     "parse_cpus",
     "parse_memory",
     "pull_flag",
+    "remove_argv",
     "run_argv",
 ]
 
@@ -79,6 +80,14 @@ class ContainerRun:
     else the first ``gpus``."""
     network: str | None = None
     hostname: str | None = None
+    aliases: Sequence[str] = ()
+    """Names the network's DNS answers with this container's address (Docker, netavark)."""
+    ip: str | None = None
+    """A static address on ``network`` (where it has no DNS: `static_addresses`)."""
+    hosts: Mapping[str, str] = field(default_factory=dict)
+    """``/etc/hosts`` entries (name: address): the other replicas, where no DNS answers."""
+    publish: Sequence[tuple[int, int]] = ()
+    """(this machine's port, the container's): a service's ports, on loopback only."""
 
 
 def container_name(run_uuid: str, suffix: str) -> str:
@@ -157,6 +166,13 @@ def env_names(env: Mapping[str, str], inherited: Mapping[str, str]) -> list[str]
     return sorted(name for name, value in env.items() if inherited.get(name) != value)
 
 
+def remove_argv(cli: str, names: Sequence[str], grace: int = 2) -> list[str]:
+    """``CLI rm -f NAMES...``: Podman first sends the stop signal and waits 10 s by default (a
+    server as PID 1 ignores SIGTERM), so it is told ``grace`` seconds; Docker kills at once."""
+    wait = ["--time", str(grace)] if cli != "docker" else []
+    return [cli, "rm", "-f", *wait, *names]
+
+
 def run_argv(cli: str, run: ContainerRun) -> list[str]:
     """``CLI run ... IMAGE ARGV...``: one list, never a shell line (a param stays one
     argument). The container is removed when it ends (``--rm``) and labelled, so whatever
@@ -177,6 +193,14 @@ def run_argv(cli: str, run: ContainerRun) -> list[str]:
     argv += gpu_flags(cli, run.gpus, run.gpu_devices)
     if run.network:
         argv += ["--network", run.network]
+    for alias in run.aliases:
+        argv += ["--network-alias", alias]
+    if run.ip:
+        argv += ["--ip", run.ip]
     if run.hostname:
         argv += ["--hostname", run.hostname]
+    for host, address in sorted(run.hosts.items()):
+        argv += ["--add-host", f"{host}:{address}"]
+    for local, inside in run.publish:
+        argv += ["--publish", f"127.0.0.1:{local}:{inside}"]
     return [*argv, run.image, *run.argv]

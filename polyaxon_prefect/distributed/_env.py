@@ -24,6 +24,7 @@ __all__ = [
     "EnvBuilder",
     "loopback_cluster",
     "mpi_hostfile",
+    "named_cluster",
     "replica_env",
     "service_cluster",
     "torchrun_env",
@@ -70,6 +71,14 @@ def loopback_cluster(plan: ReplicaPlan, ports: Sequence[int], job_id: str) -> Cl
         raise ValueError(f"{plan.size} replicas need {plan.size} ports, got {len(ports)}")
     names = [r.name for r in plan.replicas]
     return Cluster(dict.fromkeys(names, LOOPBACK), dict(zip(names, ports, strict=True)), job_id)
+
+
+def named_cluster(plan: ReplicaPlan, hosts: Mapping[str, str], job_id: str) -> Cluster:
+    """Each replica at its own host (``hosts`` by replica name: its container's name on the
+    run's network), all on the kind's usual port, as in a cluster."""
+    port = DEFAULT_PORTS.get(plan.kind, 2222)
+    chosen = {r.name: hosts[r.name] for r in plan.replicas}
+    return Cluster(chosen, dict.fromkeys(chosen, port), job_id)
 
 
 def service_cluster(

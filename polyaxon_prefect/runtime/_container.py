@@ -39,11 +39,13 @@ from polyaxon_prefect.containers import (
     parse_cpus,
     parse_memory,
     pull_flag,
+    remove_argv,
     run_argv,
 )
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
 from polyaxon_prefect.runtime._build import BuildNotSupportedError
 from polyaxon_prefect.runtime._compat_path import COMPAT_DIR
+from polyaxon_prefect.runtime._container_build import load_build
 from polyaxon_prefect.runtime._container_cli import (
     ContainerCli,
     ContainerCliError,
@@ -59,6 +61,7 @@ from polyaxon_prefect.runtime._errors import ProcessStartError
 from polyaxon_prefect.runtime._job import LOG_FILE, PreparedJob, _before_process, prepare_job
 from polyaxon_prefect.runtime._options import PrepareOptions
 from polyaxon_prefect.runtime._outcome import failed, finish_ttl, job_outcome
+from polyaxon_prefect.runtime._problems import first
 from polyaxon_prefect.runtime._process import run_process
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.specs import Status
@@ -77,6 +80,7 @@ __all__ = [
     "container_mounts",
     "execute_container_job",
     "find_cli",
+    "for_image",
     "image_command",
     "image_problem",
     "prepare_container_job",
@@ -105,6 +109,9 @@ class PreparedContainerJob(PreparedJob):
     """A build op run here: the image it builds and tags (its ``destination``)."""
     build_context: str | None = None
     """The folder it builds from (the kaniko ``-c`` argument; default the run's artifacts)."""
+    build_job: PreparedContainerJob | None = None
+    """The op's own ``build:`` section, prepared as the build op it stands for: run first, the
+    op then runs in the image it tagged."""
 
 
 def _notes_without_build(job: PreparedJob) -> tuple[str, ...]:
@@ -139,21 +146,9 @@ def prepare_container_job(
         `ContainerCliError` when no container CLI is usable.
     """
     job = prepare_job(loaded, dataclasses.replace(options, skip_builds=True))
-    spec = _container_spec(loaded)
     fields = {f.name: getattr(job, f.name) for f in dataclasses.fields(PreparedJob)}
     if not options.skip_builds and not job.is_build and job.notes != _notes_without_build(job):
-        raise BuildNotSupportedError(
-            [
-                Problem(
-                    f"op `{job.op_name}` has a `build:` section, which the docker backend does "
-                    "not run yet",
-                    rule="build_unsupported",
-                    path=("component", "build"),
-                    hint="build in a DAG op before it (`hubRef: kaniko` with a `dockerfile` "
-                    "init step) and use its `destination`, or skip it with `--skip-builds`",
-                )
-            ]
-        )
+        return _with_own_build(job, loaded, options)
     if job.is_build:
         if options.skip_builds:
             return PreparedContainerJob(**fields)
@@ -161,6 +156,18 @@ def prepare_container_job(
         tag, context = _build_target(job)
         fields["is_build"] = False  # a process runs (the build): not a skipped build op
         return PreparedContainerJob(**fields, build_tag=tag, build_context=context)
+    return for_image(job, loaded)
+
+
+def for_image(job: PreparedJob, loaded: LoadedPolyaxonfile) -> PreparedContainerJob:
+    """``job`` (prepared as locally) with its image's settings: its argv for the image, the
+    pull policy, CPUs, memory and GPUs.
+
+    Raises:
+        PolyaxonfileError: no ``container.image``; `ContainerCliError`: no container CLI.
+    """
+    spec = _container_spec(loaded)
+    fields = {f.name: getattr(job, f.name) for f in dataclasses.fields(PreparedJob)}
     if not job.image:
         raise PolyaxonfileError(
             [
@@ -184,6 +191,32 @@ def prepare_container_job(
         memory=parse_memory(limits.get("memory", requests.get("memory"))),
         gpus=gpu_count(limits) or gpu_count(requests),
     )
+
+
+def _with_own_build(
+    job: PreparedJob, loaded: LoadedPolyaxonfile, options: PrepareOptions
+) -> PreparedContainerJob:
+    """The op with its own ``build:`` section: the builder op prepared (`load_build`, with a
+    run of its own), the op's image its ``destination``, built before the op runs."""
+    operation = loaded.operation
+    build = first(operation.build, getattr(operation.component, "build", None))
+    builder_loaded = load_build(build, job.op_name, job.base_dir)
+    builder = prepare_container_job(
+        builder_loaded, dataclasses.replace(options, run_context=None, params=None)
+    )
+    if builder.build_tag is None:
+        raise BuildNotSupportedError(
+            [
+                Problem(
+                    f"the `build:` of op `{job.op_name}` (`{build.hub_ref}`) is not an image build",
+                    rule="build_unsupported",
+                    path=("component", "build", "hubRef"),
+                    hint="use `hubRef: kaniko` with a `dockerfile` init step in its `runPatch`",
+                )
+            ]
+        )
+    own = dataclasses.replace(job, image=builder.build_tag, notes=_notes_without_build(job))
+    return dataclasses.replace(for_image(own, loaded), pull="never", build_job=builder)
 
 
 def _flag_value(argv: tuple[str, ...] | list[str], *flags: str) -> str | None:
@@ -289,7 +322,9 @@ def execute_container_job(
         raise TypeError("the docker backend runs jobs prepared by `prepare_container_job`")
     if job.is_build:
         return RunResult(Status.SKIPPED, message=f"build `{job.op_name}` skipped (--skip-builds)")
-    ended = _before_process(job, on_line, cancel_event)
+    ended = _own_build(job, on_line, cancel_event)
+    if ended is None:
+        ended = _before_process(job, on_line, cancel_event)
     if ended is None and job.build_tag is not None:
         ended = _build(job, on_line, cancel_event)
     elif ended is None:
@@ -305,6 +340,26 @@ def execute_container_job(
             ended = _run_container(cli, job, on_line, cancel_event)
     finish_ttl(job)
     return ended
+
+
+def _own_build(
+    job: PreparedContainerJob,
+    on_line: Callable[[str, str], None] | None,
+    cancel_event: threading.Event | None,
+) -> RunResult | None:
+    """The op's own ``build:`` first (its init steps, then the image build); None once the
+    image is built, else the op's failure saying the build failed."""
+    builder = job.build_job
+    if builder is None:
+        return None
+    ended = _before_process(builder, on_line, cancel_event)
+    if ended is None:
+        ended = _build(builder, on_line, cancel_event)
+    if ended.status == Status.SUCCEEDED:
+        return None
+    if ended.status == Status.STOPPED:
+        return ended
+    return failed(f"the build of `{job.op_name}`'s image failed: {ended.message}", job.secrets)
 
 
 def _build(
@@ -386,5 +441,5 @@ def _run_container(
         return failed(str(exc), job.secrets)
     finally:
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-            cli.run("rm", "-f", name)
+            cli.run(*remove_argv(cli.kind, [name])[1:])
     return job_outcome(job, result)

@@ -18,7 +18,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from polyaxon_prefect.containers import CLI_ENV, CLIS, LABEL_PID, LABEL_RUN, LABEL_SESSION
+from polyaxon_prefect.containers import (
+    CLI_ENV,
+    CLIS,
+    LABEL_PID,
+    LABEL_RUN,
+    LABEL_SESSION,
+    remove_argv,
+)
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.runtime._session import current_session, pid_alive
 
@@ -136,7 +143,7 @@ def session_labels(run_uuid: str) -> dict[str, str]:
 
 def reap_containers(cli: ContainerCli, *, session: str | None = None) -> int:
     """Remove the containers of ``session``, or (None) those whose starting process is gone
-    (a CLI and its reaper both killed); returns how many."""
+    (a CLI and its reaper both killed), then their networks; returns how many containers."""
     label = f"{LABEL_SESSION}={session}" if session else LABEL_SESSION
     listed = cli.run("ps", "-aq", "--filter", f"label={label}")
     ids = listed.stdout.split()
@@ -149,8 +156,26 @@ def reap_containers(cli: ContainerCli, *, session: str | None = None) -> int:
             if len(line.split()) == 2 and not _alive(line.split()[1])
         ]
     if ids:
-        cli.run("rm", "-f", *ids)
+        cli.run(*remove_argv(cli.kind, ids)[1:])
+    _reap_networks(cli, label, every=session is not None)
     return len(ids)
+
+
+def _reap_networks(cli: ContainerCli, label: str, *, every: bool) -> None:
+    """Remove the networks of distributed runs (`open_network`) labelled ``label``, after their
+    containers: ``every`` one, or those whose starting process is gone."""
+    listed = cli.run("network", "ls", "-q", "--filter", f"label={label}")
+    names = listed.stdout.split() if listed.returncode == 0 else []
+    if not every and names:
+        pid_format = '{{.Name}} {{index .Labels "' + LABEL_PID + '"}}'
+        inspected = cli.run("network", "inspect", "--format", pid_format, *names)
+        names = [
+            line.split()[0]
+            for line in inspected.stdout.splitlines()
+            if len(line.split()) == 2 and not _alive(line.split()[1])
+        ]
+    for name in names:
+        cli.run("network", "rm", name)
 
 
 def _alive(pid: str) -> bool:

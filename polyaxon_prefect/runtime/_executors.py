@@ -27,6 +27,10 @@ from polyaxon_prefect.runtime._container_replicas import (
     execute_container_replicas,
     prepare_container_replicas,
 )
+from polyaxon_prefect.runtime._container_service import (
+    execute_container_service,
+    prepare_container_service,
+)
 from polyaxon_prefect.runtime._job import (
     LOCAL,
     ONE_PROCESS_KINDS,
@@ -59,7 +63,8 @@ __all__ = [
 
 _HINTS = {
     "dag": "a dag runs as a pipeline: use the pipeline runner, not a single job",
-    "service": "a service runs locally (`--backend local`) or as a Deployment and a Service "
+    "service": "a service runs locally (`--backend local` or `docker`) or as a Deployment and a "
+    "Service "
     "on Kubernetes (`--backend native` or `kubeflow`)",
 }
 _DEFAULT_HINT = (
@@ -128,6 +133,7 @@ ServiceExecutor = LocalExecutor(prepare_service, execute_service)
 ContainerJobExecutor = LocalExecutor(prepare_container_job, execute_container_job)
 """The ``docker`` backend: a one-container op as one container of its image."""
 ContainerReplicasExecutor = LocalExecutor(prepare_container_replicas, execute_container_replicas)
+ContainerServiceExecutor = LocalExecutor(prepare_container_service, execute_container_service)
 """The ``docker`` backend: a distributed op as one container per replica."""
 """A ``kind: service`` op as one managed long-running local process (`runtime._service`)."""
 
@@ -194,6 +200,7 @@ for _kind in ONE_PROCESS_KINDS:
 for _kind in CONTAINER_REPLICA_KINDS:
     register_executor(_kind, CONTAINER_BACKEND, ContainerReplicasExecutor)
 register_executor("service", LOCAL, ServiceExecutor)
+register_executor("service", CONTAINER_BACKEND, ContainerServiceExecutor)
 
 
 def runnable_kinds(backend: str = LOCAL) -> list[str]:

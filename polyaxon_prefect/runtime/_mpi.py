@@ -17,7 +17,7 @@ from pathlib import Path
 from polyaxon_prefect.exceptions import Problem, UnsupportedFeatureError
 from polyaxon_prefect.specs import LAUNCHED_KINDS
 
-__all__ = ["LAUNCHED", "MPIRUN", "check_mpirun", "launcher_env", "mpirun_argv"]
+__all__ = ["AS_ROOT", "LAUNCHED", "MPIRUN", "check_mpirun", "launcher_env", "mpirun_argv"]
 
 MPIRUN = ("mpirun", "mpiexec")
 LAUNCHED: dict[str, tuple[str, ...]] = LAUNCHED_KINDS
@@ -54,7 +54,7 @@ def mpirun_argv(argv: Sequence[str], hostfile: Path, slots: int) -> list[str]:
     return [MPIRUN[0], "--hostfile", str(hostfile), "-np", str(slots), *argv]
 
 
-_AS_ROOT = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+AS_ROOT = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
 
 def launcher_env(env: Mapping[str, str]) -> dict[str, str]:
@@ -62,5 +62,5 @@ def launcher_env(env: Mapping[str, str]) -> dict[str, str]:
     start unless told twice that it may, as the MPI operator's images tell it; the user's own
     values win."""
     if hasattr(os, "geteuid") and os.geteuid() == 0:
-        return {**_AS_ROOT, **env}
+        return {**AS_ROOT, **env}
     return dict(env)

@@ -8,8 +8,8 @@ exception, SIGKILL, OOM killer), the kernel closes the pipe and the reaper reads
 It then, in this order:
 
 1. stops the process groups it was told about (jobs, replicas) with SIGTERM, then SIGKILL,
-   and removes the containers labelled with the session (``containers CLI``: the docker or
-   podman CLI that started them);
+   and removes the containers and networks labelled with the session (``containers CLI``: the
+   docker or podman CLI that started them);
 2. marks the flow runs it was told about, and their task runs, ``Crashed`` through the Prefect
    API, when they are not final yet (a killed run would otherwise stay "Running" forever: flow
    heartbeats are off for local runs); ``Cancelled`` when their top-level run was being stopped
@@ -114,7 +114,8 @@ def _group_of(pid: int) -> int | None:
 
 
 def _remove_containers(cli: str, session: str) -> None:
-    """Remove every container ``cli`` started with the session's label (running or not)."""
+    """Remove every container ``cli`` started with the session's label (running or not), then
+    the networks of its distributed runs."""
     import subprocess
 
     path = os.environ.get("PATH", "")
@@ -132,6 +133,17 @@ def _remove_containers(cli: str, session: str) -> None:
         if ids:
             rm = [cli, "rm", "-f", *ids]
             subprocess.run(rm, capture_output=True, timeout=120, check=False, env=env)
+        networks = subprocess.run(  # a distributed run's own network, after its containers
+            [cli, "network", "ls", "-q", "--filter", f"label={_CONTAINER_LABEL}={session}"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env=env,
+        ).stdout.split()
+        for network in networks:
+            rm = [cli, "network", "rm", network]
+            subprocess.run(rm, capture_output=True, timeout=60, check=False, env=env)
 
 
 def _post(url: str, body: object) -> object:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect import tracking
 from polyaxon_prefect.distributed import (
+    Cluster,
     Decision,
     Replica,
     ReplicaPlan,
@@ -109,9 +110,16 @@ class PreparedReplicas(PreparedJob):
 
 
 def prepare_replicas(
-    loaded: LoadedPolyaxonfile, options: PrepareOptions = PrepareOptions()
+    loaded: LoadedPolyaxonfile,
+    options: PrepareOptions = PrepareOptions(),
+    *,
+    every_replica: bool = False,
 ) -> PreparedReplicas:
     """Prepare every replica of ``loaded``'s distributed run, like `prepare_job` a job.
+
+    An MPI job's workers are left out (its launcher's ``mpirun`` starts every rank here, so
+    ``mpirun`` must be installed) unless ``every_replica``: containers, where the workers are
+    containers of their own that ``mpirun`` in the launcher's reaches over the network.
 
     Raises:
         PolyaxonfileError: what `prepare_container` raises, located at the replica's section.
@@ -129,7 +137,7 @@ def prepare_replicas(
     biggest = max(plan.replicas, key=lambda r: requests[r.name])
     path = ("component", "run", biggest.type, "container", "resources")
     check_gpu_capacity(list(requests.values()), path, loaded, list(requests))
-    launched = LAUNCHED.get(plan.kind)
+    launched = None if every_replica else LAUNCHED.get(plan.kind)
     by_spec: dict[int, PreparedJob] = {}
     replicas: list[PreparedReplica] = []
     for replica in plan.replicas:
@@ -279,14 +287,17 @@ Launch = dict[str, tuple[list[str], dict[str, str]]]
 """Each replica's argv and whole environment, by name."""
 
 
-def _launch(prepared: PreparedReplicas, plan: ReplicaPlan) -> Launch:
+def _launch(
+    prepared: PreparedReplicas, plan: ReplicaPlan, cluster: Cluster | None = None
+) -> Launch:
     """Each replica's argv and environment: its job's, the operator's contract on loopback
-    ports, its GPUs. An MPI launcher gets ``mpirun`` over the hostfile (written here)."""
-    cluster = loopback_cluster(plan, free_ports(plan.size), prepared.context.uuid)
+    ports (or on ``cluster``'s hosts: containers on their run's network), its GPUs. An MPI
+    launcher gets ``mpirun`` over the hostfile (written here)."""
+    if cluster is None:
+        cluster = loopback_cluster(plan, free_ports(plan.size), prepared.context.uuid)
     wrap: Callable[[list[str]], list[str]] = list
-    with_env: Callable[[dict[str, str]], dict[str, str]] = dict
-    if plan.kind in LAUNCHED:
-        with_env = launcher_env
+    launchers = LAUNCHED.get(plan.kind, ())
+    if launchers:
         hostfile = prepared.context.run_path / "replicas" / "hostfile"
         hostfile.parent.mkdir(parents=True, exist_ok=True)
         content = mpi_hostfile(plan, cluster)
@@ -297,20 +308,19 @@ def _launch(prepared: PreparedReplicas, plan: ReplicaPlan) -> Launch:
         def wrap(argv: list[str]) -> list[str]:
             return mpirun_argv(argv, hostfile, slots)
 
-    return {
-        one.name: (
-            wrap(list(one.job.argv)),
-            with_env(
-                {
-                    **one.job.env,
-                    **replica_env(plan, one.replica, cluster),
-                    **torchrun_env(plan, one.replica),
-                    **visible_env(one.gpus.split(",") if one.gpus else []),
-                }
-            ),
-        )
-        for one in prepared.replicas
-    }
+    launch: Launch = {}
+    for one in prepared.replicas:  # locally only the launcher runs; in containers, all
+        env = {
+            **one.job.env,
+            **replica_env(plan, one.replica, cluster),
+            **torchrun_env(plan, one.replica),
+            **visible_env(one.gpus.split(",") if one.gpus else []),
+        }
+        if one.replica.type in launchers:
+            launch[one.name] = (wrap(list(one.job.argv)), launcher_env(env))
+        else:
+            launch[one.name] = (list(one.job.argv), env)
+    return launch
 
 
 class _Replicas:

@@ -55,6 +55,7 @@ __all__ = [
     "SERVICE_FILE",
     "PreparedService",
     "ServiceContext",
+    "ServiceProcess",
     "ServiceSettings",
     "announce_serving",
     "base_url",
@@ -246,11 +247,18 @@ class PreparedService(PreparedJob):
 
 
 def prepare_service(
-    loaded: LoadedPolyaxonfile, options: PrepareOptions = PrepareOptions()
+    loaded: LoadedPolyaxonfile,
+    options: PrepareOptions = PrepareOptions(),
+    *,
+    own_network: bool = False,
 ) -> PreparedService:
     """Render a service's container, env and init as a job's (`prepare_container`), with
     ``globals.ports`` (free local ports) and ``globals.base_url``. Never cached: a service's
     run is its process, not outputs to reuse.
+
+    ``own_network``: the service runs in a network of its own (a container), where its declared
+    ports are always free: ``globals.ports`` are those, as in its pod, and ``ports`` the local
+    ones they are published at (the URL's).
 
     Raises what `prepare_container` raises, and `PolyaxonfileError` for bad ports.
     """
@@ -259,7 +267,10 @@ def prepare_service(
     base = options.run_context or new_run_context(name)
     settings = service_settings(loaded, options.params or {}, base)
     ports, notes = local_ports(settings.ports)
-    context = ServiceContext.of(base, ports, settings.rewrite_path)
+    inside = settings.ports if own_network else ports
+    if own_network:
+        notes = [note.replace("the service gets", "it is published at") for note in notes]
+    context = ServiceContext.of(base, inside, settings.rewrite_path)
     job, _ = prepare_container(loaded, dataclasses.replace(options, run_context=context))
     url = service_url("127.0.0.1", ports, context.base_url, rewrite_path=settings.rewrite_path)
     fields = {f.name: getattr(job, f.name) for f in dataclasses.fields(PreparedJob)}
@@ -347,28 +358,48 @@ class _Watch:
             self.outer.wait(_PROBE_SECONDS)
 
 
+@dataclass(frozen=True)
+class ServiceProcess:
+    """What runs the service instead of its own argv: another command (``podman run ...``),
+    its environment, and what removes what it started whatever ended it."""
+
+    argv: list[str]
+    env: Mapping[str, str]
+    cleanup: Callable[[], None] = lambda: None
+    start: Callable[[], str | None] = lambda: None
+    """Runs first (after the init steps): None, or the line saying why the service cannot
+    start (an image that is not there)."""
+
+
 def execute_service(
     service: PreparedJob,
     *,
     on_line: LineCallback | None = None,
     cancel_event: threading.Event | None = None,
+    process: Callable[[], ServiceProcess] | None = None,
 ) -> RunResult:
     """Run the service's init steps, then its process until it exits or is stopped.
 
     ``succeeded`` when the process exits 0 on its own, ``stopped`` when it was stopped (the
-    cancel event, a stop of the session, its timeout), ``failed`` otherwise.
+    cancel event, a stop of the session, its timeout), ``failed`` otherwise. ``process``: what
+    runs it instead of its own argv (a container), made after the init steps.
     """
     assert isinstance(service, PreparedService)
     relay = on_line or (lambda _stream, _line: None)
     ended = _before_process(service, relay, cancel_event)
     if ended is not None:
         return ended
+    own = ServiceProcess(service.argv, python_env(service.env))
+    runs = process() if process is not None else own
+    problem = runs.start()
+    if problem is not None:
+        return failed(problem, service.secrets)
     watch = _Watch(service, relay, cancel_event)
     watch.start()
     try:
         result = run_process(
-            service.argv,
-            env=python_env(service.env),
+            runs.argv,
+            env=runs.env,
             cwd=service.cwd,
             on_line=relay,
             secrets=service.secrets,
@@ -379,6 +410,7 @@ def execute_service(
         return failed(str(exc), service.secrets)
     finally:
         watch.ended.set()
+        runs.cleanup()
     if result.cancelled:
         reason = watch.reason or "was stopped"
         status, message = Status.STOPPED, f"service `{service.op_name}` {reason}"

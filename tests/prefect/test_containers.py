@@ -163,8 +163,10 @@ def test_a_missing_image_is_one_clear_line(tmp_path: Path, prefect_server: str) 
     assert "Traceback" not in done.stderr
 
 
-def _start_sleeper(tmp_path: Path, prefect_server: str, mark: str = "") -> subprocess.Popen[str]:
-    path = _job(tmp_path, images.BUSYBOX, "[/bin/sleep, '300']")
+def _start_sleeper(
+    tmp_path: Path, prefect_server: str, mark: str = "", path: Path | None = None
+) -> subprocess.Popen[str]:
+    path = path or _job(tmp_path, images.BUSYBOX, "[/bin/sleep, '300']")
     process = subprocess.Popen(
         [
             sys.executable,
@@ -345,10 +347,11 @@ from polyaxon_prefect import tracking
 rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
 address = (os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]))
 print("rank", rank, "of", world, "in-image", os.path.exists("/etc/os-release"))
+print("host", socket.gethostname(), "master at", socket.gethostbyname(address[0]))
 if rank == 0:
     server = socket.create_server(address)
     ranks = sorted(int(server.accept()[0].recv(16)) for _ in range(world - 1))
-    tracking.log_outputs(world_size=world, ranks=ranks)
+    tracking.log_outputs(world_size=world, ranks=ranks, master=list(address))
 else:
     for _ in range(600):
         try:
@@ -359,9 +362,21 @@ else:
 """
 
 
-def test_a_pytorchjob_runs_one_container_per_replica_with_the_local_env_contract(
+def _networks(label: str) -> list[str]:
+    done = subprocess.run(
+        ["podman", "network", "ls", "-q", "--filter", f"label={label}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.split()
+
+
+def test_a_pytorchjob_runs_one_container_per_replica_on_its_own_network_by_hostname(
     tmp_path: Path, prefect_server: str
 ) -> None:
+    """The local env contract, with the replicas' hostnames on the run's network and the
+    framework's port (as in a cluster) instead of loopback ports; the network goes with it."""
     container = f"{{image: {images.PYTHON}, command: [python, -c, {json.dumps(RENDEZVOUS)}]}}"
     path = _write(
         tmp_path / "ddp.yaml",
@@ -369,7 +384,10 @@ def test_a_pytorchjob_runs_one_container_per_replica_with_the_local_env_contract
 version: 1.1
 kind: component
 name: rendezvous
-outputs: [{{name: world_size, type: int}}, {{name: ranks, type: any}}]
+outputs:
+- {{name: world_size, type: int}}
+- {{name: ranks, type: any}}
+- {{name: master, type: any}}
 run:
   kind: pytorchjob
   master: {{replicas: 1, container: {container}}}
@@ -379,7 +397,221 @@ run:
     done = cli_on(prefect_server, "run", "-f", str(path), "--backend", "docker", "--json")
     assert done.returncode == 0, done.stdout + done.stderr
     result = json.loads(done.stdout)
-    assert result["outputs"] == {"world_size": 3, "ranks": [1, 2]}
+    host = f"plx-{result['uuid'][:12]}"
+    assert result["outputs"] == {
+        "world_size": 3,
+        "ranks": [1, 2],
+        "master": [f"{host}-master-0", 23456],
+    }
     run_dir = Path(result["artifacts_path"])
-    assert "rank 2 of 3 in-image False" in (run_dir / "logs" / "worker-1.log").read_text()
-    assert _containers(f"polyaxon-prefect.run={result['uuid']}") == []
+    worker = (run_dir / "logs" / "worker-1.log").read_text()
+    assert "rank 2 of 3 in-image False" in worker
+    assert f"host {host}-worker-1 master at " in worker
+    assert "master at 127." not in worker  # its own address on the run's network
+    label = f"polyaxon-prefect.run={result['uuid']}"
+    assert _containers(label) == []
+    assert _networks(label) == []
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill-9"])
+def test_ctrl_c_or_kill_9_of_a_distributed_run_leaves_no_container_and_no_network(
+    tmp_path: Path, prefect_server: str, how: signal.Signals
+) -> None:
+    """Ctrl-C: the run removes them; kill -9: the session's reaper, by label."""
+    sleeper = f"{{image: {images.BUSYBOX}, command: [/bin/sleep, '300']}}"
+    path = _write(
+        tmp_path / "sleepers.yaml",
+        f"""\
+version: 1.1
+kind: component
+name: sleepers
+run:
+  kind: pytorchjob
+  master: {{replicas: 1, container: {sleeper}}}
+  worker: {{replicas: 1, container: {sleeper}}}
+""",
+    )
+    process = _start_sleeper(tmp_path, prefect_server, path=path)
+    label = f"polyaxon-prefect.pid={process.pid}"
+    assert wait_until(lambda: len(_containers(label)) == 2, timeout=60, step=0.5)
+    assert len(_networks(label)) == 1
+    process.send_signal(how)
+    process.communicate(timeout=60)
+    assert wait_until(lambda: not _containers(label), timeout=60, step=0.5), _containers(label)
+    assert wait_until(lambda: not _networks(label), timeout=30, step=0.5), _networks(label)
+
+
+FAKE_MPIRUN = """\
+#!/usr/local/bin/python3
+# Stands in for Open MPI's mpirun (not in the offline test image): what it would read (the
+# hostfile, the rsh arguments, the key pair) and one rank handed to each worker host over the
+# run's network, by the worker's hostname.
+import os, socket, sys, time
+args = sys.argv[1:]
+hostfile = args[args.index("--hostfile") + 1]
+hosts = [line.split()[0] for line in open(hostfile).read().splitlines()]
+print("hostfile", hosts, "rsh", os.environ["OMPI_MCA_plm_rsh_args"].split()[:2])
+print("keys", sorted(os.listdir("/root/.ssh")))
+for rank, host in enumerate(hosts, start=1):
+    for _ in range(600):
+        try:
+            socket.create_connection((host, 9999)).sendall(str(rank).encode())
+            break
+        except OSError:
+            time.sleep(0.05)
+    else:
+        sys.exit(f"worker {host} unreachable")
+print("every rank reached")
+"""
+
+MPI_WORKER = """\
+import os, socket
+server = socket.create_server(("", 9999))
+rank = server.accept()[0].recv(16).decode()
+print("worker", socket.gethostname(), "got rank", rank, "keys", sorted(os.listdir("/root/.ssh")))
+"""
+
+
+def test_an_mpijob_runs_launcher_and_workers_as_containers_reaching_workers_by_hostname(
+    tmp_path: Path, prefect_server: str
+) -> None:
+    """The launcher's mpirun gets the hostfile of the workers' hostnames, the rsh arguments
+    and the run's key pair (as the MPI operator mounts it); each worker is reached by name."""
+    mpirun = _write(tmp_path / "mpirun", FAKE_MPIRUN)
+    mpirun.chmod(0o755)
+    launcher = f"{{image: {images.PYTHON}, command: [{mpirun}]}}"
+    worker = f"{{image: {images.PYTHON}, command: [python, -c, {json.dumps(MPI_WORKER)}]}}"
+    path = _write(
+        tmp_path / "mpi.yaml",
+        f"""\
+version: 1.1
+kind: component
+name: mpi
+run:
+  kind: mpijob
+  launcher: {{replicas: 1, container: {launcher}}}
+  worker: {{replicas: 2, container: {worker}}}
+""",
+    )
+    done = cli_on(prefect_server, "run", "-f", str(path), "--backend", "docker", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads(done.stdout)
+    host = f"plx-{result['uuid'][:12]}"
+    logs = Path(result["artifacts_path"]) / "logs"
+    launched = (logs / "launcher-0.log").read_text()
+    keys = "['authorized_keys', 'id_rsa', 'id_rsa.pub']"
+    assert f"hostfile ['{host}-worker-0', '{host}-worker-1'] rsh ['-o', " in launched
+    assert f"keys {keys}" in launched and "every rank reached" in launched
+    assert f"worker {host}-worker-1 got rank 2 keys {keys}" in (logs / "worker-1.log").read_text()
+    label = f"polyaxon-prefect.run={result['uuid']}"
+    assert _containers(label) == [] and _networks(label) == []
+
+
+SERVICE = """\
+import http.server, socket, sys
+port = int(sys.argv[1])
+class Hello(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = f"hello {self.path} on {port} in {socket.gethostname()}".encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+http.server.ThreadingHTTPServer(("", port), Hello).serve_forever()
+"""
+
+
+def test_a_service_container_answers_at_its_url_then_is_gone_after_ctrl_c(
+    tmp_path: Path, prefect_server: str
+) -> None:
+    """Its declared port inside (as in its pod), published on this machine's loopback at the
+    port of the URL it announces; Ctrl-C removes the container."""
+    import urllib.request
+
+    root = tmp_path / "artifacts"
+    command = f"[python, -c, {json.dumps(SERVICE)}, '{{{{ globals.ports[0] }}}}']"
+    path = _write(
+        tmp_path / "svc.yaml",
+        f"""\
+version: 1.1
+kind: component
+name: web
+run:
+  kind: service
+  ports: [6006]
+  container: {{image: {images.PYTHON}, command: {command}}}
+""",
+    )
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "polyaxon_prefect.cli",
+            "run",
+            "-f",
+            str(path),
+            "--backend",
+            "docker",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PREFECT_API_URL": prefect_server, ENV_ARTIFACTS_ROOT: str(root)},
+    )
+    label = f"polyaxon-prefect.pid={process.pid}"
+    try:
+
+        def record() -> dict[str, object]:
+            found = next(root.rglob("service.json"), None)
+            return json.loads(found.read_text()) if found else {}
+
+        assert wait_until(lambda: record().get("status") == "running", timeout=90, step=0.5)
+        url = str(record()["url"])
+        assert url.startswith("http://127.0.0.1:")
+        with urllib.request.urlopen(url, timeout=10) as response:
+            body = response.read().decode()
+        base = record()["base_url"]
+        assert body.startswith(f"hello {base}/ on 6006 in ")
+        assert not body.endswith(os.uname().nodename)
+        assert len(_containers(label)) == 1
+    finally:
+        process.send_signal(signal.SIGINT)
+        output = process.communicate(timeout=60)[0]
+    assert "is running at http://127.0.0.1:" in output, output[-2000:]
+    assert wait_until(lambda: not _containers(label), timeout=30, step=0.5), _containers(label)
+
+
+def test_an_ops_own_build_section_builds_its_image_first_and_the_op_runs_in_it(
+    tmp_path: Path, prefect_server: str
+) -> None:
+    tag = f"localhost/polyaxon-prefect-test/own-build:{uuid.uuid4().hex[:12]}"
+    path = _write(
+        tmp_path / "own-build.yaml",
+        f"""\
+version: 1.1
+kind: component
+name: own-build
+build:
+  hubRef: kaniko
+  params:
+    destination: {{value: {{name: "{tag}"}}}}
+  runPatch:
+    init:
+    - dockerfile:
+        image: {images.BUSYBOX}
+        env: {{GREETING: baked}}
+        run: ["echo $GREETING into the image > /baked.txt"]
+run:
+  kind: job
+  container: {{image: "replaced/by-the-build", command: [/bin/cat, /baked.txt]}}
+""",
+    )
+    try:
+        done = cli_on(prefect_server, "run", "-f", str(path), "--backend", "docker", "--json")
+        assert done.returncode == 0, done.stdout + done.stderr
+        result = json.loads(done.stdout)
+        assert result["status"] == "succeeded", result
+        log = (Path(result["artifacts_path"]) / "logs" / LOG_FILE).read_text()
+        assert "baked into the image" in log
+    finally:
+        subprocess.run(["podman", "rmi", "-f", tag], capture_output=True, check=False)

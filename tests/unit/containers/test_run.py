@@ -105,3 +105,17 @@ def test_a_job_container_gets_the_gpus_the_pool_gave_its_op_not_the_first_ones()
     run = ContainerRun(name="plx-a", image="img", argv=["true"], gpus=1, gpu_devices=("1",))
     assert "nvidia.com/gpu=1" in run_argv("podman", run)
     assert run_argv("docker", run)[-4:-2] == ["--gpus", '"device=1"']
+
+
+def test_a_service_publishes_its_ports_on_loopback_and_podman_is_told_not_to_wait() -> None:
+    from polyaxon_prefect.containers import remove_argv
+
+    argv = run_argv(
+        "podman",
+        ContainerRun(name="s", image="img", argv=["serve"], publish=((41000, 6006), (41001, 8888))),
+    )
+    assert argv[argv.index("img") - 4 : argv.index("img")] == [
+        *("--publish", "127.0.0.1:41000:6006", "--publish", "127.0.0.1:41001:8888"),
+    ]
+    assert remove_argv("podman", ["a", "b"]) == ["podman", "rm", "-f", "--time", "2", "a", "b"]
+    assert remove_argv("docker", ["a"]) == ["docker", "rm", "-f", "a"]

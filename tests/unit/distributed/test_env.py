@@ -10,6 +10,7 @@ from polyaxon_prefect.distributed import (
     ENV,
     loopback_cluster,
     mpi_hostfile,
+    named_cluster,
     plan_replicas,
     replica_env,
     service_cluster,
@@ -197,3 +198,18 @@ def test_a_local_pytorch_replica_gets_torchruns_worker_variables() -> None:
     assert torchrun_env(plan, plan.main)["ROLE_WORLD_SIZE"] == "4"
     tf = plan_replicas(TFJob.model_validate({"worker": _group(1)}))
     assert torchrun_env(tf, tf.main) == {}
+
+
+def test_named_cluster_puts_each_replica_at_its_host_on_the_kinds_port() -> None:
+    plan = plan_replicas(PytorchJob.model_validate({"master": _group(1), "worker": _group(2)}))
+    hosts = {r.name: f"run-{r.name}" for r in plan.replicas}
+    cluster = named_cluster(plan, hosts, "job1")
+    env = replica_env(plan, plan.of_type("worker")[1], cluster)
+    assert (env["MASTER_ADDR"], env["MASTER_PORT"], env["RANK"]) == ("run-master-0", "23456", "2")
+    tf = plan_replicas(TFJob.model_validate({"chief": _group(1), "worker": _group(1)}))
+    tf_cluster = named_cluster(tf, {r.name: r.name for r in tf.replicas}, "job1")
+    config = json.loads(replica_env(tf, tf.main, tf_cluster)["TF_CONFIG"])
+    assert config["cluster"] == {"chief": ["chief-0:2222"], "worker": ["worker-0:2222"]}
+    mpi = plan_replicas(MPIJob.model_validate({"launcher": _group(1), "worker": _group(2)}))
+    mpi_cluster = named_cluster(mpi, {r.name: f"h-{r.name}" for r in mpi.replicas}, "job1")
+    assert mpi_hostfile(mpi, mpi_cluster) == "h-worker-0 slots=1\nh-worker-1 slots=1\n"

@@ -63,26 +63,29 @@ def test_an_op_without_an_image_is_refused_before_anything_runs(tmp_path: Path) 
         prepare_container_job(loaded)  # type: ignore[arg-type]
 
 
-def test_an_ops_own_build_section_is_refused_unless_builds_are_skipped(
+def test_an_ops_own_build_section_is_built_first_and_the_op_runs_in_its_destination(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from polyaxon_prefect.runtime._build import BuildNotSupportedError
     from polyaxon_prefect.runtime._container import prepare_container_job
     from polyaxon_prefect.runtime._options import PrepareOptions
 
     loaded = _loaded(
         tmp_path,
         "version: 1.1\nkind: operation\nname: needs-build\n"
-        "build: {hubRef: kaniko, params: {destination: {value: {name: 'x:1'}}}}\n"
+        "build: {hubRef: kaniko, params: {destination: {value: {name: 'built:1'}}}}\n"
         "component: {run: {kind: job, container: {image: x:1, command: [/bin/true]}}}\n",
     )
-    with pytest.raises(BuildNotSupportedError, match="`build:` section"):
-        prepare_container_job(loaded)  # type: ignore[arg-type]
     monkeypatch.setenv("POLYAXON_PREFECT_CONTAINER_CLI", "true")  # any program: not run here
     find_cli.cache_clear()
     try:
+        job = prepare_container_job(loaded)  # type: ignore[arg-type]
+        assert (job.image, job.pull) == ("built:1", "never")
+        assert job.build_job is not None and job.build_job.build_tag == "built:1"
+        assert job.build_job.context.uuid != job.context.uuid  # a run of its own
+        assert not any(note.startswith("build skipped") for note in job.notes)
         options = PrepareOptions(skip_builds=True)
-        assert prepare_container_job(loaded, options).image == "x:1"  # type: ignore[arg-type]
+        skipped = prepare_container_job(loaded, options)  # type: ignore[arg-type]
+        assert (skipped.image, skipped.build_job) == ("x:1", None)
     finally:
         find_cli.cache_clear()
 

@@ -113,3 +113,36 @@ def test_mpirun_gets_the_hostfile(tmp_path: Path):
     assert mpirun_argv(["python", "a.py"], hostfile, 4) == [
         "mpirun", "--hostfile", str(hostfile), "-np", "4", "python", "a.py",
     ]  # fmt: skip
+
+
+def test_in_containers_an_mpijob_runs_every_replica_and_only_the_launcher_gets_mpirun(
+    tmp_path: Path, monkeypatch
+):
+    """No ``mpirun`` needed here (it is the image's), the workers are replicas of their own,
+    and the hostfile names their hosts on the run's network."""
+    from polyaxon_prefect.distributed import named_cluster
+    from polyaxon_prefect.runtime._replicas import _launch, prepare_replicas
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # no mpirun on this PATH
+    loaded = _load(
+        tmp_path,
+        textwrap.dedent(
+            """\
+            kind: mpijob
+            slotsPerWorker: 2
+            launcher: {container: {image: a, command: [mpirun, python3, x.py]}}
+            worker: {replicas: 2, container: {image: a, command: [/usr/sbin/sshd, -De]}}
+            """
+        ),
+    )
+    context = new_run_context("t", "proj", artifacts_root=tmp_path / "artifacts").make_dirs()
+    options = PrepareOptions(run_context=context, connections={})
+    prepared = prepare_replicas(loaded, options, every_replica=True)
+    assert [one.name for one in prepared.replicas] == ["launcher-0", "worker-0", "worker-1"]
+    assert prepared.plan is not None
+    hosts = {r.name: f"run-{r.name}" for r in prepared.plan.replicas}
+    launch = _launch(prepared, prepared.plan, named_cluster(prepared.plan, hosts, "j"))
+    hostfile = context.run_path / "replicas" / "hostfile"
+    assert launch["launcher-0"][0] == ["mpirun", "--hostfile", str(hostfile), "python3", "x.py"]
+    assert launch["worker-1"][0] == ["/usr/sbin/sshd", "-De"]
+    assert hostfile.read_text() == "run-worker-0 slots=2\nrun-worker-1 slots=2\n"
