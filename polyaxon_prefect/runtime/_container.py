@@ -78,11 +78,13 @@ __all__ = [
     "PreparedContainerJob",
     "container_environment",
     "container_mounts",
+    "container_resources",
     "execute_container_job",
     "find_cli",
     "for_image",
     "image_command",
     "image_problem",
+    "op_container",
     "prepare_container_job",
     "reap_containers",
     "session_labels",
@@ -180,16 +182,55 @@ def for_image(job: PreparedJob, loaded: LoadedPolyaxonfile) -> PreparedContainer
             ]
         )
     find_cli()
-    resources = getattr(spec, "resources", None)
-    limits: Mapping[str, Any] = getattr(resources, "limits", None) or {}
-    requests: Mapping[str, Any] = getattr(resources, "requests", None) or {}
+    cpus, memory, gpus = container_resources(spec)
     return PreparedContainerJob(
         **fields,
         command=image_command(job, spec),
         pull=pull_flag(getattr(spec, "image_pull_policy", None)),
-        cpus=parse_cpus(limits.get("cpu", requests.get("cpu"))),
-        memory=parse_memory(limits.get("memory", requests.get("memory"))),
-        gpus=gpu_count(limits) or gpu_count(requests),
+        cpus=cpus,
+        memory=memory,
+        gpus=gpus,
+    )
+
+
+def container_resources(spec: Any) -> tuple[str | None, int | None, int]:
+    """The CPUs, memory (bytes) and GPUs a container section asks for, as the container CLI
+    takes them: its limits, else its requests (a pod is held to its limits)."""
+    resources = getattr(spec, "resources", None)
+    limits: Mapping[str, Any] = getattr(resources, "limits", None) or {}
+    requests: Mapping[str, Any] = getattr(resources, "requests", None) or {}
+    return (
+        parse_cpus(limits.get("cpu", requests.get("cpu"))),
+        parse_memory(limits.get("memory", requests.get("memory"))),
+        gpu_count(limits) or gpu_count(requests),
+    )
+
+
+def op_container(
+    job: PreparedJob,
+    env_names: Any,
+    *,
+    name: str,
+    run_uuid: str,
+    argv: tuple[str, ...],
+    mounts: tuple[Mount, ...] = (),
+    **extra: Any,
+) -> ContainerRun:
+    """What every container of an op (its job, a service, each replica) shares: the image,
+    the argv, the environment by name, the working directory, the run's folders mounted at
+    their own paths (plus ``mounts``), the session's labels for the reaper, and no pull (the
+    image's pull policy was applied when the op was prepared, `image_problem`); ``extra`` are
+    the other `ContainerRun` fields (resources, ports, network)."""
+    return ContainerRun(
+        name=name,
+        image=job.image or "",
+        argv=argv,
+        env=env_names,
+        workdir=str(job.cwd),
+        mounts=[*container_mounts(job), *mounts],
+        labels=session_labels(run_uuid),
+        pull="never",
+        **extra,
     )
 
 
@@ -410,15 +451,12 @@ def _run_container(
         inside["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(len(devices)))
     env, names = container_environment(inside, job.context)
     name = container_name(job.context.uuid, uuid.uuid4().hex[:6])
-    spec = ContainerRun(
+    spec = op_container(
+        job,
+        names,
         name=name,
-        image=job.image,
+        run_uuid=job.context.uuid,
         argv=job.command,
-        env=names,
-        workdir=str(job.cwd),
-        mounts=container_mounts(job),
-        labels=session_labels(job.context.uuid),
-        pull="never",  # `image_problem` pulled what the policy asks for
         cpus=job.cpus,
         memory=job.memory,
         gpus=job.gpus,

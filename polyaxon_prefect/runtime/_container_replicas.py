@@ -51,10 +51,11 @@ from polyaxon_prefect.runtime._container import (
     ContainerCli,
     ContainerCliError,
     container_environment,
-    container_mounts,
+    container_resources,
     find_cli,
     image_command,
     image_problem,
+    op_container,
     session_labels,
     start_of_process,
 )
@@ -175,15 +176,16 @@ class _ContainerReplicas(_Replicas):
         cli_env, names = container_environment(inside, job.context)
         name = container_name(self.prepared.context.uuid, f"{one.name}-{self.suffix}")
         self.names.append(name)
-        spec = ContainerRun(
+        cpus, memory, _gpus = container_resources(getattr(one.replica.spec, "container", None))
+        spec = op_container(
+            job,
+            names,
             name=name,
-            image=job.image or "",
+            run_uuid=self.prepared.context.uuid,
             argv=image_command(dataclasses.replace(job, argv=argv)),
-            env=names,
-            workdir=str(job.cwd),
-            mounts=[*container_mounts(job), *self._ssh_mounts()],
-            labels=session_labels(self.prepared.context.uuid),
-            pull="never",
+            mounts=tuple(self._ssh_mounts()),
+            cpus=cpus,
+            memory=memory,
         )
         spec = self._on_network(spec, one.name)
         command = run_argv(self.cli.kind, spec)

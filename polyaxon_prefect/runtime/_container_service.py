@@ -21,16 +21,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from polyaxon_prefect.containers import ContainerRun, container_name, remove_argv, run_argv
+from polyaxon_prefect.containers import container_name, remove_argv, run_argv
 from polyaxon_prefect.runtime._container import (
     ContainerCliError,
     PreparedContainerJob,
     container_environment,
-    container_mounts,
     find_cli,
     for_image,
     image_problem,
-    session_labels,
+    op_container,
     start_of_process,
 )
 from polyaxon_prefect.runtime._job import PreparedJob
@@ -90,15 +89,12 @@ def _container(service: PreparedContainerService) -> Callable[[], ServiceProcess
             return ServiceProcess([], {}, start=lambda: message)
         env, names = container_environment(service.env, service.context)
         name = container_name(service.context.uuid, uuid.uuid4().hex[:6])
-        spec = ContainerRun(
+        spec = op_container(
+            job,
+            names,
             name=name,
-            image=job.image,
+            run_uuid=service.context.uuid,
             argv=job.command,
-            env=names,
-            workdir=str(job.cwd),
-            mounts=container_mounts(job),
-            labels=session_labels(service.context.uuid),
-            pull="never",  # `image_problem` pulled what the policy asks for
             cpus=job.cpus,
             memory=job.memory,
             publish=tuple(zip(service.ports, service.declared_ports, strict=True)),

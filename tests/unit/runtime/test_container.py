@@ -102,3 +102,25 @@ def test_the_stand_in_polyaxon_packages_stay_out_of_an_image() -> None:
     assert "PYTHONPATH" not in _without_compat_path({"PYTHONPATH": os.pathsep.join([v1, v0])})
     mine = {"PYTHONPATH": os.pathsep.join(["/src/lib", v1])}
     assert _without_compat_path(mine)["PYTHONPATH"] == "/src/lib"
+
+
+def test_a_replicas_container_section_gives_its_cpus_memory_and_gpus() -> None:
+    """Each replica's container is held to its own section's resources, as its pod would be:
+    limits first, else requests."""
+    from polyaxon_prefect.runtime._container import container_resources
+    from polyaxon_prefect.specs import KFReplica
+
+    replica = KFReplica.model_validate(
+        {
+            "replicas": 2,
+            "container": {
+                "image": "busybox",
+                "resources": {
+                    "requests": {"cpu": "500m", "memory": "1Gi"},
+                    "limits": {"memory": "256Mi", "nvidia.com/gpu": 1},
+                },
+            },
+        }
+    )
+    assert container_resources(replica.container) == ("0.5", 256 * 2**20, 1)
+    assert container_resources(None) == (None, None, 0)
