@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Protocol
 
@@ -41,6 +42,7 @@ from polyaxon_prefect.kubernetes import (
     slots_wait_reason,
 )
 from polyaxon_prefect.prefect._gpu_wait import GPU_WAIT_STATE_NAME, pod_wait_callbacks, waiting_run
+from polyaxon_prefect.prefect._kubernetes_scheduling import PodScheduling
 from polyaxon_prefect.runtime import RunResult, stop_requested
 from polyaxon_prefect.specs import Status
 
@@ -172,6 +174,18 @@ async def _take(
     return False
 
 
+async def _timed(submission: Submission, gpus: int) -> RunResult:
+    """``submission.run()`` with its GPU-hours when it asked for GPUs: its GPUs x the time
+    its pods were placed (created to deleted, less the time the cluster left them pending:
+    they held no GPU then), as a local op's are its GPUs x the time it held them."""
+    began = time.monotonic()
+    result = await submission.run()
+    if not gpus:
+        return result
+    placed = max(time.monotonic() - began - submission.scheduling.unplaced_seconds(), 0.0)
+    return result.with_(gpu_hours=gpus * placed / 3600)
+
+
 class Submission(Protocol):
     """A cluster run about to be submitted (the executor's `_Submission`)."""
 
@@ -179,6 +193,9 @@ class Submission(Protocol):
     cancel_event: threading.Event
     interval: float
     """Seconds between two looks for free slots (``POLYAXON_PREFECT_K8S_POLL_INTERVAL``)."""
+
+    @property
+    def scheduling(self) -> PodScheduling: ...
 
     def say(self, text: str) -> None: ...
 
@@ -198,9 +215,10 @@ async def in_gpu_slots(submission: Submission) -> RunResult:
     the op's GPU-class slots when no Kueue queue admits it as a gang: taken before anything
     is created, given back once it returned, whatever the ending. Only in a flow run."""
     manifests = submission.manifests
-    slots = {} if file_queue(manifests) else gpu_slots(manifests)
+    gpus = gpu_slots(manifests)
+    slots = {} if file_queue(manifests) else gpus
     if not slots or not _in_a_run():
-        return await submission.run()
+        return await _timed(submission, sum(gpus.values()))
     cancel = submission.cancel_event
     try:
         async with held_gpu_slots(
@@ -211,6 +229,6 @@ async def in_gpu_slots(submission: Submission) -> RunResult:
         ) as held:
             if not held:
                 return RunResult(Status.STOPPED, message="was cancelled while it waited for GPUs")
-            return await submission.run()
+            return await _timed(submission, sum(gpus.values()))
     except GpuSlotsError as exc:
         return RunResult(Status.FAILED, message=str(exc))

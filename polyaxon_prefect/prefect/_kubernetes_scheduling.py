@@ -14,6 +14,7 @@ The rules are pure, in `polyaxon_prefect.kubernetes` (`pending_reason`, `disrupt
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,6 +51,10 @@ class PodScheduling:
     attempt_disrupted: bool = False
     """A pod of the current attempt was taken away (its failure is not the code's)."""
     events_readable: bool = True
+    pending_since: float | None = None
+    """When its pods last became pending (monotonic seconds; None: not pending)."""
+    pending_seconds: float = 0.0
+    """How long its pods were pending before that: time in which they held no GPU."""
 
     async def reason(
         self, pod: Mapping[str, Any], status: Mapping[str, Any], events: EventLister
@@ -76,6 +81,12 @@ class PodScheduling:
         if reason == self.pending or (reason is None and not started):
             return
         self.pending = reason
+        now = time.monotonic()
+        if reason is not None and self.pending_since is None:
+            self.pending_since = now
+        elif reason is None and self.pending_since is not None:
+            self.pending_seconds += now - self.pending_since
+            self.pending_since = None
         if reason is not None:
             self.on_line("stderr", reason)
         if self.waits is None:
@@ -85,6 +96,11 @@ class PodScheduling:
             await asyncio.to_thread(on_pending, reason)
         else:
             await asyncio.to_thread(on_running, "the cluster started its pods")
+
+    def unplaced_seconds(self) -> float:
+        """How long the run's pods were pending so far (they held no GPU meanwhile)."""
+        since = self.pending_since
+        return self.pending_seconds + (time.monotonic() - since if since is not None else 0.0)
 
     def saw(self, pod: Mapping[str, Any], name: str, status: Mapping[str, Any]) -> None:
         """Note ``pod`` (replica ``name``) if the cluster took it away, saying so once."""

@@ -184,7 +184,9 @@ def execute_job_op(
             artifacts_path=str(job.context.run_artifacts_path),
             message=mask_text(str(exc), job.secrets),
         )
-    result = with_no_gpu_hint(job, raw, _as_op_result(job, raw)).with_(gpu_hours=held)
+    # a cluster op's GPUs are not the machine's pool's: its executor measured them
+    hours = held if held is not None else raw.gpu_hours
+    result = with_no_gpu_hint(job, raw, _as_op_result(job, raw)).with_(gpu_hours=hours)
     if result.succeeded:
         _cache_store(job, result, on_line)
     return result

@@ -80,17 +80,24 @@ def test_a_job_pending_for_gpus_is_queued_with_the_reason_then_runs(
         runner = threading.Thread(
             target=lambda: outcome.update(result=polyaxon_prefect.run(path, backend="native"))
         )
+        began = time.monotonic()
         runner.start()
         try:
             waiting = _waiting_run()
+            seen_pending = time.monotonic()
             _api, shown = find_run(str(waiting.id))  # as `get --json` shows it
             assert shown["status"] == "queued"
             assert shown["message"].startswith("[job] pending: Unschedulable: ")
             assert GPU_SHORTAGE in shown["message"]
         finally:
+            released = time.monotonic()
             kubelet.unschedulable.set()
             runner.join(180)
+            ended = time.monotonic()
     result = outcome["result"]
     assert result.status == "succeeded", result.message
+    # 1 GPU x the time its pod was placed: not the time the cluster left it pending
+    assert result.gpu_hours is not None and result.gpu_hours > 0
+    assert result.gpu_hours * 3600 <= (ended - began) - (released - seen_pending)
     _api, shown = find_run(str(waiting.id))
     assert shown["status"] == "succeeded"
