@@ -13,6 +13,7 @@ import functools
 import os
 import shutil
 import subprocess
+import tempfile
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ __all__ = [
     "ContainerCliError",
     "find_cli",
     "image_problem",
+    "key_folder",
     "reap_containers",
     "session_labels",
     "start_of_process",
@@ -141,9 +143,31 @@ def session_labels(run_uuid: str) -> dict[str, str]:
     return {LABEL_SESSION: session.id, LABEL_PID: str(os.getpid()), LABEL_RUN: run_uuid}
 
 
+_KEYS_PREFIX = "plx-mpi-ssh-"
+
+
+def key_folder() -> str:
+    """A new private folder for an MPI run's key pair (a secret: outside the artifacts),
+    named after this session and process so that the reaper removes it with the run's
+    containers when the CLI was killed (`reap_containers`)."""
+    return tempfile.mkdtemp(prefix=f"{_KEYS_PREFIX}{current_session().id}-{os.getpid()}-")
+
+
+def _reap_key_folders(session: str | None) -> None:
+    """Remove the key folders of ``session``, or (None) those whose process is gone."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{_KEYS_PREFIX}*"):
+        owner, _, rest = folder.name[len(_KEYS_PREFIX) :].rpartition("-")
+        owner_session, _, pid = owner.rpartition("-")
+        if not rest or not pid:
+            continue
+        if (owner_session == session) if session else not _alive(pid):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
 def reap_containers(cli: ContainerCli, *, session: str | None = None) -> int:
     """Remove the containers of ``session``, or (None) those whose starting process is gone
-    (a CLI and its reaper both killed), then their networks; returns how many containers."""
+    (a CLI and its reaper both killed), then their networks and MPI key folders; returns how
+    many containers."""
     label = f"{LABEL_SESSION}={session}" if session else LABEL_SESSION
     listed = cli.run("ps", "-aq", "--filter", f"label={label}")
     ids = listed.stdout.split()
@@ -158,6 +182,7 @@ def reap_containers(cli: ContainerCli, *, session: str | None = None) -> int:
     if ids:
         cli.run(*remove_argv(cli.kind, ids)[1:])
     _reap_networks(cli, label, every=session is not None)
+    _reap_key_folders(session)
     return len(ids)
 
 

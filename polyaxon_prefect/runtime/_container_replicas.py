@@ -29,7 +29,6 @@ import contextlib
 import dataclasses
 import shutil
 import subprocess
-import tempfile
 import threading
 import uuid
 from collections.abc import Callable, Mapping
@@ -59,6 +58,7 @@ from polyaxon_prefect.runtime._container import (
     session_labels,
     start_of_process,
 )
+from polyaxon_prefect.runtime._container_cli import key_folder
 from polyaxon_prefect.runtime._container_network import (
     NetworkError,
     RunNetwork,
@@ -201,7 +201,7 @@ class _ContainerReplicas(_Replicas):
     def make_ssh_keys(self) -> str | None:
         """An MPI job's key pair, in a private folder outside the artifacts (a secret); None,
         or the line saying why the images' own SSH setup is left to work alone."""
-        folder = tempfile.mkdtemp(prefix="plx-mpi-ssh-")
+        folder = key_folder()
         key = Path(folder) / "id_rsa"
         try:
             made = subprocess.run(

@@ -124,3 +124,28 @@ def test_a_replicas_container_section_gives_its_cpus_memory_and_gpus() -> None:
     )
     assert container_resources(replica.container) == ("0.5", 256 * 2**20, 1)
     assert container_resources(None) == (None, None, 0)
+
+
+def test_mpi_key_folders_of_a_killed_run_are_reaped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An MPI run's key pair (a secret) outlives a kill -9 of its CLI only until the session's
+    reaper (by session) or the next CLI (by dead process) runs; a live run's stays."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from polyaxon_prefect.runtime._container_cli import _reap_key_folders
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    dead = tmp_path / f"plx-mpi-ssh-{'a' * 32}-{gone.pid}-x1"
+    live = tmp_path / f"plx-mpi-ssh-{'b' * 32}-{os.getpid()}-x2"
+    other = tmp_path / "plx-mpi-ssh-unrelated"
+    for folder in (dead, live, other):
+        folder.mkdir()
+    _reap_key_folders(None)
+    assert not dead.exists() and live.exists() and other.exists()
+    _reap_key_folders("b" * 32)
+    assert not live.exists() and other.exists()
