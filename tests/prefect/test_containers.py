@@ -163,26 +163,26 @@ def test_a_missing_image_is_one_clear_line(tmp_path: Path, prefect_server: str) 
     assert "Traceback" not in done.stderr
 
 
+def _run_in_background(
+    path: Path, prefect_server: str, env: dict[str, str]
+) -> subprocess.Popen[str]:
+    """``run -f PATH --backend docker`` as a CLI process of its own (to be signalled), its
+    output in one pipe."""
+    argv = [sys.executable, "-m", "polyaxon_prefect.cli", "run", "-f", str(path)]
+    return subprocess.Popen(
+        [*argv, "--backend", "docker"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PREFECT_API_URL": prefect_server, **env},
+    )
+
+
 def _start_sleeper(
     tmp_path: Path, prefect_server: str, mark: str = "", path: Path | None = None
 ) -> subprocess.Popen[str]:
     path = path or _job(tmp_path, images.BUSYBOX, "[/bin/sleep, '300']")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "polyaxon_prefect.cli",
-            "run",
-            "-f",
-            str(path),
-            "--backend",
-            "docker",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, "PREFECT_API_URL": prefect_server, MARK: mark},
-    )
+    process = _run_in_background(path, prefect_server, {MARK: mark})
     label = f"polyaxon-prefect.pid={process.pid}"
     if not wait_until(lambda: _containers(label), timeout=90, step=0.5):
         process.kill()
@@ -542,22 +542,7 @@ run:
   container: {{image: {images.PYTHON}, command: {command}}}
 """,
     )
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "polyaxon_prefect.cli",
-            "run",
-            "-f",
-            str(path),
-            "--backend",
-            "docker",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, "PREFECT_API_URL": prefect_server, ENV_ARTIFACTS_ROOT: str(root)},
-    )
+    process = _run_in_background(path, prefect_server, {ENV_ARTIFACTS_ROOT: str(root)})
     label = f"polyaxon-prefect.pid={process.pid}"
     try:
 
