@@ -18,7 +18,7 @@ An ``mpijob`` runs as the MPI operator (v2) runs it: the launcher and every work
 containers of their images on the run's network; the launcher's ``mpirun`` gets the hostfile
 naming the workers' hostnames (``plx-<run>-worker-0 slots=N``) and reaches them over SSH, which
 the images bring (workers usually run ``/usr/sbin/sshd -De``): a key pair made for the run is
-mounted in every replica at ``/root/.ssh`` (``id_rsa``, ``id_rsa.pub``, ``authorized_keys``,
+mounted in every replica at `SSH_DIR` (``id_rsa``, ``id_rsa.pub``, ``authorized_keys``,
 the operator's secret), with the operator's ``OMPI_MCA_plm_rsh_args``. The job ends with the
 launcher; the workers are stopped then.
 """
@@ -96,7 +96,9 @@ _PULL = "missing"
 """Replicas pull as ``IfNotPresent`` (their ``imagePullPolicy`` is not read yet)."""
 CONTAINER_REPLICA_KINDS = ("tfjob", "pytorchjob", "mxjob", "xgbjob", "paddlejob", "mpijob")
 SSH_DIR = "/root/.ssh"
-"""Where every MPI replica finds the run's key pair (the MPI operator's ``sshAuthMountPath``)."""
+"""Where every MPI replica finds the run's key pair: a path inside the image (root's
+``.ssh``), the MPI operator's default ``sshAuthMountPath``, so images made for the operator
+find their keys where they expect them."""
 RSH_ARGS = "-o ConnectionAttempts=10 -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
 """``OMPI_MCA_plm_rsh_args``: the operator's retries while the workers' sshd starts; the
 hosts are new on every run, so no known host key can be checked."""

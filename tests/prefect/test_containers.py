@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from polyaxon_prefect.runtime._container_replicas import SSH_DIR
 from polyaxon_prefect.runtime._context import ENV_ARTIFACTS_ROOT, find_run_path
 from polyaxon_prefect.runtime._job import LOG_FILE
 from tests.prefect import container_images as images
@@ -447,11 +448,12 @@ FAKE_MPIRUN = """\
 # hostfile, the rsh arguments, the key pair) and one rank handed to each worker host over the
 # run's network, by the worker's hostname.
 import os, socket, sys, time
+SSH_DIR = os.environ["PLX_TEST_SSH_DIR"]
 args = sys.argv[1:]
 hostfile = args[args.index("--hostfile") + 1]
 hosts = [line.split()[0] for line in open(hostfile).read().splitlines()]
 print("hostfile", hosts, "rsh", os.environ["OMPI_MCA_plm_rsh_args"].split()[:2])
-print("keys", sorted(os.listdir("/root/.ssh")))
+print("keys", sorted(os.listdir(SSH_DIR)))
 for rank, host in enumerate(hosts, start=1):
     for _ in range(600):
         try:
@@ -466,9 +468,10 @@ print("every rank reached")
 
 MPI_WORKER = """\
 import os, socket
+SSH_DIR = os.environ["PLX_TEST_SSH_DIR"]
 server = socket.create_server(("", 9999))
 rank = server.accept()[0].recv(16).decode()
-print("worker", socket.gethostname(), "got rank", rank, "keys", sorted(os.listdir("/root/.ssh")))
+print("worker", socket.gethostname(), "got rank", rank, "keys", sorted(os.listdir(SSH_DIR)))
 """
 
 
@@ -479,8 +482,9 @@ def test_an_mpijob_runs_launcher_and_workers_as_containers_reaching_workers_by_h
     and the run's key pair (as the MPI operator mounts it); each worker is reached by name."""
     mpirun = _write(tmp_path / "mpirun", FAKE_MPIRUN)
     mpirun.chmod(0o755)
-    launcher = f"{{image: {images.PYTHON}, command: [{mpirun}]}}"
-    worker = f"{{image: {images.PYTHON}, command: [python, -c, {json.dumps(MPI_WORKER)}]}}"
+    keys = f"env: [{{name: PLX_TEST_SSH_DIR, value: {SSH_DIR}}}]"  # where the keys are mounted
+    launcher = f"{{image: {images.PYTHON}, command: [{mpirun}], {keys}}}"
+    worker = f"{{image: {images.PYTHON}, command: [python, -c, {json.dumps(MPI_WORKER)}], {keys}}}"
     path = _write(
         tmp_path / "mpi.yaml",
         f"""\
