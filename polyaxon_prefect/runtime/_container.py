@@ -76,6 +76,7 @@ __all__ = [
     "ContainerCli",
     "ContainerCliError",
     "PreparedContainerJob",
+    "admitted_devices",
     "container_environment",
     "container_mounts",
     "container_resources",
@@ -204,6 +205,17 @@ def container_resources(spec: Any) -> tuple[str | None, int | None, int]:
         parse_memory(limits.get("memory", requests.get("memory"))),
         gpu_count(limits) or gpu_count(requests),
     )
+
+
+def admitted_devices(env: Mapping[str, str], gpus: int) -> tuple[dict[str, str], list[str]]:
+    """The environment inside an op's container and the host GPUs it is given: those the
+    machine's pool gave the op (`_gpu_admit.admitted`, its ``CUDA_VISIBLE_DEVICES``), which
+    the container sees numbered from 0."""
+    devices = [d for d in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if d]
+    inside = dict(env)
+    if gpus and devices:
+        inside["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(len(devices)))
+    return inside, devices
 
 
 def op_container(
@@ -444,11 +456,7 @@ def _run_container(
     cancel_event: threading.Event | None,
 ) -> RunResult:
     assert job.image is not None
-    # the GPUs the machine's pool gave this op (`_gpu_admit.admitted`), numbered from 0 inside
-    devices = [d for d in job.env.get("CUDA_VISIBLE_DEVICES", "").split(",") if d]
-    inside = dict(job.env)
-    if job.gpus and devices:
-        inside["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(len(devices)))
+    inside, devices = admitted_devices(job.env, job.gpus)
     env, names = container_environment(inside, job.context)
     name = container_name(job.context.uuid, uuid.uuid4().hex[:6])
     spec = op_container(

@@ -25,6 +25,7 @@ from polyaxon_prefect.containers import container_name, remove_argv, run_argv
 from polyaxon_prefect.runtime._container import (
     ContainerCliError,
     PreparedContainerJob,
+    admitted_devices,
     container_environment,
     find_cli,
     for_image,
@@ -87,7 +88,8 @@ def _container(service: PreparedContainerService) -> Callable[[], ServiceProcess
         except ContainerCliError as exc:
             message = f"cannot run containers: {exc}"
             return ServiceProcess([], {}, start=lambda: message)
-        env, names = container_environment(service.env, service.context)
+        inside, devices = admitted_devices(service.env, job.gpus)
+        env, names = container_environment(inside, service.context)
         name = container_name(service.context.uuid, uuid.uuid4().hex[:6])
         spec = op_container(
             job,
@@ -97,6 +99,8 @@ def _container(service: PreparedContainerService) -> Callable[[], ServiceProcess
             argv=job.command,
             cpus=job.cpus,
             memory=job.memory,
+            gpus=job.gpus,
+            gpu_devices=tuple(devices),
             publish=tuple(zip(service.ports, service.declared_ports, strict=True)),
         )
         argv = run_argv(cli.kind, spec)

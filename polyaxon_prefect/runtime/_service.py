@@ -38,6 +38,11 @@ from polyaxon_prefect.exceptions import PolyaxonfileError, Problem, UnsupportedF
 from polyaxon_prefect.loading import TemplateError, build_context, render_value
 from polyaxon_prefect.runtime._context import RunContext, new_run_context
 from polyaxon_prefect.runtime._errors import ProcessStartError
+from polyaxon_prefect.runtime._gpu_admit import (
+    RESOURCES,
+    check_gpu_capacity,
+    container_gpu_request,
+)
 from polyaxon_prefect.runtime._job import PreparedJob, _before_process, prepare_container
 from polyaxon_prefect.runtime._locate import locate_problems
 from polyaxon_prefect.runtime._options import PrepareOptions
@@ -271,10 +276,15 @@ def prepare_service(
     if own_network:
         notes = [note.replace("the service gets", "it is published at") for note in notes]
     context = ServiceContext.of(base, inside, settings.rewrite_path)
-    job, _ = prepare_container(loaded, dataclasses.replace(options, run_context=context))
+    job, values = prepare_container(loaded, dataclasses.replace(options, run_context=context))
+    # a service holds the GPUs it asks for as long as it serves (a notebook's, a model
+    # server's), from the machine's pool like a job's: exactly those, and none without a request
+    run = loaded.operation.component.run if loaded.operation.component else None
+    gpus = container_gpu_request(getattr(run, "container", None), values, RESOURCES, loaded)
+    check_gpu_capacity([gpus], RESOURCES, loaded)
     url = service_url("127.0.0.1", ports, context.base_url, rewrite_path=settings.rewrite_path)
     fields = {f.name: getattr(job, f.name) for f in dataclasses.fields(PreparedJob)}
-    fields.update(cache_key=None, cache_ttl=None, notes=(*job.notes, *notes))
+    fields.update(cache_key=None, cache_ttl=None, notes=(*job.notes, *notes), gpu_requests=(gpus,))
     return PreparedService(
         **fields,
         ports=ports,

@@ -179,3 +179,37 @@ def test_the_tensorboard_hub_component_serves_in_a_dag(
     [look] = (tmp_path / "artifacts").rglob(result.ops["look"]["uuid"])
     printed = "".join(p.read_text() for p in (look / "logs").iterdir())
     assert "/services/v1/local/local/default/runs/" in printed and "True" in printed
+
+
+@pytest.mark.parametrize(("asked", "seen"), [(1, {"0", "1"}), (0, {""})])
+def test_a_service_sees_exactly_the_gpus_it_asks_for(
+    tmp_path: Path,
+    prefect_server: str,
+    monkeypatch: pytest.MonkeyPatch,
+    asked: int,
+    seen: set[str],
+) -> None:
+    """On a simulated 2-GPU machine a service (a notebook, a model server) is given one of
+    the GPUs when it asks for one, held from the machine's pool while it serves, and none
+    when it asks for none (it saw every GPU of the machine before)."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    monkeypatch.setenv("POLYAXON_PREFECT_GPU_LOCKS", str(tmp_path / "locks"))
+    monkeypatch.setenv("POLYAXON_PREFECT_ARTIFACTS_ROOT", str(tmp_path / "artifacts"))
+    seen_file = tmp_path / "seen"
+    (tmp_path / "server.py").write_text(
+        "import http.server, os, sys\nfrom pathlib import Path\n"
+        "Path(sys.argv[2]).write_text(os.environ.get('CUDA_VISIBLE_DEVICES', 'unset'))\n"
+        "http.server.ThreadingHTTPServer(('127.0.0.1', int(sys.argv[1])),"
+        " http.server.BaseHTTPRequestHandler).serve_forever()\n"
+    )
+    limits = f"resources: {{limits: {{nvidia.com/gpu: {asked}}}}}, " if asked else ""
+    path = tmp_path / "svc.yaml"
+    path.write_text(
+        "version: 1.1\nkind: component\nname: gpu-svc\ntermination: {timeout: 3}\n"
+        f"run:\n  kind: service\n  ports: [{_free_port()}]\n"
+        f'  container: {{{limits}command: ["{PY}", server.py, "{{{{ globals.ports[0] }}}}",'
+        f' "{seen_file}"]}}\n'
+    )
+    result = run(path)
+    assert result.status == "stopped", result.message
+    assert seen_file.read_text() in seen
