@@ -28,8 +28,11 @@ lint: setup
 	$(BIN)/python -m mypy
 	$(BIN)/python scripts/architecture_report.py --strict
 
+# In parallel, one test file per worker (its module-scoped servers stay shared); the tests that
+# assert a wall-clock budget run alone afterwards (marked `timing` in tests/conftest.py).
 test: lint
-	$(BIN)/pytest -q --durations=40
+	$(BIN)/pytest -q -n 4 --dist loadfile -m "not timing" --durations=40
+	$(BIN)/pytest -q -m timing
 
 FAST := not process and not server and not cluster and not browser and not slow and not container
 

@@ -21,6 +21,26 @@ EXAMPLES = ROOT / "examples"
 FAST_LOOP_EXCLUDES = ("process", "server", "cluster", "browser", "slow", "container")
 """The markers `make test-fast` deselects (registered, with their meaning, in pyproject.toml)."""
 
+TIMING_TESTS = (
+    "tests/integration/test_full_disk.py",
+    "tests/process/loading/test_hostile_loading.py",
+    "tests/process/loading/test_refs.py::test_url_ref_timeout",
+    "tests/process/loading/test_url_file.py::test_http_errors_and_limits_are_urlrefs",
+    "tests/process/loading/test_render_deadline.py",
+    "tests/process/runtime/test_job.py::test_timeout_kills_the_process",
+    "tests/process/runtime/test_replicas.py::test_cancelling_stops_every_replica",
+    "tests/unit/loading/test_hostile_loading.py::test_5_costly_templates_fail_fast",
+    "tests/unit/search/test_huge_grids.py",
+    "tests/prefect/test_sweep_journal.py::test_a_sweep_never_opens_a_neighbours_huge_journal",
+    "tests/prefect/test_ls_query.py::test_query_filters_and_sorts_200_runs_in_under_2_s",
+    "tests/prefect/test_lifecycle.py::test_a_signal_stops_a_dag_fast",
+    "tests/prefect/test_stop.py::test_stop_from_a_second_process_ends_a_dag_with_a_sweep",
+    "tests/prefect/test_job_flow.py::test_timeout_kills_the_process_at_the_deadline",
+    "tests/test_fuzz.py::test_hostile_mutations_never_escape_and_stay_fast",
+)
+"""Node id prefixes of the tests that assert a wall-clock budget: marked `timing`, which
+`make test` runs alone after the parallel pass, so a busy neighbour never eats their budget."""
+
 FOLDER_MARKS = {"prefect": ("server", "process")}
 """Markers every test of a folder of tests/ carries: each test of tests/prefect runs on the
 folder's Prefect test server, and its jobs run as child processes."""
@@ -36,6 +56,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         folder = path.relative_to(tests).parts[0]
         for name in FOLDER_MARKS.get(folder, ()):
             item.add_marker(name)
+        if item.nodeid.startswith(TIMING_TESTS):
+            item.add_marker("timing")
         if folder == "process" and not any(item.get_closest_marker(m) for m in FAST_LOOP_EXCLUDES):
             raise pytest.UsageError(
                 f"{item.nodeid}: a test in tests/process/ says why it is not in tests/unit: "
