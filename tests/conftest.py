@@ -23,6 +23,9 @@ FAST_LOOP_EXCLUDES = ("process", "server", "cluster", "browser", "slow", "contai
 
 TIMING_TESTS = (
     "tests/integration/test_full_disk.py",
+    "tests/integration/test_one_server.py",  # idle timeouts of a few seconds
+    "tests/integration/test_server_faults.py",
+    "tests/process/search/test_study_storage.py",  # two processes joined within 60 s
     "tests/process/loading/test_hostile_loading.py",
     "tests/process/loading/test_refs.py::test_url_ref_timeout",
     "tests/process/loading/test_url_file.py::test_http_errors_and_limits_are_urlrefs",

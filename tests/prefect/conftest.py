@@ -47,8 +47,10 @@ def prefect_server() -> Iterator[str]:
     # this process opened a run session, the server must not inherit it (an in-process CLI run
     # closing that session would stop the server with the rest of the session).
     session = os.environ.pop(SESSION_ENV, None)
+    # A generous start limit: the suite runs four workers on two cores, each starting its own
+    # harness server while the others run jobs (60 s was seen to pass by under that load).
     try:
-        with temporary_settings(updates=updates), prefect_test_harness(server_startup_timeout=60):
+        with temporary_settings(updates=updates), prefect_test_harness(server_startup_timeout=300):
             if session is not None:
                 os.environ[SESSION_ENV] = session
             yield str(PREFECT_API_URL.value())
