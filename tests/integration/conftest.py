@@ -80,7 +80,7 @@ def prefect_server(folder: Path, *, ui: bool = False) -> Iterator[dict[str, str]
         start_new_session=True,
     )
     try:
-        wait_http(f"{api}/health", server, 120)
+        wait_http(f"{api}/health", server, 300)  # four test workers share two cores
         yield env
     finally:
         stop(server)
