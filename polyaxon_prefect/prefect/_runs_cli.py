@@ -265,14 +265,27 @@ def _pairs(values: dict[str, Any]) -> str:
 
 
 def _print_sweep(run: dict[str, Any]) -> None:
-    metric = run.get("metric") or "value"
-    if run["trials"]:
+    from polyaxon_prefect.search import trial_results
+
+    named = run.get("metric")
+    metric = named or "value"
+    trials = run["trials"]
+    if trials:
         print("trials:")
+        # without a metric (and no value read back), the value column would be all "-"
+        scored = bool(named) or any(t["value"] is not None for t in trials)
+        header = ("  trial", "status", *([metric] if scored else []), "params", "results")
         _print_table(
-            ("  trial", "status", metric, "params"),
+            header,
             [
-                (f"  {t['index']}", t["status"], _shown(t["value"]), _pairs(t["params"]))
-                for t in run["trials"]
+                (
+                    f"  {t['index']}",
+                    t["status"],
+                    *([_shown(t["value"])] if scored else []),
+                    _pairs(t["params"]),
+                    _pairs(trial_results(t.get("outputs"), t.get("metrics"), named)),
+                )
+                for t in trials
             ],
         )
     best = run["best"]
