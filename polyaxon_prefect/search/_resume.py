@@ -62,7 +62,8 @@ def _fail_running(study: SweepStudy) -> list[int]:
         attrs = {"status": str(Status.FAILED), "message": _CRASHED}
         trial_id = study._trial_id(trial.number)
         try:
-            finish_trial(study._storage, trial_id, attrs, state=TrialState.FAIL)
+            params = study._optuna_params(trial_id)  # the dashboard shows what it was running
+            finish_trial(study._storage, trial_id, attrs, state=TrialState.FAIL, params=params)
         except UpdateFinishedTrialError:
             continue
         user = trial.user_attrs
