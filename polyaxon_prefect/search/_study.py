@@ -59,7 +59,7 @@ from polyaxon_prefect.search._storage import (
     open_storage_noted,
     set_trial_user_attrs,
 )
-from polyaxon_prefect.search._trial_params import OptunaParam, optuna_params
+from polyaxon_prefect.search._trial_params import OptunaParam, declared_space, optuna_params
 from polyaxon_prefect.search._trial_state import NO_METRIC_NAME, finished_state, trial_record
 from polyaxon_prefect.specs import Matrix, Status
 
@@ -104,14 +104,6 @@ def _number(value: Any) -> float | None:
         return float(value)
     except (TypeError, ValueError):
         return None
-
-
-def _declared_space(matrix: Any) -> dict[str, Dimension]:
-    """The matrix's declared params as Optuna dimensions (none where they cannot be read)."""
-    try:
-        return optuna_space(matrix.hp_params())
-    except (ValueError, TypeError, AttributeError):  # a templated or odd value: record none
-        return {}
 
 
 def _only_study(path: Path) -> str | None:
@@ -458,7 +450,7 @@ class SweepStudy:
         if self._kind.searched:
             return {}
         if "optuna_space" not in self.cache:
-            self.cache["optuna_space"] = _declared_space(self.matrix)
+            self.cache["optuna_space"] = declared_space(self.matrix.hp_params())
         user = self._storage.get_trial(trial_id).user_attrs
         return optuna_params(self.cache["optuna_space"], decode(user.get("params", {})))
 

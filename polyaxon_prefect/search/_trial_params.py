@@ -6,8 +6,10 @@ their Optuna trials would hold no params; the sweep records them when it tells h
 ended, each with a distribution that stays the same for a param name across the study (Optuna
 refuses a param whose distribution changes kind, or whose categorical choices differ):
 
-- a param the matrix declares with a list of values (``choice``, ``range``, ``linspace``,
-  ``pchoice``...): the categorical of those values, the value's index as Optuna stores it;
+- a param the matrix declares with a list of at most `MAX_CHOICES` values (``choice``,
+  ``range``, ``linspace``, ``pchoice``...): the categorical of those values, the value's index
+  as Optuna stores it (each trial's journal line carries the choices: a 1000-value ``range``
+  would cost kilobytes a trial, and no plot reads a thousand categories);
 - any other finite number: a float distribution holding that value alone (``low == high``);
   optuna-dashboard spans its range over the trials' values;
 - anything else (a string or a list outside a declared choice, a mapping's dict): left out,
@@ -22,12 +24,33 @@ from typing import Any
 
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution
 
-from polyaxon_prefect.search._samplers import Dimension
+from polyaxon_prefect.search._samplers import Dimension, optuna_space
+from polyaxon_prefect.search._space import hp_values
 
-__all__ = ["OptunaParam", "optuna_params"]
+__all__ = ["MAX_CHOICES", "OptunaParam", "declared_space", "optuna_params"]
+
+MAX_CHOICES = 64
+"""The most values a declared param may have to be recorded as a categorical."""
 
 OptunaParam = tuple[float, BaseDistribution]
 """A param's internal value (what Optuna's storage keeps) and its distribution."""
+
+
+def declared_space(params: Mapping[str, Any]) -> dict[str, Dimension]:
+    """The matrix's params (``hp_params``) declared with at most `MAX_CHOICES` values, as
+    Optuna categoricals (none where they cannot be read: a template, an odd value)."""
+    small = {}
+    for name, hp in params.items():
+        try:
+            values = hp_values(hp)
+        except (ValueError, TypeError, AttributeError):
+            continue
+        if values is not None and len(values) <= MAX_CHOICES:
+            small[name] = hp
+    try:
+        return optuna_space(small)
+    except (ValueError, TypeError, AttributeError):
+        return {}
 
 
 def _same(a: Any, b: Any) -> bool:

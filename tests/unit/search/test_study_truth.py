@@ -136,3 +136,24 @@ def _points(grid: object, *indexes: int) -> list[object]:
 
     points = grid_points(grid)
     return [SimpleNamespace(index=i, params=points[i]) for i in indexes]
+
+
+def test_a_long_declared_range_is_recorded_as_numbers_not_a_thousand_choices() -> None:
+    from polyaxon_prefect.search._trial_params import declared_space, optuna_params
+
+    grid = matrix(
+        {
+            "kind": "grid",
+            "params": {
+                "x": {"kind": "range", "value": "0:1000:1"},
+                "act": {"kind": "choice", "value": ["relu", [1, 2]]},
+            },
+        }
+    )
+    space = declared_space(grid.hp_params())
+    assert list(space) == ["act"]  # x has 1000 values: each trial's line would carry them
+    recorded = optuna_params(space, {"x": 7, "act": [1, 2], "note": "free text"})
+    assert recorded == {
+        "x": (7.0, FloatDistribution(7.0, 7.0)),
+        "act": (1.0, space["act"].distribution),
+    }
