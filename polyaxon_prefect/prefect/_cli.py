@@ -146,8 +146,7 @@ def _labels(request: Any) -> dict[str, Any]:
 def _summary(result: Any, labels: dict[str, Any] | None = None) -> None:
     """The end lines for people: status, outputs, and for a DAG each op's status and outputs,
     for a sweep each trial's params and objective value (without a metric, its outputs and
-    last metrics) and the best trial (floats to 6
-    significant digits: a loss needs no 17)."""
+    last metrics) and the best trial (floats to 6 significant digits: a loss needs no 17)."""
     from polyaxon_prefect.runtime._masking import mask_text, mask_value
 
     result = _Masked(mask_value(result.to_dict()), result.cached, mask_text(result.message or ""))
