@@ -224,9 +224,7 @@ class _Sweep:
             uuid=result.uuid,
             message=message,
             gpu_hours=result.gpu_hours,
-            # stopped by a stop of the sweep (or of the trial), not by a policy: `--resume`
-            # runs this point again
-            unfinished=status == Status.STOPPED and not flight.pruned,
+            unfinished=status == Status.STOPPED and not flight.pruned,  # `--resume` reruns it
         )
         self.gpu_hours += result.gpu_hours or 0.0
         log = (
