@@ -145,8 +145,8 @@ def _labels(request: Any) -> dict[str, Any]:
 
 def _summary(result: Any, labels: dict[str, Any] | None = None) -> None:
     """The end lines for people: status, outputs, and for a DAG each op's status and outputs,
-    for a sweep each trial's params and objective value and the best trial (floats to 6
-    significant digits: a loss needs no 17)."""
+    for a sweep each trial's params and objective value (without a metric, its outputs and
+    last metrics) and the best trial (floats to 6 significant digits: a loss needs no 17)."""
     from polyaxon_prefect.runtime._masking import mask_text, mask_value
 
     result = _Masked(mask_value(result.to_dict()), result.cached, mask_text(result.message or ""))
@@ -167,7 +167,9 @@ def _summary(result: Any, labels: dict[str, Any] | None = None) -> None:
         _print_rows([(name, _op_status(op), op.get("outputs")) for name, op in result.ops.items()])
     if result.trials:
         print("trials:")
-        _print_rows([_trial_row(trial) for trial in result.trials])
+        # a sweep without a metric has no value to show: each trial's outputs say what it gave
+        scored = any(trial.get("value") is not None for trial in result.trials)
+        _print_rows([_trial_row(trial, scored) for trial in result.trials])
     if result.best:
         best = result.best
         value = f"  value={_shown(best.get('value'))}" if best.get("value") is not None else ""
@@ -190,11 +192,17 @@ def _op_status(op: dict[str, Any]) -> str:
     return status
 
 
-def _trial_row(trial: dict[str, Any]) -> tuple[str, str, str]:
+def _trial_row(trial: dict[str, Any], scored: bool) -> tuple[str, str, str]:
+    """``value=V  params``; without a metric, ``params  -> outputs and last metrics``."""
+    from polyaxon_prefect.search import trial_results
+
     value = trial.get("value")
     shown = f"value={_shown(value)}  " if value is not None else ""
-    params = _pairs(trial.get("params"))
-    return f"trial {trial.get('index')}", str(trial.get("status")), shown + params
+    details = shown + _pairs(trial.get("params"))
+    if not scored:
+        results = trial_results(trial.get("outputs"), trial.get("metrics"), None)
+        details += f"  -> {_pairs(results)}" if results else ""
+    return f"trial {trial.get('index')}", str(trial.get("status")), details
 
 
 def _print_rows(rows: list[tuple[str, str, Any]]) -> None:

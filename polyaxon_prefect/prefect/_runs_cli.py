@@ -265,16 +265,36 @@ def _pairs(values: dict[str, Any]) -> str:
 
 
 def _print_sweep(run: dict[str, Any]) -> None:
-    metric = run.get("metric") or "value"
-    if run["trials"]:
+    from polyaxon_prefect.search import trial_results
+
+    named = run.get("metric")
+    metric = named or "value"
+    trials = run["trials"]
+    if trials:
         print("trials:")
-        _print_table(
-            ("  trial", "status", metric, "params"),
-            [
-                (f"  {t['index']}", t["status"], _shown(t["value"]), _pairs(t["params"]))
-                for t in run["trials"]
-            ],
-        )
+        # without a metric (and no value read back) the value column would be all "-": each
+        # trial's outputs and last metrics say what it gave instead (as the end lines do)
+        if named or any(t["value"] is not None for t in trials):
+            _print_table(
+                ("  trial", "status", metric, "params"),
+                [
+                    (f"  {t['index']}", t["status"], _shown(t["value"]), _pairs(t["params"]))
+                    for t in trials
+                ],
+            )
+        else:
+            _print_table(
+                ("  trial", "status", "params", "results"),
+                [
+                    (
+                        f"  {t['index']}",
+                        t["status"],
+                        _pairs(t["params"]),
+                        _pairs(trial_results(t.get("outputs"), t.get("metrics"), None)),
+                    )
+                    for t in trials
+                ],
+            )
     best = run["best"]
     if best is not None:
         print(f"best: trial {best['index']}, {metric} = {_shown(best['value'])}")

@@ -3,7 +3,8 @@
 The parent flow run is the sweep. Its state is one Optuna study (`SweepStudy`: a local journal
 file by default, any Optuna storage URL with ``--storage``), so everything a sweep knows
 survives its process: ``run --resume`` reopens the latest study of the same op, fails and
-re-queues the trials a killed parent left running, and never re-runs a completed one.
+re-queues the trials a killed parent left running, re-queues those a stop cut short, and never
+re-runs a completed one.
 
 The loop (all study calls happen in the flow's own thread; trials run in a thread pool)::
 
@@ -24,7 +25,11 @@ How the sweep ends (its flow run state follows: Completed, Failed, Cancelled):
 - early stopping decided: the decision's status (``succeeded`` when a metric reached its
   target, ``failed`` when the failed share reached ``percent``) with its reason; the trials
   still in flight end ``stopped`` and the queued ones never start;
-- otherwise ``failed`` when any trial failed (after its retries), else ``succeeded``; trials
+- a stop (Ctrl-C, ``stop``): ``stopped``, saying how many points are not run; the study is
+  not marked stopped, so ``--resume`` runs those points (the trials the stop cut short with the
+  same params, `search._resume`);
+- otherwise ``stopped`` while points are not run (``2 of 6 points not run; run again with
+  --resume``), ``failed`` when any trial failed (after its retries), else ``succeeded``; trials
   pruned by a stopping policy end ``stopped`` and do not fail the sweep.
 
 The UI gets a progress artifact (trials done / total, updated in place), a leaderboard table
@@ -219,6 +224,7 @@ class _Sweep:
             uuid=result.uuid,
             message=message,
             gpu_hours=result.gpu_hours,
+            unfinished=status == Status.STOPPED and not flight.pruned,  # `--resume` reruns it
         )
         self.gpu_hours += result.gpu_hours or 0.0
         log = (
@@ -370,7 +376,10 @@ class _Sweep:
         self.progress(study, final=True)
         self.board.results(study, history, best)
         status, reason, message = self.book.outcome(
-            history, study.stop_reason, best["index"] if best is not None else None
+            history,
+            study.stop_reason,
+            best["index"] if best is not None else None,
+            (study.not_run(), study.total),
         )
         outcome = RunResult(
             status,

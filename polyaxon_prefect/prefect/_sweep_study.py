@@ -80,7 +80,9 @@ def open_sweep_study(request: OpRequest, book: SweepRun, logger: Any) -> SweepSt
             "resuming sweep %s: %d trial(s) already done%s",
             name,
             len(done),
-            f", retrying {retried} left running" if retried else "",
+            f"; running points {retried} again (a crash or a stop left them unfinished)"
+            if retried
+            else "",
         )
     else:
         logger.info("sweep %s (study in %s)", name, _safe_url(study.storage_url))

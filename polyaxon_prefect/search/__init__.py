@@ -24,6 +24,7 @@ from polyaxon_prefect.search._random import random_suggestions
 from polyaxon_prefect.search._records import Suggestion, SweepStudyError, TrialRecord
 from polyaxon_prefect.search._space import hp_values, reachable_values, sample_hp, space_size
 from polyaxon_prefect.search._stopping import RunSummary, StopDecision, check_early_stopping
+from polyaxon_prefect.search._sweep import trial_results
 
 if TYPE_CHECKING:
     from polyaxon_prefect.search._extend import extend_study
@@ -54,6 +55,7 @@ __all__ = [
     "reachable_values",
     "sample_hp",
     "space_size",
+    "trial_results",
 ]
 
 # The Optuna-backed study loads on first use: planning and ``compile`` never import Optuna.

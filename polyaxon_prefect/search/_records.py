@@ -51,3 +51,5 @@ class TrialRecord:
     message: str = ""
     gpu_hours: float | None = None
     """GPUs held x wall time, in hours; None: it asked for no GPU."""
+    unfinished: bool = False
+    """Stopped by a stop of the sweep (not pruned by a policy): ``--resume`` runs it again."""

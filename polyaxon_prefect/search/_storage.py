@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from optuna.distributions import BaseDistribution
 from optuna.storages import BaseStorage, InMemoryStorage, RDBStorage
 from optuna.trial import TrialState
 
@@ -103,14 +104,17 @@ def finish_trial(
     *,
     state: TrialState | None,
     values: Sequence[float] | None = None,
+    params: Mapping[str, tuple[float, BaseDistribution]] | None = None,
 ) -> None:
-    """Set ``attrs`` on a trial, then (unless ``state`` is None) its finished ``state`` and
+    """Set ``attrs`` on a trial, then its ``params`` (internal value and distribution, as
+    ``set_trial_param`` takes them), then (unless ``state`` is None) its finished ``state`` and
     ``values``: on a journal file, all in one append and one sync (`set_trial_user_attrs`).
 
     The state line is the one Optuna's ``set_trial_state_values`` writes for a finished state
     (its checks are for ``RUNNING`` only), so a replay reads the same trial. A trial that is
     finished already raises ``UpdateFinishedTrialError``, as the separate calls do.
     """
+    from optuna.distributions import distribution_to_json
     from optuna.exceptions import UpdateFinishedTrialError
     from optuna.storages import JournalStorage
     from optuna.storages.journal._storage import JournalOperation
@@ -126,6 +130,8 @@ def finish_trial(
     if not isinstance(storage, JournalStorage) or None in (lock, sync, append, worker_id):
         for key, value in attrs.items():
             storage.set_trial_user_attr(trial_id, key, value)
+        for name, (internal, distribution) in (params or {}).items():
+            storage.set_trial_param(trial_id, name, internal, distribution)
         if state is not None:
             storage.set_trial_state_values(trial_id, state=state, values=values)
         return
@@ -137,6 +143,18 @@ def finish_trial(
             "user_attr": {key: value},
         }
         for key, value in attrs.items()
+    ]
+    # the lines `set_trial_param` writes, before the state line (a finished trial takes none)
+    logs += [
+        {
+            "op_code": JournalOperation.SET_TRIAL_PARAM,
+            "worker_id": worker_id,
+            "trial_id": trial_id,
+            "param_name": name,
+            "param_value_internal": internal,
+            "distribution": distribution_to_json(distribution),
+        }
+        for name, (internal, distribution) in (params or {}).items()
     ]
     trial = storage.get_trial(trial_id)
     if trial.state.is_finished():

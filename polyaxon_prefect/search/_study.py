@@ -16,8 +16,10 @@ What differs per matrix kind is its registry entry (``_kinds``); the study itsel
 - a searched kind (bayes, hyperopt) asks Optuna, whose sampler is the kind's ``sampler``;
 - a tuned kind (iterative) also answers ``tuner_request`` and takes ``add_suggestions``.
 
-The Polyaxon status of a trial is kept in its user attrs; the Optuna state is COMPLETE only when
-the trial has a metric value (Optuna requires one), FAIL otherwise, PRUNED when it was stopped.
+The Polyaxon status of a trial is kept in its user attrs, its Optuna state says the same
+(``_trial_state``: COMPLETE when it succeeded, FAIL when it failed, PRUNED when it was stopped),
+and its params are Optuna params for every kind (``_trial_params``), so optuna-dashboard shows
+what the sweep shows. What ``--resume`` runs again is ``_resume``'s.
 """
 
 from __future__ import annotations
@@ -48,13 +50,8 @@ from polyaxon_prefect.search._attrs import decode, encode
 from polyaxon_prefect.search._journal import LEGACY_FILE, study_name_of, sweep_journals
 from polyaxon_prefect.search._kinds import IndexedKind, MatrixKind, TunedKind, get_kind
 from polyaxon_prefect.search._pruning import build_pruner
-from polyaxon_prefect.search._records import (
-    PENDING,
-    Suggestion,
-    SweepStudyError,
-    TrialRecord,
-    TrialStatus,
-)
+from polyaxon_prefect.search._records import Suggestion, SweepStudyError, TrialRecord
+from polyaxon_prefect.search._resume import not_run, recover
 from polyaxon_prefect.search._samplers import Dimension, optuna_space
 from polyaxon_prefect.search._storage import (
     finish_trial,
@@ -62,10 +59,9 @@ from polyaxon_prefect.search._storage import (
     open_storage_noted,
     set_trial_user_attrs,
 )
-from polyaxon_prefect.specs import (
-    Matrix,
-    Status,
-)
+from polyaxon_prefect.search._trial_params import OptunaParam, declared_space, optuna_params
+from polyaxon_prefect.search._trial_state import NO_METRIC_NAME, finished_state, trial_record
+from polyaxon_prefect.specs import Matrix, Status
 
 __all__ = ["Suggestion", "SweepStudy", "SweepStudyError", "TrialRecord"]
 
@@ -98,41 +94,6 @@ def _sampler(
     space = optuna_space(matrix.hp_params()) if kind.searched else {}
     sampler, warnings = kind.sampler(matrix, space, seed=seed, deterministic=True)
     return sampler, space, warnings
-
-
-def _status(trial: FrozenTrial) -> TrialStatus:
-    """The Polyaxon status of a trial (the one ``tell`` recorded, once it has finished)."""
-    if trial.state == TrialState.WAITING:
-        return PENDING
-    if trial.state == TrialState.RUNNING:
-        return Status.RUNNING
-    recorded = trial.user_attrs.get("status")
-    if recorded:
-        with contextlib.suppress(ValueError):  # a word that is not a status: read the state
-            return Status(recorded)
-    return {TrialState.COMPLETE: Status.SUCCEEDED, TrialState.PRUNED: Status.STOPPED}.get(
-        trial.state, Status.FAILED
-    )
-
-
-def _record(trial: FrozenTrial) -> TrialRecord:
-    user = trial.user_attrs
-    value = decode(user.get("value"))
-    if value is None and trial.state == TrialState.COMPLETE:
-        value = trial.value
-    return TrialRecord(
-        number=trial.number,
-        index=int(user["index"]),
-        params=decode(user.get("params", {})),
-        status=_status(trial),
-        value=value,
-        outputs=decode(user.get("outputs", {})),
-        metrics=decode(user.get("metrics", {})),
-        uuid=user.get("uuid"),
-        attrs=decode(user.get("attrs", {})),
-        message=user.get("message", "") or "",
-        gpu_hours=user.get("gpu_hours"),
-    )
 
 
 def _number(value: Any) -> float | None:
@@ -285,12 +246,10 @@ class SweepStudy:
 
     def _name_metric(self) -> None:
         """Name the objective after the metric (``loss``), so optuna-dashboard and
-        ``trials_dataframe`` label it so instead of "Objective 0"."""
-        if not self.metric_name:
-            return
+        ``trials_dataframe`` label it so instead of "Objective 0" (`NO_METRIC_NAME` without)."""
         with _warnings.catch_warnings():
             _warnings.simplefilter("ignore", ExperimentalWarning)  # stable since 3.2, still marked
-            self._study.set_metric_names([self.metric_name])
+            self._study.set_metric_names([self.metric_name or NO_METRIC_NAME])
 
     @staticmethod
     def latest(
@@ -463,9 +422,12 @@ class SweepStudy:
         uuid: str | None = None,
         message: str = "",
         gpu_hours: float | None = None,
+        unfinished: bool = False,
     ) -> None:
-        """Record how a trial ended (a Polyaxon status), its GPU-hours and its metric value,
-        when any: ``value``, else the matrix metric in ``outputs``, then in ``metrics``."""
+        """Record how a trial ended (a Polyaxon status; ``unfinished``: stopped by a stop of
+        the sweep, run again on resume), its GPU-hours, its params and its metric value, when
+        any: ``value``, else the matrix metric in ``outputs``, then in ``metrics``
+        (`_trial_state` has the Optuna state each is told as)."""
         outputs, metrics = dict(outputs or {}), dict(metrics or {})
         if value is None and self.metric_name is not None:
             value = outputs.get(self.metric_name, metrics.get(self.metric_name))
@@ -473,17 +435,24 @@ class SweepStudy:
         trial_id = self._trial_id(number)
         attrs = {"status": status, "outputs": encode(outputs), "metrics": encode(metrics)}
         attrs.update(uuid=uuid, message=message, value=encode(number_value), gpu_hours=gpu_hours)
-        values: list[float] | None = None
-        if status == Status.SUCCEEDED and number_value is not None and math.isfinite(number_value):
-            state, values = TrialState.COMPLETE, [number_value]
-        elif status == Status.STOPPED:
-            state = TrialState.PRUNED
-        else:
-            state = TrialState.FAIL
-        # the attributes and the state in one journal append, one sync (a few ms per trial in
-        # the sweep's loop thread)
+        if unfinished:
+            attrs["unfinished"] = True
+        finite = number_value if number_value is not None and math.isfinite(number_value) else None
+        state, values = finished_state(status, finite, self.metric_name is not None)
+        params = self._optuna_params(trial_id)
+        # the attributes, params and state in one journal append, one sync (a few ms per trial
+        # in the sweep's loop thread)
         with contextlib.suppress(UpdateFinishedTrialError):
-            finish_trial(self._storage, trial_id, attrs, state=state, values=values)
+            finish_trial(self._storage, trial_id, attrs, state=state, values=values, params=params)
+
+    def _optuna_params(self, trial_id: int) -> dict[str, OptunaParam]:
+        """The trial's params for Optuna (`_trial_params`); a searched kind's are set already."""
+        if self._kind.searched:
+            return {}
+        if "optuna_space" not in self.cache:
+            self.cache["optuna_space"] = declared_space(self.matrix.hp_params())
+        user = self._storage.get_trial(trial_id).user_attrs
+        return optuna_params(self.cache["optuna_space"], decode(user.get("params", {})))
 
     def stop(self, reason: str) -> None:
         """Early stopping: ask nothing more and drop the queued trials."""
@@ -499,35 +468,12 @@ class SweepStudy:
         return self.study_attrs().get("stop_reason")
 
     def recover(self) -> list[int]:
-        """Fail the trials a dead parent left running and queue them again (same index and
-        params). Only call it while no other process runs this study."""
-        indexes = []
-        for trial in self._trials((TrialState.RUNNING,)):
-            trial_id = self._trial_id(trial.number)
-            self._storage.set_trial_user_attr(trial_id, "status", str(Status.FAILED))
-            self._storage.set_trial_user_attr(
-                trial_id, "message", "still running when the sweep's parent stopped; retried"
-            )
-            try:
-                self._storage.set_trial_state_values(trial_id, state=TrialState.FAIL)
-            except UpdateFinishedTrialError:
-                continue
-            if "index" not in trial.user_attrs:
-                continue
-            user = trial.user_attrs
-            fixed = dict(trial.params) if self._kind.searched else None
-            if self.stop_reason is None:
-                self.enqueue(
-                    int(user["index"]),
-                    decode(user.get("params", {})),
-                    decode(user.get("attrs", {})),
-                    fixed=fixed,
-                    retry_of=trial.number,
-                )
-            indexes.append(int(user["index"]))
-        if isinstance(self._kind, TunedKind):
-            self._kind.recover(self)
-        return sorted(indexes)
+        """Queue again what a dead parent or a stop left unfinished (`_resume.recover`)."""
+        return recover(self)
+
+    def not_run(self) -> int:
+        """How many points have not run to their end (`_resume.not_run`)."""
+        return not_run(self)
 
     # -- views -------------------------------------------------------------------------------
 
@@ -544,7 +490,8 @@ class SweepStudy:
 
     def history(self) -> list[TrialRecord]:
         """Every trial launched or queued (latest attempt per index), ordered by index."""
-        return [_record(t) for _, t in sorted(self._latest().items())]
+        scored = self.metric_name is not None
+        return [trial_record(t, scored) for _, t in sorted(self._latest().items())]
 
     def best(self) -> TrialRecord | None:
         """The succeeded trial with the best metric value (None without a metric)."""

@@ -37,6 +37,8 @@ __all__ = [
     "trial_dict",
     "trial_loaded",
     "trial_name",
+    "trial_results",
+    "unrun_reason",
 ]
 
 LEADERBOARD_ROWS = 50
@@ -180,7 +182,8 @@ def leaderboard_rows(
     history: Sequence[Any], metric: str | None, maximize: bool
 ) -> list[dict[str, Any]]:
     """The trials best first by ``metric`` (those without a value last, by index): rank,
-    status, the metric, the params, then the trial's other outputs, then the start of its uuid.
+    status, the metric, the params, then the trial's other outputs and last metrics
+    (`trial_results`), then the start of its uuid.
     Floats are rounded for display (`display`); ranking uses the exact values."""
     sign = -1.0 if maximize else 1.0
 
@@ -198,8 +201,10 @@ def leaderboard_rows(
             row[metric] = display(record.value)
         for key, value in record.params.items():
             row[key] = _cell(value)
-        for key, value in (getattr(record, "outputs", None) or {}).items():
-            if key != metric and key not in row:  # the trial's outputs, after its params
+        outputs, metrics = getattr(record, "outputs", None), getattr(record, "metrics", None)
+        results = trial_results(outputs, metrics, metric)
+        for key, value in results.items():
+            if key not in row:  # the trial's outputs and last metrics, after its params
                 row[key] = _cell(value)
         hours = getattr(record, "gpu_hours", None)
         if hours is not None:
@@ -207,6 +212,19 @@ def leaderboard_rows(
         row["uuid"] = record.uuid[:UUID_CHARS] if record.uuid else record.uuid
         rows.append(row)
     return rows
+
+
+def trial_results(
+    outputs: Mapping[str, Any] | None, metrics: Mapping[str, Any] | None, metric: str | None
+) -> dict[str, Any]:
+    """What a trial gave beyond the sweep's ``metric`` (shown apart as its value): its
+    outputs, then the last value of each metric it logged that is not an output. A sweep
+    without a metric shows these as its results (the end lines, ``get``, the leaderboard)."""
+    results = {k: v for k, v in (outputs or {}).items() if k != metric}
+    for key, value in (metrics or {}).items():
+        if key != metric and key not in (outputs or {}):
+            results[key] = value
+    return results
 
 
 def _masked(value: Any, mask: Callable[[str], str]) -> Any:
@@ -312,10 +330,16 @@ class SweepRun:
         return self.decision
 
     def outcome(
-        self, history: Sequence[Any], study_stop_reason: str | None, best_index: int | None
+        self,
+        history: Sequence[Any],
+        study_stop_reason: str | None,
+        best_index: int | None,
+        unrun: tuple[int, int | None] = (0, None),
     ) -> tuple[Status, str, str]:
         """``(status, reason, message)`` of the finished sweep (module docstring of the Prefect
-        layer's sweep: a decision's status, else ``failed`` when a trial failed)."""
+        layer's sweep: a decision's status, else ``stopped`` while points are not run, else
+        ``failed`` when a trial failed). ``unrun``: how many points have not run to their end,
+        and the sweep's total (None: open-ended)."""
         counts: dict[str, int] = {}
         for record in history:
             counts[record.status] = counts.get(record.status, 0) + 1
@@ -323,8 +347,12 @@ class SweepRun:
         reason = ""
         if self.decision is not None:
             status, reason = self.decision.status, self.decision.reason
+            if status == Status.STOPPED and unrun[0]:  # stopped, not decided: say what is left
+                reason += f"; {unrun_reason(*unrun)}"
         elif study_stop_reason:
             status, reason = Status.SUCCEEDED, str(study_stop_reason)
+        elif unrun[0]:  # a sweep with points never run has not succeeded (nor failed yet)
+            status, reason = Status.STOPPED, unrun_reason(*unrun)
         elif counts.get(Status.FAILED):
             status = Status.FAILED
         else:
@@ -333,3 +361,9 @@ class SweepRun:
         if best_index is not None:
             message += f"; best trial {best_index}"
         return status, reason, message
+
+
+def unrun_reason(unrun: int, total: int | None) -> str:
+    """``2 of 6 points not run; run again with --resume`` (what a stopped sweep tells)."""
+    of = f" of {total}" if total is not None else ""
+    return f"{unrun}{of} point{'s' if unrun != 1 or total else ''} not run; run again with --resume"

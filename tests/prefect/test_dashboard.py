@@ -88,6 +88,10 @@ def test_the_dashboard_serves_the_sweeps_storage(tmp_path: Path) -> None:
         with urllib.request.urlopen(detail, timeout=5) as response:
             trials = json.loads(response.read())["trials"]
         assert len(trials) == 2, "both grid trials"
+        # what the sweep says: both succeeded (green, not red FAIL bars), with their params
+        assert [t["state"] for t in trials] == ["Complete", "Complete"], trials
+        shown = sorted(p["param_external_value"] for t in trials for p in t["params"])
+        assert shown == ["0.1", "0.2"], trials
         page = line.split(f"http://127.0.0.1:{port}", 1)[1].split()[0]
         with urllib.request.urlopen(f"http://127.0.0.1:{port}{page}", timeout=5) as response:
             assert response.status == 200

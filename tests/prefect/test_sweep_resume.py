@@ -9,6 +9,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from polyaxon_prefect.prefect import run
 
@@ -61,6 +62,13 @@ def test_resume_after_kill_finishes_without_rerunning_completed_trials(
     assert set(starts) == {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8}
     assert all(starts[x] == 2 for x in left_running), starts  # failed by the crash, retried
     assert len({t["uuid"] for t in result.trials}) == 8
+    # the study as Optuna reads it: the attempt the crash cut short FAIL, its retry (same
+    # params) and every other point COMPLETE once
+    states = Counter((t.state.name, t.params["x"]) for t in _optuna_trials(path, storage))
+    assert {x for state, x in states if state == "FAIL"} == left_running, states
+    assert sorted(x for state, x in states.elements() if state == "COMPLETE") == [
+        0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8,
+    ]  # fmt: skip
 
 
 def _killable(folder: Path, path: Path, storage: str) -> bool:
@@ -80,6 +88,18 @@ def _killable(folder: Path, path: Path, storage: str) -> bool:
     running = {x for x, status in recorded.items() if status == "running"}
     started = {m["params"]["x"] for m in marks(folder)}
     return bool(running) and running <= started
+
+
+def _optuna_trials(path: Path, storage: str) -> list[Any]:
+    import optuna
+
+    from polyaxon_prefect.loading._load import load_polyaxonfile
+    from polyaxon_prefect.prefect._dispatch import OpRequest
+    from polyaxon_prefect.prefect._sweep import study_prefix
+    from polyaxon_prefect.search._study import SweepStudy
+
+    name = SweepStudy.latest(storage, study_prefix(OpRequest(loaded=load_polyaxonfile(path))))
+    return optuna.load_study(study_name=name, storage=f"sqlite:///{storage}").get_trials()
 
 
 def _recorded(path: Path, storage: str) -> dict[float, str]:

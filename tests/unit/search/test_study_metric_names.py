@@ -1,5 +1,6 @@
 """A sweep's study names its objective after the metric, so optuna-dashboard (and
-``trials_dataframe``) say ``loss`` instead of "Objective 0"; read back through Optuna itself."""
+``trials_dataframe``) say ``loss`` instead of "Objective 0" (``no metric (0)`` without one);
+read back through Optuna itself."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from optuna.exceptions import ExperimentalWarning
 
 from polyaxon_prefect.search._storage import open_storage
 from polyaxon_prefect.search._study import SweepStudy
+from polyaxon_prefect.search._trial_state import NO_METRIC_NAME
 
 from ._matrices import matrix
 
@@ -37,8 +39,12 @@ def test_the_objective_is_named_after_the_metric_in_the_storage(tmp_path: Path) 
     assert read_back.direction == optuna.study.StudyDirection.MAXIMIZE
 
 
-def test_a_sweep_without_a_metric_leaves_the_name_unset() -> None:
+def test_a_sweep_without_a_metric_names_its_constant_objective() -> None:
+    # issue 33 changes this: a metric-less study's succeeded trials are COMPLETE with the
+    # constant 0 (Optuna requires a value), and the objective says so in the dashboard
     grid = matrix({"kind": "grid", "params": {"lr": {"kind": "choice", "value": [1, 2]}}})
     study = SweepStudy.open(grid, study_name="grid", storage=":memory:")
     assert study.metric_name is None
-    assert optuna.load_study(study_name="grid", storage=study._storage).metric_names is None
+    assert optuna.load_study(study_name="grid", storage=study._storage).metric_names == [
+        NO_METRIC_NAME
+    ]

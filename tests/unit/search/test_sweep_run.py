@@ -10,8 +10,9 @@ from polyaxon_prefect.search._sweep import (
     best_markdown,
     leaderboard_rows,
     trial_name,
+    trial_results,
 )
-from polyaxon_prefect.specs import MetricEarlyStopping
+from polyaxon_prefect.specs import MetricEarlyStopping, Status
 
 
 @dataclass
@@ -89,3 +90,40 @@ def test_names_and_best_markdown() -> None:
     text = best_markdown("sweep", best, "loss")
     assert "Best trial: **3** (succeeded), loss = 0.1" in text and "| lr | 0.1 |" in text
     assert "No best trial" in best_markdown("sweep", None, "loss")
+
+
+def test_a_sweep_with_points_not_run_ends_stopped_saying_how_many() -> None:
+    history = [_Record(0, "succeeded", None), _Record(1, "succeeded", None)]
+    status, reason, message = SweepRun([]).outcome(history, None, None, (4, 6))
+    assert (status, reason) == ("stopped", "4 of 6 points not run; run again with --resume")
+    assert message == "2 trials: 2 succeeded; 4 of 6 points not run; run again with --resume"
+    assert SweepRun([]).outcome(history, None, None, (0, 2))[0] == "succeeded"
+    stopped = SweepRun([])
+    stopped.stop("interrupted (SIGINT)", Status.STOPPED)
+    assert stopped.outcome(history, None, None, (1, None))[1] == (
+        "interrupted (SIGINT); 1 point not run; run again with --resume"
+    )
+    decided = SweepRun([])  # early stopping decided it: the points left are not owed
+    decided.stop("loss reached 0.1", Status.SUCCEEDED)
+    assert decided.outcome(history, None, None, (4, 6))[:2] == ("succeeded", "loss reached 0.1")
+
+
+def test_without_a_metric_the_leaderboard_has_outputs_and_last_metrics() -> None:
+    record = _Record(0, "succeeded", None, {"lr": 0.1})
+    record.outputs = {"loss": 0.25, "accuracy": 0.9}  # type: ignore[attr-defined]
+    record.metrics = {"loss": 0.3, "step_time": 1.5}  # type: ignore[attr-defined]
+    [row] = leaderboard_rows([record], None, maximize=False)
+    assert row == {
+        "rank": 1,
+        "trial": 0,
+        "status": "succeeded",
+        "lr": 0.1,
+        "loss": 0.25,  # the output, not the last logged value
+        "accuracy": 0.9,
+        "step_time": 1.5,
+        "uuid": "u",
+    }
+    assert trial_results(record.outputs, record.metrics, "loss") == {  # type: ignore[attr-defined]
+        "accuracy": 0.9,
+        "step_time": 1.5,
+    }

@@ -1,0 +1,107 @@
+"""What ``--resume`` runs again, and how many points a sweep left unrun.
+
+A sweep resumes whole: every point a stop or a crash left unfinished is queued again with its
+index and params (for a searched kind, its Optuna params too, as Optuna's
+``RetryHeartbeatStaleTrialCallback`` re-adds a stale trial with its params), and the sweep
+runs it like any other point:
+
+- a trial the study still holds ``RUNNING`` (the parent was killed, ``kill -9``): told
+  ``FAIL`` (it did not finish) and queued again, never counted as done;
+- a trial ``stopped`` by a stop of the sweep (Ctrl-C, ``stop``), not pruned by a policy: it
+  stays ``PRUNED`` in the study and is queued again.
+
+A study stopped by early stopping (its ``stop_reason``) is over: nothing is queued again.
+
+The companion of `SweepStudy` (kept apart so the class stays one job: asking and telling); it
+reads the study's storage directly.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from optuna.exceptions import UpdateFinishedTrialError
+from optuna.trial import TrialState
+
+from polyaxon_prefect.search._attrs import decode
+from polyaxon_prefect.search._kinds import IndexedKind, TunedKind
+from polyaxon_prefect.search._records import PENDING, TrialRecord
+from polyaxon_prefect.search._storage import finish_trial
+from polyaxon_prefect.specs import Status
+
+if TYPE_CHECKING:
+    from polyaxon_prefect.search._study import SweepStudy
+
+__all__ = ["not_run", "recover"]
+
+_CRASHED = "still running when the sweep's parent stopped; retried"
+
+
+def recover(study: SweepStudy) -> list[int]:
+    """Fail the trials a dead parent left running, and queue them and the trials a stop of
+    the sweep left unfinished again (same index and params); the indexes queued again.
+    Only call it while no other process runs this study."""
+    indexes = _fail_running(study)
+    if study.stop_reason is None:
+        retried = set(indexes)
+        for record in study.history():
+            if record.unfinished and record.status == Status.STOPPED:
+                _retry(study, record)
+                retried.add(record.index)
+        indexes = sorted(retried)
+    if isinstance(study._kind, TunedKind):
+        study._kind.recover(study)
+    return indexes
+
+
+def _fail_running(study: SweepStudy) -> list[int]:
+    """Tell ``FAIL`` to every trial still ``RUNNING``; the indexes of those to queue again."""
+    indexes = []
+    stopped = study.stop_reason is not None
+    for trial in study._trials((TrialState.RUNNING,)):
+        attrs = {"status": str(Status.FAILED), "message": _CRASHED}
+        trial_id = study._trial_id(trial.number)
+        try:
+            params = study._optuna_params(trial_id)  # the dashboard shows what it was running
+            finish_trial(study._storage, trial_id, attrs, state=TrialState.FAIL, params=params)
+        except UpdateFinishedTrialError:
+            continue
+        user = trial.user_attrs
+        if "index" not in user:
+            continue
+        if not stopped:
+            fixed = dict(trial.params) if study._kind.searched else None
+            study.enqueue(
+                int(user["index"]),
+                decode(user.get("params", {})),
+                decode(user.get("attrs", {})),
+                fixed=fixed,
+                retry_of=trial.number,
+            )
+        indexes.append(int(user["index"]))
+    return indexes
+
+
+def _retry(study: SweepStudy, record: TrialRecord) -> None:
+    """Queue ``record``'s point again: a stop of the sweep left it unfinished."""
+    fixed = None
+    if study._kind.searched:  # the sampler's own params, as the first attempt drew them
+        fixed = dict(study._storage.get_trial(study._trial_id(record.number)).params)
+    study.enqueue(record.index, record.params, record.attrs, fixed=fixed, retry_of=record.number)
+
+
+def not_run(study: SweepStudy) -> int:
+    """How many of the sweep's points have not run to their end: unfinished, queued or
+    running trials, and (for a kind with a known total of asked trials) those never asked."""
+    history = study.history()
+    unrun = sum(
+        1
+        for r in history
+        if r.status in (PENDING, Status.RUNNING) or (r.unfinished and r.status == Status.STOPPED)
+    )
+    total = study.total
+    # an indexed or searched kind asks until `total` original trials exist (`is_finished`);
+    # a queued kind's points are in the history already (pending)
+    if total is not None and (study._kind.searched or isinstance(study._kind, IndexedKind)):
+        unrun += max(0, total - study.originals())
+    return unrun
