@@ -94,9 +94,13 @@ def _server_logs_since(started: datetime) -> list[str]:
                 return messages
 
 
-def test_a_secret_passed_from_op_to_op_is_masked_in_every_op_and_kept_owner_only(
-    tmp_path: Path, prefect_server: str
-) -> None:
+@pytest.fixture(scope="module")
+def leak_run(
+    tmp_path_factory: pytest.TempPathFactory, prefect_server: str
+) -> tuple[subprocess.CompletedProcess[str], Path, datetime]:
+    """The DAG run once by the CLI in a second process: what it printed, its artifacts root,
+    when it started."""
+    tmp_path = tmp_path_factory.mktemp("leak")
     (tmp_path / "secrets").mkdir()
     (tmp_path / "secrets" / "creds.env").write_text(f"TOKEN={SECRET}\n")
     (tmp_path / "conns.yaml").write_text(
@@ -120,6 +124,13 @@ def test_a_secret_passed_from_op_to_op_is_masked_in_every_op_and_kept_owner_only
         timeout=240,
         check=False,
     )
+    return done, artifacts, started
+
+
+def test_a_secret_passed_from_op_to_op_is_masked_in_every_op_and_kept_owner_only(
+    leak_run: tuple[subprocess.CompletedProcess[str], Path, datetime], prefect_server: str
+) -> None:
+    done, artifacts, started = leak_run
     terminal = done.stdout + done.stderr
     assert done.returncode == 0, terminal
     # every `down` printed what it got, masked: the top DAG's, the nested DAG's, the trial's
@@ -151,3 +162,20 @@ def test_a_secret_passed_from_op_to_op_is_masked_in_every_op_and_kept_owner_only
     assert len(job_logs) == 3
     for path in job_logs:
         assert path.read_text() == "down got ***\n"
+
+
+def test_logs_of_an_op_the_run_has_not_names_the_ops_it_has_and_exits_1(
+    leak_run: tuple[subprocess.CompletedProcess[str], Path, datetime], prefect_server: str
+) -> None:
+    assert leak_run[0].returncode == 0
+    wrong = cli_on(prefect_server, "logs", "leakdag", "--op", "nosuch")
+    assert wrong.returncode == 1
+    assert wrong.stdout == ""
+    line = wrong.stderr.strip()
+    assert line == (
+        "error: run leakdag has no op `nosuch`; its ops: a, inner, inner/a, inner/down, sweep, "
+        "sweep/trial-0, down, sweep/trial-0/a, sweep/trial-0/down"
+    )
+    nested = cli_on(prefect_server, "logs", "leakdag", "--op", "inner/down")
+    assert nested.returncode == 0, nested.stderr
+    assert nested.stdout.splitlines()[0] == "[inner/down] down got ***", nested.stdout
