@@ -22,6 +22,7 @@ from ._cache import (
     CacheSection,
 )
 from ._component import (
+    NAME_CHARACTERS,
     NAME_REGEX,
     SCHEMA_VERSION,
     Component,
@@ -284,6 +285,7 @@ __all__ = [
     "MATRIX_MODELS",
     "MATRIX_SECTION_KINDS",
     "NAMED_TYPES",
+    "NAME_CHARACTERS",
     "NAME_REGEX",
     "NON_DAG_RUNTIMES",
     "OBJECT_TYPES",
