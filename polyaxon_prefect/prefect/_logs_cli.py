@@ -122,7 +122,7 @@ def _op_paths(run: Mapping[str, Any], prefix: str = "") -> list[str]:
     return paths
 
 
-def check_op(wanted: str | None, run_name: str, paths: list[str]) -> None:
+def _check_op(wanted: str | None, run_name: str, paths: list[str]) -> None:
     """``--op wanted`` names an op of the run (or a DAG above some), else one line naming
     the ops it has: a misspelt op printed nothing and exited 0."""
     if wanted is None or any(p == wanted or p.startswith(wanted + "/") for p in paths):
@@ -164,7 +164,7 @@ def _from_files(
     from polyaxon_prefect.runtime import read_log_files
 
     lines = read_log_files(run_path, children)
-    check_op(args.op, args.run, [*(children or {}), *_line_ops(lines)])
+    _check_op(args.op, args.run, [*(children or {}), *_line_ops(lines)])
     print(f"{why}: the lines below are from the files under {run_path}/logs", file=sys.stderr)
     _Printer(args)(lines)
     return 0
@@ -200,13 +200,13 @@ def cmd_logs(args: argparse.Namespace) -> int:
         if not lines and files is not None:
             why = f"the Prefect server has no logs of run {args.run}"
             return _from_files(args, files, children, why)
-        check_op(args.op, args.run, [*_op_paths(run), *_line_ops(lines)])
+        _check_op(args.op, args.run, [*_op_paths(run), *_line_ops(lines)])
         printer(lines)
         if not args.follow:
             return 0
         return exit_code(run["status"])
     if "ops" not in run and "trials" not in run:  # a job: no op will ever have lines
-        check_op(args.op, args.run, [])
+        _check_op(args.op, args.run, [])
     status = _read(api, lambda: follow_logs(api, run["id"], dag="ops" in run, emit=printer))
     return exit_code(status)
 
