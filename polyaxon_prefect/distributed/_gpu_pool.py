@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from polyaxon_prefect.exceptions import Problem
 
 __all__ = [
+    "MAX_SHARING",
     "NO_GPU_HINT",
     "SHARING_ENV",
     "Slot",
@@ -47,6 +48,10 @@ __all__ = [
 SHARING_ENV = "POLYAXON_PREFECT_GPU_SHARING"
 """How many ops may hold one GPU at once (a whole number >= 1; default 1: none share)."""
 
+MAX_SHARING = 16
+"""The most ops one GPU may hold at once: each share is a lock file every op taking GPUs opens,
+so 100000 ran out of file descriptors (and 10**20 never finished listing the shares)."""
+
 NO_GPU_HINT = (
     "this op asked for no GPUs and ran with CUDA_VISIBLE_DEVICES=''; "
     "add resources.limits nvidia.com/gpu to its container to use one"
@@ -54,6 +59,7 @@ NO_GPU_HINT = (
 """Appended to the failure of a process that asked for no GPU and then looked for CUDA."""
 
 _GPU_KEYS = ("nvidia.com/gpu", "gpu")
+_NEGATIVE = re.compile(r"-\d+")
 
 _CUDA_SIGNS = re.compile(
     r"no CUDA GPUs are available|no GPUs found|CUDA_VISIBLE_DEVICES|NCCL|"
@@ -101,7 +107,14 @@ def machine_gpus(visible: str | None, listing: str | None) -> list[str]:
     or a scheduler above can hand the product a subset), else the ``nvidia-smi -L`` listing,
     else none. Repeated ids count once: sharing is `sharing`'s, not a trick of the list."""
     if visible is not None:
-        return list(dict.fromkeys(part.strip() for part in visible.split(",") if part.strip()))
+        devices: list[str] = []
+        for part in (part.strip() for part in visible.split(",")):
+            if part == "NoDevFiles" or _NEGATIVE.fullmatch(part):
+                break  # CUDA stops at the first invalid id: `-1` (and a scheduler's
+                # `NoDevFiles`) is how a machine says "no GPU here"
+            if part:
+                devices.append(part)
+        return list(dict.fromkeys(devices))
     return parse_nvidia_smi(listing or "")
 
 
@@ -114,8 +127,11 @@ def sharing(value: str | None) -> int:
     if value is None or not value.strip():
         return 1
     text = value.strip()
-    if not text.isdigit() or int(text) < 1:
-        raise ValueError(f"{SHARING_ENV}={value!r}: expected a whole number of ops per GPU, >= 1")
+    if not text.isdigit() or not 1 <= int(text) <= MAX_SHARING:
+        raise ValueError(
+            f"{SHARING_ENV}={value!r}: expected a whole number of ops per GPU, "
+            f"from 1 to {MAX_SHARING}"
+        )
     return int(text)
 
 

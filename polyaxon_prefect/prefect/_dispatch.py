@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from polyaxon_prefect.prefect._request import Children, OpRequest, OpTask, SweepOptions
-from polyaxon_prefect.runtime import check_gpus_up_front
+from polyaxon_prefect.runtime import check_gpus_up_front, run_secrets
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.specs import LOCAL, OpKind, Status, op_kind
 
@@ -110,6 +110,8 @@ def prepare_request(request: OpRequest) -> OpRequest:
     if request.prepared is not None:
         return request
     if op_kind(request.operation) != "job":
+        if request.secrets is None:  # once, for the whole tree: a secret follows its value
+            request = request.with_(secrets=run_secrets(request.operation, request.connections))
         if request.backend == LOCAL:  # a GPU request too large: once, not per trial or op
             check_gpus_up_front(request.loaded)
         return request

@@ -107,6 +107,36 @@ def _children(run: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
     return found
 
 
+def _op_paths(run: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """Every op path of ``run`` (its DAG's ops and theirs, a sweep's trials), run or not."""
+    paths: list[str] = []
+    ops = run.get("ops")
+    for name, op in ops.items() if isinstance(ops, Mapping) else ():
+        paths.append(prefix + str(name))
+        if isinstance(op, Mapping):
+            paths += _op_paths(op, f"{prefix}{name}/")
+    trials = run.get("trials")
+    for trial in trials if isinstance(trials, list) else ():
+        if isinstance(trial, Mapping) and "index" in trial:
+            paths.append(f"{prefix}trial-{trial['index']}")
+    return paths
+
+
+def _check_op(wanted: str | None, run_name: str, paths: list[str]) -> None:
+    """``--op wanted`` names an op of the run (or a DAG above some), else one line naming
+    the ops it has: a misspelt op printed nothing and exited 0."""
+    if wanted is None or any(p == wanted or p.startswith(wanted + "/") for p in paths):
+        return
+    if not paths:
+        raise PolyaxonPrefectError(f"run {run_name} has no ops: `--op {wanted}` selects nothing")
+    shown = ", ".join(dict.fromkeys(paths))
+    raise PolyaxonPrefectError(f"run {run_name} has no op `{wanted}`; its ops: {shown}")
+
+
+def _line_ops(lines: list[Any]) -> list[str]:
+    return [line.op for line in lines if getattr(line, "op", None)]
+
+
 class _Printer:
     """Prints the selected lines; ``--tail`` applies to what is there when it starts."""
 
@@ -134,6 +164,7 @@ def _from_files(
     from polyaxon_prefect.runtime import read_log_files
 
     lines = read_log_files(run_path, children)
+    _check_op(args.op, args.run, [*(children or {}), *_line_ops(lines)])
     print(f"{why}: the lines below are from the files under {run_path}/logs", file=sys.stderr)
     _Printer(args)(lines)
     return 0
@@ -169,10 +200,13 @@ def cmd_logs(args: argparse.Namespace) -> int:
         if not lines and files is not None:
             why = f"the Prefect server has no logs of run {args.run}"
             return _from_files(args, files, children, why)
+        _check_op(args.op, args.run, [*_op_paths(run), *_line_ops(lines)])
         printer(lines)
         if not args.follow:
             return 0
         return exit_code(run["status"])
+    if "ops" not in run and "trials" not in run:  # a job: no op will ever have lines
+        _check_op(args.op, args.run, [])
     status = _read(api, lambda: follow_logs(api, run["id"], dag="ops" in run, emit=printer))
     return exit_code(status)
 

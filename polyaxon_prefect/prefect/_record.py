@@ -14,10 +14,12 @@
                             ``restart --from`` reuses (rewritten as ops end, at most once
                             a second, and when the DAG ends)
 
-Secrets are never written: connections are named in the operation and resolved again from the
-connections file at each run; a storage URL's password is masked (``resume`` asks for the URL
-again then). Writing is best effort: a run directory that cannot be written does not stop the
-run, it only cannot be restarted from what it recorded.
+Connections are named in the operation and resolved again from the connections file at each
+run; a storage URL's password is masked (``resume`` asks for the URL again then). ``ops.json``
+holds the ops' real outputs (a token an op passed on included: ``restart --from`` hands them
+on as the first run did), so it is created mode 0600. Writing is best effort: a run directory
+that cannot be written does not stop the run, it only cannot be restarted from what it
+recorded.
 """
 
 from __future__ import annotations
@@ -109,10 +111,15 @@ def _given_params(request: OpRequest) -> dict[str, Any]:
     return {**given, **dict(request.params or {})}
 
 
-def _write_json(path: Path, data: Any) -> None:
-    """``data`` as JSON at ``path``, replaced whole (a reader never sees half a file)."""
+def _write_json(path: Path, data: Any, mode: int = 0o666) -> None:
+    """``data`` as JSON at ``path``, replaced whole (a reader never sees half a file), created
+    with ``mode`` less the umask (0600: a record holding real secret values, owner only)."""
     partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(json.dumps(data, indent=2, default=str, sort_keys=False))
+    with contextlib.suppress(FileNotFoundError):
+        partial.unlink()  # a partial file left by a killed run keeps its old mode otherwise
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    with os.fdopen(fd, "w") as file:
+        file.write(json.dumps(data, indent=2, default=str, sort_keys=False))
     os.replace(partial, path)
 
 
@@ -167,8 +174,8 @@ def record_ops(run_path: Path, records: Mapping[str, OpRecord], reused: Mapping[
         if name in reused:
             entry["reused_from"] = reused[name]
         ops[name] = entry
-    with contextlib.suppress(OSError):
-        _write_json(run_path / OPS_FILE, ops)
+    with contextlib.suppress(OSError):  # real outputs (secrets an op passed on): owner only
+        _write_json(run_path / OPS_FILE, ops, mode=0o600)
 
 
 def read_record(run_path: Path) -> RunRecord:

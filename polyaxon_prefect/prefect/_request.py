@@ -83,6 +83,10 @@ class OpRequest:
     """A DAG restarted from an op (``restart --from``): the earlier run's op records, of which
     the succeeded ops not downstream of that op are reused instead of run. Its own ops only:
     the DAG runner clears it for its children."""
+    secrets: tuple[str, ...] | None = None
+    """Every secret of the run this op is part of (`run_secrets`: every op of a DAG or sweep,
+    at any depth), masked in each op's lines too; found once by `prepare_request` for the
+    top-level op (None: not yet), inherited by its children."""
 
     @property
     def operation(self) -> Operation:
@@ -124,6 +128,7 @@ class OpRequest:
             in_pipeline=self.in_pipeline,
             skip_builds=self.skip_builds,
             base_dir=self.base_dir,
+            secrets=self.secrets or (),
         )
 
     def prepare_job(self) -> PreparedJob:

@@ -15,12 +15,12 @@ and how it was run), never from the file as it is now, so an edited or deleted f
 from __future__ import annotations
 
 import dataclasses
-import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
+from polyaxon_prefect.prefect._copy_files import copy_files, tree_files
 from polyaxon_prefect.prefect._record import (
     OPERATION_FILE,
     OPS_FILE,
@@ -181,11 +181,13 @@ def restart_request(
             f"--from: run {record.uuid} is a {record.kind}; only a dag restarts from an op"
         )
     context = _new_context(run_path, request.op_name, record.uuid, "copy" if copy else "restart")
-    if copy:
-        skip = shutil.ignore_patterns(RECORD_FILE, OPERATION_FILE, OPS_FILE)
-        shutil.copytree(run_path, context.run_path, ignore=skip, dirs_exist_ok=True)
+    skipped: list[str] = []
+    if copy:  # its files and directories only: a link or a FIFO is named, never followed
+        files, skipped = tree_files(run_path, skip=(RECORD_FILE, OPERATION_FILE, OPS_FILE))
+        copy_files(((run_path / f, f) for f in files), context.run_path)
     line = f"{'copying' if copy else 'restarting'} run {record.uuid} as run {context.uuid}"
-    return request.with_(run_context=context), line + (f", {note}" if note else "")
+    line += f", {note}" if note else ""
+    return request.with_(run_context=context), "\n".join([line, *skipped])
 
 
 # ----------------------------------------------------------------------------- resume

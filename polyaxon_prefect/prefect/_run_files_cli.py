@@ -11,7 +11,10 @@ run it reused, so invalidating either drops the same entry. The run itself, its 
 history on the server are left as they are.
 
 ``artifacts`` lists what the run wrote under its run directory (a DAG's: each op's under
-``ops/<op>/``), and with ``--download DIR`` copies the same tree into DIR.
+``ops/<op>/``), and with ``--download DIR`` copies the same tree into DIR. The op names and
+uuids come from the run's report, a Prefect artifact any local process can write through the
+API: a name that is not a name (``../../x``) is refused before anything is written; only
+regular files are copied (a link, a FIFO is skipped, one line each), never outside DIR.
 
 Light at import: the parsers import no Prefect; the commands do, through `find_run`.
 """
@@ -20,13 +23,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from polyaxon_prefect._cli_args import text_value
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
+from polyaxon_prefect.prefect._copy_files import copy_files, tree_files
 
 __all__ = ["add_run_files_parsers", "cmd_artifacts", "cmd_invalidate"]
 
@@ -95,48 +99,52 @@ def cmd_invalidate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _files(root: Path, prefix: str = "") -> Iterator[tuple[str, Path]]:
-    """``(shown path, file)`` of every file under ``root``, sorted (links not followed)."""
-    for path in sorted(root.rglob("*")):
-        if path.is_file() and not path.is_symlink():
-            yield prefix + path.relative_to(root).as_posix(), path
+def _report_name(run_ref: str, what: str, value: Any) -> str:
+    """An op name or uuid read from a run's report, checked as the loader checks names: a
+    report is a Prefect artifact any local process can write, and its names become paths."""
+    from polyaxon_prefect.specs import NAME_CHARACTERS, NAME_REGEX
+
+    if isinstance(value, str) and NAME_REGEX.match(value):
+        return value
+    raise PolyaxonPrefectError(
+        f"the report of run `{run_ref}` names an {what} {value!r} that is not a name "
+        f"({NAME_CHARACTERS}): not read as a path, nothing copied"
+    )
 
 
-def _run_files(run: dict[str, Any]) -> list[tuple[str, Path]]:
-    """The run's files and, for a DAG, each op's under ``ops/<op>/`` (nested DAGs alike)."""
+def _run_files(run: dict[str, Any], run_ref: str) -> tuple[list[tuple[str, Path]], list[str]]:
+    """The run's files and, for a DAG, each op's under ``ops/<op>/`` (nested DAGs alike), with
+    a note per entry left out (a link, a FIFO...)."""
     from polyaxon_prefect.runtime import find_run_path
 
     found: list[tuple[str, Path]] = []
+    notes: list[str] = []
     seen: set[Path] = set()
 
     def add(node: dict[str, Any], path: Path | None, prefix: str) -> None:
         if path is not None and path.is_dir() and path.resolve() not in seen:
             seen.add(path.resolve())
-            found.extend(_files(path, prefix))
-        for name, op in (node.get("ops") or {}).items():
+            files, skipped = tree_files(path)
+            found.extend((prefix + f.as_posix(), path / f) for f in files)
+            notes.extend(f"{prefix}{note}" if prefix else note for note in skipped)
+        ops = node.get("ops")
+        for name, op in ops.items() if isinstance(ops, dict) else ():
+            _report_name(run_ref, "op", name)
             uuid = op.get("uuid") if isinstance(op, dict) else None
             if uuid:
+                uuid = _report_name(run_ref, "op uuid", uuid)
                 add(op, find_run_path(uuid), f"{prefix}ops/{name}/")
 
     root = run.get("artifacts_path")
     add(run, Path(root) if root else None, "")
-    return found
+    return found, notes
 
 
 def _copy(files: list[tuple[str, Path]], target: Path) -> None:
-    """Copy the run's files into ``target`` at their shown paths; a target that cannot take
-    them is one `PolyaxonPrefectError` line (what, where, why)."""
-    try:
-        for shown, path in files:
-            destination = target / shown
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, destination)
-    except OSError as exc:
-        why = exc.strerror or type(exc).__name__
-        raise PolyaxonPrefectError(
-            f"cannot copy the run's files into {target}: {why} ({exc.filename}); "
-            "--download takes a directory that can be written"
-        ) from None
+    """Copy the run's files into ``target`` at their shown paths, never outside it; a target
+    that cannot take them is one `PolyaxonPrefectError` line (what, where, why)."""
+    pairs = ((path, Path(shown)) for shown, path in files)
+    copy_files(pairs, target, hint="--download takes a directory that can be written")
 
 
 def cmd_artifacts(args: argparse.Namespace) -> int:
@@ -148,7 +156,9 @@ def cmd_artifacts(args: argparse.Namespace) -> int:
             f"run `{args.run}` has no run directory under this machine's artifacts root "
             "(it ran elsewhere, or its directory was removed)"
         )
-    files = _run_files(run)
+    files, skipped = _run_files(run, args.run)
+    for note in skipped:
+        print(note, file=sys.stderr)
     listed: list[dict[str, Any]] = [
         {"path": shown, "size": path.stat().st_size} for shown, path in files
     ]
@@ -158,6 +168,7 @@ def cmd_artifacts(args: argparse.Namespace) -> int:
     if args.json:
         shown_run = {"id": run["id"], "name": run["name"], "artifacts_path": run["artifacts_path"]}
         downloaded = {"download": str(target)} if target is not None else {}
+        shown_run["skipped"] = skipped
         print(json.dumps({**shown_run, "files": listed, **downloaded}, indent=2))
         return 0
     if not listed:

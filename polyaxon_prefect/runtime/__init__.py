@@ -72,6 +72,7 @@ if TYPE_CHECKING:
     from polyaxon_prefect.runtime._locate import locate_problems
     from polyaxon_prefect.runtime._param_values import merge_params
     from polyaxon_prefect.runtime._result import RunResult
+    from polyaxon_prefect.runtime._run_secrets import run_secrets
     from polyaxon_prefect.runtime._service import (
         ServiceContext,
         announce_serving,
@@ -138,6 +139,7 @@ __all__ = [
     "request_stop",
     "resolve_artifacts_root",
     "run_process",
+    "run_secrets",
     "select_lines",
     "service_settings",
     "service_url",
@@ -154,6 +156,7 @@ __getattr__ = lazy_attributes(
         ),
         **dict.fromkeys(("PreparedManifests", "prepare_cluster"), "_cluster"),
         "RunResult": "_result",
+        "run_secrets": "_run_secrets",
         **dict.fromkeys(
             (
                 "ServiceContext",

@@ -221,7 +221,7 @@ def prepare_cluster(
         env={},
         cwd=options.base_dir or Path.cwd(),
         image=_image(run),
-        secrets=(),
+        secrets=options.secrets,  # the DAG's: its ops' log lines are masked here
         timeout=float(timeout) if isinstance(timeout, int | float) else None,
         max_retries=0,  # the cluster retries (runPolicy.backoffLimit, the Jobs' backoffLimit)
         ttl=None,

@@ -28,7 +28,12 @@ from polyaxon_prefect.distributed import (
     visible_env,
 )
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem, UnsupportedFeatureError
-from polyaxon_prefect.runtime._gpu_locks import acquire_gpus, this_machine_gpus
+from polyaxon_prefect.runtime._gpu_locks import (
+    LOCKS_ENV,
+    acquire_gpus,
+    lock_dir,
+    this_machine_gpus,
+)
 from polyaxon_prefect.runtime._locate import locate_problems
 from polyaxon_prefect.runtime._problems import PathT, Problems
 from polyaxon_prefect.runtime._render import render_scalar
@@ -101,6 +106,17 @@ def check_gpu_capacity(
         raise UnsupportedFeatureError(
             [Problem(str(exc), rule="invalid_gpu_sharing", hint="unset it, or set 2, 3...")]
         ) from None
+    folder = lock_dir()
+    if folder.exists() and not folder.is_dir():  # the op would fail on it when it starts
+        raise UnsupportedFeatureError(
+            [
+                Problem(
+                    f"{LOCKS_ENV}={str(folder)!r} is not a folder: the GPU lock files go in one",
+                    rule="invalid_gpu_locks",
+                    hint="name a folder (made if missing), or unset it",
+                )
+            ]
+        )
     problem = capacity_problem(requests, this_machine_gpus(), per_gpu, path, names)
     if problem is not None:
         raise NotEnoughGpusError(locate_problems([problem], loaded))

@@ -39,8 +39,9 @@ from polyaxon_prefect.distributed import (
     slots,
     wait_reason,
 )
+from polyaxon_prefect.runtime._errors import RunRuntimeError
 
-__all__ = ["GpuLease", "acquire_gpus", "lock_dir", "this_machine_gpus"]
+__all__ = ["LOCKS_ENV", "GpuLease", "acquire_gpus", "lock_dir", "this_machine_gpus"]
 
 LOCKS_ENV = "POLYAXON_PREFECT_GPU_LOCKS"
 _POLL_SECONDS = 0.2
@@ -174,11 +175,16 @@ def acquire_gpus(
     if not any(requests):
         return GpuLease([[] for _ in requests])
     folder = lock_dir()
-    folder.mkdir(parents=True, exist_ok=True)
     pool = slots(this_machine_gpus() if gpus is None else list(gpus), per_gpu())
     said = ""
     while True:
-        got = _take(folder, pool, requests, holder)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            got = _take(folder, pool, requests, holder)
+        except OSError as exc:  # a file where the folder should be, no room, no rights
+            raise RunRuntimeError(
+                f"cannot take GPUs: the lock folder {folder} ({LOCKS_ENV}): {exc.strerror or exc}"
+            ) from None
         if isinstance(got, GpuLease):
             return got
         if got != said and on_wait is not None:

@@ -216,7 +216,7 @@ def prepare_container(
     run = run if run is not None else component.run
     job = _render_job(loaded, run, values, typed, run_context, options, base)
     is_build, notes = check_build(operation, component, job.steps, op_name, options.skip_builds)
-    secrets = _secrets(job, values)
+    secrets = _secrets(job, values, options.secrets)
     key = (
         cache_key(
             component=component,
@@ -257,12 +257,15 @@ def prepare_container(
     return prepared, job.context
 
 
-def _secrets(job: _RenderedJob, values: Mapping[str, Any]) -> tuple[str, ...]:
+def _secrets(
+    job: _RenderedJob, values: Mapping[str, Any], run_secrets: tuple[str, ...]
+) -> tuple[str, ...]:
     """The connections' secrets and the credentials written into a URL (the URLs each init
-    source's model names in `InitSource.CREDENTIAL_URLS`, a connection's, a param's),
-    remembered so this process masks them wherever they appear."""
+    source's model names in `InitSource.CREDENTIAL_URLS`, a connection's, a param's), with
+    those of the run it is part of (``run_secrets``: a secret follows its value from op to
+    op), remembered so this process masks them wherever they appear."""
     secrets = with_url_credentials(
-        job.secrets,
+        tuple(dict.fromkeys([*job.secrets, *run_secrets])),
         [url for step in job.steps for url in _credential_urls(step.spec)],
         [dict(conn.schema_ or {}) for conn in job.used],
         jsonable_params(values),

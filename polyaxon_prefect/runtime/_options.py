@@ -37,3 +37,7 @@ class PrepareOptions:
     """Prepare build ops as skipped instead of raising `BuildNotSupportedError`."""
     base_dir: Path | None = None
     """The Polyaxonfile's folder; None: the folder of the loaded file's first path."""
+    secrets: tuple[str, ...] = ()
+    """The secrets of the run the op is part of (every op of its DAG or sweep, at any depth:
+    `run_secrets`): a value an upstream op read from its connection is masked in this op's
+    lines, logs and artifacts too."""

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from polyaxon_prefect.search._attrs import encode
 from polyaxon_prefect.search._kinds import IndexedKind, TunedKind, get_kind
 from polyaxon_prefect.search._records import SweepStudyError
+from polyaxon_prefect.specs import MAX_GRID_ENV, max_grid
 
 if TYPE_CHECKING:
     from polyaxon_prefect.search._study import SweepStudy
@@ -46,6 +47,12 @@ def extend_study(study: SweepStudy, more: int) -> int:
             "them): run a new sweep instead"
         )
     old = study.total
+    limit = max_grid()
+    if old + more > limit:  # a random sweep draws them all now: 10**9 filled the memory
+        raise SweepStudyError(
+            f"{more:,} more would make the sweep {old + more:,} trials, more than the limit "
+            f"of {limit:,} ({MAX_GRID_ENV}): ask for fewer, or raise it"
+        )
     if isinstance(kind, IndexedKind):
         new = min(old + more, _points(kind, study.matrix, old))
         if new <= old:

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect.search._space import reachable_values, sample_hp, space_size
+from polyaxon_prefect.specs import MAX_GRID_ENV, max_grid
 
 if TYPE_CHECKING:
     import numpy
@@ -101,6 +102,12 @@ def random_suggestions(
         num_runs = _rendered(matrix, "numRuns", getattr(matrix, "num_runs", None))
     if num_runs is None:
         raise ValueError(f"random suggestions need a number of runs; the {matrix.kind} has none")
+    limit = max_grid()
+    if num_runs > limit:  # a count rendered at run time: `check` could not refuse it
+        raise ValueError(
+            f"the {matrix.kind} matrix asks for {num_runs:,} trials, more than the limit of "
+            f"{limit:,} ({MAX_GRID_ENV}): ask for fewer, or raise it"
+        )
     if seed is None:
         seed = _rendered(matrix, "seed", getattr(matrix, "seed", None))
     size = space_size(params)

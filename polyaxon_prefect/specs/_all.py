@@ -22,6 +22,7 @@ from ._cache import (
     CacheSection,
 )
 from ._component import (
+    NAME_CHARACTERS,
     NAME_REGEX,
     SCHEMA_VERSION,
     Component,
@@ -123,6 +124,7 @@ from ._matrix import (
     MATRIX_KINDS,
     MATRIX_MODELS,
     MATRIX_SECTION_KINDS,
+    MAX_GRID_ENV,
     Bayes,
     GaussianProcess,
     GridSearch,
@@ -134,6 +136,7 @@ from ._matrix import (
     RandomSearch,
     Tuner,
     UtilityFunction,
+    max_grid,
 )
 from ._mount import (
     Mount,
@@ -283,7 +286,9 @@ __all__ = [
     "MATRIX_KINDS",
     "MATRIX_MODELS",
     "MATRIX_SECTION_KINDS",
+    "MAX_GRID_ENV",
     "NAMED_TYPES",
+    "NAME_CHARACTERS",
     "NAME_REGEX",
     "NON_DAG_RUNTIMES",
     "OBJECT_TYPES",
@@ -422,6 +427,7 @@ __all__ = [
     "is_template",
     "list_item_type",
     "main_replica",
+    "max_grid",
     "normalize_params",
     "op_kind",
     "op_upstreams",

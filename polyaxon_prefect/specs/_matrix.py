@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Annotated, Any, ClassVar, Literal, Self, get_args
 
 from pydantic import Field, StrictStr, field_validator, model_validator
+from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
 from polyaxon_prefect._source import SectionKind
@@ -84,6 +85,27 @@ def _check_size(count: int, what: str, at: str, hint: str) -> None:
             f"the {what} has {count:,} trials, more than the limit of {limit:,} ({MAX_GRID_ENV})",
             {"hint": f"{hint}, or raise {MAX_GRID_ENV} if you mean to run them all", "at": at},
         )
+
+
+def _check_counts(matrix: BaseSpec, *fields: str) -> None:
+    """Refuse a count (``numRuns``, ``numInitialRuns``, ``maxIterations``) past `max_grid`:
+    a sweep draws or schedules that many trials (a random one samples them all up front), so
+    ``numRuns: 1000000000`` would pass ``check`` and exhaust the memory at ``run``."""
+    limit = max_grid()
+    for name in fields:
+        count = getattr(matrix, name, None)
+        if isinstance(count, int) and count > limit:
+            alias = to_camel(name)
+            kind = getattr(matrix, "kind", "")
+            raise PydanticCustomError(
+                "matrix_too_large",
+                f"`{alias}` of the {kind} matrix asks for {count:,} trials, more than the "
+                f"limit of {limit:,} ({MAX_GRID_ENV})",
+                {
+                    "hint": f"ask for fewer, or raise {MAX_GRID_ENV} if you mean to run them all",
+                    "at": alias,
+                },
+            )
 
 
 class Tuner(BaseSpec):
@@ -204,6 +226,11 @@ class RandomSearch(_Searched):
     num_runs: PositiveIntOrRef
     seed: IntOrRef | None = None
 
+    @model_validator(mode="after")
+    def _not_too_many(self) -> Self:
+        _check_counts(self, "num_runs")
+        return self
+
 
 class Hyperband(_Searched):
     """Hyperband brackets of successive halving over ``resource`` up to ``maxIterations``.
@@ -220,6 +247,11 @@ class Hyperband(_Searched):
     resume: BoolOrRef | None = None
     seed: IntOrRef | None = None
     tuner: Tuner | None = None
+
+    @model_validator(mode="after")
+    def _not_too_many(self) -> Self:
+        _check_counts(self, "max_iterations")
+        return self
 
     @field_validator("eta")
     @classmethod
@@ -281,6 +313,11 @@ class Bayes(_Searched):
     seed: IntOrRef | None = None
     tuner: Tuner | None = None
 
+    @model_validator(mode="after")
+    def _not_too_many(self) -> Self:
+        _check_counts(self, "num_initial_runs", "max_iterations")
+        return self
+
     @field_validator("params")
     @classmethod
     def _discrete_or_uniform(cls, params: dict[str, Any]) -> dict[str, Any]:
@@ -308,6 +345,11 @@ class Hyperopt(_Searched):
     seed: IntOrRef | None = None
     tuner: Tuner | None = None
 
+    @model_validator(mode="after")
+    def _not_too_many(self) -> Self:
+        _check_counts(self, "num_runs", "max_iterations")
+        return self
+
     @field_validator("params")
     @classmethod
     def _hyperopt_kinds(cls, params: dict[str, Any]) -> dict[str, Any]:
@@ -328,6 +370,11 @@ class Iterative(_Matrix):
     max_iterations: PositiveIntOrRef
     seed: IntOrRef | None = None
     tuner: Tuner | None = None
+
+    @model_validator(mode="after")
+    def _not_too_many(self) -> Self:
+        _check_counts(self, "max_iterations")
+        return self
 
 
 class Mapping(_Matrix):

@@ -73,6 +73,37 @@ class _PodSpec(BaseSpec):
     sidecars: Templated[list[Container]] | None = None
     container: Templated[Container] | None = None
 
+    @model_validator(mode="after")
+    def _gpu_counts(self) -> Self:
+        """A GPU count (``nvidia.com/gpu``, ``gpu``, any ``<vendor>/gpu``) is a whole number
+        >= 0 or a template: ``-1`` or ``0.5`` are Kubernetes quantities, so they passed
+        ``check`` and failed only when the op ran."""
+        resources = getattr(self.container, "resources", None)
+        for section in ("limits", "requests"):
+            for key, value in (getattr(resources, section, None) or {}).items():
+                if _is_gpu_key(key) and not _whole_count(value):
+                    raise PydanticCustomError(
+                        "invalid_gpus",
+                        f"a GPU count is a whole number >= 0, got {value!r} for `{key}`",
+                        {
+                            "hint": f"set `{key}` to 0, 1, 2...",
+                            "at": ["container", "resources", section, key],
+                        },
+                    )
+        return self
+
+
+def _is_gpu_key(key: str) -> bool:
+    return key == "gpu" or key.endswith("/gpu")
+
+
+def _whole_count(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return value >= 0
+    return isinstance(value, str) and (value.strip().isdigit() or "{{" in value)
+
 
 # --- single-pod kinds ------------------------------------------------------------------------
 

@@ -38,7 +38,13 @@ def test_cuda_visible_devices_wins_over_nvidia_smi_and_repeats_count_once():
     assert machine_gpus(None, SMI) == ["0", "MIG-111", "MIG-222", "2"]
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5"])
+def test_cuda_visible_devices_ends_at_minus_one_or_nodevfiles_as_cuda_reads_it():
+    assert machine_gpus("-1", SMI) == []
+    assert machine_gpus("NoDevFiles", SMI) == []
+    assert machine_gpus("1,-1,2", SMI) == ["1"]
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5", "17", "100000", "9" * 20])
 def test_sharing_must_be_a_whole_number_of_ops_per_gpu(value: str):
     with pytest.raises(ValueError, match="POLYAXON_PREFECT_GPU_SHARING"):
         sharing(value)
@@ -47,6 +53,7 @@ def test_sharing_must_be_a_whole_number_of_ops_per_gpu(value: str):
 def test_sharing_defaults_to_one():
     assert sharing(None) == sharing("") == 1
     assert sharing("3") == 3
+    assert sharing("16") == 16  # the most: each share is a lock file an op opens
 
 
 def test_slots_spread_over_gpus_before_sharing_one():

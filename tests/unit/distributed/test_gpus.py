@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
 from polyaxon_prefect.distributed import NotEnoughGpusError, gpu_request, gpu_slices, plan_replicas
 from polyaxon_prefect.exceptions import UnsupportedFeatureError
@@ -51,6 +52,10 @@ def test_more_gpus_than_the_machine_has_is_refused() -> None:
 
 
 def test_a_fractional_gpu_count_is_refused() -> None:
-    plan = _plan({"limits": {"nvidia.com/gpu": "500m"}}, None)
+    # where it is written, by the model (`check`: issue 34 moved the refusal there) ...
+    with pytest.raises(ValidationError, match="a GPU count is a whole number >= 0"):
+        _plan({"limits": {"nvidia.com/gpu": "500m"}}, None)
+    # ... and by the replica plan, for what only a template gives
+    plan = _plan({"limits": {"nvidia.com/gpu": "{{ gpus }}"}}, None)
     with pytest.raises(UnsupportedFeatureError, match="whole number"):
         gpu_request(plan.main)

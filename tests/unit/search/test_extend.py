@@ -83,3 +83,16 @@ def test_refusals_are_one_sentence() -> None:
     _drain(small)
     with pytest.raises(SweepStudyError, match="every distinct point"):
         extend_study(small, 1)
+
+
+def test_more_past_the_sweep_limit_is_refused_before_anything_is_drawn(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    data = {"kind": "random", "numRuns": 2, "seed": 5, "params": SPACE}
+    study = SweepStudy.open(matrix(data), study_name="big", storage=":memory:")
+    _drain(study)
+    monkeypatch.setenv("POLYAXON_PREFECT_MAX_GRID", "10")
+    with pytest.raises(SweepStudyError, match=r"9 more would make the sweep 11 trials, more than"):
+        extend_study(study, 9)  # 10**9 drew every point up front: 22.6 GB
+    assert study.total == 2 and study.matrix.num_runs == 2
+    assert extend_study(study, 8) == 10

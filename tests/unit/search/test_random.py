@@ -326,3 +326,17 @@ def test_templates_are_refused() -> None:
         random_suggestions(random_matrix(params, numRuns="{{ n }}"))
     with pytest.raises(ValueError, match="`seed` of the random matrix is a template"):
         random_suggestions(random_matrix(params, numRuns=2, seed="{{ s }}"))
+
+
+def test_a_count_past_the_sweep_limit_is_refused_before_a_draw() -> None:
+    """A ``numRuns`` only a template gives is known at run time: `check` could not refuse it,
+    and 10**9 draws up front was a numpy MemoryError."""
+    matrix = MATRIX.validate_python(
+        {
+            "kind": "random",
+            "numRuns": "{{ n }}",
+            "params": {"lr": {"kind": "uniform", "value": [0, 1]}},
+        }
+    )
+    with pytest.raises(ValueError, match=r"asks for 1,000,000,000 trials, more than the limit"):
+        random_suggestions(matrix, num_runs=10**9)
