@@ -135,12 +135,9 @@ def _invalid(error: PolyaxonPrefectError, *, as_json: bool) -> int:
 
 
 def _labels(request: Any) -> dict[str, Any]:
-    """The run's description and tags (``--description``, ``--tags`` or the file's), as
-    ``run --json`` and the summary show them; the tags are the flow run's in Prefect."""
-    operation = request.operation
-    tags = request.prepared.tags if request.prepared is not None else request.tags
-    description = operation.description or request.component.description
-    return {"description": description, "tags": list(tags)}
+    from polyaxon_prefect.prefect._run_record import request_labels
+
+    return request_labels(request)
 
 
 def _summary(result: Any, labels: dict[str, Any] | None = None) -> None:
@@ -448,7 +445,9 @@ def run_cli_request(args: argparse.Namespace, request: Any) -> int:
             )
         return interrupts.exit_code or 130
     if args.json:
-        _json_line(result.to_dict() | _labels(request))
+        from polyaxon_prefect.prefect._run_record import run_record
+
+        _json_line(run_record(result, request))  # what `get --json` reads back
     else:
         sys.stderr.flush()
         _summary(result, _labels(request))
