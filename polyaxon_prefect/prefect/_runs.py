@@ -1,12 +1,14 @@
 """Runs read back from a Prefect API, in Polyaxon's terms (``ls`` and ``get``).
 
 A run is a flow run. Its Polyaxon status comes from its state (`_states`, the one mapping);
-its kind, params, outputs and metrics from the artifacts every run leaves: a job's table, a
-DAG's Markdown, a sweep's leaderboard and best trial. A finished DAG's ops and a finished
-sweep's trials are read from the JSON their Markdown ends with (`read_data_section`): the flow
-wrote it before it ended, whereas the server records task runs' states from events, so right
-after a run ends they can still be behind. Only a DAG still going (no report yet) falls back
-to its task runs.
+its kind from its ``polyaxon.kind`` label; the rest of its record (what ``run --json`` printed:
+`_run_record`) from the record artifact it published when it ended, and from the reports
+every run leaves: a job's table, a DAG's Markdown, a sweep's leaderboard and best trial (a run
+still going, or one of an older version, is read from those alone). A finished DAG's ops and
+a finished sweep's trials are read from the JSON their Markdown ends with
+(`read_data_section`): the flow wrote it before it ended, whereas the server records task
+runs' states from events, so right after a run ends they can still be behind. Only a DAG
+still going (no report yet) falls back to its task runs.
 
 A run is named by its flow-run id, its name, or the Polyaxon run uuid that ``run`` prints (it
 is in the description of the run's report). Names repeat by nature (every run of a file has
