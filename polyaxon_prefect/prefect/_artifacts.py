@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
@@ -21,6 +21,7 @@ from polyaxon_prefect.specs import slug
 __all__ = [
     "artifact_key",
     "flush_artifacts",
+    "in_background",
     "markdown_artifact",
     "progress_artifact",
     "table_artifact",
@@ -56,10 +57,15 @@ def table_artifact_soon(rows: Sequence[dict[str, Any]], *, key: str, description
     """`table_artifact`, created by a background thread: the caller does not wait for the API.
 
     A DAG op's report is made when its process has ended, on the path to its downstream op:
-    waiting for the API there (a round trip) would add that much to every op of a chain. The
-    run's context is copied, so the artifact lands on the same task and flow run; `flush_artifacts`
-    waits for them before the run that started them ends.
+    waiting for the API there (a round trip) would add that much to every op of a chain.
     """
+    in_background(table_artifact, list(rows), key=key, description=description)
+
+
+def in_background(call: Callable[..., None], *args: Any, **kwargs: Any) -> None:
+    """``call(*args, **kwargs)`` (a view sent to the API: an artifact, a label) in a background
+    thread. The run's context is copied, so it lands on the same task and flow run;
+    `flush_artifacts` waits for it before the run that started it ends."""
     global _POOL
     context = contextvars.copy_context()
     with _PENDING_LOCK:
@@ -67,9 +73,7 @@ def table_artifact_soon(rows: Sequence[dict[str, Any]], *, key: str, description
             # several at once: a fan-out's ops end faster than one thread creates their
             # artifacts (with one worker, a wide fan-out fell well behind a hand-written flow)
             _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="polyaxon-artifacts")
-        future = _POOL.submit(
-            context.run, table_artifact, list(rows), key=key, description=description
-        )
+        future = _POOL.submit(context.run, call, *args, **kwargs)
         _PENDING.add(future)
     future.add_done_callback(_forget)
 
@@ -80,7 +84,7 @@ def _forget(future: Future[None]) -> None:
 
 
 def flush_artifacts(timeout: float | None = 60.0) -> None:
-    """Wait until every artifact of `table_artifact_soon` is created (or ``timeout``)."""
+    """Wait until every call of `in_background` is done (or ``timeout``)."""
     with _PENDING_LOCK:
         pending = list(_PENDING)
     if pending:

@@ -135,12 +135,9 @@ def _invalid(error: PolyaxonPrefectError, *, as_json: bool) -> int:
 
 
 def _labels(request: Any) -> dict[str, Any]:
-    """The run's description and tags (``--description``, ``--tags`` or the file's), as
-    ``run --json`` and the summary show them; the tags are the flow run's in Prefect."""
-    operation = request.operation
-    tags = request.prepared.tags if request.prepared is not None else request.tags
-    description = operation.description or request.component.description
-    return {"description": description, "tags": list(tags)}
+    from polyaxon_prefect.prefect._run_record import request_labels
+
+    return request_labels(request)
 
 
 def _summary(result: Any, labels: dict[str, Any] | None = None) -> None:
@@ -427,7 +424,7 @@ def run_cli_request(args: argparse.Namespace, request: Any) -> int:
             if interrupts.exit_code is None:
                 result = _in_thread(interrupts, lambda: _run_request(args, request, outcomes))
         except ServerGone as gone:
-            _server_gone(args, gone, outcomes)
+            _server_gone(args, gone, outcomes, request)
         except PolyaxonPrefectError as error:
             print(f"error: {error}", file=sys.stderr)
             if args.json:
@@ -456,7 +453,9 @@ def run_cli_request(args: argparse.Namespace, request: Any) -> int:
             )
         return interrupts.exit_code or 130
     if args.json:
-        _json_line(result.to_dict() | _labels(request))
+        from polyaxon_prefect.prefect._run_record import run_record
+
+        _json_line(run_record(result, request))  # what `get --json` reads back
     else:
         sys.stderr.flush()
         _summary(result, _labels(request))
@@ -480,7 +479,7 @@ def _run_request(args: argparse.Namespace, request: Any, outcomes: list[Any]) ->
         return run_request(request, flow_name=request.component.name, on_outcome=outcomes.append)
 
 
-def _server_gone(args: argparse.Namespace, gone: Any, outcomes: list[Any]) -> None:
+def _server_gone(args: argparse.Namespace, gone: Any, outcomes: list[Any], request: Any) -> None:
     """The run's server went away: say so, let the running job end, print its result, and
     exit with its status at once (Prefect's client would retry for minutes). The session's
     journal stays, so the next command marks the flow run crashed."""
@@ -505,9 +504,11 @@ def _server_gone(args: argparse.Namespace, gone: Any, outcomes: list[Any]) -> No
         code = 1
     else:
         if args.json:
-            _json_line(result.to_dict())
+            from polyaxon_prefect.prefect._run_record import run_record
+
+            _json_line(run_record(result, request))
         else:
-            _summary(result)
+            _summary(result, _labels(request))
         code = 0 if result.succeeded else 1
     sys.stdout.flush()
     sys.stderr.flush()

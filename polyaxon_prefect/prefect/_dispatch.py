@@ -141,19 +141,48 @@ def run_request_in_flow(
     from polyaxon_prefect.prefect._stop_watch import watch_root_flow_run
 
     register_backends(request.backend)
+    seen: list[RunResult] = []
     if top_level:
+        from polyaxon_prefect.prefect._run_record import label_kind
+
         request = _recorded(request)
+        label_kind(request)  # `ls` shows its kind while it runs
+        on_outcome = _seen_by(seen, on_outcome)
     try:
         with watch_root_flow_run() as watch:
             value = _RUNNERS[op_kind(request.operation)](request, on_outcome)
     finally:
         flush_artifacts()
+    if seen:
+        _publish_record(request, seen[-1])
     if watch.cancelled and not _is_cancelled(value):  # stopped as it ended: Cancelled it is
         from polyaxon_prefect.prefect._states import state_for_status
         from polyaxon_prefect.prefect._stop_watch import STOP_REASON
 
         return state_for_status(Status.STOPPED, f"{STOP_REASON} as it ended")
     return value
+
+
+def _seen_by(seen: list[RunResult], on_outcome: OutcomeCallback | None) -> OutcomeCallback:
+    def record(outcome: RunResult) -> None:
+        seen.append(outcome)
+        if on_outcome is not None:
+            on_outcome(outcome)
+
+    return record
+
+
+def _publish_record(request: OpRequest, outcome: RunResult) -> None:
+    """The run's record (what ``run --json`` prints) as its artifact, for ``get``/``ls``."""
+    from prefect.context import FlowRunContext
+
+    from polyaxon_prefect.prefect._run_record import publish_record, run_record
+
+    context = FlowRunContext.get()
+    flow_run = context.flow_run if context is not None else None
+    run_id = str(flow_run.id) if flow_run is not None else None
+    # as `_result_of` names it for the caller
+    publish_record(run_record(outcome.with_(name=request.op_name, flow_run_id=run_id), request))
 
 
 def _is_cancelled(value: Any) -> bool:

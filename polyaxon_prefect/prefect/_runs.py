@@ -1,15 +1,19 @@
 """Runs read back from a Prefect API, in Polyaxon's terms (``ls`` and ``get``).
 
 A run is a flow run. Its Polyaxon status comes from its state (`_states`, the one mapping);
-its kind, params, outputs and metrics from the artifacts every run leaves: a job's table, a
-DAG's Markdown, a sweep's leaderboard and best trial. A finished DAG's ops and a finished
-sweep's trials are read from the JSON their Markdown ends with (`read_data_section`): the flow
-wrote it before it ended, whereas the server records task runs' states from events, so right
-after a run ends they can still be behind. Only a DAG still going (no report yet) falls back
-to its task runs.
+its kind from its ``polyaxon.kind`` label; the rest of its record (what ``run --json`` printed:
+`_run_record`) from the record artifact it published when it ended, and from the reports
+every run leaves: a job's table, a DAG's Markdown, a sweep's leaderboard and best trial (a run
+still going, or one of an older version, is read from those alone). A finished DAG's ops and
+a finished sweep's trials are read from the JSON their Markdown ends with
+(`read_data_section`): the flow wrote it before it ended, whereas the server records task
+runs' states from events, so right after a run ends they can still be behind. Only a DAG
+still going (no report yet) falls back to its task runs.
 
-A run is named by its flow-run id, its name (refused when several runs have it), or the
-Polyaxon run uuid that ``run`` prints (it is in the description of the run's report).
+A run is named by its flow-run id, its name, or the Polyaxon run uuid that ``run`` prints (it
+is in the description of the run's report). Names repeat by nature (every run of a file has
+its op's name): a name means its latest run, and the record's ``note`` says how many others
+have it (`name_note`).
 """
 
 from __future__ import annotations
@@ -21,26 +25,25 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
+from polyaxon_prefect.prefect._run_record import KIND_LABEL, read_record
 from polyaxon_prefect.runtime._context import find_run_path
 from polyaxon_prefect.search._sweep import read_data_section
 from polyaxon_prefect.specs import Status
 
-__all__ = ["CANDIDATES", "AmbiguousRunError", "api_client", "get_run", "list_runs"]
+__all__ = ["api_client", "get_run", "list_runs", "name_note", "read_details"]
 
 _PAGE = 200
 """Artifacts read per request (the API's default upper bound)."""
-CANDIDATES = 20
-"""The most runs an ambiguous name lists."""
 
 
-class AmbiguousRunError(LookupError):
-    """Several runs have the name asked for: ``candidates`` (newest first) lists some."""
-
-    def __init__(self, name: str, candidates: list[dict[str, Any]], more: bool) -> None:
-        super().__init__(f"{len(candidates)}{'+' if more else ''} runs are named `{name}`")
-        self.name = name
-        self.candidates = candidates
-        self.more = more
+def name_note(name: str, others: int, latest: str) -> str:
+    """The one line a verb says when ``others`` more runs have the ``name`` it was given and
+    it took the latest (``latest``: its Polyaxon uuid, else its flow-run id)."""
+    runs = "run is" if others == 1 else "runs are"
+    return (
+        f"{others} other {runs} named {name}; the latest is {latest} "
+        f"(ls -q name:{name} to see them)"
+    )
 
 
 @contextmanager
@@ -111,7 +114,12 @@ def _shape(artifacts: list[Any]) -> _Report | None:
     return None
 
 
-def _kind(artifacts: list[Any]) -> str:
+def _kind(run: Any, artifacts: list[Any]) -> str:
+    """The run's kind: its label (set as it starts: ``pytorchjob``, ``service``...), else, for
+    a run of an older version, the shape of its report (``-``: none yet)."""
+    labelled = (getattr(run, "labels", None) or {}).get(KIND_LABEL)
+    if isinstance(labelled, str) and labelled:
+        return labelled
     report = _shape(artifacts)
     return report.kind if report is not None else "-"
 
@@ -146,7 +154,7 @@ def _row(run: Any, artifacts: list[Any]) -> dict[str, Any]:
     return {
         "id": str(run.id),
         "name": run.name,
-        "kind": _kind(artifacts),
+        "kind": _kind(run, artifacts),
         "status": _status(run),
         "message": (run.state.message if run.state else "") or "",
         "started": _started(run),
@@ -193,9 +201,15 @@ def list_runs(api: str, *, status: str | None = None, limit: int = 20) -> list[d
     return rows
 
 
-def _find(client: Any, ref: str) -> Any:
-    """The flow run ``ref`` names: its id, its name, or the Polyaxon run uuid in its report."""
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
+def _find(client: Any, ref: str) -> tuple[Any, int]:
+    """The flow run ``ref`` names (its id, its name, or the Polyaxon run uuid in its report)
+    and how many other runs have that name. A name is its latest top-level run (as ``ls``
+    lists them), else its latest subflow run (a DAG op's, a trial's)."""
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterName,
+        FlowRunFilterParentTaskRunId,
+    )
     from prefect.client.schemas.sorting import FlowRunSort
     from prefect.exceptions import ObjectNotFound
 
@@ -205,23 +219,19 @@ def _find(client: Any, ref: str) -> Any:
         ident = None
     if ident is not None:
         try:
-            return client.read_flow_run(ident)
+            return client.read_flow_run(ident), 0
         except ObjectNotFound:
             pass
-    named = client.read_flow_runs(
-        flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=[ref])),
-        sort=FlowRunSort.START_TIME_DESC,
-        limit=CANDIDATES + 1,
-    )
-    if len(named) > 1:
-        candidates = [
-            {"id": str(r.id), "status": _status(r), "started": _started(r)}
-            for r in named[:CANDIDATES]
-        ]
-        raise AmbiguousRunError(ref, candidates, more=len(named) > CANDIDATES)
-    if named:
-        return named[0]
-    return _by_uuid(client, ident.hex) if ident is not None else None
+    name = FlowRunFilterName(any_=[ref])
+    top = FlowRunFilterParentTaskRunId(is_null_=True)
+    for wanted in (FlowRunFilter(name=name, parent_task_run_id=top), FlowRunFilter(name=name)):
+        # created order: a run still pending has no start time yet, and it is the latest
+        named = client.read_flow_runs(
+            flow_run_filter=wanted, sort=FlowRunSort.EXPECTED_START_TIME_DESC, limit=1
+        )
+        if named:
+            return named[0], client.count_flow_runs(flow_run_filter=wanted) - 1
+    return (_by_uuid(client, ident.hex) if ident is not None else None), 0
 
 
 def _of(artifacts: list[Any], suffix: str) -> Any:
@@ -351,33 +361,52 @@ _REPORTS = (
 run has gives its kind."""
 
 
-def get_run(api: str, run: str) -> dict[str, Any] | None:
-    """One run by flow-run id, name or Polyaxon uuid (None: no such run): status, params,
-    outputs, metrics, duration, URL, its run directory (``artifacts_path``, None when it is not
-    under this machine's artifacts root), and a DAG's ``ops`` or a sweep's ``trials`` and
-    ``best``.
+_LIVE = frozenset({"status", "name", "kind", "tags", "artifacts_path"})
+"""Record fields read from the flow run as it is now (its state, name, kind label and tags)
+or from this machine (its run directory), not from the record it published."""
 
-    Raises `AmbiguousRunError` when several runs have the name ``run``."""
+
+def read_details(client: Any, run: Any, artifacts: list[Any]) -> dict[str, Any]:
+    """What a run's record holds beyond `list_runs`'s row (`prefect._run_record`): the record
+    it published when it ended, a DAG's ops and a sweep's trials and best from its report;
+    for a run still going or one of an older version, what its report and state say. The one
+    reader of ``get`` and ``ls -io``."""
+    report = _shape(artifacts)
+    read = report.read(client, run, artifacts) if report is not None else {}
+    record = read_record(artifacts) or {}
+    details = {
+        "uuid": None,
+        "message": (run.state.message if run.state else "") or "",
+        "params": dict(run.parameters or {}),
+        "outputs": {},
+        "metrics": {},
+        "gpu_hours": None,
+        **{key: value for key, value in read.items() if value is not None or key not in record},
+        **{key: value for key, value in record.items() if key not in _LIVE},
+    }
+    if details["uuid"] is None and report is not None:
+        details["uuid"] = _uuid(_of(artifacts, report.suffix))
+    return details
+
+
+def get_run(api: str, run: str) -> dict[str, Any] | None:
+    """One run by flow-run id, name or Polyaxon uuid (None: no such run): its record (what
+    ``run --json`` printed: status, params, outputs, metrics, a DAG's ``ops`` or a sweep's
+    ``trials`` and ``best``...) with its id, start, duration, URL and run directory
+    (``artifacts_path``, None when it is not under this machine's artifacts root). A name
+    several runs have is the latest of them, with a ``note`` that says so.
+    """
     with api_client(api) as client:
-        found = _find(client, run)
+        found, others = _find(client, run)
         if found is None:
             return None
         artifacts = _artifacts(client, [found.id])[found.id]
         row = _row(found, artifacts)
-        report = _shape(artifacts)
-        details = report.read(client, found, artifacts) if report is not None else {}
+        details = read_details(client, found, artifacts)
     ui = api.rstrip("/").removesuffix("/api")
-    shown = {
-        **row,
-        "uuid": None,
-        "message": (found.state.message if found.state else "") or "",
-        "params": dict(found.parameters or {}),
-        "outputs": {},
-        "metrics": {},
-        "gpu_hours": None,
-        **details,
-        "url": f"{ui}/runs/flow-run/{found.id}",
-    }
+    shown = {**row, **details, "url": f"{ui}/runs/flow-run/{found.id}"}
     path = find_run_path(shown["uuid"]) if shown["uuid"] else None
     shown["artifacts_path"] = str(path) if path is not None else None
+    if others:
+        shown["note"] = name_note(run, others, shown["uuid"] or shown["id"])
     return shown

@@ -7,7 +7,6 @@ Light at import: the parsers are built before Prefect is imported; the commands 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import sys
@@ -326,20 +325,12 @@ def cmd_get(args: argparse.Namespace) -> int:
     api = _api()
     if api is None:
         return _no_api(args)
-    from polyaxon_prefect.prefect._runs import AmbiguousRunError, get_run
+    from polyaxon_prefect.prefect._runs import get_run
 
-    try:
-        run = _read(api, lambda: get_run(api, args.run))
-    except AmbiguousRunError as exc:
-        if args.json:
-            return _refused(args, f"{exc}; get one by its id", candidates=exc.candidates)
-        print(f"{exc}; get one by its id:", file=sys.stderr)
-        rows = [(c["id"], c["status"], c["started"]) for c in exc.candidates]
-        with contextlib.redirect_stdout(sys.stderr):
-            _print_table(("id", "status", "started"), rows)
-        return 1
+    run = _read(api, lambda: get_run(api, args.run))
     if run is None:
         return _refused(args, f"no run with the id, name or uuid `{args.run}`")
+    _say_note(run)
     code = 0
     if args.watch:
         from polyaxon_prefect.prefect._logs import watch_statuses
@@ -347,12 +338,20 @@ def cmd_get(args: argparse.Namespace) -> int:
 
         show = lambda change: print(change.line(), file=sys.stderr, flush=True)  # noqa: E731
         code = exit_code(_read(api, lambda: watch_statuses(api, run["id"], show)))
-        run = _read(api, lambda: get_run(api, run["id"])) or run  # as it ended
+        note = {"note": run["note"]} if "note" in run else {}
+        run = {**(_read(api, lambda: get_run(api, run["id"])) or run), **note}  # as it ended
     if args.json:
         print(json.dumps(run, indent=2, default=str))
         return code
     _print_run(run)
     return code
+
+
+def _say_note(run: dict[str, Any]) -> None:
+    """The run's ``note`` (its name was several runs', this is the latest) as one line on
+    stderr: stdout stays the run alone (under ``--json`` the note is also its field)."""
+    if run.get("note"):
+        print(f"note: {run['note']}", file=sys.stderr, flush=True)
 
 
 def run_api() -> str:
@@ -371,17 +370,15 @@ def run_api() -> str:
 
 def find_run(ref: str) -> tuple[str, dict[str, Any]]:
     """The API and the run ``ref`` names (flow-run id, name or Polyaxon uuid), as `get` shows it
-    (``artifacts_path`` included): the one lookup of every verb that takes a RUN. No such run,
-    or a name several runs have, is one `PolyaxonPrefectError` line (with the candidates' ids)."""
+    (``artifacts_path`` included): the one lookup of every verb that takes a RUN. No such run is
+    one `PolyaxonPrefectError` line; a name several runs have is the latest of them, and one
+    line on stderr says so."""
     from polyaxon_prefect.exceptions import PolyaxonPrefectError
-    from polyaxon_prefect.prefect._runs import AmbiguousRunError, get_run
+    from polyaxon_prefect.prefect._runs import get_run
 
     api = run_api()
-    try:
-        run = _read(api, lambda: get_run(api, ref))
-    except AmbiguousRunError as exc:
-        ids = ", ".join(c["id"] for c in exc.candidates)
-        raise PolyaxonPrefectError(f"{exc}; name one by its id: {ids}") from None
+    run = _read(api, lambda: get_run(api, ref))
     if run is None:
         raise PolyaxonPrefectError(f"no run with the id, name or uuid `{ref}`")
+    _say_note(run)
     return api, run

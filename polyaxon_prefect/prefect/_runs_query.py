@@ -16,15 +16,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from polyaxon_prefect.prefect._runs import (
-    _PAGE,
-    _artifacts,
-    _of,
-    _row,
-    _shape,
-    _uuid,
-    api_client,
-)
+from polyaxon_prefect.prefect._runs import _PAGE, _artifacts, _row, api_client, read_details
 from polyaxon_prefect.query import Condition, SortKey, matches, sort_rows
 
 __all__ = ["DETAIL_COLUMNS", "query_runs"]
@@ -45,22 +37,6 @@ def _seconds(run: Any) -> float | None:
     if not seconds and run.end_time is not None:
         seconds = (run.end_time - run.start_time).total_seconds()
     return seconds
-
-
-def _details(client: Any, run: Any, artifacts: list[Any]) -> dict[str, Any]:
-    """``uuid``, ``params``, ``outputs``, ``metrics`` and ``gpu_hours`` as `get` reads them."""
-    report = _shape(artifacts)
-    read = report.read(client, run, artifacts) if report is not None else {}
-    uuid = read.get("uuid")
-    if uuid is None and report is not None:
-        uuid = _uuid(_of(artifacts, report.suffix))
-    return {
-        "uuid": uuid,
-        "params": read.get("params") or dict(run.parameters or {}),
-        "outputs": dict(read.get("outputs") or {}),
-        "metrics": dict(read.get("metrics") or {}),
-        "gpu_hours": read.get("gpu_hours"),
-    }
 
 
 _SHOWN_DURATION = "\0duration"
@@ -155,7 +131,7 @@ def query_runs(
     from prefect.client.schemas.sorting import FlowRunSort
 
     columns = {c.column for c in conditions} | {k.column for k in sort}
-    read_details = details or bool(columns & DETAIL_COLUMNS)
+    with_details = details or bool(columns & DETAIL_COLUMNS)
     pushed = _pushed_filter(conditions)
     kept: list[dict[str, Any]] = []
     offset = 0
@@ -171,8 +147,8 @@ def query_runs(
             artifacts = _artifacts(client, [run.id for run in page])
             for run in page:
                 shown = _row(run, artifacts[run.id])
-                if read_details:
-                    shown.update(_details(client, run, artifacts[run.id]))
+                if with_details:
+                    shown.update(read_details(client, run, artifacts[run.id]))
                 record = _record(shown, run)
                 if matches(record, conditions):
                     kept.append(record)

@@ -9,7 +9,6 @@ It never retries: ``termination.maxRetries`` is the Prefect layer's (`retries`).
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable
@@ -197,22 +196,25 @@ def _cache_note(result: RunResult) -> str:
     return f"run {result.uuid} (a cache hit: its outputs were reused, no process was started)"
 
 
-def _cell(value: Any, secrets: tuple[str, ...]) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
-    return mask_text(text, secrets)
+def _cell(value: Any, secrets: tuple[str, ...]) -> Any:
+    """A value as its JSON type (a number stays a number; the UI shows a dict or list as
+    JSON), every string inside it masked."""
+    return mask_value(value, secrets)
 
 
-def job_report_rows(job: PreparedJob, result: RunResult) -> list[dict[str, str]]:
-    """Params, outputs and metrics of a job op's run as table rows (secrets masked)."""
+def job_report_rows(job: PreparedJob, result: RunResult) -> list[dict[str, Any]]:
+    """Params, outputs and metrics of a job op's run as table rows (secrets masked), values
+    with their JSON types: every metric, even one named like an output (``kind`` tells them
+    apart)."""
     output_names = {getattr(io, "name", None) for io in job.outputs}
-    rows: list[dict[str, str]] = [
+    rows: list[dict[str, Any]] = [
         {"kind": "run", "name": "status", "value": str(result.status)},
         {"kind": "run", "name": "uuid", "value": result.uuid or job.context.uuid},
     ]
     if result.cached:  # the one line that says these outputs are an earlier run's
         rows.append({"kind": "run", "name": "cached from", "value": _cache_note(result)})
     if result.gpu_hours is not None:
-        rows.append({"kind": "run", "name": "gpu_hours", "value": f"{result.gpu_hours:.6g}"})
+        rows.append({"kind": "run", "name": "gpu_hours", "value": result.gpu_hours})
     if job.image:
         rows.append({"kind": "run", "name": "image", "value": job.image})
     for name, value in sorted(job.params.items()):
@@ -234,12 +236,11 @@ def job_report_rows(job: PreparedJob, result: RunResult) -> list[dict[str, str]]
             }
         )
     for name, value in sorted(result.metrics.items()):
-        if name not in result.outputs:
-            rows.append(
-                {
-                    "kind": "metric",
-                    "name": mask_text(name, job.secrets),
-                    "value": _cell(value, job.secrets),
-                }
-            )
+        rows.append(
+            {
+                "kind": "metric",
+                "name": mask_text(name, job.secrets),
+                "value": _cell(value, job.secrets),
+            }
+        )
     return rows

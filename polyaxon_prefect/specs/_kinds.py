@@ -25,6 +25,7 @@ __all__ = [
     "is_dag_kind",
     "is_service_op",
     "op_kind",
+    "record_kind",
     "run_kind",
     "runs_as_one_process",
     "service_run",
@@ -64,6 +65,12 @@ def op_kind(operation: Operation) -> OpKind:
             return "dag"
         case _:
             return "job"
+
+
+def record_kind(operation: Operation) -> str:
+    """The kind a run's record and ``ls`` show: ``matrix`` for a sweep, else the component's
+    ``run.kind`` (``job``, ``dag``, ``pytorchjob``, ``service``...)."""
+    return "matrix" if op_kind(operation) == "matrix" else run_kind(operation) or op_kind(operation)
 
 
 def dag_of(run: Any) -> Dag | None:

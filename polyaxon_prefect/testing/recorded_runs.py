@@ -5,8 +5,8 @@ Running 200 real jobs would take minutes; what ``ls`` reads of a run is only its
 client API exactly as a finished job leaves it: a flow run taken through Running to its final
 state, and the ``<op>-run`` table artifact a job's runner publishes (`prefect._job`), with the
 same rows (`runtime._job_op.job_report_rows`: ``run``/``param``/``output``/``metric`` kinds,
-values as text) and the same description (``params and outputs of `op` (run <uuid>)``). No
-process is started and nothing is written under the artifacts root.
+values with their JSON types) and the same description (``params and outputs of `op` (run
+<uuid>)``). No process is started and nothing is written under the artifacts root.
 
 Importing this module imports nothing heavy; `record_runs` imports Prefect.
 """
@@ -14,7 +14,6 @@ Importing this module imports nothing heavy; `record_runs` imports Prefect.
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid as _uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,17 +52,13 @@ def sample_runs(count: int) -> list[RecordedRun]:
     return runs
 
 
-def _cell(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
-
-
-def _rows(run: RecordedRun) -> list[dict[str, str]]:
+def _rows(run: RecordedRun) -> list[dict[str, Any]]:
     rows = [
         {"kind": "run", "name": "status", "value": run.status},
         {"kind": "run", "name": "uuid", "value": run.uuid},
     ]
     for kind, values in (("param", run.params), ("output", run.outputs), ("metric", run.metrics)):
-        rows += [{"kind": kind, "name": k, "value": _cell(v)} for k, v in sorted(values.items())]
+        rows += [{"kind": kind, "name": k, "value": v} for k, v in sorted(values.items())]
     return rows
 
 

@@ -81,7 +81,7 @@ def test_start_run_list_get_stop(home: tuple[dict[str, str], int], tmp_path: Pat
     failed = json.loads(_cli(env, "ls", "--status", "failed", "--json").stdout)
     assert [r["name"] for r in failed] == ["broken"]
     got = json.loads(_cli(env, "get", "broken", "--json").stdout)
-    assert got["params"] == {"code": "4"} and "exited with code 4" in got["message"]
+    assert got["params"] == {"code": 4} and "exited with code 4" in got["message"]
     assert got["url"] == f"http://127.0.0.1:{port}/runs/flow-run/{got['id']}"
     assert _cli(env, "get", "no-such-run").returncode == 1
     printed = re.search(r"\(run ([0-9a-f]{32})\)", ok.stdout)  # the uuid `run` prints

@@ -327,6 +327,14 @@ def check_daily_verbs(journey: Journey) -> None:
     assert record["params"]["epochs"] in (2, "2"), record["params"]
     listed = [r for r in _runs(journey) if r[0] == "nightly"]
     assert listed == [("nightly", "job", "succeeded")] * 2
+    latest = re.search(r"\(run ([0-9a-f]{32})\)", restarted)
+    assert latest is not None, restarted
+    got = journey.output(".venv/bin/polyaxon-prefect get")  # a name two runs have: the latest
+    assert f"uuid: {latest.group(1)}\n" in got.stdout, got.stdout
+    assert (
+        f"note: 1 other run is named nightly; the latest is {latest.group(1)} "
+        "(ls -q name:nightly to see them)\n"
+    ) in got.stderr
 
 
 CHECKS: dict[str, Callable[[Journey], None]] = {

@@ -189,8 +189,8 @@ def test_refs_conditions_joins_task_runs_and_artifact(tmp_path: Path, api: Any):
     edges = task_runs["b"].task_inputs.get("wait_for") or []
     assert [str(e.id) for e in edges] == [str(task_runs["a"].id)]
     # the markdown artifact shows the ops, their edges and final statuses
-    [artifact] = [a for a in api.artifacts(result.flow_run_id) if a.type == "markdown"]
-    assert artifact.key == "refs-dag-dag"
+    [artifact] = [a for a in api.artifacts(result.flow_run_id) if a.key == "refs-dag-dag"]
+    assert artifact.type == "markdown"
     assert "| `when_false` |" in artifact.data and "**skipped**" in artifact.data
     assert "- `a` -> `b`" in artifact.data
 

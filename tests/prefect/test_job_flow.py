@@ -41,10 +41,14 @@ def test_success_returns_outputs_with_flow_task_and_artifact(make_component: Any
     assert {"tests", "prefect"} <= set(flow_run.tags)
     [task_run] = api.task_runs(result.flow_run_id)
     assert task_run.state.type == StateType.COMPLETED and task_run.name == "ok-job"
-    [artifact] = api.artifacts(result.flow_run_id)
-    assert artifact.type == "table" and artifact.key == "ok-job-run"
-    assert '"kind": "output", "name": "loss", "value": "0.5"' in artifact.data
-    assert '"kind": "param", "name": "lr", "value": "0.25"' in artifact.data
+    artifacts = {a.key: a for a in api.artifacts(result.flow_run_id)}
+    assert set(artifacts) == {"ok-job-run", "ok-job-record"}, "its table and its record"
+    artifact = artifacts["ok-job-run"]
+    assert artifact.type == "table"
+    # typed values, as `run --json` has them; the metric named like the output is there too
+    assert '"kind": "output", "name": "loss", "value": 0.5' in artifact.data
+    assert '"kind": "metric", "name": "loss", "value": 1.0' in artifact.data
+    assert '"kind": "param", "name": "lr", "value": 0.25' in artifact.data
     logs = api.logs(result.flow_run_id)
     assert "training with lr 0.25" in logs and "a warning on stderr" in logs
 

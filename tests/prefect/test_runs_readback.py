@@ -12,7 +12,7 @@ from uuid import UUID
 import pytest
 
 from polyaxon_prefect.prefect import run
-from polyaxon_prefect.prefect._runs import AmbiguousRunError, get_run, list_runs
+from polyaxon_prefect.prefect._runs import get_run, list_runs
 from polyaxon_prefect.runtime._result import RunResult
 from tests.prefect.conftest import cli_on
 
@@ -75,7 +75,7 @@ def test_get_job_has_last_metrics_and_is_found_by_polyaxon_uuid(
     assert (got["kind"], got["status"], got["uuid"]) == ("job", "succeeded", job.uuid)
     assert got["metrics"] == {"acc": 0.7}, "the last value of each metric, as a number"
     assert got["artifacts_path"] == job.artifacts_path, "the run directory every RUN verb reads"
-    assert got["params"]["x"] == "0.25" and got["outputs"] == {"loss": "0.0025"}
+    assert got["params"]["x"] == 0.25 and got["outputs"] == {"loss": 0.0025}, "typed, as run"
     assert job.uuid is not None
     for ref in (job.uuid, str(UUID(job.uuid))):  # as `run` prints it, and dashed
         by_uuid = get_run(prefect_server, ref)
@@ -153,25 +153,26 @@ def test_get_sweep_has_its_trials_and_best(runs: dict[str, RunResult], prefect_s
     assert "best: trial 1, loss = 0.0025\n  params: x=0.35\n" in shown
 
 
-def test_an_ambiguous_name_lists_the_candidates(tmp_path: Path, prefect_server: str) -> None:
+def test_a_name_several_runs_have_is_the_latest_with_a_note(
+    tmp_path: Path, prefect_server: str
+) -> None:
     (tmp_path / "twice.yaml").write_text(
         "version: 1.1\nkind: component\nname: readback-twice\n"
         "run: {kind: job, container: {command: [python, -c, pass]}}\n"
     )
-    ids = [str(run(tmp_path / "twice.yaml", cache=False).flow_run_id) for _ in range(2)]
+    done = [run(tmp_path / "twice.yaml", cache=False) for _ in range(2)]
 
-    with pytest.raises(AmbiguousRunError) as raised:
-        get_run(prefect_server, "readback-twice")
-    assert [c["id"] for c in raised.value.candidates] == ids[::-1]
+    got = get_run(prefect_server, "readback-twice")
 
-    done = cli_on(prefect_server, "get", "readback-twice")
-    assert done.returncode == 1 and done.stdout == ""
-    assert "2 runs are named `readback-twice`; get one by its id:" in done.stderr
-    assert all(
-        re.search(rf"^{i} +succeeded +\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d$", done.stderr, re.M)
-        for i in ids
-    ), done.stderr
-    assert "Traceback" not in done.stderr
+    assert got is not None and got["id"] == str(done[1].flow_run_id)
+    assert got["note"] == (
+        f"1 other run is named readback-twice; the latest is {done[1].uuid} "
+        "(ls -q name:readback-twice to see them)"
+    )
+    shown = cli_on(prefect_server, "get", "readback-twice")
+    assert shown.returncode == 0, shown.stderr
+    assert f"note: {got['note']}\n" in shown.stderr and f"uuid: {done[1].uuid}" in shown.stdout
+    assert "Traceback" not in shown.stderr
 
 
 def test_ls_shows_start_times_and_bounds_its_limit(

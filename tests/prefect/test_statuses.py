@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -142,8 +143,10 @@ def test_a_running_job_is_running_then_succeeded(prefect_server: str, tmp_path: 
             running = [row for row in rows if row["name"] == "status-waiter"]
             time.sleep(0.5)
         assert running, "the job never read back as running"
+        assert running[0]["kind"] == "job", "its kind while it runs, before any report"
         shown = _cli(prefect_server, "ls", "--status", "running")
         assert shown.returncode == 0 and "status-waiter" in shown.stdout
+        assert re.search(r"^status-waiter +job +running", shown.stdout, re.M), shown.stdout
         assert "running" in shown.stdout and "failed" not in shown.stdout
         run_id = running[0]["id"]
         assert get_run(prefect_server, run_id)["status"] == "running"
