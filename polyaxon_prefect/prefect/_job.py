@@ -129,6 +129,9 @@ def run_op_in_task(
             logger.info(line, extra={JOB_LINE: stream})
 
     on_wait, on_start = gpu_wait_callbacks(job, logger, task=report)
+    if report:  # a DAG op (a job run alone logs them on its flow run, `job_flow`)
+        for note in job.notes:  # e.g. why it is not cached (its folder is over the budget)
+            logger.warning(note)
     result = execute_job_op(
         job, on_line=on_line, cancel_event=cancel_event, on_wait=on_wait, on_start=on_start
     )
