@@ -4,6 +4,7 @@ and the walk over real folders, then the cache key of a prepared DAG op."""
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -167,3 +168,38 @@ def test_a_dag_op_key_holds_its_code(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv(CODE_MAX_FILES_ENV, "lots")
     with pytest.raises(CodeBudgetError, match=f"{CODE_MAX_FILES_ENV}='lots'"):
         _prepared(tmp_path / "b" / "op.yaml")
+
+
+def _commit(repo: Path, message: str) -> None:
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t"}
+    env |= {"GIT_COMMITTER_EMAIL": "t@t", "HOME": str(repo.parent), "PATH": "/usr/bin:/bin"}
+    if not (repo / ".git").exists():
+        subprocess.run(["git", "init", "-q"], cwd=repo, env=env, check=True)
+    (repo / "train.py").write_text(f"print({message!r})\n")
+    for argv in (["add", "."], ["commit", "-qm", message]):
+        subprocess.run(["git", *argv], cwd=repo, env=env, check=True)
+
+
+@pytest.mark.process
+def test_a_git_init_steps_commit_is_part_of_the_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ENV_ARTIFACTS_ROOT, str(tmp_path / "artifacts"))
+    repo, work = tmp_path / "repo", tmp_path / "work"
+    repo.mkdir()
+    work.mkdir()
+    _commit(repo, "one")
+    path = work / "op.yaml"
+    path.write_text(
+        "version: 1.1\nkind: component\nname: op\n"
+        f"run: {{kind: job, init: [{{git: {{url: {repo}}}}}], "
+        "container: {command: [python, repo/train.py]}}\n"
+    )
+    first = _prepared(path)
+    assert first.code_hash is not None and first.code_hash == _prepared(path).code_hash
+    _commit(repo, "two")  # the folder the op runs in is the same: the commit it clones is not
+    assert _prepared(path).code_hash not in (None, first.code_hash)
+    path.write_text(path.read_text().replace(f"url: {repo}", f"url: {tmp_path / 'gone'}"))
+    lost = _prepared(path)
+    assert lost.cache_key is None and lost.code_hash is None
+    assert any("the commit of its git init step is unknown" in note for note in lost.notes)
