@@ -33,7 +33,13 @@ if TYPE_CHECKING:
     )
     from polyaxon_prefect.dag._records import OpRecord
     from polyaxon_prefect.dag._resolve import DagScope, resolve_params
-    from polyaxon_prefect.dag._reuse import DagReuse, downstream_of, restart_point, reused_ops
+    from polyaxon_prefect.dag._reuse import (
+        DagReuse,
+        downstream_of,
+        restart_point,
+        reused_ops,
+        uncached_ops,
+    )
     from polyaxon_prefect.dag._triggers import (
         DONE_STATUSES,
         FAILED_STATUSES,
@@ -60,6 +66,7 @@ _LAZY = {
     "downstream_of": "_reuse",
     "restart_point": "_reuse",
     "reused_ops": "_reuse",
+    "uncached_ops": "_reuse",
     "DONE_STATUSES": "_triggers",
     "FAILED_STATUSES": "_triggers",
     "TRIGGERS": "_triggers",
@@ -96,6 +103,7 @@ __all__ = [
     "reused_ops",
     "topological_stages",
     "truth_table_markdown",
+    "uncached_ops",
     "validate_dag",
 ]
 

@@ -47,6 +47,7 @@ class OpRecord:
     metric; ``globals`` its run's ``RunContext.globals_dict()`` (empty for an op that never ran).
     ``kind`` (``job``, ``dag``, ``matrix``), ``component`` (its component's name) and ``tags`` are
     only read by join queries (``kind: job``, ``hub.name: trainer``, ``tags: a``).
+    ``code``: the code hash of a job op (None for other ops, or one not hashed).
     """
 
     name: str
@@ -63,6 +64,9 @@ class OpRecord:
     kind: str | None = None
     component: str | None = None
     tags: tuple[str, ...] = ()
+    code: str | None = None
+    """A job op's code hash when it ran (its working folder's files, interpreter, image): a
+    restart reuses the op only while its code hash is still this one."""
 
 
 def record_globals(record: OpRecord) -> dict[str, Any]:

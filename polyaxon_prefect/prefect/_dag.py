@@ -31,7 +31,7 @@ from prefect import allow_failure, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import State, StateType
 
-from polyaxon_prefect.dag import downstream_of, reused_ops
+from polyaxon_prefect.dag import reused_ops, uncached_ops
 from polyaxon_prefect.dag._plan import DagPlan, child_loaded, plan_dag
 from polyaxon_prefect.dag._records import OpRecord
 from polyaxon_prefect.dag._report import (
@@ -56,6 +56,7 @@ from polyaxon_prefect.runtime import (
     new_run_context,
     on_serving,
     record_child,
+    short_code,
 )
 from polyaxon_prefect.runtime._masking import mask_text
 from polyaxon_prefect.runtime._result import RunResult
@@ -131,9 +132,13 @@ class _DagFlow:
         reuse = request.reuse
         self.reused = reused_ops(reuse, plan.order, plan.downstreams) if reuse else {}
         """Ops not run again on a restart (``restart --from``): their earlier records."""
-        self.rerun = downstream_of(reuse.from_op, plan.downstreams) if reuse else set()
-        """On a restart, the op it runs from and what follows: they run, never from the cache."""
+        self.rerun = uncached_ops(reuse, plan.downstreams) if reuse else set()
+        """On a restart, the op it runs from and what follows, and the forced ops: they run,
+        never from the cache."""
         self.reused_from: dict[str, str] = {}
+        self.not_reused: set[str] = set()
+        """Ops a restart could reuse that run again: their code changed, or an op upstream
+        of them ran again (its outputs are their inputs)."""
         self.ops_written_at = -_OPS_WRITE_SECONDS
         self.ended_services: set[str] = set()
         """Service ops this DAG stopped because its other ops were done."""
@@ -192,11 +197,7 @@ class _DagFlow:
 
     def launch(self, launch: Launch) -> None:
         name, params = launch.name, launch.params
-        if name in self.reused:
-            self.reuse(name)
-            return
         context = _child_context(name, self.context)
-        record_child(self.context.run_path, name, context.uuid)  # `logs` without the server
         cancel = threading.Event()
         child = self.request.with_(
             loaded=child_loaded(self.request.loaded, self.plan.ops[name]),
@@ -208,6 +209,12 @@ class _DagFlow:
             reuse=None,
             use_cache=self.request.use_cache and name not in self.rerun,
         )
+        if name in self.reused:
+            if not (self.upstream_ran(name) or self.code_changed(name, child)):
+                self.reuse(name)
+                return
+            self.not_reused.add(name)  # it runs, through the op cache (its inputs in the key)
+        record_child(self.context.run_path, name, context.uuid)  # `logs` without the server
         problem = ""
         try:
             op_task = self.children.dag_op(child)
@@ -226,6 +233,35 @@ class _DagFlow:
                 cancel.set()
         _live.notify(self.name, name, Status.RUNNING)
         future.add_done_callback(lambda _f, n=name: self.done_queue.put(n))
+
+    def upstream_ran(self, name: str) -> bool:
+        """Whether an op upstream of reusable op ``name`` ran again on this restart."""
+        ran = [up for up in self.plan.upstreams.get(name, ()) if up in self.not_reused]
+        if ran:
+            self.logger.info("op `%s`: `%s` upstream of it ran again: it runs again", name, ran[0])
+        return bool(ran)
+
+    def code_changed(self, name: str, child: OpRequest) -> bool:
+        """Whether job op ``name``'s code hash (`PreparedJob.code_hash`) is no longer the one
+        its reused record ran with: then it runs again (a restart after an edit). An op whose
+        record holds no hash (not a job, or not hashed) is reused as recorded."""
+        earlier = self.reused[name].code
+        if earlier is None or not self.children.runs_in_process(child):  # a job op
+            return False
+        try:
+            now = child.prepare_job().code_hash
+        except PolyaxonPrefectError:
+            return True  # it runs, and its launch reports the problem
+        if now == earlier:
+            return False
+        self.logger.info(
+            "op `%s`: its code changed since run %s (code %s, now %s): it runs again",
+            name,
+            self.reused[name].uuid,
+            short_code(earlier),
+            short_code(now) if now else "not hashed",
+        )
+        return True
 
     def reuse(self, name: str) -> None:
         """Op ``name`` of a restarted DAG ends as it ended in the earlier run, without running:
@@ -283,6 +319,7 @@ class _DagFlow:
             finished_at=time.time(),
             kind=op_kind(op),
             component=op.component.name if op.component is not None else None,
+            code=result.code_hash,
         )
         detail = {
             key: getattr(result, key)

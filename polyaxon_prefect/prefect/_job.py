@@ -47,7 +47,12 @@ from polyaxon_prefect.prefect._states import (
     state_for_status,
 )
 from polyaxon_prefect.runtime._job import PreparedJob, prepare_job
-from polyaxon_prefect.runtime._job_op import execute_job_op, job_report_rows, retries
+from polyaxon_prefect.runtime._job_op import (
+    cache_hit_line,
+    execute_job_op,
+    job_report_rows,
+    retries,
+)
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.runtime._session import current_session
 from polyaxon_prefect.specs import Status
@@ -124,6 +129,9 @@ def run_op_in_task(
             logger.info(line, extra={JOB_LINE: stream})
 
     on_wait, on_start = gpu_wait_callbacks(job, logger, task=report)
+    if report:  # a DAG op (a job run alone logs them on its flow run, `job_flow`)
+        for note in job.notes:  # e.g. why it is not cached (its folder is over the budget)
+            logger.warning(note)
     result = execute_job_op(
         job, on_line=on_line, cancel_event=cancel_event, on_wait=on_wait, on_start=on_start
     )
@@ -257,10 +265,7 @@ def run_op_in_flow(
     state = job_task(job, cancel_event)(return_state=True)
     result = task_result(state, job)
     if result.cached:
-        message = (
-            f"cache hit: reused the outputs of run {result.uuid} "
-            "(same op and params); no process was started"
-        )
+        message = cache_hit_line(job, result.uuid)
         logger.info(message)
         _remove_if_empty(job.context.run_path)
         result = result.with_(message=message)
@@ -388,7 +393,7 @@ class JobOpTask:
         if result is None:
             return task_result(state, self.job).with_(message=state.message or "")
         if result.cached:
-            return result.with_(message=f"cache hit: reused the outputs of run {result.uuid}")
+            return result.with_(message=cache_hit_line(self.job, result.uuid))
         return result
 
     def release(self) -> None:

@@ -131,20 +131,31 @@ def _dag_ops(loaded: LoadedPolyaxonfile) -> list[str]:
     return [str(op.name) for op in operations or [] if not isinstance(op, str) and op.name]
 
 
-def _reuse(run_path: Path, names: list[str], from_op: str | None) -> tuple[DagReuse | None, str]:
+def _reuse(
+    run_path: Path, names: list[str], from_op: str | None, force: Sequence[str]
+) -> tuple[DagReuse | None, str]:
     """What a restarted DAG reuses, and the words that say so."""
     from polyaxon_prefect.dag import DagReuse, restart_point
 
     if from_op is not None and from_op not in names:
         raise RestartRefused(f"--from: the dag has no op `{from_op}`; its ops: {', '.join(names)}")
+    for op in force:
+        if op not in names:
+            raise RestartRefused(f"--force: the dag has no op `{op}`; its ops: {', '.join(names)}")
+    forced = f"; forced to run again: {', '.join(f'`{op}`' for op in force)}" if force else ""
     records: dict[str, OpRecord] = read_ops(run_path) or {}
     if from_op is None:
         statuses = {name: str(record.status) for name, record in records.items()}
         from_op = restart_point(names, statuses)
-        if from_op is None:
-            return None, "no op failed or was stopped: the whole dag runs again"
-    return DagReuse(from_op, records), (
-        f"from op `{from_op}` (the ops that succeeded and are not downstream of it are reused)"
+    if from_op is None:
+        note = (
+            "no op failed or was stopped: the whole dag runs again, the op cache serving the "
+            "ops whose spec, params and code are unchanged" + forced
+        )
+        return (DagReuse(None, records, frozenset(force)) if force else None), note
+    return DagReuse(from_op, records, frozenset(force)), (
+        f"from op `{from_op}` (the ops that succeeded and are not downstream of it are reused "
+        f"while their code is unchanged){forced}"
     )
 
 
@@ -152,6 +163,7 @@ def restart_request(
     ref: str,
     *,
     from_op: str | None = None,
+    force: Sequence[str] = (),
     params: Mapping[str, Any] | None = None,
     presets: Sequence[str] = (),
     copy: bool = False,
@@ -163,7 +175,8 @@ def restart_request(
     it does.
 
     Raises:
-        RestartRefused: ``from_op`` is not an op of the DAG, or the run is not a DAG.
+        RestartRefused: ``from_op`` or a ``force`` op is not an op of the DAG, or the run is
+            not a DAG.
         PolyaxonPrefectError: no such run, or it recorded nothing (`read_record`).
         PolyaxonfileError: a param or preset given does not fit the operation.
     """
@@ -174,11 +187,13 @@ def restart_request(
     note = ""
     names = _dag_ops(loaded)
     if names:
-        reuse, note = _reuse(run_path, names, from_op)
+        reuse, note = _reuse(run_path, names, from_op, list(dict.fromkeys(force)))
         request = request.with_(reuse=reuse)
-    elif from_op is not None:
+    elif from_op is not None or force:
+        flag = "--from" if from_op is not None else "--force"
         raise RestartRefused(
-            f"--from: run {record.uuid} is a {record.kind}; only a dag restarts from an op"
+            f"{flag}: run {record.uuid} is a {record.kind}; only a dag's ops are named "
+            "(a job runs again whole; `run --no-cache` skips its cache)"
         )
     context = _new_context(run_path, request.op_name, record.uuid, "copy" if copy else "restart")
     skipped: list[str] = []

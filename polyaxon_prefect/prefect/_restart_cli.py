@@ -52,7 +52,8 @@ def add_restart_parsers(subparsers: Any) -> None:
         help="run a run's recorded operation again (a DAG from its failed op)",
         description="Run the operation RUN recorded again, as a new run, with -P/-f on top. "
         "A DAG reuses the succeeded ops before --from OP (default: its first failed or "
-        "stopped op) and runs OP and everything downstream of it.",
+        "stopped op) while their code is unchanged and runs OP and everything downstream of "
+        "it; --force OP runs OP again whatever the op cache holds.",
     )
     _common(restart)
     restart.add_argument(
@@ -62,6 +63,16 @@ def add_restart_parsers(subparsers: Any) -> None:
         type=text_value,
         metavar="OP",
         help="a DAG's op to run from (default: the first failed or stopped op)",
+    )
+    restart.add_argument(
+        "--force",
+        dest="force_ops",
+        action="append",
+        default=[],
+        type=text_value,
+        metavar="OP",
+        help="a DAG's op to run again even when the op cache or the earlier run could serve "
+        "it (repeatable); the ops downstream of it are then not reused from the earlier run",
     )
     restart.add_argument(
         "--copy",
@@ -135,6 +146,7 @@ def cmd_restart(args: argparse.Namespace) -> int:
         lambda: restart_request(
             args.run,
             from_op=args.from_op,
+            force=args.force_ops or [],
             params=parse_cli_params(args.params or []),
             presets=args.files or [],
             copy=args.copy,

@@ -9,6 +9,12 @@ from typing import TYPE_CHECKING
 
 from polyaxon_prefect._lazy import lazy_attributes
 from polyaxon_prefect.runtime._cache import RunCache
+from polyaxon_prefect.runtime._code_rules import (
+    CODE_MAX_BYTES_ENV,
+    CODE_MAX_FILES_ENV,
+    CodeBudgetError,
+    short_code,
+)
 from polyaxon_prefect.runtime._connections import (
     Connection,
     ConnectionResource,
@@ -84,9 +90,12 @@ if TYPE_CHECKING:
     from polyaxon_prefect.runtime._session import request_stop, stop_requested
 
 __all__ = [
+    "CODE_MAX_BYTES_ENV",
+    "CODE_MAX_FILES_ENV",
     "CONNECTIONS_ENV",
     "EXECUTORS",
     "INIT_HANDLERS",
+    "CodeBudgetError",
     "CommandNotFoundError",
     "Connection",
     "ConnectionResource",
@@ -143,6 +152,7 @@ __all__ = [
     "select_lines",
     "service_settings",
     "service_url",
+    "short_code",
     "shown_line",
     "stop_requested",
     "validate_outputs",

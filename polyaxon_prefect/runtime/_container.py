@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import json
 import os
 import subprocess
@@ -44,6 +45,7 @@ from polyaxon_prefect.containers import (
 )
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
 from polyaxon_prefect.runtime._build import BuildNotSupportedError
+from polyaxon_prefect.runtime._code_rules import key_with_code
 from polyaxon_prefect.runtime._compat_path import COMPAT_DIR
 from polyaxon_prefect.runtime._container_build import load_build
 from polyaxon_prefect.runtime._container_cli import (
@@ -182,7 +184,7 @@ def for_image(job: PreparedJob, loaded: LoadedPolyaxonfile) -> PreparedContainer
                 )
             ]
         )
-    find_cli()
+    fields.update(_with_image_code(job, find_cli()))
     cpus, memory, gpus = container_resources(spec)
     return PreparedContainerJob(
         **fields,
@@ -192,6 +194,20 @@ def for_image(job: PreparedJob, loaded: LoadedPolyaxonfile) -> PreparedContainer
         memory=memory,
         gpus=gpus,
     )
+
+
+def _with_image_code(job: PreparedJob, cli: ContainerCli) -> dict[str, Any]:
+    """The op's code hash and cache key with its image in them: its id (a digest) when the
+    image is on this machine, else its reference (an image pulled later is then a new key
+    once: never a hit on another image's outputs)."""
+    if job.code_hash is None or not job.image:
+        return {}
+    inspected = cli.run("image", "inspect", "--format", "{{.Id}}", job.image)
+    found = inspected.stdout.strip() if inspected.returncode == 0 else ""
+    identity = found.splitlines()[0] if found else job.image
+    code = hashlib.sha256(f"{job.code_hash}|image:{identity}".encode()).hexdigest()
+    key = key_with_code(job.cache_key, code) if job.cache_key is not None else None
+    return {"code_hash": code, "cache_key": key}
 
 
 def container_resources(spec: Any) -> tuple[str | None, int | None, int]:

@@ -99,3 +99,53 @@ def init_git(step: InitStep, job: PreparedJob, base: Path) -> None:
         os.replace(clone, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+_COMMIT = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+_LS_REMOTE_TIMEOUT = 30.0
+
+
+def git_commit(step: InitStep, env: Mapping[str, str], base: Path) -> str:
+    """The commit a ``git`` init step will check out, for the op's code hash: its revision when
+    that is a full commit id, else asked of the repository (``rev-parse`` for a local one,
+    ``ls-remote`` for a remote one: no clone).
+
+    Raises:
+        InitStepError: no URL, or git cannot answer (the op is then not cached).
+    """
+    spec = step.spec
+    revision = getattr(spec, "revision", None) or "HEAD"
+    if _COMMIT.match(revision):
+        return revision
+    url = getattr(spec, "url", None)
+    if not url and step.connection:
+        url = env.get(connection_env_prefix(step.connection) + "URL")
+    if not url:
+        raise InitStepError("no repository url")
+    source = _git_url(url, base)
+    git = shutil.which("git", path=env.get("PATH"))
+    if git is None:
+        raise InitStepError("`git` is not installed or not on PATH")
+    if Path(source).is_dir():
+        args = [git, "-C", source, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}"]
+    else:
+        args = [git, "ls-remote", "--", source, revision]
+    try:
+        proc = subprocess.run(
+            args,
+            env={**env, "GIT_TERMINAL_PROMPT": "0"},
+            capture_output=True,
+            text=True,
+            check=False,
+            stdin=subprocess.DEVNULL,
+            timeout=_LS_REMOTE_TIMEOUT,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise InitStepError(f"git could not name the commit of {revision}: {exc}") from None
+    words = proc.stdout.split()
+    if proc.returncode != 0 or not words or not _COMMIT.match(words[0]):
+        raise InitStepError(
+            f"git could not name the commit of `{revision}` in "
+            f"{redact_url_credentials(url)} (an unknown revision, or out of reach)"
+        )
+    return words[0]

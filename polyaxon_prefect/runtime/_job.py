@@ -29,6 +29,8 @@ from polyaxon_prefect.exceptions import PolyaxonfileError, Problem, UnsupportedF
 from polyaxon_prefect.loading import ParamValue, build_context
 from polyaxon_prefect.runtime._build import BuildNotSupportedError, check_build
 from polyaxon_prefect.runtime._cache_key import cache_enabled, cache_key
+from polyaxon_prefect.runtime._code_hash import op_code
+from polyaxon_prefect.runtime._code_rules import key_with_code
 from polyaxon_prefect.runtime._compat_path import compat_env
 from polyaxon_prefect.runtime._connections import (
     Connection,
@@ -146,6 +148,10 @@ class PreparedJob:
     """The GPUs each of its processes asks for (a job: one count; a distributed op: one per
     replica), taken from the machine's pool when it runs (`admitted`); empty: GPUs are not the
     local backend's to give (a cluster op)."""
+    code_hash: str | None = None
+    """The hash of the code it runs (`_code_hash.op_code`: its working folder's files, the
+    interpreter, an image, a git commit), part of ``cache_key``; None when not hashed (the
+    op's cache is off outside a DAG, or its folder is over the budget)."""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -233,6 +239,13 @@ def prepare_container(
     argv = python_argv(job.container.argv)
     env = _environment(component, operation, values, run_context, job)
     env.update(compat_env(argv, env, [io.name for io in component.outputs or []]))
+    code_hash = None
+    if key is not None or options.in_pipeline:  # a DAG op's hash also decides a restart's reuse
+        code = op_code(job.container.cwd, argv, env, job.steps, base, run_context.artifacts_root)
+        code_hash = code.digest
+        if key is not None and code.digest is None:
+            notes.append(f"op `{op_name}` {code.reason}")
+        key = key_with_code(key, code.digest) if key is not None and code.digest else None
     prepared = PreparedJob(
         op_name=op_name,
         argv=argv,
@@ -253,6 +266,7 @@ def prepare_container(
         init=tuple(job.steps),
         base_dir=base,
         notes=tuple(notes),
+        code_hash=code_hash,
     )
     return prepared, job.context
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.runtime._cache import CacheHit, RunCache
+from polyaxon_prefect.runtime._code_rules import short_code
 from polyaxon_prefect.runtime._executors import executor_for
 from polyaxon_prefect.runtime._gpu_admit import admitted, with_no_gpu_hint
 from polyaxon_prefect.runtime._job import PreparedJob
@@ -26,6 +27,7 @@ from polyaxon_prefect.specs import Status
 
 __all__ = [
     "LineCallback",
+    "cache_hit_line",
     "cached_result",
     "execute_job_op",
     "failure_message",
@@ -116,16 +118,25 @@ def _as_op_result(job: PreparedJob, result: RunResult) -> RunResult:
     return base.with_(status=Status.FAILED, message=message)
 
 
+def cache_hit_line(job: PreparedJob, uuid: str | None) -> str:
+    """The line that says a job op was a cache hit, and why: its cache key holds its spec,
+    params and code hash (`PreparedJob.code_hash`), so the hit ran this very code."""
+    same = "same op and params"
+    if job.code_hash:
+        same = f"same op, params and code {short_code(job.code_hash)}"
+    return (
+        f"cache hit: reused the outputs of run {uuid} ({same} as run {uuid}, which succeeded); "
+        "no process was started"
+    )
+
+
 def cached_result(job: PreparedJob) -> RunResult | None:
     """The result of the succeeded run this job reuses (its outputs, uuid and artifacts), or
     None when its cache is off or has no valid entry."""
     hit = _cache_hit(job)
     if hit is None:
         return None
-    message = (
-        f"cache hit: reused the outputs of run {hit.uuid} (same op and params, succeeded); "
-        "no process was started"
-    )
+    message = cache_hit_line(job, hit.uuid)
     return RunResult(
         Status.SUCCEEDED,
         uuid=hit.uuid,
@@ -135,6 +146,7 @@ def cached_result(job: PreparedJob) -> RunResult | None:
         artifacts_path=hit.artifacts_path,
         message=message,
         cached=True,
+        code_hash=job.code_hash,
     )
 
 
@@ -185,7 +197,9 @@ def execute_job_op(
         )
     # a cluster op's GPUs are not the machine's pool's: its executor measured them
     hours = held if held is not None else raw.gpu_hours
-    result = with_no_gpu_hint(job, raw, _as_op_result(job, raw)).with_(gpu_hours=hours)
+    result = with_no_gpu_hint(job, raw, _as_op_result(job, raw)).with_(
+        gpu_hours=hours, code_hash=job.code_hash
+    )
     if result.succeeded:
         _cache_store(job, result, on_line)
     return result

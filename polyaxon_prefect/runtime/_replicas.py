@@ -166,6 +166,11 @@ def _as_op(plan: ReplicaPlan, replicas: tuple[PreparedReplica, ...]) -> Prepared
         counts = ",".join(f"{g.type}={g.count}" for g in plan.groups)
         text = "|".join([plan.kind, counts, *(key or "" for key in keys)])
         fields["cache_key"] = hashlib.sha256(text.encode()).hexdigest()
+    codes = list(dict.fromkeys(job.code_hash for job in jobs))
+    if len(codes) > 1:  # replicas run other folders or programs: the op's code is all of them
+        known = all(code is not None for code in codes)
+        text = "|".join(code or "" for code in codes)
+        fields["code_hash"] = hashlib.sha256(text.encode()).hexdigest() if known else None
     fields.update(run_kind=plan.kind, backend=LOCAL)
     return PreparedReplicas(**fields, plan=plan, replicas=replicas)
 

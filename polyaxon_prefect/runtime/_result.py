@@ -51,6 +51,9 @@ class RunResult:
     """Why a DAG or a sweep ended early, empty otherwise."""
     gpu_hours: float | None = None
     """GPUs held x wall time, in hours (a sweep: its trials' sum); None: it asked for none."""
+    code_hash: str | None = None
+    """A job op's code hash (`PreparedJob.code_hash`): what a DAG's ``ops.json`` records, so a
+    restart reuses an op only while its code is the same; in `to_dict` only when set."""
     timed_out: bool = field(default=False, compare=False)
     """The job was killed at its deadline (its Prefect state is named ``TimedOut``); not part of
     `to_dict`, the message says it."""
@@ -84,8 +87,9 @@ class RunResult:
                 del data[key]
         if not data["reason"]:
             del data["reason"]
-        if data["gpu_hours"] is None:
-            del data["gpu_hours"]
+        for key in ("gpu_hours", "code_hash"):
+            if data[key] is None:
+                del data[key]
         # For people and files: secrets and URL credentials masked. The attributes keep the
         # values the ops produced (data, as passed between ops).
         masked: dict[str, Any] = mask_value(data)

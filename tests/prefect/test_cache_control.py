@@ -71,6 +71,8 @@ def _dag(folder: Path, name: str) -> Path:
     }
     path = folder / f"{name}.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    # the counters are the ops' output in their working folder: not their code
+    (folder / ".polyaxonignore").write_text("*-starts\n", encoding="utf-8")
     return path
 
 

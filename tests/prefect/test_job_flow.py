@@ -103,6 +103,9 @@ def test_cache_hit_reuses_outputs_without_a_process_and_miss_runs_again(
     make_component: Any, api: Any, tmp_path: Path
 ):
     marker = tmp_path / "starts"
+    # the marker is the job's output in its working folder, not its code (the op cache hashes
+    # that folder's files)
+    (tmp_path / ".polyaxonignore").write_text("starts\n")
     path = make_component(
         command("count", str(marker), "{{ lr }}"),
         inputs=LR,

@@ -131,9 +131,16 @@ def _stop_when_running(name: str) -> None:
             return
 
 
+def _not_code(folder: Path, counter: Path) -> None:
+    """The counter an op writes next to its Polyaxonfile is its output, not its code (the op
+    cache hashes the working folder's files): listed in the folder's ``.polyaxonignore``."""
+    (folder / ".polyaxonignore").write_text(counter.name + "\n")
+
+
 def test_a_flaky_op_is_cached_from_its_success_only(tmp_path: Path):
     """Fails on its first start, succeeds after: the failure is never reused; the success is."""
     counter = tmp_path / "starts"
+    _not_code(tmp_path, counter)
     code = textwrap.dedent(
         f"""
         import pathlib, sys
@@ -170,6 +177,7 @@ def test_a_flaky_op_is_cached_from_its_success_only(tmp_path: Path):
 
 def test_a_cache_hit_after_its_ttl_runs_again(tmp_path: Path):
     counter = tmp_path / "starts"
+    _not_code(tmp_path, counter)
     code = f"open({str(counter)!r}, 'a').write('x')"
     path = component_file(tmp_path, "replay-ttl", job(code), cache={"disable": False, "ttl": 1})
 

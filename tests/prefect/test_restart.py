@@ -28,6 +28,9 @@ if p["name"] == "c" and not os.path.exists(os.path.join(here, "marks", "ok")):
     sys.exit(3)
 tracking.log_outputs(v=p["name"] + "<" + str(p.get("prev")))
 """
+IGNORE_MARKS = "marks/\n"
+"""The marks are what the ops write in their working folder, not their code (a restart reuses
+an op only while its code hash is the same)."""
 STEP_COMPONENT = f"""\
 version: 1.1
 kind: component
@@ -78,6 +81,7 @@ def test_restart_from_the_failed_op_reuses_the_ops_before_it(
     tmp_path: Path, prefect_server: str
 ) -> None:
     (tmp_path / "marks").mkdir()
+    (tmp_path / ".polyaxonignore").write_text(IGNORE_MARKS)
     (tmp_path / "step.py").write_text(STEP)
     (tmp_path / "step.yaml").write_text(STEP_COMPONENT)
     (tmp_path / "chain.yaml").write_text(_chain())
@@ -213,6 +217,7 @@ def test_the_generic_deployment_form_restarts_from_an_op(tmp_path: Path) -> None
     from polyaxon_prefect.prefect._deploy import generic_flow
 
     (tmp_path / "marks").mkdir()
+    (tmp_path / ".polyaxonignore").write_text(IGNORE_MARKS)
     (tmp_path / "step.py").write_text(STEP)
     # another component than the first test's: its ops must not be served from the op cache
     (tmp_path / "step.yaml").write_text(STEP_COMPONENT.replace("name: step", "name: step-ui"))

@@ -23,12 +23,18 @@ def _marking(name: str, marker: Path, cache: str) -> str:
     )
 
 
+MARKS_ARE_NOT_CODE = "*.marks\n"
+"""The marks the ops write next to their Polyaxonfile are their output, not their code (the op
+cache hashes the working folder's files)."""
+
+
 def _lines(path: Path) -> int:
     return len(path.read_text().splitlines()) if path.exists() else 0
 
 
 def test_invalidate_makes_the_next_identical_job_execute(tmp_path: Path, prefect_server: str):
     marker = tmp_path / "job.marks"
+    (tmp_path / ".polyaxonignore").write_text(MARKS_ARE_NOT_CODE)
     path = tmp_path / "cached.yaml"
     path.write_text(_marking("invalidate-job", marker, "cache: {disable: false}\n"))
     first = run(path)
@@ -57,6 +63,7 @@ def test_invalidate_makes_the_next_identical_job_execute(tmp_path: Path, prefect
 
 
 def test_invalidate_a_dag_drops_its_ops_entries(tmp_path: Path, prefect_server: str):
+    (tmp_path / ".polyaxonignore").write_text(MARKS_ARE_NOT_CODE)
     for op in ("a", "b"):
         (tmp_path / f"{op}.yaml").write_text(_marking(f"op-{op}", tmp_path / f"{op}.marks", ""))
     dag = tmp_path / "dag.yaml"

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from polyaxon_prefect.dag import DagReuse, OpRecord, plan_dag, restart_point, reused_ops
+from polyaxon_prefect.dag import (
+    DagReuse,
+    OpRecord,
+    plan_dag,
+    restart_point,
+    reused_ops,
+    uncached_ops,
+)
 from polyaxon_prefect.dag._reuse import downstream_of
 from polyaxon_prefect.specs import Component, Status
 
@@ -70,3 +77,19 @@ def test_the_default_restart_point_is_the_first_failed_or_stopped_op_in_order() 
     assert restart_point(PLAN.order, statuses) == "c"
     assert restart_point(PLAN.order, {"a": "succeeded", "b": "stopped"}) == "b"
     assert restart_point(PLAN.order, dict.fromkeys(PLAN.order, "succeeded")) is None
+
+
+def test_a_forced_op_and_what_follows_it_are_not_reused() -> None:
+    records = _records(a="succeeded", b="succeeded", c="succeeded", d="failed", e="succeeded")
+    forced = DagReuse("d", records, frozenset({"b"}))
+    assert sorted(reused_ops(forced, PLAN.order, PLAN.downstreams)) == ["a", "e"]
+    # only the op run from, what follows it, and the forced ops skip the op cache: c (after b)
+    # goes through it, its input being b's new output
+    assert uncached_ops(forced, PLAN.downstreams) == {"b", "d"}
+
+
+def test_without_an_op_to_run_from_nothing_is_reused_and_the_cache_decides() -> None:
+    records = _records(a="succeeded", b="succeeded", c="succeeded", d="succeeded", e="succeeded")
+    whole = DagReuse(None, records, frozenset({"e"}))
+    assert reused_ops(whole, PLAN.order, PLAN.downstreams) == {}
+    assert uncached_ops(whole, PLAN.downstreams) == {"e"}
