@@ -32,6 +32,7 @@ from polyaxon_prefect.loading._cli_overrides import CliOverrides, parse_cli_para
 from polyaxon_prefect.loading._compat import normalize_image_params
 from polyaxon_prefect.loading._shortcuts import apply_environment_shortcut
 from polyaxon_prefect.loading._sources import LegacyPositions, Sources, source_identity
+from polyaxon_prefect.loading._template_names import undefined_template_names
 from polyaxon_prefect.loading._url_file import read_url_document, source_of
 from polyaxon_prefect.loading._version import TOP_KINDS as _TOP_KINDS
 from polyaxon_prefect.loading._version import check_version
@@ -356,6 +357,8 @@ class _Loader:
         walk(patch, ())
 
     def validate(self, op: dict[str, Any]) -> Operation | None:
+        # names a template will not find at run time, said with the model's problems
+        self.problems.extend(self.sources.locate(p) for p in undefined_template_names(op))
         try:
             operation = Operation.model_validate(op)
         except ValidationError as exc:
