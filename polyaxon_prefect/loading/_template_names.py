@@ -28,18 +28,22 @@ PathT = tuple[str | int, ...]
 _PARAMS_SCOPE = frozenset({"params", "globals"})
 _RUN_SCOPE = _PARAMS_SCOPE | {"connections"}
 _DAG_OP_CONDITIONS_SCOPE = _PARAMS_SCOPE | {"dag", "ops"}
-_HINT = {
-    "dag": "a DAG's inputs reach an op as a param: `ref: dag` with `value: inputs.NAME`",
-    "ops": "an upstream op's outputs reach an op as a param: `ref: ops.NAME` with "
-    "`value: outputs.NAME`",
-}
+_DAG_ONLY = _DAG_OP_CONDITIONS_SCOPE - _PARAMS_SCOPE
+"""What only a DAG op's ``conditions`` see: elsewhere a param reads them (a ref)."""
+_REF_HINT = (
+    "a param reads it: `ref: dag` with `value: inputs.NAME` (a DAG's input), or `ref: ops.OP` "
+    "with `value: outputs.NAME` (an upstream op's output); then use the param's name"
+)
 
 
-def undefined_template_names(op: Mapping[str, Any]) -> list[Problem]:
+def undefined_template_names(
+    op: Mapping[str, Any], given: frozenset[str] = frozenset()
+) -> list[Problem]:
     """Every template name in the assembled operation ``op`` (components inlined) that its
     place's context will not define, and every template that does not parse, with its path in
-    ``op`` (the caller locates it)."""
-    return list(_operation(op, (), in_dag=False))
+    ``op`` (the caller locates it). ``given``: the params the caller gave (``-P``): data, never
+    rendered, so never read as templates."""
+    return list(_operation(op, (), in_dag=False, given=given))
 
 
 def _is_template(value: Any) -> bool:
@@ -61,7 +65,9 @@ def _names_of(op: Mapping[str, Any], component: Mapping[str, Any]) -> frozenset[
     return frozenset(names)
 
 
-def _operation(op: Mapping[str, Any], at: PathT, *, in_dag: bool) -> Iterator[Problem]:
+def _operation(
+    op: Mapping[str, Any], at: PathT, *, in_dag: bool, given: frozenset[str] = frozenset()
+) -> Iterator[Problem]:
     component = _dict(op.get("component"))
     if _dict(component.get("template")).get("enabled"):
         return  # a Polyaxon template component is filled in later: its names are not known
@@ -69,10 +75,11 @@ def _operation(op: Mapping[str, Any], at: PathT, *, in_dag: bool) -> Iterator[Pr
     params_scope = names | _PARAMS_SCOPE
     run_scope = names | _RUN_SCOPE
     for name, param in _dict(op.get("params")).items():
-        if isinstance(param, Mapping) and not param.get("ref"):
+        if isinstance(param, Mapping) and not param.get("ref") and name not in given:
             yield from _strings(param.get("value"), (*at, "params", name, "value"), params_scope)
+    valued = given | set(_dict(op.get("params")))  # an input's default is then not rendered
     for index, io in enumerate(_list(component.get("inputs"))):
-        if isinstance(io, Mapping):
+        if isinstance(io, Mapping) and io.get("name") not in valued:
             path = (*at, "component", "inputs", index, "value")
             yield from _strings(io.get("value"), path, params_scope)
     if in_dag:
@@ -126,7 +133,7 @@ def _check(source: str, at: PathT, scope: frozenset[str]) -> Iterator[Problem]:
             f"undefined name `{name}` in `{shown}`; defined here: {', '.join(sorted(scope))}",
             rule="undefined_template_name",
             path=at,
-            hint=_HINT.get(name, "declare it as an input or pass it as a param"),
+            hint=_REF_HINT if name in _DAG_ONLY else "declare it as an input or pass it as a param",
         )
     params = scope - RESERVED_NAMES
     for key in sorted(_params_keys(tree) - params - {"as_args"}):
@@ -143,13 +150,12 @@ def _params_keys(tree: jinja_nodes.Template) -> set[str]:
     """The keys read as ``params.KEY`` or ``params['KEY']`` (not shadowed by a loop or set)."""
     keys: set[str] = set()
     for node in tree.find_all((jinja_nodes.Getattr, jinja_nodes.Getitem)):
-        target = node.node
-        if not (isinstance(target, jinja_nodes.Name) and target.name == "params"):
-            continue
-        if isinstance(node, jinja_nodes.Getattr):
+        if isinstance(node, jinja_nodes.Getattr) and _is_params(node.node):
             keys.add(node.attr)
-        elif isinstance(node.arg, jinja_nodes.Const) and isinstance(node.arg.value, str):
-            keys.add(node.arg.value)
+        elif isinstance(node, jinja_nodes.Getitem) and _is_params(node.node):
+            arg = node.arg
+            if isinstance(arg, jinja_nodes.Const) and isinstance(arg.value, str):
+                keys.add(arg.value)
     if any(
         isinstance(assigned, jinja_nodes.Name) and assigned.name == "params"
         for assigned in tree.find_all(jinja_nodes.Name)
@@ -157,6 +163,10 @@ def _params_keys(tree: jinja_nodes.Template) -> set[str]:
     ):
         return set()  # the template names something else `params`
     return keys
+
+
+def _is_params(node: jinja_nodes.Node) -> bool:
+    return isinstance(node, jinja_nodes.Name) and node.name == "params"
 
 
 def _dict(value: Any) -> Mapping[str, Any]:
