@@ -79,7 +79,9 @@ def _operation(
             yield from _strings(param.get("value"), (*at, "params", name, "value"), params_scope)
     valued = given | set(_dict(op.get("params")))  # an input's default is then not rendered
     for index, io in enumerate(_list(component.get("inputs"))):
-        if isinstance(io, Mapping) and io.get("name") not in valued:
+        if isinstance(io, Mapping) and not (
+            isinstance(io.get("name"), str) and io["name"] in valued
+        ):
             path = (*at, "component", "inputs", index, "value")
             yield from _strings(io.get("value"), path, params_scope)
     if in_dag:
