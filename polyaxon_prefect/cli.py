@@ -320,8 +320,9 @@ def _compile_kubernetes(args: argparse.Namespace) -> int:
     text = yaml.safe_dump_all(manifests, sort_keys=False, default_flow_style=False)
     if "{{" in text or "{%" in text:
         print(
-            "warning: some fields still hold `{{ templates }}` (globals, params): they are "
-            "rendered when the run is submitted, not by `compile`",
+            "warning: some fields still hold `{{ templates }}` that only a submission knows "
+            "(globals, connections, an upstream op's outputs): they are rendered when the run "
+            "is submitted, not by `compile`",
             file=sys.stderr,
         )
     print(text, end="")

@@ -32,6 +32,7 @@ from polyaxon_prefect.loading._cli_overrides import CliOverrides, parse_cli_para
 from polyaxon_prefect.loading._compat import normalize_image_params
 from polyaxon_prefect.loading._shortcuts import apply_environment_shortcut
 from polyaxon_prefect.loading._sources import LegacyPositions, Sources, source_identity
+from polyaxon_prefect.loading._template_names import undefined_template_names
 from polyaxon_prefect.loading._url_file import read_url_document, source_of
 from polyaxon_prefect.loading._version import TOP_KINDS as _TOP_KINDS
 from polyaxon_prefect.loading._version import check_version
@@ -355,7 +356,9 @@ class _Loader:
 
         walk(patch, ())
 
-    def validate(self, op: dict[str, Any]) -> Operation | None:
+    def validate(self, op: dict[str, Any], given: frozenset[str] = frozenset()) -> Operation | None:
+        # names a template will not find at run time, said with the model's problems
+        self.problems.extend(self.sources.locate(p) for p in undefined_template_names(op, given))
         try:
             operation = Operation.model_validate(op)
         except ValidationError as exc:
@@ -466,7 +469,8 @@ def load_polyaxonfile(
     loader = _Loader([Path(p) for p in hub_dirs], url_timeout)
     cli_params = {str(k): v for k, v in (params or {}).items()}
     op = loader.assemble(source_of(path), [source_of(p) for p in presets], cli_params, overrides)
-    operation = loader.validate(op) if op is not None and not loader.blocked else None
+    given = frozenset(cli_params)
+    operation = loader.validate(op, given) if op is not None and not loader.blocked else None
     if loader.problems or operation is None:
         raise PolyaxonfileError(
             _sorted(loader.problems) or [Problem("invalid Polyaxonfile")],

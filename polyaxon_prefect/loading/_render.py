@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from jinja2 import StrictUndefined, Template, TemplateSyntaxError, UndefinedError
+from jinja2 import Environment, StrictUndefined, Template, TemplateSyntaxError, UndefinedError
 from jinja2.exceptions import SecurityError
 from jinja2.utils import missing
 
@@ -219,6 +219,12 @@ _ENV = bounded_environment(undefined=_Undefined, autoescape=False, keep_trailing
 _ENV.filters["map_format"] = map_format
 bound_filters(_ENV)
 _ENV.policies["json.dumps_kwargs"] = {"sort_keys": True, "default": _json_default}
+
+
+def template_environment() -> Environment:
+    """The one sandboxed environment every template renders in (filters and globals included),
+    for `check` to parse templates the way a run will."""
+    return _ENV
 
 
 @lru_cache(maxsize=1024)

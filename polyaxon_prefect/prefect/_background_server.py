@@ -35,6 +35,7 @@ __all__ = [
     "healthy",
     "hold_lease",
     "leases_dir",
+    "port_to_take",
     "running_server",
     "start_server",
     "stop_server",
@@ -154,6 +155,18 @@ def _port_free(host: str, port: int) -> bool:
     return True
 
 
+def port_to_take(host: str, port: int) -> int:
+    """``port`` when it is free, else one the system gives free now: on a machine where another
+    program (another user's server, another Prefect home's) holds the default port, each home's
+    server still gets one of its own, found by the next command through its record."""
+    if _port_free(host, port):
+        return port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        free: int = sock.getsockname()[1]
+    return free
+
+
 def _start_lock(home: Path) -> contextlib.AbstractContextManager[None]:
     """One start at a time per Prefect home: two commands that both find no server start
     one, and the second uses it."""
@@ -187,11 +200,14 @@ def start_server(
     database_url: str | None = None,
     idle_timeout: float = 0.0,
     timeout: float = _START_TIMEOUT,
+    any_free_port: bool = False,
 ) -> tuple[BackgroundServer, bool]:
     """Start the background server unless it runs; returns it and whether it was started now.
 
     ``idle_timeout`` (seconds, 0 for never): the server stops itself after that long with no
-    API use and no run going (`prefect._server_process`).
+    API use and no run going (`prefect._server_process`). ``any_free_port``: where ``port`` is
+    held by another program, take a free one (`port_to_take`) instead of refusing; the record
+    says which.
 
     Raises:
         ServerCommandError: the port is taken by something else, the Prefect home cannot be
@@ -204,6 +220,8 @@ def start_server(
             current = running_server()
             if current is not None:
                 return current, False
+            if any_free_port:
+                port = port_to_take(host, port)
             return _spawn(home, host, port, database_url, idle_timeout, timeout), True
     except OSError as error:
         from polyaxon_prefect.prefect._server import database_problem

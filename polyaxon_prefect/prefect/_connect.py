@@ -10,7 +10,9 @@
    command and stopping itself after ``POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT`` seconds without
    use (default 600). The first command pays the server's start once; every later one, and
    ``prefect worker start`` / ``prefect deployment run`` pointed at it, share it.
-3. Where that server cannot start (its port taken by another program, a read-only home), or
+   Where another program holds its port (another user's server, another home's), it takes a
+   free one, recorded in the home, where the next command finds it.
+3. Where that server cannot start (a read-only home, a port a ``PREFECT_API_URL`` names), or
    with ``POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT=0`` when none runs (``polyaxon-prefect server
    start`` still starts one, and commands use it), a temporary server for this command alone
    (`_server`), stopped at its end: the command says why in one line and never hangs.
@@ -196,24 +198,32 @@ def _choose(notify: Notify, purpose: str) -> Connection:
         if port is None or idle == 0 or background.healthy(chosen):
             _use(chosen)
             return Connection(chosen, user_chosen=True)
-        return _background(notify, idle, port=port, purpose=purpose)
+        return _background(notify, idle, port=port, purpose=purpose, chosen=True)
     if idle == 0 and background.running_server() is None:
         return _temporary(notify)
     return _background(notify, idle, port=_port(), purpose=purpose)
 
 
-def _background(notify: Notify, idle: float, *, port: int, purpose: str) -> Connection:
+def _background(
+    notify: Notify, idle: float, *, port: int, purpose: str, chosen: bool = False
+) -> Connection:
     from polyaxon_prefect.prefect import _background_server as background
 
     background.hold_lease()  # the server must not stop itself under this command
     running = background.running_server()
     if running is None:
+        # a port the user named in PREFECT_API_URL is kept; the default one, held by another
+        # program, is traded for a free one (the home's record tells later commands which)
+        taken = port if chosen else background.port_to_take("127.0.0.1", port)
+        held = "" if taken == port else f"; port {port} is held by another program"
         notify(
-            f"starting the local Prefect server at http://127.0.0.1:{port} "
-            f"(once; it stops after {_minutes(idle)} without use; UI at that address)"
+            f"starting the local Prefect server at http://127.0.0.1:{taken} "
+            f"(once; it stops after {_minutes(idle)} without use; UI at that address{held})"
         )
         try:
-            running, _started = background.start_server(port=port, idle_timeout=idle)
+            running, _started = background.start_server(
+                port=taken, idle_timeout=idle, any_free_port=not chosen
+            )
         except background.ServerCommandError as error:
             if isinstance(error, background.ServerHomeError):  # a temporary one fails alike
                 raise ServerStartError(

@@ -113,6 +113,8 @@ def cmd_server(args: argparse.Namespace) -> int:
             port=args.port or _default_port(),
             database_url=args.database_url,
             idle_timeout=args.idle_timeout,
+            # the default port held by another program: a free one (`--port` is kept as asked)
+            any_free_port=args.port is None,
         )
         verb = "started" if started else "already running"
         print(f"Prefect server {verb} at {server.url} (pid {server.pid}; UI at the same address)")

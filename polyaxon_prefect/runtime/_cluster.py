@@ -43,6 +43,7 @@ from polyaxon_prefect.runtime._problems import PathT, Problems
 from polyaxon_prefect.runtime._render import has_template, render_argv, render_text_value
 
 __all__ = [
+    "ARGV_KEYS",
     "CONNECTIONS_ENV",
     "PreparedManifests",
     "cluster_context",
@@ -56,7 +57,7 @@ CONNECTIONS_ENV = "POLYAXON_PREFECT_K8S_CONNECTIONS"
 --connections``), read by a Kubernetes run when set."""
 
 _RUN_PATH: PathT = ("component", "run")
-_ARGV_KEYS = frozenset({"command", "args"})
+ARGV_KEYS = frozenset({"command", "args"})
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,7 @@ def _render(
     """Render every template under ``value``: ``command``/``args`` one argument per element
     (as a job's), ``env`` values as text, anything else read back as a literal (so
     ``replicas: '{{ workers }}'`` becomes a number)."""
-    if key in _ARGV_KEYS and (isinstance(value, list) or has_template(value)):
+    if key in ARGV_KEYS and (isinstance(value, list) or has_template(value)):
         return render_argv(value, context, path, problems)
     if isinstance(value, dict):
         text_value = "name" in value and "value" in value  # an env var: its value is text

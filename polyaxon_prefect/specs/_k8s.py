@@ -63,18 +63,34 @@ Quantity = Annotated[int | float | str, BeforeValidator(_check_quantity)]
 
 
 def _to_command_list(value: Any) -> Any:
-    """Polyaxon's reading of `command`/`args`: a plain string is a one-item list, scalar items
-    become strings and empty items are dropped; a `{{ template }}` string stays as it is
-    because it may render to a whole list (``args: "{{ params.as_args }}"``)."""
+    """Polyaxon's reading of `command`/`args`: a plain string is a one-item list and empty items
+    are dropped; a `{{ template }}` string stays as it is because it may render to a whole list
+    (``args: "{{ params.as_args }}"``). A YAML boolean, number or null where a word is expected
+    is refused, located at its item: ``true`` would run as ``True`` and ``1.0e3`` as ``1000.0``,
+    not as written."""
     if isinstance(value, str):
         return value if is_template(value) else [value]
     if isinstance(value, list | tuple):
-        return [
-            str(item) if isinstance(item, int | float) else item
-            for item in value
-            if item is not None and item != ""
-        ]
+        for index, item in enumerate(value):
+            if item is None or isinstance(item, bool | int | float):
+                raise PydanticCustomError(
+                    "command_word",
+                    "a command or args word must be a string, not the YAML {kind} {written}",
+                    _word_context(index, item),
+                )
+        return [item for item in value if item != ""]
     return value
+
+
+def _word_context(index: int, item: Any) -> dict[str, Any]:
+    """Where the `command_word` problem points, and how to write the word as meant."""
+    if item is None or isinstance(item, bool):
+        written = "null" if item is None else str(item).lower()
+        kind = "null" if item is None else "boolean"
+        return {"at": index, "kind": kind, "written": written, "hint": f"quote it: '{written}'"}
+    # YAML has already turned the number into a float or int: its spelling is lost
+    hint = "quote it as you mean it to be passed (1e3 is read as the number 1000.0)"
+    return {"at": index, "kind": "number", "written": str(item), "hint": hint}
 
 
 CommandList = Annotated[list[str] | Ref, BeforeValidator(_to_command_list)]

@@ -3,7 +3,8 @@ server on a free loopback port, a new Prefect home per test.
 
 The first command starts the server and says so; later ones (the CLI, ``polyaxon_prefect.run``,
 ``ls``) use it; it outlives them and stops itself once idle; a killed server is started again by
-the next command; a port held by another program gives a temporary server for that run;
+the next command; where another program holds the port, each home's server takes a free one
+and its next command finds it by its record;
 ``server start --set-profile`` points ``prefect`` commands at the same server.
 """
 
@@ -130,23 +131,40 @@ def test_a_run_longer_than_the_idle_timeout_keeps_its_server(
     assert json.loads(result.stdout)["status"] == "succeeded"
 
 
-def test_a_port_held_by_another_program_gives_a_temporary_server(
+def test_homes_whose_port_another_program_holds_each_get_their_own_server_and_reuse_it(
     home: dict[str, str], tmp_path: Path
 ) -> None:
+    """Two Prefect homes on one machine, the configured port held by a plain socket (another
+    user's server): each home's first command starts its server on a free port of its own and
+    records it; each home's next command finds it by that record (no temporary server)."""
     port = int(home["POLYAXON_PREFECT_SERVER_PORT"])
-    with socket.socket() as holder:
-        holder.bind(("127.0.0.1", port))
-        holder.listen()
-        result = _run(home, "run", "-f", str(tmp_path / "noop.yaml"))
-    assert result.returncode == 0, result.stderr
-    lines = result.stderr.splitlines()
-    assert lines[1] == (
-        f"could not start the local Prefect server: port {port} on 127.0.0.1 is in use by "
-        "another program: pass --port with a free one; this run uses a temporary one"
-    )
-    assert "View at" not in result.stderr, "no link to a server that is gone"
-    assert "Traceback" not in result.stderr
-    assert not _record(home).exists()
+    # each server must outlive the other home's first start (half a minute or more)
+    home["POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT"] = "300"
+    other = new_home_env(tmp_path / "other-prefect", tmp_path / "other-artifacts", "300")
+    other["POLYAXON_PREFECT_SERVER_PORT"] = str(port)
+    noop = str(tmp_path / "noop.yaml")
+    taken = []
+    try:
+        with socket.socket() as holder:
+            holder.bind(("127.0.0.1", port))
+            holder.listen()
+            for env in (home, other):
+                first = _run(env, "run", "-f", noop)
+                assert first.returncode == 0, first.stderr
+                own = int(json.loads(_record(env).read_text())["url"].rsplit(":", 1)[1])
+                assert own != port
+                line = first.stderr.splitlines()[0]
+                assert line.startswith(STARTING.format(port=own))
+                assert line.endswith(f"; port {port} is held by another program)")
+                assert "temporary" not in first.stderr
+                second = _run(env, "ls", "--json")
+                assert second.returncode == 0, second.stderr
+                assert second.stderr.splitlines()[0].startswith(USING.format(port=own))
+                assert [row["name"] for row in json.loads(second.stdout)] == ["noop"]
+                taken.append(own)
+        assert taken[0] != taken[1]
+    finally:
+        _run(other, "server", "stop")
 
 
 def test_server_start_points_prefect_commands_at_the_same_server(

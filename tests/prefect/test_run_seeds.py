@@ -52,8 +52,7 @@ LAYOUT = {
     "automation/typed.yaml": "typed.yaml",
     "optimization/mapping.yaml": "mapping.yaml",
     "optimization/typed.yaml": "typed.yaml",
-    "optimization/model.py": "model.py",  # a job of a -f file runs in that file's folder
-    "model.py": "model.py",  # a job of a --url file runs in the current directory
+    "model.py": "model.py",  # a job runs in the current folder, for -f and --url alike
 }
 
 

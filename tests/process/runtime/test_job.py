@@ -230,7 +230,10 @@ READ_VERSION = (
 
 
 @pytest.mark.parametrize("form", ["path", "file_url", "revision"])
-def test_init_git(tmp_path: Path, repo: tuple[Path, str], form: str) -> None:
+def test_init_git(
+    tmp_path: Path, repo: tuple[Path, str], form: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # a relative repository is read from the current folder
     path, first = repo
     git = {
         "path": "{url: code-repo}",
@@ -290,7 +293,8 @@ def test_init_file_runs_as_the_command(tmp_path: Path) -> None:
     assert lines == ["hello"]
 
 
-def test_init_paths_copy(tmp_path: Path) -> None:
+def test_init_paths_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # relative paths are read from the current folder
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "a.csv").write_text("1,2\n")
     (tmp_path / "config.json").write_text("{}")
@@ -399,7 +403,10 @@ def test_build_section_skipped_runs_the_job(tmp_path: Path) -> None:
 # the quick-start example
 
 
-def test_quick_start_model_runs_and_loss_depends_on_learning_rate(tmp_path: Path) -> None:
+def test_quick_start_model_runs_and_loss_depends_on_learning_rate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(QUICK_START.parents[1])  # the examples run from the repository's root
     losses = []
     for lr in ("0.001", "0.2"):
         loaded = load_polyaxonfile(
@@ -407,7 +414,7 @@ def test_quick_start_model_runs_and_loss_depends_on_learning_rate(tmp_path: Path
         )
         ctx = new_run_context("typed", "quick", artifacts_root=tmp_path).make_dirs()
         job = prepare_job(loaded, run_context=ctx, connections={})
-        assert job.cwd == QUICK_START
+        assert job.cwd == QUICK_START.parents[1]  # the current folder, not the file's
         result = execute_job(job)
         assert result.status == "succeeded", result.message
         assert set(result.outputs) == {"loss", "accuracy"}

@@ -28,10 +28,16 @@ def _write(tmp_path: Path, text: str, name: str = "polyaxonfile.yaml") -> Path:
     return path
 
 
-def _offline_quick_start(tmp_path: Path, *, build_ref: str | None = None) -> Path:
+def _offline_quick_start(
+    tmp_path: Path, *, build_ref: str | None = None, top_literal: bool = False
+) -> Path:
     """The docs' DAG with its urlRef served from the vendored file (the same text, no network);
-    ``build_ref`` names a component for the `build` op, which the page leaves without one."""
+    ``build_ref`` names a component for the `build` op, which the page leaves without one;
+    ``top_literal`` writes a value where the page's `--top={{ dag.inputs.top }}` names what an
+    op's run section does not see (`check` reports it)."""
     text = (DOCS / "quick-start-dag.yml").read_text()
+    if top_literal:
+        text = text.replace("--top={{ dag.inputs.top }}", "--top=5")
     assert text.count(DOCS_URL) == 2
     text = text.replace(DOCS_URL, (DOCS / "typed.yml").as_uri())
     if build_ref is not None:
@@ -43,7 +49,7 @@ def _offline_quick_start(tmp_path: Path, *, build_ref: str | None = None) -> Pat
 
 
 def test_the_docs_quick_start_dag_gets_one_located_pchoice_warning(tmp_path: Path) -> None:
-    loaded = load_polyaxonfile(_offline_quick_start(tmp_path, build_ref="kaniko"))
+    loaded = load_polyaxonfile(_offline_quick_start(tmp_path, build_ref="kaniko", top_literal=True))
     (warning,) = loaded.warnings
     assert (warning.line, warning.column) == (55 + 1, 11)  # line 55, after the added hubRef
     assert warning.path == ("run", "operations", 2, "matrix", "params", "conv_activation", "value")
@@ -58,7 +64,7 @@ def test_the_docs_quick_start_dag_gets_one_located_pchoice_warning(tmp_path: Pat
 def test_check_of_the_docs_quick_start_dag_is_valid_with_one_warning(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = _offline_quick_start(tmp_path, build_ref="kaniko")
+    path = _offline_quick_start(tmp_path, build_ref="kaniko", top_literal=True)
     assert main(["check", "-f", str(path)]) == 0
     out, err = capsys.readouterr()
     assert "valid (dag `automated-process`)" in out
@@ -67,13 +73,30 @@ def test_check_of_the_docs_quick_start_dag_is_valid_with_one_warning(
     assert warnings[0].startswith(f"{path}:56:11: ")
 
 
+def test_check_of_the_docs_quick_start_dag_reports_the_dag_input_its_job_cannot_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The page's report op renders `--top={{ dag.inputs.top }}` in its container: a job's run
+    section sees its params, ``globals`` and ``connections``, not ``dag`` (Polyaxon renders it
+    empty), so the run would fail there; `check` says so first, with the same warning."""
+    path = _offline_quick_start(tmp_path, build_ref="kaniko")
+    assert main(["check", "-f", str(path)]) == 1
+    out, err = capsys.readouterr()
+    lines = (out + err).splitlines()
+    errors = [line for line in lines if line.startswith(f"{path}:") and ": warning: " not in line]
+    assert len(errors) == 1
+    assert errors[0].startswith(f"{path}:71:58: run.operations[3].component.run.container.args[1]")
+    assert "undefined name `dag`" in errors[0] and "ref: dag" in errors[0]
+    assert len([line for line in lines if ": warning: " in line]) == 1
+
+
 def test_the_docs_quick_start_dag_as_printed_lacks_only_its_build_reference(
     tmp_path: Path,
 ) -> None:
     # the page's `build` op names no component (its repository's file has `hubRef`); Polyaxon
     # 2.18 refuses it too ("runPatch requires a resolved runtime")
     with pytest.raises(PolyaxonfileError) as info:
-        load_polyaxonfile(_offline_quick_start(tmp_path))
+        load_polyaxonfile(_offline_quick_start(tmp_path, top_literal=True))
     (problem,) = info.value.problems
     assert problem.rule == "operation_reference"
     assert (problem.line, problem.column) == (15, 5)

@@ -69,12 +69,14 @@ def test_gpus_are_sliced_per_replica_when_the_op_runs(tmp_path: Path, monkeypatc
 
 
 def test_a_template_error_is_located_at_its_replica(tmp_path: Path):
+    # a key `globals` lacks is found when the replicas are prepared (an undefined name is
+    # found earlier, when the file is loaded)
     with pytest.raises(PolyaxonfileError) as info:
         _prepare(
             tmp_path,
             """\
             kind: tfjob
-            worker: {replicas: 2, container: {command: [echo, "{{ nope }}"]}}
+            worker: {replicas: 2, container: {command: [echo, "{{ globals.nope }}"]}}
             """,
         )
     [problem] = info.value.problems

@@ -212,7 +212,7 @@ def test_command_and_env_follow_polyaxon_leniency() -> None:
     container = Container.model_validate(
         {
             "command": "train --lr=0.1",
-            "args": ["--epochs", 10, None, ""],
+            "args": ["--epochs", "10", ""],
             "env": [{"name": "N", "value": 1}, {"name": "FLAG", "value": True}],
         }
     )
@@ -225,6 +225,21 @@ def test_command_and_env_follow_polyaxon_leniency() -> None:
         "{{ params.as_args }}"
     )
     assert _locs(Container, {"command": {"a": 1}}) != []
+
+
+@pytest.mark.parametrize(
+    ("word", "kind", "hint"),
+    [(True, "boolean", "quote it: 'true'"), (None, "null", "quote it: 'null'"), (10, "number", "")],
+)
+def test_a_yaml_scalar_where_a_command_word_goes_is_refused_at_its_item(
+    word: Any, kind: str, hint: str
+) -> None:
+    """``command: [true]`` would run the command ``True``: YAML read a boolean, not a word."""
+    errors = _errors(Container, {"command": ["echo"], "args": ["--flag", word]})
+    assert [(e["loc"], e["type"]) for e in errors] == [(("args",), "command_word")]
+    assert errors[0]["ctx"]["at"] == 1
+    assert f"YAML {kind}" in errors[0]["msg"]
+    assert hint in errors[0]["ctx"]["hint"] and "quote it" in errors[0]["ctx"]["hint"]
 
 
 def test_models_are_frozen() -> None:
