@@ -286,21 +286,26 @@ def _start_ticks(pid: int) -> int | None:
         return None
 
 
+_SERVER_MODULE = b"polyaxon_prefect.prefect._server_process"
+
+
 def _is_our_server(record: BackgroundServer) -> bool:
     """Whether the record's pid is still the server it names (a pid is reused after a reboot
-    or a crash: an unrelated process must never be stopped): the same start time when the
-    record has one, and our server's command line; where ``/proc`` is missing, whether its
-    URL answers as a Prefect server."""
+    or a crash: an unrelated process must never be stopped). Proven only by both the start
+    time the record keeps and our server module on the pid's command line: a record without
+    its start time (older versions wrote none) proves nothing, whatever runs under that pid
+    (another user's ``polyaxon-prefect run`` has "prefect" in its command line too). Where
+    ``/proc`` is missing, whether its URL answers as a Prefect server."""
     pid = record.pid
     if not Path("/proc/self").exists():
         return _healthy(record.api_url)
+    if record.started is None or _start_ticks(pid) != record.started:
+        return False
     try:
         command = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
-    if record.started is not None and _start_ticks(pid) != record.started:
-        return False
-    return b"polyaxon_prefect.prefect._server_process" in command or b"prefect" in command
+    return _SERVER_MODULE in command.split(b"\0")
 
 
 def stop_server(grace: float = 15.0) -> tuple[BackgroundServer | None, bool]:

@@ -155,3 +155,41 @@ def test_two_server_starts_at_once_give_one_server_and_two_clean_exits(
     assert all("Traceback" not in err and "sqlalchemy" not in err for _c, _o, err in outcomes)
     pid = json.loads(_record(home).read_text())["pid"]
     assert _alive(pid)
+
+
+def test_server_stop_never_signals_what_the_record_does_not_prove_is_its_server(
+    home: dict[str, str],
+) -> None:
+    """A record without its start time (older versions wrote none) over another user's
+    ``polyaxon-prefect run``, then one with the right start time over a program that is not
+    our server: neither is signalled, each record is removed."""
+    bystander = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(120)", "polyaxon-prefect", "run"],
+        start_new_session=True,
+    )
+    record = _record(home)
+    record.parent.mkdir(parents=True)
+    url = f"http://127.0.0.1:{home['POLYAXON_PREFECT_SERVER_PORT']}"
+    fields = {"pid": bystander.pid, "url": url, "log": "server.log", "database": "prefect.db"}
+    try:
+        record.write_text(json.dumps(fields))
+        stopped = _cli(home, "server", "stop")
+        assert stopped.returncode == 0, stopped.stderr
+        assert stopped.stdout.strip() == (
+            f"not running: removed a record that cannot prove pid {bystander.pid} is its server "
+            "(no start time: an older version wrote it); nothing was signalled"
+        )
+        assert bystander.poll() is None, "another user's run was signalled"
+        assert not record.exists()
+
+        stat = Path(f"/proc/{bystander.pid}/stat").read_text()
+        started = int(stat.rsplit(")", 1)[1].split()[19])  # the pid's true start time
+        record.write_text(json.dumps({**fields, "started": started}))
+        stopped = _cli(home, "server", "stop")
+        assert stopped.returncode == 0, stopped.stderr
+        assert "nothing was signalled" in stopped.stdout
+        assert bystander.poll() is None, "a program that is not our server was signalled"
+        assert not record.exists()
+    finally:
+        bystander.kill()
+        bystander.wait()
