@@ -36,6 +36,7 @@ __all__ = [
     "hold_lease",
     "leases_dir",
     "running_server",
+    "served_here",
     "start_server",
     "stop_server",
 ]
@@ -45,6 +46,7 @@ RECORD_FILE = "polyaxon-prefect-server.json"
 _LOG_FILE = "polyaxon-prefect-server.log"
 _LOCK_FILE = ".polyaxon-prefect-server-start.lock"
 _LEASES_DIR = "polyaxon-prefect-server.clients"
+_SERVED_FILE = "polyaxon-prefect-server.served"
 DEFAULT_PORT = 4200
 _HELD: set[Path] = set()
 _START_TIMEOUT = 300.0
@@ -204,7 +206,9 @@ def start_server(
             current = running_server()
             if current is not None:
                 return current, False
-            return _spawn(home, host, port, database_url, idle_timeout, timeout), True
+            server = _spawn(home, host, port, database_url, idle_timeout, timeout)
+            _note_served(server.api_url)
+            return server, True
     except OSError as error:
         from polyaxon_prefect.prefect._server import database_problem
 
@@ -329,3 +333,21 @@ def stop_server(grace: float = 15.0) -> tuple[BackgroundServer | None, bool]:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(record.pid, signal.SIGKILL)
     return record, True
+
+
+def served_here() -> list[str]:
+    """The API URLs the background server of this Prefect home has served (the record goes
+    when it stops; this note stays): a ``PREFECT_API_URL`` naming one of them that does not
+    answer is ours to start again, any other is the user's server and never replaced."""
+    try:
+        urls = json.loads((_home() / _SERVED_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [url for url in urls if isinstance(url, str)] if isinstance(urls, list) else []
+
+
+def _note_served(api_url: str) -> None:
+    served = served_here()
+    if api_url not in served:
+        with contextlib.suppress(OSError):  # a note only: without it a dead URL is an error
+            (_home() / _SERVED_FILE).write_text(json.dumps([*served, api_url]), encoding="utf-8")
