@@ -24,7 +24,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
-from polyaxon_prefect.prefect._server import file_lock, healthy, mark_database_ready
+from polyaxon_prefect.prefect._server import (
+    database_url_problem,
+    file_lock,
+    healthy,
+    mark_database_ready,
+)
 from polyaxon_prefect.runtime._session import pid_alive
 
 __all__ = [
@@ -269,6 +274,13 @@ def _spawn(
             reason = database_problem(home, text, database_url)
             if reason is not None:  # its own reason, in the line a command shows
                 raise ServerHomeError(f"its database cannot be written: {reason} (log: {log_path})")
+            reason = database_url_problem(text) if database_url else None
+            if reason is not None:  # a dead or refusing database server: one line, not a trace
+                where = shown_url(database_url or "")
+                raise ServerCommandError(
+                    f"the Prefect server did not start: its database at {where} cannot be "
+                    f"used: {reason} (log: {log_path})"
+                )
             tail = "\n".join(text.splitlines()[-15:])
             raise ServerCommandError(
                 f"the Prefect server did not start (log: {log_path})\n{tail}".rstrip()
