@@ -216,7 +216,7 @@ def _database_storage(url: str) -> RDBStorage:
     try:
         return RDBStorage(url)
     except SQLAlchemyError as error:
-        cause = error.orig if getattr(error, "orig", None) is not None else error
+        cause: object = getattr(error, "orig", None) or error  # the driver's own words
         reason = " ".join(str(cause).split("(Background on")[0].split())
         raise SweepStudyError(
             f"the sweep's storage {_shown(url)} cannot be reached: {reason}"

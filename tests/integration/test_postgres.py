@@ -201,10 +201,8 @@ def test_a_dead_postgresql_is_one_line_for_the_server_and_for_a_sweeps_storage(
     swept = cli("run", "-f", str(spec), "--storage", storage)
     assert swept.returncode == 1, swept.stderr[-3000:]
     [message] = [line for line in swept.stdout.splitlines() if line.startswith("message:")]
-    assert message.startswith(
-        f"message: the sweep's storage postgresql+psycopg2://postgres:***@127.0.0.1:{dead}/"
-        "sweeps cannot be reached: connection to server at "
-    ), message
+    assert message.startswith("message: the sweep's storage postgresql+psycopg2://"), message
+    assert f"***@127.0.0.1:{dead}/sweeps cannot be reached: connection to server at " in message
     assert "Connection refused" in message
     output = swept.stdout + swept.stderr
     assert "Traceback" not in output and "sqlalche.me" not in output and "secret" not in output

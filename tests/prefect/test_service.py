@@ -18,7 +18,7 @@ import pytest
 
 from polyaxon_prefect.prefect import run
 from polyaxon_prefect.runtime._result import RunResult
-from tests.prefect.conftest import cli_on, pid_alive, wait_until
+from tests.prefect.conftest import pid_alive, wait_until
 
 PY = sys.executable
 SERVER = """\
@@ -213,52 +213,3 @@ def test_a_service_sees_exactly_the_gpus_it_asks_for(
     result = run(path)
     assert result.status == "stopped", result.message
     assert seen_file.read_text() in seen
-
-
-@pytest.mark.fault
-def test_a_dag_service_whose_port_is_held_fails_located_and_nothing_reaches_the_holder(
-    tmp_path: Path, prefect_server: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Its dependents would reach the declared port: another program holding it fails the op
-    (the port, that it is held, how to change it), its dependent never runs, the service never
-    starts, and the program holding the port gets no connection."""
-    monkeypatch.setenv("POLYAXON_PREFECT_ARTIFACTS_ROOT", str(tmp_path / "artifacts"))
-    (tmp_path / "server.py").write_text(SERVER)
-    pids = tmp_path / "pids"
-    holder = socket.socket()
-    holder.bind(("127.0.0.1", 0))
-    holder.listen()
-    port = int(holder.getsockname()[1])
-    path = tmp_path / "dag.yaml"
-    server = f'["{PY}", server.py, "{{{{ globals.ports[0] }}}}", "{pids}"]'
-    path.write_text(
-        "version: 1.1\nkind: component\nname: held-port\nrun:\n  kind: dag\n  operations:\n"
-        "  - name: web\n    component:\n      run:\n"
-        f"        {{kind: service, ports: [{port}], container: {{command: {server}}}}}\n"
-        "  - name: client\n    dependencies: [web]\n    component:\n      run:\n"
-        f'        {{kind: job, container: {{command: ["{PY}", -c, "{CLIENT}", '
-        f'"http://127.0.0.1:{port}/ping"]}}}}\n'
-    )
-    try:
-        done = cli_on(prefect_server, "run", "-f", str(path), "--json")
-        assert done.returncode == 1, done.stderr
-        result = json.loads(done.stdout)
-        assert result["status"] == "failed"
-        ops = {name: (op["status"], op["message"]) for name, op in result["ops"].items()}
-        said = (
-            f"port {port} (`ports[0]`) is held by another program on this machine, and the "
-            "op's dependents would reach that program, not this service: stop that program, "
-            "or declare a free port in `ports` (or pass the param it comes from with -P)"
-        )
-        assert ops["web"] == ("failed", said), ops
-        assert ops["client"][0] == "upstream_failed", ops
-        assert [line for line in done.stderr.splitlines() if said in line], done.stderr
-        assert "Traceback" not in done.stderr
-        assert not pids.exists(), "the service started"
-        holder.setblocking(False)
-        with pytest.raises(BlockingIOError):  # no connection ever reached the holder
-            holder.accept()
-        read = cli_on(prefect_server, "get", result["flow_run_id"], "--json")
-        assert json.loads(read.stdout)["status"] == "failed", read.stderr
-    finally:
-        holder.close()
