@@ -475,8 +475,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as error:  # a bug, ours or a library's: one line, not a traceback
         if os.environ.get("POLYAXON_PREFECT_DEBUG"):
             raise
+        from polyaxon_prefect.prefect._server import server_error_cause
         from polyaxon_prefect.runtime._masking import mask_text
 
+        cause = server_error_cause(error, os.environ.get("PREFECT_API_URL"))
+        if cause is not None:  # a local server whose disk is full: the cause, not a bare 500
+            return _failed(args, cause)
         why = mask_text((str(error).strip().splitlines() or [""])[0])
         return _failed(
             args,

@@ -24,7 +24,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
-from polyaxon_prefect.prefect._server import file_lock, healthy, mark_database_ready
+from polyaxon_prefect.prefect._server import (
+    database_url_problem,
+    file_lock,
+    healthy,
+    mark_database_ready,
+)
 from polyaxon_prefect.runtime._session import pid_alive
 
 __all__ = [
@@ -37,6 +42,7 @@ __all__ = [
     "leases_dir",
     "port_to_take",
     "running_server",
+    "served_here",
     "start_server",
     "stop_server",
 ]
@@ -46,6 +52,7 @@ RECORD_FILE = "polyaxon-prefect-server.json"
 _LOG_FILE = "polyaxon-prefect-server.log"
 _LOCK_FILE = ".polyaxon-prefect-server-start.lock"
 _LEASES_DIR = "polyaxon-prefect-server.clients"
+_SERVED_FILE = "polyaxon-prefect-server.served"
 DEFAULT_PORT = 4200
 _HELD: set[Path] = set()
 _START_TIMEOUT = 300.0
@@ -222,7 +229,9 @@ def start_server(
                 return current, False
             if any_free_port:
                 port = port_to_take(host, port)
-            return _spawn(home, host, port, database_url, idle_timeout, timeout), True
+            server = _spawn(home, host, port, database_url, idle_timeout, timeout)
+            _note_served(server.api_url)
+            return server, True
     except OSError as error:
         from polyaxon_prefect.prefect._server import database_problem
 
@@ -283,6 +292,13 @@ def _spawn(
             reason = database_problem(home, text, database_url)
             if reason is not None:  # its own reason, in the line a command shows
                 raise ServerHomeError(f"its database cannot be written: {reason} (log: {log_path})")
+            reason = database_url_problem(text) if database_url else None
+            if reason is not None:  # a dead or refusing database server: one line, not a trace
+                where = shown_url(database_url or "")
+                raise ServerCommandError(
+                    f"the Prefect server did not start: its database at {where} cannot be "
+                    f"used: {reason} (log: {log_path})"
+                )
             tail = "\n".join(text.splitlines()[-15:])
             raise ServerCommandError(
                 f"the Prefect server did not start (log: {log_path})\n{tail}".rstrip()
@@ -304,21 +320,26 @@ def _start_ticks(pid: int) -> int | None:
         return None
 
 
+_SERVER_MODULE = b"polyaxon_prefect.prefect._server_process"
+
+
 def _is_our_server(record: BackgroundServer) -> bool:
     """Whether the record's pid is still the server it names (a pid is reused after a reboot
-    or a crash: an unrelated process must never be stopped): the same start time when the
-    record has one, and our server's command line; where ``/proc`` is missing, whether its
-    URL answers as a Prefect server."""
+    or a crash: an unrelated process must never be stopped). Proven only by both the start
+    time the record keeps and our server module on the pid's command line: a record without
+    its start time (older versions wrote none) proves nothing, whatever runs under that pid
+    (another user's ``polyaxon-prefect run`` has "prefect" in its command line too). Where
+    ``/proc`` is missing, whether its URL answers as a Prefect server."""
     pid = record.pid
     if not Path("/proc/self").exists():
         return _healthy(record.api_url)
+    if record.started is None or _start_ticks(pid) != record.started:
+        return False
     try:
         command = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
-    if record.started is not None and _start_ticks(pid) != record.started:
-        return False
-    return b"polyaxon_prefect.prefect._server_process" in command or b"prefect" in command
+    return _SERVER_MODULE in command.split(b"\0")
 
 
 def stop_server(grace: float = 15.0) -> tuple[BackgroundServer | None, bool]:
@@ -342,3 +363,21 @@ def stop_server(grace: float = 15.0) -> tuple[BackgroundServer | None, bool]:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(record.pid, signal.SIGKILL)
     return record, True
+
+
+def served_here() -> list[str]:
+    """The API URLs the background server of this Prefect home has served (the record goes
+    when it stops; this note stays): a ``PREFECT_API_URL`` naming one of them that does not
+    answer is ours to start again, any other is the user's server and never replaced."""
+    try:
+        urls = json.loads((_home() / _SERVED_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [url for url in urls if isinstance(url, str)] if isinstance(urls, list) else []
+
+
+def _note_served(api_url: str) -> None:
+    served = served_here()
+    if api_url not in served:
+        with contextlib.suppress(OSError):  # a note only: without it a dead URL is an error
+            (_home() / _SERVED_FILE).write_text(json.dumps([*served, api_url]), encoding="utf-8")

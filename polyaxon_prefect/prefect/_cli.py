@@ -433,12 +433,16 @@ def run_cli_request(args: argparse.Namespace, request: Any) -> int:
         except Exception as error:  # a bug of ours or of a library: one line, still the JSON
             if os.environ.get("POLYAXON_PREFECT_DEBUG"):
                 raise
-            text = mask_text(f"{type(error).__name__}: {error}")
-            print(
-                f"error: the run could not complete: {text} "
-                "(set POLYAXON_PREFECT_DEBUG=1 to see the traceback)",
-                file=sys.stderr,
+            from polyaxon_prefect.prefect._server import server_error_cause
+
+            # a local server whose disk is full answers a bare 500: the cause instead
+            cause = server_error_cause(error, os.environ.get("PREFECT_API_URL"))
+            text = cause or mask_text(f"{type(error).__name__}: {error}")
+            line = cause or (
+                f"the run could not complete: {text} "
+                "(set POLYAXON_PREFECT_DEBUG=1 to see the traceback)"
             )
+            print(f"error: {line}", file=sys.stderr)
             if args.json:
                 _json_line(_failure_json(text))
             return 1

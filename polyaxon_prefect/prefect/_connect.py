@@ -4,7 +4,10 @@
 `connect` before they talk to Prefect:
 
 1. ``PREFECT_API_URL`` chosen by the user (the environment, the active Prefect profile, or
-   settings already in force in this process) always wins.
+   settings already in force in this process) always wins. One that does not answer is an
+   error naming it and where it is set, unless this home's background server once served
+   that very address (``server start --set-profile``, then stopped): that one is started
+   again there.
 2. Otherwise the local background server of this Prefect home (`_background_server`): used
    when it runs, started when it does not (said in one line), left running for the next
    command and stopping itself after ``POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT`` seconds without
@@ -113,8 +116,9 @@ def _port() -> int:
     return int(raw)
 
 
-def _profile_api_url() -> str | None:
-    """``PREFECT_API_URL`` of the active Prefect profile, read as Prefect reads it."""
+def _profile_api_url() -> tuple[str, str] | None:
+    """``PREFECT_API_URL`` of the active Prefect profile, read as Prefect reads it, and the
+    profile's name."""
     home = Path(os.environ.get("PREFECT_HOME") or "~/.prefect").expanduser()
     path = Path(os.environ.get("PREFECT_PROFILES_PATH") or home / "profiles.toml").expanduser()
     try:
@@ -124,18 +128,74 @@ def _profile_api_url() -> str | None:
     active = os.environ.get("PREFECT_PROFILE") or data.get("active") or "ephemeral"
     profile = (data.get("profiles") or {}).get(active) or {}
     value = profile.get("PREFECT_API_URL")
-    return str(value) if value else None
+    return (str(value), str(active)) if value else None
 
 
-def configured_api_url() -> str | None:
-    """The API URL the user chose, if any (see the module's rule 1)."""
+_FROM_ENVIRONMENT = "the environment"
+_FROM_SETTINGS = "this process's Prefect settings"
+
+
+def _chosen_api_url() -> tuple[str, str] | None:
+    """The API URL the user chose and where it is set (see the module's rule 1)."""
     if "prefect.settings" in sys.modules:  # settings in force here (a test harness, a context)
         from prefect.settings import get_current_settings
 
         url = get_current_settings().api.url
-        return str(url).rstrip("/") if url else None
-    url = os.environ.get("PREFECT_API_URL") or _profile_api_url()
-    return url.rstrip("/") if url else None
+        if not url:
+            return None
+        url = str(url).rstrip("/")
+        if os.environ.get("PREFECT_API_URL"):
+            return url, _FROM_ENVIRONMENT
+        profile = _profile_api_url()
+        if profile is not None and profile[0].rstrip("/") == url:
+            return url, f"the Prefect profile {profile[1]!r}"
+        return url, _FROM_SETTINGS
+    if os.environ.get("PREFECT_API_URL"):
+        return os.environ["PREFECT_API_URL"].rstrip("/"), _FROM_ENVIRONMENT
+    profile = _profile_api_url()
+    if profile is None:
+        return None
+    return profile[0].rstrip("/"), f"the Prefect profile {profile[1]!r}"
+
+
+def configured_api_url() -> str | None:
+    """The API URL the user chose, if any (see the module's rule 1)."""
+    chosen = _chosen_api_url()
+    return chosen[0] if chosen else None
+
+
+class UnansweredApiUrl(PolyaxonPrefectError):
+    """The ``PREFECT_API_URL`` the user chose does not answer (and was never this home's own
+    background server): an error naming it, never a silent switch to another server."""
+
+
+def _unanswered(url: str, source: str) -> UnansweredApiUrl:
+    if source == _FROM_ENVIRONMENT:
+        fix = "unset PREFECT_API_URL"
+    elif source == _FROM_SETTINGS:
+        fix = "point PREFECT_API_URL at a live server"
+    else:
+        fix = "`prefect config unset PREFECT_API_URL`"
+    return UnansweredApiUrl(
+        f"the Prefect server at PREFECT_API_URL={url} (set in {source}) does not answer: "
+        f"start it, or {fix} to use this home's local server (`polyaxon-prefect server start`)"
+    )
+
+
+def _answers(api_url: str, timeout: float = 5.0) -> bool:
+    """Whether anything answers HTTP at ``api_url``: a server that refuses the health check
+    (a proxy asking for a key, Prefect Cloud without one) still answers; its own error says
+    what is wrong, where a dead address has no one to say it."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"{api_url}/health", timeout=timeout):
+            return True
+    except urllib.error.HTTPError:
+        return True
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
 
 
 _TEMPORARY_ENV = ("PREFECT_API_URL", "PREFECT_UI_URL")
@@ -191,13 +251,20 @@ def connect(notify: Notify, *, purpose: str = "this run") -> Connection:
 def _choose(notify: Notify, purpose: str) -> Connection:
     from polyaxon_prefect.prefect import _background_server as background
 
-    chosen = configured_api_url()
+    chosen_from = _chosen_api_url()
     idle = idle_timeout()
-    if chosen is not None:
-        port = _our_port(chosen)
-        if port is None or idle == 0 or background.healthy(chosen):
+    if chosen_from is not None:
+        chosen, source = chosen_from
+        if _answers(chosen):
             _use(chosen)
             return Connection(chosen, user_chosen=True)
+        # Started again only where it was this home's own background server (e.g. named by
+        # `server start --set-profile`, then stopped idle); any other address is the user's
+        # server, and their runs must never land on one they did not choose.
+        port = _our_port(chosen)
+        ours = port is not None and any(_our_port(url) == port for url in background.served_here())
+        if not ours or port is None or idle == 0:
+            raise _unanswered(chosen, source)
         return _background(notify, idle, port=port, purpose=purpose, chosen=True)
     if idle == 0 and background.running_server() is None:
         return _temporary(notify)

@@ -462,12 +462,6 @@ def run_dag_in_flow(
     ops = ops_table(plan, dag.records, dag.details())
     outputs = dag.outputs(request.operation) if status == Status.SUCCEEDED else {}
     message = dag_summary(run.name, status, statuses, dag.stop_reason)
-    markdown_artifact(
-        dag_markdown(run.name, status, plan, ops, dag.stop_reason, mask=mask_text, outputs=outputs),
-        key=artifact_key(run.name, "dag", default="dag"),
-        description=f"ops of dag `{run.name}` (run {run.context.uuid})",
-    )
-    _live.finish(run.name, status)
     outcome = RunResult(
         status,
         uuid=run.context.uuid,
@@ -479,8 +473,17 @@ def run_dag_in_flow(
         reason=dag.stop_reason,
         gpu_hours=dag_gpu_hours(ops),
     )
+    # Heard before anything more goes through the API, as a job's result is: with the server
+    # gone mid-run, the CLI still ends with the ops' true statuses (the artifact below would
+    # hang in the client's retries first).
     if on_outcome is not None:
         on_outcome(outcome)
+    markdown_artifact(
+        dag_markdown(run.name, status, plan, ops, dag.stop_reason, mask=mask_text, outputs=outputs),
+        key=artifact_key(run.name, "dag", default="dag"),
+        description=f"ops of dag `{run.name}` (run {run.context.uuid})",
+    )
+    _live.finish(run.name, status)
     if status == Status.SUCCEEDED:
         return outputs
     return state_for_status(status, message)

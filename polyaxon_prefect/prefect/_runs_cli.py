@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from polyaxon_prefect._cli_args import port, seconds, text_value, whole_number
@@ -129,6 +130,12 @@ def cmd_server(args: argparse.Namespace) -> int:
         record, stopped = stop_server()
         if stopped and record is not None:
             print(f"stopped the Prefect server (pid {record.pid})")
+        elif record is not None and record.started is None and Path("/proc/self").exists():
+            print(
+                "not running: removed a record that cannot prove pid "
+                f"{record.pid} is its server (no start time: an older version wrote it); "
+                "nothing was signalled"
+            )
         elif record is not None:
             print(
                 f"not running: removed the record of a server that is gone (pid {record.pid} "

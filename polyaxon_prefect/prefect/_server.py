@@ -241,6 +241,41 @@ def database_problem(home: Path, log_text: str, database_url: str | None = None)
     return server_failure_reason(log_text) or home_problem(home)
 
 
+_LAST_ERROR = re.compile(r"^(?:[\w.]+\.)?(\w+(?:Error|Exception)): (.+)$", re.MULTILINE)
+
+
+def database_url_problem(log_text: str) -> str | None:
+    """Why a server could not use its database server (``--database-url``), from its log: the
+    last exception's own words, one line (a refused connection said plainly), or None."""
+    found = _LAST_ERROR.findall(log_text)
+    if not found:
+        return None
+    kind, text = found[-1]
+    if kind == "ConnectionRefusedError" or "Connect call failed" in text:
+        return f"the connection was refused ({text.strip()}): is the database server running?"
+    return f"{kind}: {text.strip()}"
+
+
+def server_error_cause(error: BaseException, api_url: str | None) -> str | None:
+    """Why a local server answered ``500 Internal Server Error``, when its database's disk
+    says so (full, read-only): one line for the user instead of the bare status (the server
+    cannot write even its log there). None for any other error or server."""
+    import urllib.parse
+
+    status = getattr(getattr(error, "response", None), "status_code", None)
+    host = urllib.parse.urlsplit(api_url or "").hostname
+    if status is None or status < 500 or host not in ("127.0.0.1", "localhost"):
+        return None
+    home = prefect_home()
+    reason = home_problem(home) if _database_file(home) is not None else None
+    if reason is None:
+        return None
+    return (
+        f"the Prefect server at {api_url} cannot write its database: {reason}; make room "
+        "there, then run again"
+    )
+
+
 def healthy(api_url: str, timeout: float = 2.0) -> bool:
     """Whether a Prefect API answers its health check at ``api_url``."""
     try:

@@ -51,10 +51,13 @@ def _alive(pgid: int) -> bool:
 
 
 def _stop(
-    ids: Iterable[int], kill: Callable[[int, int], None], alive: Callable[[int], bool]
+    ids: Iterable[int],
+    kill: Callable[[int, int], None],
+    alive: Callable[[int], bool],
+    still_ours: Callable[[list[int]], list[int]] = list,
 ) -> None:
     """SIGTERM to each of ``ids`` (process groups or processes), SIGKILL to those still alive
-    after the grace period."""
+    after the grace period (and, by ``still_ours``, still the ones meant)."""
     ids = list(ids)
     for target in ids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -62,13 +65,27 @@ def _stop(
     deadline = time.monotonic() + _GRACE_SECONDS
     while time.monotonic() < deadline and any(alive(t) for t in ids):
         time.sleep(0.05)
-    for target in ids:
+    for target in still_ours([t for t in ids if alive(t)]):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             kill(target, signal.SIGKILL)
 
 
-def _stop_groups(pgids: Iterable[int]) -> None:
-    _stop(pgids, os.killpg, _alive)
+def _stop_groups(pgids: Iterable[int], session: str) -> None:
+    """Stop the groups among ``pgids`` that are still the session's: a group id is the pid
+    of its first process, reused once that group is gone, so a group is signalled only while
+    one of its processes carries this session (where ``/proc`` cannot say, as told)."""
+    ours = _session_groups(session, pgids)
+    _stop(ours, os.killpg, _alive, lambda left: _session_groups(session, left))
+
+
+def _session_groups(session: str, pgids: Iterable[int]) -> list[int]:
+    """Those of ``pgids`` with a process of ``session`` in them; all of them where ``/proc``
+    is missing (nothing to check them by)."""
+    pgids = list(pgids)
+    if not pgids or not Path("/proc").is_dir():
+        return pgids
+    members = {_group_of(pid) for pid in _session_pids(session)}
+    return [pgid for pgid in pgids if pgid in members]
 
 
 def _session_pids(session: str) -> list[int]:
@@ -256,7 +273,7 @@ def main(argv: list[str]) -> int:
             elif command == "containers" and value not in clis:
                 clis.append(value)
     # End of file: the run's process is gone (or done).
-    _stop_groups(groups)
+    _stop_groups(groups, session)
     for cli in clis:
         _remove_containers(cli, session)
     if api:
@@ -264,7 +281,7 @@ def main(argv: list[str]) -> int:
             mark_crashed(api, flow_runs[-200:])
     if session:
         _stop_pids([p for p in _session_pids(session) if _group_of(p) not in servers])
-    _stop_groups(servers)
+    _stop_groups(servers, session)
     if session:
         _stop_pids(_session_pids(session))
     return 0

@@ -6,7 +6,9 @@ its proxy at ``globals.base_url`` (``/services/v1/<namespace>/<owner>/<project>/
 no proxy, so:
 
 * ``globals.ports`` are the declared ports, each kept when it is free on this machine, else
-  replaced by a free one (two TensorBoards both ask for 6006); ``globals.base_url`` is
+  replaced by a free one (two TensorBoards both ask for 6006), with a note; in a DAG a busy
+  declared port fails the op instead (its dependents reach it at the port it declares, and
+  would reach the other program); ``globals.base_url`` is
   Polyaxon's, so a component written for Polyaxon (``--path_prefix={{globals.base_url}}``)
   runs unchanged;
 * its URL is ``http://127.0.0.1:<first port><base_url>/``, or ``http://127.0.0.1:<port>/``
@@ -239,6 +241,29 @@ def local_ports(declared: tuple[int, ...]) -> tuple[tuple[int, ...], list[str]]:
     return tuple(chosen), notes
 
 
+def _refuse_busy_ports(declared: tuple[int, ...], loaded: LoadedPolyaxonfile) -> None:
+    """A DAG's service never moves to another port: its dependents reach it at the port it
+    declares (nothing tells them another one), and would reach the program holding it.
+
+    Raises:
+        PolyaxonfileError: a declared port another program holds (located at that port).
+    """
+    problems = [
+        Problem(  # the how-to in the message: a DAG's op shows its problems' messages only
+            f"port {port} (`ports[{i}]`) is held by another program on this machine, and the "
+            "op's dependents would reach that program, not this service: stop that program, "
+            "or declare a free port in `ports` (or pass the param it comes from with -P)",
+            rule="service_port_busy",
+            path=(*_RUN_PATH, "ports", i),
+            value=port,
+        )
+        for i, port in enumerate(declared)
+        if not _free(port)
+    ]
+    if problems:
+        raise PolyaxonfileError(locate_problems(problems, loaded))
+
+
 @dataclass(frozen=True)
 class PreparedService(PreparedJob):
     """A service ready to run locally: the job fields, plus its ports and URL."""
@@ -271,6 +296,8 @@ def prepare_service(
     name = operation.name or (operation.component.name if operation.component else None) or "job"
     base = options.run_context or new_run_context(name)
     settings = service_settings(loaded, options.params or {}, base)
+    if options.in_pipeline and not own_network:
+        _refuse_busy_ports(settings.ports, loaded)
     ports, notes = local_ports(settings.ports)
     inside = settings.ports if own_network else ports
     if own_network:

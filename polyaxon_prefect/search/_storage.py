@@ -219,7 +219,38 @@ def open_storage_noted(
         storage = f"sqlite:///{path}"
     if storage.startswith("sqlite:"):
         return _sqlite_storage(storage), storage, notes
-    return RDBStorage(storage), storage, notes
+    return _database_storage(storage), storage, notes
+
+
+def _database_storage(url: str) -> RDBStorage:
+    """Optuna's storage on a database server (PostgreSQL, MySQL).
+
+    Raises:
+        SweepStudyError: the server cannot be reached or refuses us: one line naming the URL
+            (its password hidden) and the driver's reason, not SQLAlchemy's traceback.
+    """
+    from sqlalchemy.exc import SQLAlchemyError
+
+    try:
+        return RDBStorage(url)
+    except SQLAlchemyError as error:
+        cause: object = getattr(error, "orig", None) or error  # the driver's own words
+        reason = " ".join(str(cause).split("(Background on")[0].split())
+        raise SweepStudyError(
+            f"the sweep's storage {_shown(url)} cannot be reached: {reason}"
+        ) from None
+
+
+def _shown(url: str) -> str:
+    """``url`` with its password replaced by ``***``."""
+    import urllib.parse
+
+    parts = urllib.parse.urlsplit(url)
+    if not parts.password:
+        return url
+    return urllib.parse.urlunsplit(
+        parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@", 1))
+    )
 
 
 def open_storage(

@@ -9,8 +9,10 @@ lines before it. Each test checks that no process of its Prefect home is left.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 import time
@@ -36,15 +38,14 @@ FLOOD = (
 SECONDS = 45  # the bound on a failing start (a start that fails takes ~10 s on a busy machine)
 
 
-@pytest.fixture
-def tmpfs(tmp_path: Path) -> Iterator[Path]:
-    """A 2 MB tmpfs mounted for this test (root only), unmounted after it."""
+@contextlib.contextmanager
+def _mounted(folder: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of ``size`` mounted at ``folder`` (root only), unmounted after."""
     if os.geteuid() != 0:
-        pytest.skip("mounting a 2 MB tmpfs needs root")
-    folder = tmp_path / "small-disk"
+        pytest.skip(f"mounting a {size} tmpfs needs root")
     folder.mkdir()
     mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(folder)],
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
         capture_output=True,
         text=True,
     )
@@ -54,6 +55,13 @@ def tmpfs(tmp_path: Path) -> Iterator[Path]:
         yield folder
     finally:
         subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+@pytest.fixture
+def tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A 2 MB tmpfs mounted for this test (root only), unmounted after it."""
+    with _mounted(tmp_path / "small-disk", "2m") as folder:
+        yield folder
 
 
 def _run(env: dict[str, str], spec: Path) -> tuple[subprocess.CompletedProcess[str], float]:
@@ -151,3 +159,50 @@ def test_a_sweep_whose_journal_fills_the_disk_ends_failed_in_one_line(
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
     assert seconds < SECONDS
     no_process_left(home)
+
+
+def test_a_prefect_database_whose_disk_fills_after_start_is_one_line_naming_it(
+    tmp_path: Path,
+) -> None:
+    """The server started, then its disk filled: the next run says that, once, not a bare
+    ``500 Internal Server Error``."""
+    spec = tmp_path / "noop.yaml"
+    spec.write_text(NOOP)
+    with _mounted(tmp_path / "disk", "64m") as disk:
+        home = disk / "prefect"
+        env = new_home_env(home, tmp_path / "artifacts", "600")
+        try:
+            port = env["POLYAXON_PREFECT_SERVER_PORT"]
+            started = subprocess.run(
+                [str(BIN / "polyaxon-prefect"), "server", "start", "--port", port],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            assert started.returncode == 0, started.stderr
+            # SQLite reuses its write-ahead log's space: empty it first, so that the next
+            # write must grow it on the full disk, as a long-used database's would.
+            with contextlib.closing(sqlite3.connect(home / "prefect.db")) as database:
+                busy, _, _ = database.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                assert busy == 0
+            with contextlib.suppress(OSError), (disk / "filler").open("wb") as filler:
+                while filler.write(b"\0" * 1024 * 1024):  # until the disk is full
+                    pass
+
+            done, _seconds = _run(env, spec)
+
+            errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+            assert done.returncode == 1, done.stderr
+            assert len(errors) == 1, done.stderr
+            assert errors[0].startswith(
+                f"error: the Prefect server at http://127.0.0.1:{port}/api cannot write its "
+                f"database: the disk holding {home} is full ("
+            ), errors
+            assert errors[0].endswith("bytes free); make room there, then run again"), errors
+            assert "Traceback" not in done.stderr and "500" not in done.stderr
+        finally:
+            subprocess.run(
+                [str(BIN / "polyaxon-prefect"), "server", "stop"], env=env, capture_output=True
+            )
+        no_process_left(home)

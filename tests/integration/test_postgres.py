@@ -143,3 +143,67 @@ def test_two_workers_share_a_grid_without_running_a_point_twice(postgres_url: st
     study = SweepStudy.open(matrix, study_name=name, storage=postgres_url, resume=True)
     assert study.is_finished()
     assert [r.status for r in study.history()] == ["succeeded"] * 48
+
+
+SWEEP = """\
+version: 1.1
+kind: operation
+matrix:
+  kind: random
+  numRuns: 2
+  params:
+    x: {kind: uniform, value: "0:1"}
+component:
+  name: tiny-sweep
+  inputs: [{name: x, type: float}]
+  run: {kind: job, container: {command: [python, -c, pass, "{{ x }}"]}}
+"""
+
+
+@pytest.mark.fault
+def test_a_dead_postgresql_is_one_line_for_the_server_and_for_a_sweeps_storage(
+    tmp_path: Path,
+) -> None:
+    """Nothing listens on the port: ``server start --database-url`` and a sweep's
+    ``--storage`` each end with one line naming the URL (password hidden) and the refused
+    connection, exit 1, no SQLAlchemy traceback, nothing left running."""
+    pytest.importorskip("psycopg2", reason="the PostgreSQL driver psycopg2 is not installed")
+    from tests.integration.conftest import new_home_env, no_process_left
+
+    dead = free_port()
+    home = tmp_path / "prefect"
+    env = new_home_env(home, tmp_path / "artifacts", "0")  # the sweep: a temporary server
+    bin_dir = Path(sys.executable).parent
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(bin_dir / "polyaxon-prefect"), *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    database = f"postgresql+asyncpg://postgres:secret@127.0.0.1:{dead}/prefect"
+    started = cli("server", "start", "--port", str(free_port()), "--database-url", database)
+    assert started.returncode == 1, started.stderr
+    [line] = started.stderr.splitlines()
+    assert line.startswith(
+        "error: the Prefect server did not start: its database at "
+        f"postgresql+asyncpg://postgres:***@127.0.0.1:{dead}/prefect cannot be used: the "
+        "connection was refused ("
+    ), line
+    assert "secret" not in started.stderr
+
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text(SWEEP)
+    storage = f"postgresql+psycopg2://postgres:secret@127.0.0.1:{dead}/sweeps"
+    swept = cli("run", "-f", str(spec), "--storage", storage)
+    assert swept.returncode == 1, swept.stderr[-3000:]
+    [message] = [line for line in swept.stdout.splitlines() if line.startswith("message:")]
+    assert message.startswith("message: the sweep's storage postgresql+psycopg2://"), message
+    assert f"***@127.0.0.1:{dead}/sweeps cannot be reached: connection to server at " in message
+    assert "Connection refused" in message
+    output = swept.stdout + swept.stderr
+    assert "Traceback" not in output and "sqlalche.me" not in output and "secret" not in output
+    no_process_left(home)

@@ -155,3 +155,142 @@ def test_two_server_starts_at_once_give_one_server_and_two_clean_exits(
     assert all("Traceback" not in err and "sqlalchemy" not in err for _c, _o, err in outcomes)
     pid = json.loads(_record(home).read_text())["pid"]
     assert _alive(pid)
+
+
+def test_server_stop_never_signals_what_the_record_does_not_prove_is_its_server(
+    home: dict[str, str],
+) -> None:
+    """A record without its start time (older versions wrote none) over another user's
+    ``polyaxon-prefect run``, then one with the right start time over a program that is not
+    our server: neither is signalled, each record is removed."""
+    bystander = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(120)", "polyaxon-prefect", "run"],
+        start_new_session=True,
+    )
+    record = _record(home)
+    record.parent.mkdir(parents=True)
+    url = f"http://127.0.0.1:{home['POLYAXON_PREFECT_SERVER_PORT']}"
+    fields = {"pid": bystander.pid, "url": url, "log": "server.log", "database": "prefect.db"}
+    try:
+        record.write_text(json.dumps(fields))
+        stopped = _cli(home, "server", "stop")
+        assert stopped.returncode == 0, stopped.stderr
+        assert stopped.stdout.strip() == (
+            f"not running: removed a record that cannot prove pid {bystander.pid} is its server "
+            "(no start time: an older version wrote it); nothing was signalled"
+        )
+        assert bystander.poll() is None, "another user's run was signalled"
+        assert not record.exists()
+
+        stat = Path(f"/proc/{bystander.pid}/stat").read_text()
+        started = int(stat.rsplit(")", 1)[1].split()[19])  # the pid's true start time
+        record.write_text(json.dumps({**fields, "started": started}))
+        stopped = _cli(home, "server", "stop")
+        assert stopped.returncode == 0, stopped.stderr
+        assert "nothing was signalled" in stopped.stdout
+        assert bystander.poll() is None, "a program that is not our server was signalled"
+        assert not record.exists()
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+NOOP = """\
+version: 1.1
+kind: component
+name: noop
+run:
+  kind: job
+  container: {command: [python, -c, "print('ran')"]}
+"""
+
+
+def test_a_chosen_api_url_that_does_not_answer_is_an_error_naming_it_never_a_switch(
+    home: dict[str, str], tmp_path: Path
+) -> None:
+    """A dead ``PREFECT_API_URL`` (the environment's, then the profile's) is one line naming it
+    and where it is set, exit 1, for ``ls``, ``get``, ``run`` and ``deploy``: no server is
+    started in its place, no run directory is made, nothing is left running."""
+    job = tmp_path / "noop.yaml"
+    job.write_text(NOOP)
+    dead = f"http://127.0.0.1:{home['POLYAXON_PREFECT_SERVER_PORT']}/api"  # shaped like ours
+    said = (
+        f"error: the Prefect server at PREFECT_API_URL={dead} (set in {{source}}) does not "
+        f"answer: start it, or {{fix}} to use this home's local server "
+        "(`polyaxon-prefect server start`)"
+    )
+    in_env = {**home, "PREFECT_API_URL": dead}
+    expected = said.format(source="the environment", fix="unset PREFECT_API_URL")
+    for args in (
+        ("ls",),
+        ("get", "noop"),
+        ("run", "-f", str(job)),
+        ("deploy", "-f", str(job), "--pool", "nowhere"),
+    ):
+        done = _cli(in_env, *args)
+        assert (done.returncode, done.stderr.strip()) == (1, expected), args
+
+    assert not Path(home["PREFECT_HOME"]).exists(), "the command wrote to the Prefect home"
+    profiles = Path(home["PREFECT_HOME"]) / "profiles.toml"
+    profiles.parent.mkdir(parents=True)
+    profiles.write_text(f'active = "mine"\n[profiles.mine]\nPREFECT_API_URL = "{dead}"\n')
+    done = _cli(home, "ls")
+    profile = said.format(
+        source="the Prefect profile 'mine'", fix="`prefect config unset PREFECT_API_URL`"
+    )
+    assert (done.returncode, done.stderr.strip()) == (1, profile)
+
+    assert not _record(home).exists() and not list(Path(home["PREFECT_HOME"]).glob("*.db"))
+    assert not (tmp_path / "artifacts").exists() or not any((tmp_path / "artifacts").iterdir())
+    no_process_left(Path(home["PREFECT_HOME"]))
+
+
+TWO_OPS = """\
+version: 1.1
+kind: component
+name: two-ops
+run:
+  kind: dag
+  operations:
+    - name: a
+      component:
+        name: a
+        run: {kind: job, container: {command: [python, -c, "import time; time.sleep(6)"]}}
+    - name: b
+      component:
+        name: b
+        run: {kind: job, container: {command: [python, -c, "import time; time.sleep(6)"]}}
+"""
+
+
+def test_a_server_killed_under_a_dag_ends_with_the_ops_true_statuses(
+    home: dict[str, str], tmp_path: Path
+) -> None:
+    """As a job does: the running ops go on to their end and the CLI reports what they did
+    (both succeeded, so the DAG did), not "failed" for a server that went away."""
+    dag = tmp_path / "dag.yaml"
+    dag.write_text(TWO_OPS)
+    process = subprocess.Popen(
+        [str(BIN / "polyaxon-prefect"), "run", "-f", str(dag), "--json"],
+        env=home,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:  # both ops run once their run directories have logs
+        if len(list((tmp_path / "artifacts").glob("*/*/logs/job.log"))) == 2:
+            break
+        time.sleep(0.2)
+    os.killpg(json.loads(_record(home).read_text())["pid"], signal.SIGKILL)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    result = json.loads(out)
+    assert result["status"] == "succeeded", result
+    assert {name: op["status"] for name, op in result["ops"].items()} == {
+        "a": "succeeded",
+        "b": "succeeded",
+    }
+    said = [line for line in err.splitlines() if "stopped answering" in line]
+    assert len(said) == 1 and "Traceback" not in err
+    no_process_left(Path(home["PREFECT_HOME"]))
