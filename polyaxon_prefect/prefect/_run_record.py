@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect.exceptions import PolyaxonfileError
 from polyaxon_prefect.runtime._masking import mask_text, mask_value
-from polyaxon_prefect.search._sweep import data_section, read_data_section
+from polyaxon_prefect.search import data_section, read_data_section
 from polyaxon_prefect.specs import record_kind
 
 if TYPE_CHECKING:

@@ -27,7 +27,7 @@ from uuid import UUID
 
 from polyaxon_prefect.prefect._run_record import KIND_LABEL, read_record
 from polyaxon_prefect.runtime._context import find_run_path
-from polyaxon_prefect.search._sweep import read_data_section
+from polyaxon_prefect.search import read_data_section
 from polyaxon_prefect.specs import Status
 
 __all__ = ["api_client", "get_run", "list_runs", "name_note", "read_details"]

@@ -24,7 +24,7 @@ from polyaxon_prefect.search._random import random_suggestions
 from polyaxon_prefect.search._records import Suggestion, SweepStudyError, TrialRecord
 from polyaxon_prefect.search._space import hp_values, reachable_values, sample_hp, space_size
 from polyaxon_prefect.search._stopping import RunSummary, StopDecision, check_early_stopping
-from polyaxon_prefect.search._sweep import trial_results
+from polyaxon_prefect.search._sweep import data_section, read_data_section, trial_results
 
 if TYPE_CHECKING:
     from polyaxon_prefect.search._extend import extend_study
@@ -43,6 +43,7 @@ __all__ = [
     "TrialRecord",
     "UnknownMatrixKindError",
     "check_early_stopping",
+    "data_section",
     "extend_study",
     "get_kind",
     "grid_points",
@@ -53,6 +54,7 @@ __all__ = [
     "matrix_plan",
     "random_suggestions",
     "reachable_values",
+    "read_data_section",
     "sample_hp",
     "space_size",
     "trial_results",
