@@ -1,0 +1,35 @@
+"""The README read top to bottom: every journey block in order on one fresh Prefect home.
+
+A file of its own (the journeys one by one are in `test_readme.py`), so the parallel suite runs
+the two on different workers.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.integration.conftest import stop
+from tests.integration.test_readme import Journey, journey, journeys, readme_blocks
+
+__all__ = ["journey"]  # the fixture, shared with test_readme.py
+
+
+@pytest.mark.slow
+@pytest.mark.process
+@pytest.mark.server
+@pytest.mark.timeout(1800)  # every journey in a row: about 5 min on a quiet machine
+def test_readme_walked_top_to_bottom_on_one_home(journey: Journey) -> None:
+    """Every journey block in the README's order on ONE fresh Prefect home, as a user reading
+    it top to bottom: what earlier blocks left (runs of the same name, a work pool, a profile
+    pointing at the server, a stopped server) must not break a later block. A line that runs
+    until stopped (the worker) is stopped when its block is done, as its user would."""
+    walked = []
+    for block in readme_blocks():
+        if block.marker in (None, "reference"):
+            continue
+        journey.run_block(block)
+        for process in journey.background.values():
+            stop(process)
+        journey.background.clear()
+        walked.append(block.marker)
+    assert walked == sorted(journeys(), key=lambda name: journeys()[name].line)
