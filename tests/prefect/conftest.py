@@ -8,6 +8,7 @@ cache entry of an earlier test session can never turn a first run into a hit.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import subprocess
@@ -190,6 +191,22 @@ def cli_on(api: str, *args: str) -> subprocess.CompletedProcess[str]:
         timeout=120,
         check=False,
     )
+
+
+def cli_json(api: str, folder: Path, *args: str) -> tuple[int, dict[str, Any], str]:
+    """``polyaxon-prefect ARGS --json`` in a second process started in ``folder``, on the server
+    at ``api``: its exit code, its last line of output read as JSON, and what it said on stderr."""
+    done = subprocess.run(
+        [sys.executable, "-m", "polyaxon_prefect.cli", *args, "--json"],
+        capture_output=True,
+        text=True,
+        cwd=folder,
+        env={**os.environ, "PREFECT_API_URL": api},
+        timeout=180,
+        check=False,
+    )
+    lines = done.stdout.strip().splitlines()
+    return done.returncode, json.loads(lines[-1]) if lines else {}, done.stderr
 
 
 def pid_alive(pid: int) -> bool:

@@ -7,17 +7,14 @@ their starts in a folder outside their code."""
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from polyaxon_prefect.prefect import run
+from tests.prefect.conftest import cli_json
 
 PY = sys.executable
 
@@ -100,20 +97,6 @@ def test_an_edit_runs_the_op_again_the_same_code_elsewhere_is_a_hit_no_code_is_n
     assert "cache hit" not in nothing.ops["train"]["message"]
 
 
-def _cli(api: str, folder: Path, *args: str) -> tuple[int, dict[str, Any], str]:
-    done = subprocess.run(
-        [PY, "-m", "polyaxon_prefect.cli", *args, "--json"],
-        capture_output=True,
-        text=True,
-        cwd=folder,
-        env={**os.environ, "PREFECT_API_URL": api},
-        timeout=180,
-        check=False,
-    )
-    lines = done.stdout.strip().splitlines()
-    return done.returncode, json.loads(lines[-1]) if lines else {}, done.stderr
-
-
 @pytest.mark.server
 def test_restart_reruns_the_edited_op_and_force_reruns_an_unchanged_one(
     tmp_path: Path, prefect_server: str
@@ -132,13 +115,15 @@ def test_restart_reruns_the_edited_op_and_force_reruns_an_unchanged_one(
     assert first.status == "succeeded" and first.uuid is not None
 
     (code / "train" / "train.py").write_text(_script(marks, "train", 0.5))
-    status, again, err = _cli(prefect_server, tmp_path, "restart", first.uuid)
+    status, again, err = cli_json(prefect_server, tmp_path, "restart", first.uuid)
     assert status == 0, err
     assert again["ops"]["train"]["outputs"] == {"loss": 0.5}
     assert "cache hit" in again["ops"]["prep"]["message"]  # unchanged: served
     assert (_starts(marks, "prep"), _starts(marks, "train")) == (1, 2)
 
-    status, forced, err = _cli(prefect_server, tmp_path, "restart", first.uuid, "--force", "prep")
+    status, forced, err = cli_json(
+        prefect_server, tmp_path, "restart", first.uuid, "--force", "prep"
+    )
     assert status == 0, err
     assert "forced to run again: `prep`" in err
     assert "cache hit" not in forced["ops"]["prep"]["message"]
@@ -148,7 +133,7 @@ def test_restart_reruns_the_edited_op_and_force_reruns_an_unchanged_one(
     )
     assert (_starts(marks, "prep"), _starts(marks, "train")) == (2, 2)
 
-    status, _, err = _cli(prefect_server, tmp_path, "restart", first.uuid, "--force", "x")
+    status, _, err = cli_json(prefect_server, tmp_path, "restart", first.uuid, "--force", "x")
     assert status == 2 and "--force: the dag has no op `x`" in err
 
 

@@ -12,9 +12,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
+
+from tests.prefect.conftest import cli_json
 
 PY = sys.executable
 STEP = """\
@@ -55,21 +56,6 @@ def _chain() -> str:
     )
 
 
-def _cli(api: str, folder: Path, *args: str) -> tuple[int, dict[str, Any], str]:
-    done = subprocess.run(
-        [PY, "-m", "polyaxon_prefect.cli", *args, "--json"],
-        capture_output=True,
-        text=True,
-        cwd=folder,
-        env={**os.environ, "PREFECT_API_URL": api},
-        timeout=180,
-        check=False,
-    )
-    lines = done.stdout.strip().splitlines()
-    payload = json.loads(lines[-1]) if lines else {}
-    return done.returncode, payload, done.stderr
-
-
 def _marks(folder: Path) -> dict[str, list[str]]:
     return {
         log.stem: log.read_text().splitlines() for log in sorted((folder / "marks").glob("*.log"))
@@ -86,7 +72,7 @@ def test_restart_from_the_failed_op_reuses_the_ops_before_it(
     (tmp_path / "step.yaml").write_text(STEP_COMPONENT)
     (tmp_path / "chain.yaml").write_text(_chain())
 
-    code, first, err = _cli(prefect_server, tmp_path, "run", "-f", "chain.yaml")
+    code, first, err = cli_json(prefect_server, tmp_path, "run", "-f", "chain.yaml")
     assert code == 1, err
     assert first["status"] == "failed"
     assert {n: op["status"] for n, op in first["ops"].items()} == {
@@ -104,7 +90,7 @@ def test_restart_from_the_failed_op_reuses_the_ops_before_it(
     (tmp_path / "chain.yaml").unlink()
     (tmp_path / "step.yaml").unlink()
     (tmp_path / "marks" / "ok").write_text("")
-    code, again, err = _cli(prefect_server, tmp_path, "restart", first["uuid"])
+    code, again, err = cli_json(prefect_server, tmp_path, "restart", first["uuid"])
     assert code == 0, err
     assert "from op `c`" in err
     assert again["status"] == "succeeded"
@@ -127,11 +113,11 @@ def test_restart_from_the_failed_op_reuses_the_ops_before_it(
     assert new_record["cloning_kind"] == "restart"
 
     # by the flow run's id too, from an op named; an unknown op is one line, exit 2
-    code, bad, err = _cli(prefect_server, tmp_path, "restart", again["uuid"], "--from", "zz")
+    code, bad, err = cli_json(prefect_server, tmp_path, "restart", again["uuid"], "--from", "zz")
     assert code == 2
     assert "no op `zz`" in bad["error"]
     assert "Traceback" not in err
-    code, third, err = _cli(
+    code, third, err = cli_json(
         prefect_server, tmp_path, "restart", again["flow_run_id"], "--from", "d"
     )
     assert code == 0, err
@@ -158,23 +144,23 @@ def test_restart_a_job_with_params_a_preset_and_a_copy(tmp_path: Path, prefect_s
     (tmp_path / "override.yaml").write_text(
         "version: 1.1\nkind: operation\nparams: {tag: {value: patched}}\n"
     )
-    code, first, err = _cli(prefect_server, tmp_path, "run", "-f", "job.yaml", "-P", "x=2")
+    code, first, err = cli_json(prefect_server, tmp_path, "run", "-f", "job.yaml", "-P", "x=2")
     assert code == 0, err
     (tmp_path / "job.yaml").write_text("not: [a polyaxonfile\n")  # edited since: no matter
-    code, again, err = _cli(prefect_server, tmp_path, "restart", first["uuid"], "--copy")
+    code, again, err = cli_json(prefect_server, tmp_path, "restart", first["uuid"], "--copy")
     assert code == 0, err
     assert again["outputs"] == {"got": 2, "label": "plain"}  # the recorded -P value
     new_dir = Path(again["artifacts_path"])
     assert (new_dir / "x-2").is_file()  # copied from the old run, then written again
     record = json.loads((new_dir / "run.json").read_text())
     assert (record["original_uuid"], record["cloning_kind"]) == (first["uuid"], "copy")
-    code, third, err = _cli(
+    code, third, err = cli_json(
         prefect_server, tmp_path, "restart", first["uuid"], "-P", "x=5", "-f", "override.yaml"
     )
     assert code == 0, err
     assert third["outputs"] == {"got": 5, "label": "patched"}
     assert not (Path(third["artifacts_path"]) / "x-2").exists()  # no --copy: a fresh directory
-    code, refused, err = _cli(prefect_server, tmp_path, "resume", first["uuid"])
+    code, refused, err = cli_json(prefect_server, tmp_path, "resume", first["uuid"])
     assert code == 2
     assert "restart" in refused["error"]
 
@@ -195,11 +181,11 @@ def test_resume_more_runs_exactly_the_extra_trials(tmp_path: Path, prefect_serve
         "  outputs: [{name: loss, type: float}]\n"
         f'  run: {{kind: job, container: {{command: ["{PY}", -c, "{script}"]}}}}\n'
     )
-    code, first, err = _cli(prefect_server, tmp_path, "run", "-f", "sweep.yaml")
+    code, first, err = cli_json(prefect_server, tmp_path, "run", "-f", "sweep.yaml")
     assert code == 0, err
     assert len(first["trials"]) == 8
     assert len(list((tmp_path / "trials").iterdir())) == 8
-    code, more, err = _cli(prefect_server, tmp_path, "resume", first["uuid"], "--more", "4")
+    code, more, err = cli_json(prefect_server, tmp_path, "resume", first["uuid"], "--more", "4")
     assert code == 0, err
     assert len(list((tmp_path / "trials").iterdir())) == 12  # exactly 4 new trials ran
     assert len(more["trials"]) == 12
@@ -283,7 +269,7 @@ def test_resume_a_killed_sweep_by_its_run(tmp_path: Path, prefect_server: str) -
     ]
     uuid = json.loads(record.read_text())["uuid"]
 
-    code, resumed, err = _cli(prefect_server, tmp_path, "resume", uuid)
+    code, resumed, err = cli_json(prefect_server, tmp_path, "resume", uuid)
     assert code == 0, err
     assert [t["status"] for t in resumed["trials"]] == ["succeeded"] * 4
     assert started() == ["1", "2", "2", "3", "4"]  # 1 done before the kill: never again
