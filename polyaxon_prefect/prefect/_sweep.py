@@ -6,7 +6,10 @@ survives its process: ``run --resume`` reopens the latest study of the same op, 
 re-queues the trials a killed parent left running, re-queues those a stop cut short, and never
 re-runs a completed one.
 
-The loop (all study calls happen in the flow's own thread; trials run in a thread pool)::
+The loop (the study calls happen in the flow's own thread, but a job trial's end: trials run in a
+thread pool, and a job trial of a sweep without a pruning policy tells the study how it ended
+from its own thread as soon as its process ends, before its Prefect records, so a trial that
+ended while the server was down counts as done on ``--resume``)::
 
     while not finished:
         launch asked suggestions while fewer than `concurrency` trials are in flight
@@ -39,6 +42,7 @@ The UI gets a progress artifact (trials done / total, updated in place), a leade
 from __future__ import annotations
 
 import contextvars
+import functools
 import threading
 import time
 import uuid
@@ -98,6 +102,31 @@ class _Flight:
     """The metric the pruner watches (read from ``metrics_path``)."""
     offset: int = 0
     pruned: bool = False
+    told: bool = False
+    """The study knows how the trial ended (told from the trial's own thread)."""
+
+
+def _tell(study: SweepStudy, flight: _Flight, prune_metric: str | None, result: RunResult) -> None:
+    """Write how a trial ended to the study, once: from the trial's thread when its job's
+    process ends (the trial's Prefect records may then wait on a dead server), else when the
+    loop records it."""
+    if flight.told:
+        return
+    status = SweepRun.trial_status(result.status, flight.cancel.is_set())
+    message = result.message
+    if flight.pruned:
+        message = f"pruned by the {prune_metric} stopping policy"
+    study.tell(
+        flight.suggestion.number,
+        status=status,
+        outputs=result.outputs,
+        metrics=result.metrics,
+        uuid=result.uuid,
+        message=message,
+        gpu_hours=result.gpu_hours,
+        unfinished=status == Status.STOPPED and not flight.pruned,  # `--resume` reruns it
+    )
+    flight.told = True
 
 
 class _Sweep:
@@ -150,7 +179,9 @@ class _Sweep:
             return concurrency
         return _UNLIMITED_THREADS
 
-    def launch(self, executor: ThreadPoolExecutor, suggestion: Suggestion) -> None:
+    def launch(
+        self, executor: ThreadPoolExecutor, suggestion: Suggestion, study: SweepStudy
+    ) -> None:
         cancel = threading.Event()
         index = suggestion.index
         name = trial_name(index, suggestion.params)
@@ -177,7 +208,9 @@ class _Sweep:
             sweep=SweepOptions(),
         )
         call = contextvars.copy_context().run
-        future = executor.submit(call, self.trials.run, trial_request, suggestion, run_uuid)
+        # a pruned sweep tells in the loop, after the trial's last values reached the pruner
+        told = None if self.prune_metric else functools.partial(_tell, study, flight, None)
+        future = executor.submit(call, self.trials.run, trial_request, suggestion, run_uuid, told)
         self.flights[future] = flight
 
     # -- watching -------------------------------------------------------------------------
@@ -213,19 +246,7 @@ class _Sweep:
             # values logged since the last look: the pruner compares later trials with them
             for step, value in _new_values(flight):
                 study.report(flight.suggestion.number, step, value)
-        message = result.message
-        if flight.pruned:
-            message = f"pruned by the {self.prune_metric} stopping policy"
-        study.tell(
-            flight.suggestion.number,
-            status=status,
-            outputs=result.outputs,
-            metrics=result.metrics,
-            uuid=result.uuid,
-            message=message,
-            gpu_hours=result.gpu_hours,
-            unfinished=status == Status.STOPPED and not flight.pruned,  # `--resume` reruns it
-        )
+        _tell(study, flight, self.prune_metric, result)
         self.gpu_hours += result.gpu_hours or 0.0
         log = (
             self.logger.info
@@ -347,7 +368,7 @@ class _Sweep:
                     suggestion = study.ask()
                     if suggestion is None:
                         break
-                    self.launch(executor, suggestion)
+                    self.launch(executor, suggestion, study)
             if not self.flights:
                 if self.book.decision is not None:
                     return

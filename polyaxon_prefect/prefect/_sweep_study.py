@@ -73,6 +73,9 @@ def open_sweep_study(request: OpRequest, book: SweepRun, logger: Any) -> SweepSt
         # joining a named study as one more worker: the others' running trials are theirs
         logger.info("joining sweep %s as one more worker", name)
     elif resume:
+        recreated = study.finish_creation()
+        if recreated is not None:
+            logger.warning(recreated)
         retried = study.recover()
         done = [r for r in study.history() if r.status in DONE_STATUSES]
         book.resumed(done)

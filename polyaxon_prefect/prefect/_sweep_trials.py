@@ -7,6 +7,7 @@ means; this decides *where* it runs. `run` is called in a worker thread.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,8 +40,15 @@ class TrialRunner:
     trials_task_run_id: UUID | None = None
     client: Any = None
 
-    def run(self, trial: OpRequest, suggestion: Suggestion, run_uuid: str) -> RunResult:
-        """In a worker thread (with a copy of the flow's context)."""
+    def run(
+        self,
+        trial: OpRequest,
+        suggestion: Suggestion,
+        run_uuid: str,
+        on_result: Callable[[RunResult], None] | None = None,
+    ) -> RunResult:
+        """In a worker thread (with a copy of the flow's context). ``on_result``: a job
+        trial's result as soon as its process ends, before its Prefect records."""
         deployment = self.request.sweep.deployment
         if deployment:
             files = trial.loaded.files
@@ -60,7 +68,7 @@ class TrialRunner:
             )
         if not self.in_process:
             return self.children.subflow(trial)
-        return self._run_job(trial, suggestion)
+        return self._run_job(trial, suggestion, on_result)
 
     def _deployment_params(self, trial: OpRequest) -> dict[str, Any]:
         """The values the trial's run loads the file with: the file's literal params, the
@@ -70,7 +78,12 @@ class TrialRunner:
         merged = {**dict(self.request.loaded.params), **dict(trial.params)}
         return {k: v for k, v in merged.items() if not (k in outputs and v is None)}
 
-    def _run_job(self, trial: OpRequest, suggestion: Suggestion) -> RunResult:
+    def _run_job(
+        self,
+        trial: OpRequest,
+        suggestion: Suggestion,
+        on_result: Callable[[RunResult], None] | None,
+    ) -> RunResult:
         """Body of the linking task: prepare the job, run it as a child flow run."""
         try:
             job = trial.prepare_job()
@@ -86,6 +99,7 @@ class TrialRunner:
             parent_task_run_id=self.trials_task_run_id,
             client=self.client,
             cancel_event=trial.cancel_event,
+            on_result=on_result,
         )
 
 

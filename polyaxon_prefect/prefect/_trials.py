@@ -192,6 +192,7 @@ def run_job_trial(
     client: Any,
     cancel_event: threading.Event | None = None,
     show_running_after: float = SHOW_RUNNING_AFTER_SECONDS,
+    on_result: Callable[[RunResult], None] | None = None,
 ) -> RunResult:
     """Run one job trial as a child flow run recorded through the API (module docstring,
     `_TrialRun`), under ``parent_task_run_id`` (the sweep's ``trials`` task run).
@@ -199,6 +200,8 @@ def run_job_trial(
     ``client`` is a sync Prefect client shared by the sweep's trials: a client per trial
     costs a new connection whose first request is many times slower than one on a warm
     connection when several trials start at once.
+    ``on_result`` gets the job's result as soon as its process ends, before the records that
+    need the server (a sweep writes it to its study there).
     """
     from prefect.client.schemas.actions import FlowRunCreate
 
@@ -232,6 +235,8 @@ def run_job_trial(
     except BaseException as exc:
         run.finish(Failed(message=f"trial crashed: {exc}"))
         raise
+    if on_result is not None:
+        on_result(result)
     if result.status == Status.FAILED:
         run.error(result.message)
     state = state_for_result(result, prefix=_prefix(job, result))

@@ -32,6 +32,7 @@ from polyaxon_prefect.runtime._gpu_locks import (
     LOCKS_ENV,
     acquire_gpus,
     lock_dir,
+    lock_dir_problem,
     this_machine_gpus,
 )
 from polyaxon_prefect.runtime._locate import locate_problems
@@ -106,14 +107,16 @@ def check_gpu_capacity(
         raise UnsupportedFeatureError(
             [Problem(str(exc), rule="invalid_gpu_sharing", hint="unset it, or set 2, 3...")]
         ) from None
-    folder = lock_dir()
-    if folder.exists() and not folder.is_dir():  # the op would fail on it when it starts
+    locks = lock_dir_problem(lock_dir())
+    if locks is not None:  # the op would fail on it when it starts
         raise UnsupportedFeatureError(
             [
                 Problem(
-                    f"{LOCKS_ENV}={str(folder)!r} is not a folder: the GPU lock files go in one",
+                    locks,
                     rule="invalid_gpu_locks",
-                    hint="name a folder (made if missing), or unset it",
+                    hint="name a folder (made if missing), or unset it"
+                    if os.environ.get(LOCKS_ENV)
+                    else f"remove it (it is made again, 0700), or name a folder in {LOCKS_ENV}",
                 )
             ]
         )

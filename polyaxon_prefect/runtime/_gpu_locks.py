@@ -9,9 +9,12 @@ lease expires), works before any server is up and names its holder (the file hol
 name). The decisions are pure
 (`polyaxon_prefect.distributed._gpu_pool`); this module only opens, locks and reads files.
 
-The files live in ``<Prefect home>/gpu-locks`` (``PREFECT_HOME``, else ``~/.prefect``): every
-CLI, worker and deployment of one user on one machine sees the same pool; another folder can be
-named with ``POLYAXON_PREFECT_GPU_LOCKS``. Taking GPUs goes through one short-held pool lock,
+The files live in ``/tmp/polyaxon-prefect-gpus-<uid>`` (`lock_dir`): every CLI, worker and
+deployment of one user on one machine sees the same pool, whatever its Prefect home (a folder per
+Prefect home let two homes hold one GPU at once), and ``/tmp`` rather than ``$TMPDIR``, which a
+scheduler may set per job. The folder is made 0700 and refused when another user owns it or
+others may write in it (they could plant or remove lock files); another folder can be named
+with ``POLYAXON_PREFECT_GPU_LOCKS``. Taking GPUs goes through one short-held pool lock,
 so an op takes every slot it needs or none, and two gangs never each hold half of what the
 other waits for.
 """
@@ -23,6 +26,7 @@ import fcntl
 import functools
 import os
 import shutil
+import stat
 import subprocess
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -41,10 +45,20 @@ from polyaxon_prefect.distributed import (
 )
 from polyaxon_prefect.runtime._errors import RunRuntimeError
 
-__all__ = ["LOCKS_ENV", "GpuLease", "acquire_gpus", "lock_dir", "this_machine_gpus"]
+__all__ = [
+    "LOCKS_ENV",
+    "GpuLease",
+    "acquire_gpus",
+    "lock_dir",
+    "lock_dir_problem",
+    "this_machine_gpus",
+]
 
 LOCKS_ENV = "POLYAXON_PREFECT_GPU_LOCKS"
 _POLL_SECONDS = 0.2
+
+
+_MACHINE_TEMP = Path("/tmp")  # machine-wide on purpose (not $TMPDIR), see the module
 
 
 def lock_dir() -> Path:
@@ -52,8 +66,43 @@ def lock_dir() -> Path:
     explicit = os.environ.get(LOCKS_ENV)
     if explicit:
         return Path(explicit)
-    home = os.environ.get("PREFECT_HOME")
-    return (Path(home) if home else Path.home() / ".prefect") / "gpu-locks"
+    return _MACHINE_TEMP / f"polyaxon-prefect-gpus-{os.getuid()}"
+
+
+def lock_dir_problem(folder: Path) -> str | None:
+    """Why ``folder`` cannot hold the GPU lock files (None when it can, or is not made yet):
+    not a folder; and for the machine-wide default, a folder another user owns or others may
+    write in (a link there is refused too: its target is not ours to trust)."""
+    try:
+        info = folder.lstat()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"the GPU lock folder {folder} cannot be read: {exc.strerror or exc}"
+    if os.environ.get(LOCKS_ENV):
+        if folder.is_dir():
+            return None
+        return f"{LOCKS_ENV}={str(folder)!r} is not a folder: the GPU lock files go in one"
+    if not stat.S_ISDIR(info.st_mode):
+        return f"the GPU lock folder {folder} is not a folder (a file or a link is there)"
+    if info.st_uid != os.getuid():
+        return f"the GPU lock folder {folder} belongs to another user (uid {info.st_uid})"
+    if info.st_mode & 0o022:
+        return (
+            f"the GPU lock folder {folder} is writable by others "
+            f"(mode {stat.S_IMODE(info.st_mode):04o}): chmod 700 it"
+        )
+    return None
+
+
+def _ensure_lock_dir() -> Path:
+    """The lock folder, made (0700) if missing; ``OSError`` when it cannot hold the locks."""
+    folder = lock_dir()
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    problem = lock_dir_problem(folder)
+    if problem is not None:
+        raise OSError(problem)
+    return folder
 
 
 @functools.lru_cache(maxsize=8)
@@ -179,7 +228,7 @@ def acquire_gpus(
     said = ""
     while True:
         try:
-            folder.mkdir(parents=True, exist_ok=True)
+            folder = _ensure_lock_dir()
             got = _take(folder, pool, requests, holder)
         except OSError as exc:  # a file where the folder should be, no room, no rights
             raise RunRuntimeError(

@@ -10,6 +10,9 @@ runs it like any other point:
 - a trial ``stopped`` by a stop of the sweep (Ctrl-C, ``stop``), not pruned by a policy: it
   stays ``PRUNED`` in the study and is queued again.
 
+A study whose creation was cut short (a full disk before ``ready``) ran nothing: it is created
+again whole (``recreate``).
+
 A study stopped by early stopping (its ``stop_reason``) is over: nothing is queued again.
 
 The companion of `SweepStudy` (kept apart so the class stays one job: asking and telling); it
@@ -32,7 +35,7 @@ from polyaxon_prefect.specs import Status
 if TYPE_CHECKING:
     from polyaxon_prefect.search._study import SweepStudy
 
-__all__ = ["not_run", "recover"]
+__all__ = ["not_run", "recover", "recreate"]
 
 _CRASHED = "still running when the sweep's parent stopped; retried"
 
@@ -52,6 +55,29 @@ def recover(study: SweepStudy) -> list[int]:
     if isinstance(study._kind, TunedKind):
         study._kind.recover(study)
     return indexes
+
+
+def recreate(study: SweepStudy) -> str | None:
+    """Create ``study`` over again when its creation was cut short (a full disk or a kill
+    before ``ready``, which no ask goes past); a sentence saying so, or None.
+
+    Such a study never ran a trial (an ask waits for ``ready``): its queued trials are voided
+    and the plan queued whole again. Only call it while no other process runs this study."""
+    if study.study_attrs().get("ready"):
+        return None
+    voided = 0
+    for trial in study._trials():
+        try:
+            trial_id = study._trial_id(trial.number)
+            finish_trial(study._storage, trial_id, {"void": True}, state=TrialState.FAIL)
+        except UpdateFinishedTrialError:
+            continue
+        voided += 1
+    study._create(study.seed)
+    return (
+        "the sweep's study was not fully created (its storage could not be written): "
+        f"created again ({voided} queued trial(s) of the cut creation dropped)"
+    )
 
 
 def _fail_running(study: SweepStudy) -> list[int]:

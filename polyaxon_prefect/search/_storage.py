@@ -7,6 +7,8 @@ search package does not resolve the artifacts root itself: that is the runtime's
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -70,17 +72,51 @@ def _journal_storage(path: Path, notes: list[str]) -> BaseStorage:
     (said in ``notes``); a line Optuna cannot replay is a ``JournalDamagedError`` naming it.
     """
     from optuna.storages import JournalStorage
-    from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
+    from optuna.storages.journal import JournalFileOpenLock
 
     path.parent.mkdir(parents=True, exist_ok=True)
+    # created owner-only: its trials' user attrs hold the real values of their outputs
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
     lock = JournalFileOpenLock(str(path))
     note = repair_torn_tail(path, lock)
     if note is not None:
         notes.append(note)
     try:
-        return JournalStorage(JournalFileBackend(str(path), lock_obj=lock))
+        return JournalStorage(_whole_lines_backend(path, lock))
     except (ValueError, KeyError, TypeError, IndexError, AssertionError) as exc:  # bad lines
         raise damage_error(path, exc) from None
+
+
+def _whole_lines_backend(path: Path, lock: Any) -> Any:
+    """Optuna's ``JournalFileBackend`` whose failed append leaves the file as it was.
+
+    Optuna writes a batch of lines through a buffered file: a write that fails half-way (a
+    full disk) leaves a line cut short, which the next open has to repair. Here the batch
+    goes out unbuffered and, on any ``OSError``, the file is cut back to its size before the
+    write (cutting frees space, so it works on a full disk) before the error goes on.
+    """
+    from optuna.storages.journal import JournalFileBackend
+    from optuna.storages.journal._file import get_lock_file
+
+    class _WholeLines(JournalFileBackend):
+        def append_logs(self, logs: list[dict[str, Any]]) -> None:
+            data = "".join(json.dumps(log, separators=(",", ":")) + "\n" for log in logs)
+            with get_lock_file(self._lock):
+                fd = os.open(self._file_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                try:
+                    start = os.fstat(fd).st_size
+                    try:
+                        view = memoryview(data.encode("utf-8"))
+                        while view:
+                            view = view[os.write(fd, view) :]
+                        os.fsync(fd)
+                    except OSError:
+                        os.ftruncate(fd, start)
+                        raise
+                finally:
+                    os.close(fd)
+
+    return _WholeLines(str(path), lock_obj=lock)
 
 
 def set_trial_user_attrs(storage: BaseStorage, trial_id: int, attrs: Mapping[str, Any]) -> None:

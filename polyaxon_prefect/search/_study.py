@@ -42,7 +42,7 @@ from optuna.exceptions import (
     UpdateFinishedTrialError,
 )
 from optuna.samplers import BaseSampler
-from optuna.storages import BaseStorage
+from optuna.storages import BaseStorage, JournalStorage
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
@@ -51,7 +51,7 @@ from polyaxon_prefect.search._journal import LEGACY_FILE, study_name_of, sweep_j
 from polyaxon_prefect.search._kinds import IndexedKind, MatrixKind, TunedKind, get_kind
 from polyaxon_prefect.search._pruning import build_pruner
 from polyaxon_prefect.search._records import Suggestion, SweepStudyError, TrialRecord
-from polyaxon_prefect.search._resume import not_run, recover
+from polyaxon_prefect.search._resume import not_run, recover, recreate
 from polyaxon_prefect.search._samplers import Dimension, optuna_space
 from polyaxon_prefect.search._storage import (
     finish_trial,
@@ -111,6 +111,12 @@ def _only_study(path: Path) -> str | None:
     backend, _ = open_storage(str(path))
     studies = backend.get_all_studies()
     return studies[0].study_name if studies else None
+
+
+def _never_written(backend: BaseStorage) -> bool:
+    """A journal file with no study at all: the sweep's first write failed (a full disk leaves
+    its 0-byte file), so nothing ran and the sweep can start under its name."""
+    return isinstance(backend, JournalStorage) and not backend.get_all_studies()
 
 
 class SweepStudy:
@@ -181,6 +187,12 @@ class SweepStudy:
         )
         _name, maximize = _metric(matrix)
         pruner = build_pruner(getattr(matrix, "early_stopping", None))
+        if resume and _never_written(backend):
+            notes.append(
+                f"{url}: the sweep's study was never written (its first write failed); "
+                "starting it anew"
+            )
+            resume = False
         seed = cls._resumed_seed(backend, url, study_name, matrix) if resume else _seed(matrix)
         sampler, space, warnings = _sampler(kind, matrix, seed)
         warnings = [*notes, *warnings]
@@ -188,7 +200,9 @@ class SweepStudy:
             study = optuna.load_study(
                 study_name=study_name, storage=backend, sampler=sampler, pruner=pruner
             )
-            return cls(matrix, study, backend, url, input_types, warnings, space)
+            self = cls(matrix, study, backend, url, input_types, warnings, space)
+            self.seed = seed
+            return self
         direction = StudyDirection.MAXIMIZE if maximize else StudyDirection.MINIMIZE
         try:
             study = optuna.create_study(
@@ -226,7 +240,9 @@ class SweepStudy:
                 f"the sweep study {study_name!r} is a {attrs['kind']} search, "
                 f"not {matrix.kind}: resume it with the same matrix"
             )
-        return int(attrs.get("seed", 0))
+        if "seed" not in attrs:  # its creation was cut short before the seed: nothing drawn
+            return _seed(matrix)
+        return int(attrs["seed"])
 
     def _create(self, seed: int) -> None:
         """Record the plan and enqueue what is known up front; ``ready`` is set last, so a
@@ -243,6 +259,10 @@ class SweepStudy:
             self.enqueue(index, params, {})
         self._kind.advance(self)
         self.set_study_attr("ready", True)
+
+    def finish_creation(self) -> str | None:
+        """Create the study over again when its creation was cut short (`_resume.recreate`)."""
+        return recreate(self)
 
     def _name_metric(self) -> None:
         """Name the objective after the metric (``loss``), so optuna-dashboard and

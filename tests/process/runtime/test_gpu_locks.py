@@ -13,13 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from polyaxon_prefect.runtime._gpu_locks import acquire_gpus
+from polyaxon_prefect.runtime._errors import RunRuntimeError
+from polyaxon_prefect.runtime._gpu_locks import acquire_gpus, lock_dir_problem
 
 pytestmark = pytest.mark.process
 
 HOLD = """
 import sys, time
-from polyaxon_prefect.runtime._gpu_locks import acquire_gpus
+from polyaxon_prefect.runtime._errors import RunRuntimeError
+from polyaxon_prefect.runtime._gpu_locks import acquire_gpus, lock_dir_problem
 lease = acquire_gpus([2], "holder (deadbeef)", gpus=["0", "1"])
 print("held", lease.devices, flush=True)
 time.sleep(60)
@@ -93,3 +95,62 @@ def test_a_cancelled_wait_takes_nothing(tmp_path: Path, monkeypatch: pytest.Monk
     again = acquire_gpus([1], "third", gpus=["0"])
     assert again is not None and again.devices == [["0"]]
     again.release()
+
+
+@pytest.fixture
+def machine_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The machine-wide default folder, moved under this test's own temp folder."""
+    from polyaxon_prefect.runtime import _gpu_locks
+
+    monkeypatch.delenv("POLYAXON_PREFECT_GPU_LOCKS", raising=False)
+    monkeypatch.setattr(_gpu_locks, "_MACHINE_TEMP", tmp_path)
+    return tmp_path / f"polyaxon-prefect-gpus-{os.getuid()}"
+
+
+def test_the_default_lock_folder_is_per_user_made_0700_and_shared_by_prefect_homes(
+    machine_temp: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+):
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "home-a"))
+    first = acquire_gpus([1], "first", gpus=["0"])
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "home-b"))
+    reasons: list[str] = []
+    cancel = threading.Event()
+    threading.Timer(0.5, cancel.set).start()
+    second = acquire_gpus([1], "second", on_wait=reasons.append, cancel_event=cancel, gpus=["0"])
+
+    assert first is not None and second is None
+    assert reasons == ["waiting for 1 GPU: 1 held by run first"]
+    assert machine_temp.stat().st_mode & 0o777 == 0o700
+    assert sorted(p.name for p in machine_temp.iterdir()) == ["gpu-0.0.lock", "pool.lock"]
+    assert not (tmp_path / "home-a").exists() and not (tmp_path / "home-b").exists()
+    first.release()
+
+
+@pytest.mark.parametrize("damage", ["writable-by-others", "another-owner", "a-link"])
+def test_an_unsafe_default_lock_folder_is_refused_in_one_line(
+    machine_temp: Path, tmp_path: Path, damage: str
+):
+    if damage == "a-link":
+        (tmp_path / "elsewhere").mkdir()
+        machine_temp.symlink_to(tmp_path / "elsewhere")
+        why = "is not a folder (a file or a link is there)"
+    else:
+        machine_temp.mkdir(mode=0o700)
+        if damage == "writable-by-others":
+            machine_temp.chmod(0o777)
+            why = "is writable by others (mode 0777): chmod 700 it"
+        else:
+            if os.geteuid() != 0:
+                pytest.skip("giving a folder to another user needs root")
+            os.chown(machine_temp, 4242, -1)
+            why = "belongs to another user (uid 4242)"
+
+    with pytest.raises(RunRuntimeError) as raised:
+        acquire_gpus([1], "op", gpus=["0"])
+
+    assert str(raised.value) == (
+        f"cannot take GPUs: the lock folder {machine_temp} (POLYAXON_PREFECT_GPU_LOCKS): "
+        f"the GPU lock folder {machine_temp} {why}"
+    )
+    assert not (tmp_path / "elsewhere" / "pool.lock").exists()
+    assert lock_dir_problem(machine_temp) == f"the GPU lock folder {machine_temp} {why}"

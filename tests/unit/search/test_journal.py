@@ -147,3 +147,62 @@ def test_the_dashboard_falls_back_to_the_shared_journal(tmp_path: Path) -> None:
     SweepStudy.open(matrix(GRID), study_name=OLD, storage=str(legacy))
     assert dashboard_storage(tmp_path, "tune") == str(legacy)
     assert dashboard_storage(tmp_path, None) == str(legacy)
+
+
+RANDOM = {
+    "kind": "random",
+    "numRuns": 6,
+    "seed": 5,
+    "params": {"x": {"kind": "uniform", "value": "0:1"}},
+}
+
+
+def test_a_zero_byte_journal_resumes_as_a_new_sweep_of_that_name(tmp_path: Path) -> None:
+    path = journal_path(tmp_path, NEW)
+    path.parent.mkdir(parents=True)
+    path.touch()  # what a sweep whose first write met a full disk leaves
+
+    assert SweepStudy.latest(None, "tune-0123456789", artifacts_root=tmp_path) == NEW
+    resumed = _open(tmp_path, NEW, resume=True)
+
+    assert resumed.name == NEW and resumed.storage_url == str(path)
+    assert [w for w in resumed.warnings if "never written" in w] == [
+        f"{path}: the sweep's study was never written (its first write failed); starting it anew"
+    ]
+    _run(resumed, 4)
+    assert [r.status for r in _open(tmp_path, NEW, resume=True).history()] == ["succeeded"] * 4
+
+
+def test_a_study_whose_creation_was_cut_short_is_created_again_on_resume(tmp_path: Path) -> None:
+    whole = SweepStudy.open(matrix(RANDOM), study_name=OLD, artifacts_root=tmp_path)
+    points = [whole.ask() for _ in range(6)]
+    path = journal_path(tmp_path, NEW)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = journal_path(tmp_path, OLD).read_bytes().splitlines(keepends=True)
+    # the creation's lines up to the third queued trial: no `ready` yet (a full disk)
+    cut = [i for i, line in enumerate(lines) if b'"op_code":4' in line][2]
+    path.write_bytes(b"".join(lines[:cut]).replace(OLD.encode(), NEW.encode()))
+
+    resumed = _open_random(tmp_path, NEW)
+    assert resumed.finish_creation() == (
+        "the sweep's study was not fully created (its storage could not be written): "
+        "created again (2 queued trial(s) of the cut creation dropped)"
+    )
+    asked = [resumed.ask() for _ in range(6)]
+    assert resumed.ask() is None
+    assert [(s.index, s.params) for s in asked if s] == [(p.index, p.params) for p in points if p]
+    for suggestion in asked:
+        assert suggestion is not None
+        resumed.tell(suggestion.number, status="succeeded", value=1.0)
+    again = _open_random(tmp_path, NEW)
+    assert again.finish_creation() is None and again.is_finished()
+    assert [r.index for r in again.history()] == list(range(6))
+
+
+def _open_random(root: Path, name: str) -> SweepStudy:
+    return SweepStudy.open(matrix(RANDOM), study_name=name, artifacts_root=root, resume=True)
+
+
+def test_a_journal_is_created_owner_only(tmp_path: Path) -> None:
+    _open(tmp_path, NEW)
+    assert journal_path(tmp_path, NEW).stat().st_mode & 0o777 == 0o600
