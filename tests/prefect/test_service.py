@@ -43,12 +43,6 @@ CLIENT = (
 )
 
 
-@pytest.fixture(autouse=True)
-def _in_the_tests_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A service runs in the current folder (as a job does): where each test writes server.py."""
-    monkeypatch.chdir(tmp_path)
-
-
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
