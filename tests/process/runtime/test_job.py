@@ -230,10 +230,7 @@ READ_VERSION = (
 
 
 @pytest.mark.parametrize("form", ["path", "file_url", "revision"])
-def test_init_git(
-    tmp_path: Path, repo: tuple[Path, str], form: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.chdir(tmp_path)  # a relative repository is read from the current folder
+def test_init_git(tmp_path: Path, repo: tuple[Path, str], form: str) -> None:
     path, first = repo
     git = {
         "path": "{url: code-repo}",
@@ -293,8 +290,7 @@ def test_init_file_runs_as_the_command(tmp_path: Path) -> None:
     assert lines == ["hello"]
 
 
-def test_init_paths_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)  # relative paths are read from the current folder
+def test_init_paths_copy(tmp_path: Path) -> None:
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "a.csv").write_text("1,2\n")
     (tmp_path / "config.json").write_text("{}")
