@@ -156,7 +156,6 @@ def to_flow(
     hub_dirs: Sequence[str | os.PathLike[str]] = (),
     connections: ConnectionsArg = None,
     skip_builds: bool = False,
-    working_dir: str | os.PathLike[str] | None = None,
 ) -> Any:
     """A Prefect flow for a Polyaxonfile (a job, a DAG or a sweep), with the component's inputs
     as typed parameters.
@@ -164,8 +163,7 @@ def to_flow(
     ``to_flow("typed.yaml")(learning_rate=0.01, epochs=3)`` runs it and returns its outputs;
     ``flow.parameters`` is the typed schema Prefect's UI renders; ``.serve()``/``.deploy()``
     work as for any flow. The file is read again at each run (so edits apply); connections given
-    as a file or ``None`` are read at each run too. Its jobs run in ``working_dir``, else in
-    the current folder of the process running the flow (a worker's).
+    as a file or ``None`` are read at each run too.
 
     Raises:
         PolyaxonfileError: the file is invalid (problems other than missing params).
@@ -206,7 +204,6 @@ def to_flow(
             connections=_connections(connections),
             skip_builds=skip_builds,
             backend=env_backend(),
-            base_dir=Path(working_dir) if working_dir is not None else None,
         )
         return run_request_in_flow(request, track_request(request).append, top_level=True)
 

@@ -43,7 +43,6 @@ __all__ = [
     "FILE_ENV",
     "OPERATION_ENV",
     "PRESETS_ENV",
-    "WORKDIR_ENV",
     "DeployError",
     "Deployed",
     "deploy",
@@ -58,9 +57,6 @@ OPERATION_ENV = "POLYAXON_PREFECT_OPERATION"
 the same operation (an update) from another operation taking its name (refused)."""
 PRESETS_ENV = "POLYAXON_PREFECT_PRESETS"
 """Its presets, ``os.pathsep``-separated."""
-WORKDIR_ENV = "POLYAXON_PREFECT_WORKDIR"
-"""The folder ``deploy`` ran in: its jobs run there (as a run's do in the current folder) on a
-worker of this machine, whatever folder the worker started in."""
 DEPENDS_ON_PAST_ENV = "POLYAXON_PREFECT_DEPENDS_ON_PAST"
 """``1``: a run after a failed run of the same deployment ends skipped (``dependsOnPast``)."""
 ENTRYPOINT = "polyaxon_prefect.prefect._deploy.polyaxonfile_flow"
@@ -183,12 +179,7 @@ def deployed_flow() -> Any:
         return generic_flow
     folder = Path(tempfile.mkdtemp(prefix="polyaxonfile-"))  # a URL's copy, for this process
     presets = [p for p in os.environ.get(PRESETS_ENV, "").split(os.pathsep) if p]
-    workdir = os.environ.get(WORKDIR_ENV)
-    # a worker of another machine (a pod) has no such folder: its own current one is used
-    working_dir = workdir if workdir and Path(workdir).is_dir() else None
-    typed = to_flow(
-        _local(file, folder), [_local(p, folder) for p in presets], working_dir=working_dir
-    )
+    typed = to_flow(_local(file, folder), [_local(p, folder) for p in presets])
     if os.environ.get(DEPENDS_ON_PAST_ENV) != "1":
         return typed
 
@@ -377,7 +368,7 @@ def _read(
         typed = to_flow(local, preset_files)
         schema = _schema(typed, operation.component)
         defaults = _defaults(typed, params or {})
-    env = {FILE_ENV: where(file), WORKDIR_ENV: str(Path.cwd())}
+    env = {FILE_ENV: where(file)}
     if presets:
         env[PRESETS_ENV] = os.pathsep.join(where(p) for p in presets)
     return operation, schema, defaults, env

@@ -95,10 +95,12 @@ def safe_storage(url: str | None) -> str | None:
 
 
 def _base_dir(request: OpRequest) -> str:
-    """The folder the run's jobs ran in (`runtime._job`: the one given, else the current one),
-    so a restart from anywhere runs them there again."""
+    """The directory a job's relative paths were read from (what its process ran in)."""
     if request.base_dir is not None:
         return str(Path(request.base_dir).absolute())
+    files = request.loaded.files
+    if files and not str(files[0]).startswith(("http://", "https://")):
+        return str(Path(files[0]).absolute().parent)
     return str(Path.cwd())
 
 

@@ -209,7 +209,7 @@ def prepare_container(
     """
     operation = loaded.operation
     component = _component_of(operation)
-    base = _base_dir(options.base_dir)
+    base = _base_dir(loaded, options.base_dir)
     op_name = operation.name or component.name or "job"
     values = merge_params(
         component, operation, getattr(loaded, "params", {}) or {}, options.params or {}
@@ -300,13 +300,12 @@ def _component_of(operation: Any) -> Any:
     return operation.component
 
 
-def _base_dir(base_dir: Path | None) -> Path:
-    """Where the job runs: the folder given (a restart's record, a deployment's), else the
-    current one, for ``-f`` and ``--url`` alike: Polyaxon's CLI uploads the current folder as
-    the job's code, so ``-f polyaxonfiles/job.yaml`` with ``python model.py`` runs from the
-    project's root, not from ``polyaxonfiles/``."""
+def _base_dir(loaded: Any, base_dir: Path | None) -> Path:
     if base_dir is not None:
         return Path(base_dir).absolute()
+    files = getattr(loaded, "files", ()) or ()
+    if files and "://" not in str(files[0]):  # a file read from a URL: the current directory
+        return Path(files[0]).absolute().parent
     return Path.cwd()
 
 

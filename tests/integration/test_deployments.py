@@ -79,11 +79,8 @@ class Api:
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[tuple[dict[str, str], Api]]:
-    """A real server, a process work pool and a worker polling it every second, started in a
-    folder of its own: a deployed job runs in the folder `deploy` ran in (the repository's
-    root, where the examples name their scripts from), not in the worker's."""
-    home = Path(tempfile.mkdtemp(prefix="prefect-deploy-"))
-    with prefect_server(home) as env:
+    """A real server, a process work pool and a worker polling it every second."""
+    with prefect_server(Path(tempfile.mkdtemp(prefix="prefect-deploy-"))) as env:
         subprocess.run(
             [str(BIN / "prefect"), "work-pool", "create", POOL, "--type", "process"],
             env=env,
@@ -93,7 +90,6 @@ def cluster() -> Iterator[tuple[dict[str, str], Api]]:
         worker = subprocess.Popen(
             [str(BIN / "prefect"), "worker", "start", "--pool", POOL, "--type", "process"],
             env=env,
-            cwd=home,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,

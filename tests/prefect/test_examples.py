@@ -17,13 +17,6 @@ import polyaxon_prefect
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "quick-start"
 
 
-@pytest.fixture(autouse=True)
-def _from_the_repository_root(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A job runs in the current folder: the examples' commands name their scripts from the
-    repository's root, where the README's lines run them."""
-    monkeypatch.chdir(EXAMPLES.parents[1])
-
-
 @pytest.mark.parametrize(
     ("file", "trials", "has_best"),
     [

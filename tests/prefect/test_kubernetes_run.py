@@ -199,10 +199,7 @@ def test_a_distributed_op_as_sweep_trials_on_the_kubeflow_backend(
     (tmp_path / "ddp.yaml").write_text(
         PYTORCH.read_text()
         .replace("tags: [examples, distributed]", "inputs:\n  - {name: lr, type: float}")
-        .replace(
-            "command: [python, examples/distributed/ddp.py]",
-            'command: [python, examples/distributed/ddp.py, "--lr={{ lr }}"]',
-        )
+        .replace("command: [python, ddp.py]", 'command: [python, ddp.py, "--lr={{ lr }}"]')
     )
     sweep = tmp_path / "sweep.yaml"
     sweep.write_text(

@@ -178,19 +178,3 @@ def test_url_file_with_a_relative_path_ref_and_a_local_preset(
     done = _cli(prefect_server, work, "run", "--url", f"{origin}/jobs/op.yaml", "-f", "preset.yaml")
     assert done.returncode == 0, done.stderr[-3000:]
     assert (work / "trial-1-from-preset.txt").is_file()
-
-
-def test_a_file_job_runs_in_the_current_folder_as_a_url_job_does(
-    tmp_path: Path, prefect_server: str
-) -> None:
-    """One working-folder rule: ``-f polyaxonfiles/job.yaml`` run from a project's root runs
-    its job there (where Polyaxon's CLI would upload from), not in ``polyaxonfiles/``."""
-    work = tmp_path / "project"
-    (work / "polyaxonfiles").mkdir(parents=True)
-    (work / "polyaxonfiles" / "job.yaml").write_text(JOB, encoding="utf-8")
-    done = _cli(
-        prefect_server, work, "run", "-f", "polyaxonfiles/job.yaml", "-P", "x=2", "-P", "y=f"
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert (work / "trial-2-f.txt").is_file()
-    assert not (work / "polyaxonfiles" / "trial-2-f.txt").exists()

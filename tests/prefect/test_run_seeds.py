@@ -52,7 +52,8 @@ LAYOUT = {
     "automation/typed.yaml": "typed.yaml",
     "optimization/mapping.yaml": "mapping.yaml",
     "optimization/typed.yaml": "typed.yaml",
-    "model.py": "model.py",  # a job runs in the current folder, for -f and --url alike
+    "optimization/model.py": "model.py",  # a job of a -f file runs in that file's folder
+    "model.py": "model.py",  # a job of a --url file runs in the current directory
 }
 
 

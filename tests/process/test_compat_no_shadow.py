@@ -37,7 +37,6 @@ def fake_package(root: Path, name: str) -> Path:
 
 
 def run_job(tmp_path: Path, command: list[str], env: dict[str, str] | None = None) -> dict:
-    """Run ``command`` as a job in ``tmp_path`` (the current folder a job runs in)."""
     (tmp_path / "script.py").write_text(SCRIPT)
     spec = {
         "version": 1.1,
@@ -53,7 +52,7 @@ def run_job(tmp_path: Path, command: list[str], env: dict[str, str] | None = Non
     path = tmp_path / "polyaxonfile.yaml"
     path.write_text(json.dumps(spec))
     ctx = new_run_context("t", "proj", artifacts_root=tmp_path / "artifacts")
-    job = prepare_job(load_polyaxonfile(path), connections={}, run_context=ctx, base_dir=tmp_path)
+    job = prepare_job(load_polyaxonfile(path), connections={}, run_context=ctx)
     lines: list[str] = []
     result = execute_job(job, on_line=lambda stream, line: lines.append(line))
     assert str(result.status) == "succeeded", (result.message, lines)

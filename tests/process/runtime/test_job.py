@@ -399,10 +399,7 @@ def test_build_section_skipped_runs_the_job(tmp_path: Path) -> None:
 # the quick-start example
 
 
-def test_quick_start_model_runs_and_loss_depends_on_learning_rate(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.chdir(QUICK_START.parents[1])  # the examples run from the repository's root
+def test_quick_start_model_runs_and_loss_depends_on_learning_rate(tmp_path: Path) -> None:
     losses = []
     for lr in ("0.001", "0.2"):
         loaded = load_polyaxonfile(
@@ -410,7 +407,7 @@ def test_quick_start_model_runs_and_loss_depends_on_learning_rate(
         )
         ctx = new_run_context("typed", "quick", artifacts_root=tmp_path).make_dirs()
         job = prepare_job(loaded, run_context=ctx, connections={})
-        assert job.cwd == QUICK_START.parents[1]  # the current folder, not the file's
+        assert job.cwd == QUICK_START
         result = execute_job(job)
         assert result.status == "succeeded", result.message
         assert set(result.outputs) == {"loss", "accuracy"}

@@ -45,7 +45,7 @@ def test_the_record_loads_back_as_the_same_operation(tmp_path: Path) -> None:
     record = read_record(context.run_path)
     assert record.storage == "postgresql+psycopg2://user:***@db/optuna"
     assert record.params == {"tag": "{{ not rendered }}"}
-    assert record.base_dir == str(Path.cwd())  # where its jobs ran: the current folder
+    assert record.base_dir == str(tmp_path)
     assert (record.kind, record.op, record.uuid) == ("job", "op", context.uuid)
 
     (tmp_path / "leaf.yaml").unlink()  # the record needs no file it came from
