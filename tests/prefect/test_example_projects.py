@@ -88,7 +88,7 @@ def test_v1_sklearn_iris(prefect_server: str, examples_repo: dict[str, str]) -> 
     assert got["status"] == "succeeded" and got["kind"] == "job"
     assert set(got["metrics"]) == {"accuracy", "recall", "f1"}
     assert 0.8 < got["metrics"]["accuracy"] <= 1.0
-    assert got["params"]["n_neighbors"] == "3"
+    assert got["params"]["n_neighbors"] == 3  # its declared type, int (issue 33: one record shape)
     model = Path(got["artifacts_path"]) / "assets/model/iris-model.joblib"
     assert model.stat().st_size > 0
     assert lineage(got)[-1]["framework"] == "scikit-learn"
@@ -100,7 +100,7 @@ def test_v1_sklearn_random_forest_run_object(
     """``from polyaxon.tracking import Run``: ``Run().log_data_ref``, ``log_metrics``."""
     path = PROJECTS / "v1_sklearn_random_forest/polyaxonfile.yml"
     got = run_project(prefect_server, examples_repo, path, "n_estimators=5")
-    assert got["status"] == "succeeded" and got["params"]["n_estimators"] == "5"
+    assert got["status"] == "succeeded" and got["params"]["n_estimators"] == 5
     assert set(got["metrics"]) == {"accuracy_mean", "accuracy_std"}
     assert 0 < got["metrics"]["accuracy_mean"] <= 1
     assert [r["name"] for r in lineage(got)] == ["dataset_X", "dataset_y"]
@@ -120,7 +120,7 @@ def test_v0_sklearn_random_forest(prefect_server: str) -> None:
     got = run_project(prefect_server, {}, PROJECTS / "v0_sklearn_random_forest/polyaxonfile.yml")
     assert got["status"] == "succeeded"
     assert set(got["metrics"]) == {"accuracy_mean", "accuracy_std"}
-    assert got["params"] == {"n_estimators": "3", "max_features": "3", "min_samples_leaf": "80"}
+    assert got["params"] == {"n_estimators": 3, "max_features": 3, "min_samples_leaf": 80}
     assert [r["name"] for r in lineage(got)] == ["dataset_X", "dataset_y"]
 
 
