@@ -163,28 +163,29 @@ def test_missing_required_param_fails_at_load(tmp_path: Path) -> None:
 
 
 def test_template_errors_are_located(tmp_path: Path) -> None:
+    body = """\
+        container:
+          command: [echo]
+          args: ["a", "b", "--x={{ nope }}"]
+          env: [{name: E, value: "{{ globals.nope }}"}]
+        """
+    # an undefined name is found when the file is loaded (what `check` reports), before any
+    # prepare; a key `globals` lacks when the job is prepared
     with pytest.raises(PolyaxonfileError) as info:
-        prepare(
-            tmp_path,
-            component(
-                """\
-                container:
-                  command: [echo]
-                  args: ["a", "b", "--x={{ nope }}"]
-                  env: [{name: E, value: "{{ globals.nope }}"}]
-                """
-            ),
-        )
+        prepare(tmp_path, component(body))
     problems = info.value.problems
-    assert [p.path for p in problems] == [
-        ("component", "run", "container", "args", 2),
-        ("component", "run", "container", "env", 0, "value"),
-    ]
+    assert [p.path for p in problems] == [("run", "container", "args", 2)]
     assert "undefined name `nope`" in problems[0].message
     assert problems[0].file == str(tmp_path / "polyaxonfile.yaml")
     assert problems[0].line == 9
     assert ":9:" in problems[0].format()
-    assert "component.run.container.args[2]" in problems[0].format()
+    assert "run.container.args[2]" in problems[0].format()
+    with pytest.raises(PolyaxonfileError) as info:
+        prepare(tmp_path, component(body.replace("{{ nope }}", "1")))
+    assert [p.path for p in info.value.problems] == [
+        ("component", "run", "container", "env", 0, "value")
+    ]
+    assert info.value.problems[0].line == 10
 
 
 @pytest.mark.parametrize("kind", ["service", "tfjob", "dag"])
