@@ -48,3 +48,4 @@ bench: setup
 	$(BIN)/python benchmarks/lifecycle.py
 	$(BIN)/python benchmarks/yaml_speed.py
 	$(BIN)/python benchmarks/replicas_startup.py
+	$(BIN)/python benchmarks/code_hash.py
