@@ -39,25 +39,36 @@ run:
 """
 
 
-def _waiting_run() -> Any:
+def _waiting_runs() -> list[Any]:
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import (
+        FlowFilter,
+        FlowFilterName,
         FlowRunFilter,
         FlowRunFilterState,
         FlowRunFilterStateName,
     )
 
-    # Filtered by the state's name on the server: the session's server holds hundreds of runs
-    # by the time this test runs in the full suite, and an unfiltered page of 20 (sorted by
-    # id, a random UUID) need not contain this one.
     waiting = FlowRunFilter(
         state=FlowRunFilterState(name=FlowRunFilterStateName(any_=[POD_WAIT_STATE_NAME]))
     )
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs(
+            flow_filter=FlowFilter(name=FlowFilterName(any_=["gpu-train"])),
+            flow_run_filter=waiting,
+            limit=50,
+        )
+    return [r for r in runs if r.state is not None and r.state.name == POD_WAIT_STATE_NAME]
+
+
+def _waiting_run(before: set[str]) -> Any:
+    # Filtered on the server by flow name and state name: the session's server holds hundreds
+    # of runs by the time this test runs in the full suite (an unfiltered page of 20, sorted by
+    # a random UUID, need not hold this one), and an earlier test's run may have been left in
+    # the same waiting state (`before`, read before this run started, names those).
     deadline = time.monotonic() + 120  # a loaded CI machine starts the flow slowly
     while time.monotonic() < deadline:
-        with get_client(sync_client=True) as client:
-            runs = client.read_flow_runs(flow_run_filter=waiting, limit=20)
-        found = [r for r in runs if r.state is not None and r.state.name == POD_WAIT_STATE_NAME]
+        found = [r for r in _waiting_runs() if str(r.id) not in before]
         if found:
             return found[0]
         time.sleep(0.1)
@@ -77,13 +88,14 @@ def test_a_job_pending_for_gpus_is_queued_with_the_reason_then_runs(
         monkeypatch.setenv("KUBECONFIG", str(config))
         monkeypatch.setenv(POLL_ENV, "0.05")
         outcome: dict[str, Any] = {}
+        before = {str(r.id) for r in _waiting_runs()}
         runner = threading.Thread(
             target=lambda: outcome.update(result=polyaxon_prefect.run(path, backend="native"))
         )
         began = time.monotonic()
         runner.start()
         try:
-            waiting = _waiting_run()
+            waiting = _waiting_run(before)
             seen_pending = time.monotonic()
             _api, shown = find_run(str(waiting.id))  # as `get --json` shows it
             assert shown["status"] == "queued"
