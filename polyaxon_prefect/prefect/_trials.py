@@ -45,7 +45,7 @@ from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.specs import Status
 
 if TYPE_CHECKING:
-    from polyaxon_prefect.runtime._job import PreparedJob
+    from polyaxon_prefect.runtime._prepared import PreparedJob
 
 __all__ = [
     "TRIAL_FLOW_NAME",

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from polyaxon_prefect.exceptions import Problem, UnsupportedFeatureError
-from polyaxon_prefect.runtime._init import InitStep
+from polyaxon_prefect.runtime._prepared import InitStep
 from polyaxon_prefect.runtime._problems import first
 
 __all__ = ["BuildNotSupportedError", "check_build", "is_build_op"]

@@ -30,7 +30,6 @@ from polyaxon_prefect.kubernetes import (
 )
 from polyaxon_prefect.loading import TemplateError, build_context, render_value
 from polyaxon_prefect.runtime._context import RunContext, new_run_context
-from polyaxon_prefect.runtime._job import PreparedJob
 from polyaxon_prefect.runtime._locate import locate_problems
 from polyaxon_prefect.runtime._options import PrepareOptions
 from polyaxon_prefect.runtime._param_values import (
@@ -39,6 +38,7 @@ from polyaxon_prefect.runtime._param_values import (
     set_values,
     template_params,
 )
+from polyaxon_prefect.runtime._prepared import PreparedJob
 from polyaxon_prefect.runtime._problems import PathT, Problems
 from polyaxon_prefect.runtime._render import has_template, render_argv, render_text_value
 

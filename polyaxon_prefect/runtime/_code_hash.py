@@ -33,7 +33,7 @@ from polyaxon_prefect.runtime._errors import InitStepError
 from polyaxon_prefect.runtime._git import git_commit
 
 if TYPE_CHECKING:
-    from polyaxon_prefect.runtime._init import InitStep
+    from polyaxon_prefect.runtime._prepared import InitStep
 
 __all__ = ["CodeState", "folder_files", "interpreter_identity", "op_code", "read_code"]
 

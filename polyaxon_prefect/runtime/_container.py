@@ -60,9 +60,10 @@ from polyaxon_prefect.runtime._container_cli import (
 )
 from polyaxon_prefect.runtime._context import ENV_ARTIFACTS_ROOT, ENV_PROJECT, RunContext
 from polyaxon_prefect.runtime._errors import ProcessStartError
-from polyaxon_prefect.runtime._job import LOG_FILE, PreparedJob, _before_process, prepare_job
+from polyaxon_prefect.runtime._job import LOG_FILE, _before_process, prepare_job
 from polyaxon_prefect.runtime._options import PrepareOptions
 from polyaxon_prefect.runtime._outcome import failed, finish_ttl, job_outcome
+from polyaxon_prefect.runtime._prepared import PreparedJob
 from polyaxon_prefect.runtime._problems import first
 from polyaxon_prefect.runtime._process import run_process
 from polyaxon_prefect.runtime._result import RunResult

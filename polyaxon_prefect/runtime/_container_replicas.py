@@ -65,10 +65,10 @@ from polyaxon_prefect.runtime._container_network import (
     open_network,
     remove_network,
 )
-from polyaxon_prefect.runtime._job import PreparedJob
 from polyaxon_prefect.runtime._mpi import AS_ROOT, LAUNCHED
 from polyaxon_prefect.runtime._options import PrepareOptions
 from polyaxon_prefect.runtime._outcome import failed, finish_ttl
+from polyaxon_prefect.runtime._prepared import PreparedJob
 from polyaxon_prefect.runtime._replicas import (
     PreparedReplica,
     PreparedReplicas,

@@ -33,8 +33,8 @@ from polyaxon_prefect.runtime._container import (
     op_container,
     start_of_process,
 )
-from polyaxon_prefect.runtime._job import PreparedJob
 from polyaxon_prefect.runtime._options import PrepareOptions
+from polyaxon_prefect.runtime._prepared import PreparedJob
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.runtime._service import (
     PreparedService,

@@ -21,8 +21,7 @@ from polyaxon_prefect.runtime._masking import mask_text, redact_url_credentials
 from polyaxon_prefect.runtime._paths import writable_target
 
 if TYPE_CHECKING:
-    from polyaxon_prefect.runtime._init import InitStep
-    from polyaxon_prefect.runtime._job import PreparedJob
+    from polyaxon_prefect.runtime._prepared import InitStep, PreparedJob
 
 __all__ = ["init_git"]
 

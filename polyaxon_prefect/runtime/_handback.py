@@ -21,7 +21,7 @@ from polyaxon_prefect.specs import Status
 from polyaxon_prefect.tracking import METRICS_FILE, OUTPUTS_FILE
 
 if TYPE_CHECKING:
-    from polyaxon_prefect.runtime._job import PreparedJob
+    from polyaxon_prefect.runtime._prepared import PreparedJob
 
 __all__ = ["handback_outcome"]
 

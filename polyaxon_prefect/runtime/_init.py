@@ -23,16 +23,16 @@ from polyaxon_prefect.runtime._context import RunContext
 from polyaxon_prefect.runtime._dockerfile import render_dockerfile
 from polyaxon_prefect.runtime._errors import InitStepError
 from polyaxon_prefect.runtime._git import init_git
-from polyaxon_prefect.runtime._masking import redact_url_credentials
 from polyaxon_prefect.runtime._outcome import LOG_FILE, process_message
 from polyaxon_prefect.runtime._paths import as_path, is_explicit, pairs, writable_target
+from polyaxon_prefect.runtime._prepared import InitStep
 from polyaxon_prefect.runtime._problems import PathT, Problems, first
 from polyaxon_prefect.runtime._process import run_process
 from polyaxon_prefect.runtime._render import python_argv, render_argv, render_model
 from polyaxon_prefect.specs._validate_params import to_init_problem
 
 if TYPE_CHECKING:
-    from polyaxon_prefect.runtime._job import PreparedJob
+    from polyaxon_prefect.runtime._prepared import PreparedJob
 
 __all__ = [
     "INIT_HANDLERS",
@@ -47,39 +47,6 @@ __all__ = [
 
 _OCTAL_MODE = re.compile(r"^(?:0o?)?[0-7]{3,4}$")
 _SERVER_SOURCES = ("tensorboard", "lineage_ref", "model_ref", "artifact_ref")
-
-
-@dataclass(frozen=True)
-class InitStep:
-    """One rendered ``init`` entry, ready to run before the main process.
-
-    ``kind`` is the source (``git``, ``file``, ``paths``, ``artifacts``, ``dockerfile``,
-    ``container``) or ``connection`` for a bare connection (its env is already in the job's env).
-    ``spec`` is the rendered source value (a spec model, or a list for ``paths``); ``dest`` is
-    the directory the step writes into.
-    """
-
-    index: int
-    kind: str
-    spec: Any
-    dest: Path
-    connection: str | None = None
-    argv: tuple[str, ...] = ()
-    explicit_dest: bool = False
-    """``dest`` is an absolute ``path`` the user named (it may lie outside the run's context)."""
-
-    def describe(self) -> str:
-        url = getattr(self.spec, "url", None)
-        what = {
-            "git": lambda: f"git clone of {redact_url_credentials(url or '') or self.connection}",
-            "file": lambda: f"file {getattr(self.spec, 'filename', None) or 'file'}",
-            "dockerfile": lambda: "dockerfile",
-            "paths": lambda: "paths copy",
-            "artifacts": lambda: "artifacts copy",
-            "container": lambda: f"init container `{' '.join(self.argv)[:80]}`",
-            "connection": lambda: f"connection {self.connection}",
-        }.get(self.kind, lambda: self.kind)()
-        return f"init[{self.index}] ({what})"
 
 
 # --------------------------------------------------------------------------------------------------

@@ -47,7 +47,6 @@ from polyaxon_prefect.runtime._gpu_admit import (
     container_gpu_request,
 )
 from polyaxon_prefect.runtime._init import (
-    InitStep,
     init_steps,
     render_init_list,
     run_init,
@@ -73,6 +72,7 @@ from polyaxon_prefect.runtime._param_values import (
     set_values,
     template_params,
 )
+from polyaxon_prefect.runtime._prepared import InitStep, PreparedJob
 from polyaxon_prefect.runtime._problems import Problems, first
 from polyaxon_prefect.runtime._process import run_process
 from polyaxon_prefect.runtime._render import (
@@ -112,46 +112,6 @@ __all__ = [
     "prepare_job",
     "render_dockerfile",
 ]
-
-
-@dataclass(frozen=True)
-class PreparedJob:
-    """Everything needed to run one job locally; built by `prepare_job`, run by `execute_job`."""
-
-    op_name: str
-    argv: list[str]
-    env: dict[str, str]
-    cwd: Path
-    image: str | None
-    secrets: tuple[str, ...]
-    timeout: float | None
-    max_retries: int
-    ttl: int | None
-    cache_key: str | None
-    cache_ttl: int | None
-    params: dict[str, Any]
-    outputs: list[Any]
-    context: RunContext
-    is_build: bool = False
-    tags: tuple[str, ...] = ()
-    init: tuple[InitStep, ...] = ()
-    base_dir: Path | None = None
-    notes: tuple[str, ...] = ()
-    """Things the user should know that are not errors (e.g. "the build was skipped")."""
-    run_kind: str = "job"
-    """The run kind whose executor prepared it, and so runs it (`execute_job_op`)."""
-    backend: str = LOCAL
-    cache_read: bool = True
-    """False: no cached success is reused (``run --no-cache``); a success is still recorded
-    under ``cache_key``."""
-    gpu_requests: tuple[int, ...] = ()
-    """The GPUs each of its processes asks for (a job: one count; a distributed op: one per
-    replica), taken from the machine's pool when it runs (`admitted`); empty: GPUs are not the
-    local backend's to give (a cluster op)."""
-    code_hash: str | None = None
-    """The hash of the code it runs (`_code_hash.op_code`: its working folder's files, the
-    interpreter, an image, a git commit), part of ``cache_key``; None when not hashed (the
-    op's cache is off outside a DAG, or its folder is over the budget)."""
 
 
 # --------------------------------------------------------------------------------------------------

@@ -19,9 +19,9 @@ from polyaxon_prefect.runtime._cache import CacheHit, RunCache
 from polyaxon_prefect.runtime._code_rules import short_code
 from polyaxon_prefect.runtime._executors import executor_for
 from polyaxon_prefect.runtime._gpu_admit import admitted, with_no_gpu_hint
-from polyaxon_prefect.runtime._job import PreparedJob
 from polyaxon_prefect.runtime._masking import mask_text, mask_value
 from polyaxon_prefect.runtime._outcome import last_lines
+from polyaxon_prefect.runtime._prepared import PreparedJob
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.specs import Status
 

@@ -24,7 +24,7 @@ from polyaxon_prefect.specs import Status
 from polyaxon_prefect.tracking import OUTPUTS_FILE, get_last_metrics
 
 if TYPE_CHECKING:
-    from polyaxon_prefect.runtime._job import PreparedJob
+    from polyaxon_prefect.runtime._prepared import PreparedJob
 
 __all__ = [
     "LOG_FILE",

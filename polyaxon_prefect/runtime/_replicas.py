@@ -52,7 +52,7 @@ from polyaxon_prefect.runtime._context import new_run_context
 from polyaxon_prefect.runtime._errors import InitStepError, RunRuntimeError
 from polyaxon_prefect.runtime._gpu_admit import check_gpu_capacity
 from polyaxon_prefect.runtime._init import run_init
-from polyaxon_prefect.runtime._job import LOCAL, PreparedJob, _before_process, prepare_container
+from polyaxon_prefect.runtime._job import LOCAL, _before_process, prepare_container
 from polyaxon_prefect.runtime._locate import locate_problems
 from polyaxon_prefect.runtime._mpi import LAUNCHED, check_mpirun, launcher_env, mpirun_argv
 from polyaxon_prefect.runtime._options import PrepareOptions
@@ -63,6 +63,7 @@ from polyaxon_prefect.runtime._outcome import (
     last_lines,
     process_message,
 )
+from polyaxon_prefect.runtime._prepared import PreparedJob
 from polyaxon_prefect.runtime._process import ProcessResult, run_process
 from polyaxon_prefect.runtime._render import python_env
 from polyaxon_prefect.runtime._result import RunResult

@@ -45,11 +45,12 @@ from polyaxon_prefect.runtime._gpu_admit import (
     check_gpu_capacity,
     container_gpu_request,
 )
-from polyaxon_prefect.runtime._job import PreparedJob, _before_process, prepare_container
+from polyaxon_prefect.runtime._job import _before_process, prepare_container
 from polyaxon_prefect.runtime._locate import locate_problems
 from polyaxon_prefect.runtime._options import PrepareOptions
 from polyaxon_prefect.runtime._outcome import LOG_FILE, failed
 from polyaxon_prefect.runtime._param_values import merge_params, template_params
+from polyaxon_prefect.runtime._prepared import PreparedJob
 from polyaxon_prefect.runtime._process import run_process
 from polyaxon_prefect.runtime._render import python_env
 from polyaxon_prefect.runtime._result import RunResult
