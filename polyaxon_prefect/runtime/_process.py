@@ -434,7 +434,7 @@ class _Runner:
                     self.proc.wait(timeout=_POLL_SECONDS)
                 continue
             self._deliver(_POLL_SECONDS, ended=exited_at is not None)
-        self._drain_ready(until=time.monotonic() + _FINAL_RELAY_SECONDS, skip_late=True)
+        self._drain_ready(until=time.monotonic() + self._final_window(), skip_late=True)
         self._finish_group()
         self._note_skipped(final=True)
         returncode = self.proc.returncode
@@ -456,8 +456,13 @@ class _Runner:
             self._note_skipped(final=False)
             return
         self._handle(stream, line)
-        until = time.monotonic() + (_FINAL_RELAY_SECONDS if ended else _POLL_SECONDS)
+        until = time.monotonic() + (self._final_window() if ended else _POLL_SECONDS)
         self._drain_ready(until=until, skip_late=ended)
+
+    def _final_window(self) -> float:
+        # An unbounded relay (rate ``inf``) promises every line: the end waits for the backlog
+        # rather than count lines a busy machine could not hand over in half a second.
+        return math.inf if math.isinf(self.rate) else _FINAL_RELAY_SECONDS
 
     def _drain_ready(self, *, until: float, skip_late: bool) -> None:
         """Handle queued lines until ``until``; then leave the rest for the next round, or,
