@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 # A command with no PREFECT_API_URL starts the shared background server on port 4200 and leaves
-# it running (README, "One server"). Tests get a temporary server per command instead, so no
+# it running (docs/guide/server.md). Tests get a temporary server per command instead, so no
 # test leaves a server behind or meets another test's; the tests of the background server set
 # their own port and idle timeout.
 os.environ.setdefault("POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT", "0")

@@ -56,7 +56,8 @@ def add_query_args(ls: argparse.ArgumentParser) -> None:
         metavar="QUERY",
         help="only runs that meet every condition, in Polyaxon's query language: "
         '"status:running|failed, kind:job, metrics.loss:<=0.2, name:%%resnet%%, tags:nightly, '
-        'params.lr:0.01, started_at:2026-01-01 .. 2026-01-31" (README: "Querying runs")',
+        'params.lr:0.01, started_at:2026-01-01 .. 2026-01-31" '
+        '(docs/guide/runs.md: "Querying runs")',
     )
     ls.add_argument(
         "-s",

@@ -1,10 +1,12 @@
-"""The README's command blocks, run as written.
+"""The command blocks of the README and the docs pages, run as written.
 
-Every fenced ```` ```bash ```` block of README.md is preceded by an HTML comment that says what
-it is: ``<!-- journey: NAME -->`` (a user journey: every line runs, verbatim, and must work) or
-``<!-- reference -->`` (a synopsis with ``[optional]`` arguments, or a cluster, not run). A
-block with neither fails `test_every_bash_block_is_a_journey_or_a_reference`, so no new block
-escapes; a journey with no checks here fails too.
+Every fenced ```` ```bash ```` block of README.md and of the pages under docs/ (the user guide,
+in the reading order of `tests/doc_pages.py`: README first, then mkdocs.yml's nav) is preceded
+by an HTML comment that says what it is: ``<!-- journey: NAME -->`` (a user journey: every
+line runs, verbatim, and must work) or ``<!-- reference -->`` (a synopsis with ``[optional]``
+arguments, or a cluster, not run). A block with neither fails
+`test_every_bash_block_is_a_journey_or_a_reference`, so no new block escapes; a journey with no
+checks here fails too. A journey's name is unique across the pages.
 
 Each journey runs on a fresh Prefect home (a temporary directory), the local server on a free
 port (``POLYAXON_PREFECT_SERVER_PORT``) with a short idle timeout, the package's ``.venv/bin``
@@ -30,10 +32,11 @@ from typing import Any
 
 import pytest
 
+from tests.doc_pages import name as page_name
+from tests.doc_pages import pages
 from tests.integration.conftest import free_port, stop
 
 REPO = Path(__file__).parents[2]
-README = REPO / "README.md"
 MAKEFILE = REPO / "Makefile"
 VENV_BIN = REPO / ".venv" / "bin"
 
@@ -50,30 +53,45 @@ _MARKER = re.compile(r"<!--\s*(journey:\s*(?P<journey>[\w-]+)|(?P<reference>refe
 
 @dataclass(frozen=True)
 class Block:
+    page: str
+    """The page's path from the repository root (``README.md``, ``docs/guide/runs.md``)."""
     line: int
     marker: str | None
     """The journey's name, ``"reference"``, or None when unmarked."""
     text: str
 
+    @property
+    def where(self) -> str:
+        return f"{self.page}:{self.line}"
 
-def readme_blocks() -> list[Block]:
-    text = README.read_text(encoding="utf-8")
+
+def page_blocks(page: Path) -> list[Block]:
+    text = page.read_text(encoding="utf-8")
     blocks = []
     for match in _BLOCK.finditer(text):
         before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1].strip()
         marker = _MARKER.fullmatch(before)
-        name = None
+        kind = None
         if marker is not None:
-            name = marker.group("journey") or "reference"
-        blocks.append(Block(text.count("\n", 0, match.start()) + 1, name, match.group(1)))
+            kind = marker.group("journey") or "reference"
+        line = text.count("\n", 0, match.start()) + 1
+        blocks.append(Block(page_name(page), line, kind, match.group(1)))
     return blocks
 
 
+def doc_blocks() -> list[Block]:
+    """Every bash block of the README and the docs pages, in reading order."""
+    return [block for page in pages() for block in page_blocks(page)]
+
+
 def journeys() -> dict[str, Block]:
+    """The journeys by name, in reading order."""
     found: dict[str, Block] = {}
-    for block in readme_blocks():
+    for block in doc_blocks():
         if block.marker not in (None, "reference"):
-            assert block.marker not in found, f"two README journeys named {block.marker!r}"
+            assert block.marker not in found, (
+                f"two journeys named {block.marker!r}: {found[block.marker].where}, {block.where}"
+            )
             found[block.marker] = block
     return found
 
@@ -162,7 +180,7 @@ class Journey:
 
 def _failure(block: Block, command: str, completed: subprocess.CompletedProcess[str]) -> str:
     return (
-        f"README.md:{block.line} `{command}` exited {completed.returncode}\n"
+        f"{block.where} `{command}` exited {completed.returncode}\n"
         f"stdout:\n{completed.stdout[-3000:]}\nstderr:\n{completed.stderr[-3000:]}"
     )
 
@@ -170,7 +188,7 @@ def _failure(block: Block, command: str, completed: subprocess.CompletedProcess[
 @pytest.fixture
 def journey(tmp_path: Path) -> Iterator[Journey]:
     if not (VENV_BIN / "polyaxon-prefect").exists():
-        pytest.fail("the README's commands need .venv at the repository root (`make setup`)")
+        pytest.fail("the README's commands need .venv at the repository root (`make setup-test`)")
     base = {
         key: value
         for key, value in os.environ.items()
@@ -347,12 +365,12 @@ CHECKS: dict[str, Callable[[Journey], None]] = {
 
 
 def test_every_bash_block_is_a_journey_or_a_reference() -> None:
-    unmarked = [block.line for block in readme_blocks() if block.marker is None]
+    unmarked = [block.where for block in doc_blocks() if block.marker is None]
     assert not unmarked, (
-        f"README.md lines {unmarked}: put `<!-- journey: NAME -->` (run and checked by this "
+        f"{unmarked}: put `<!-- journey: NAME -->` (run and checked by this "
         "file) or `<!-- reference -->` on the line before each ```bash block"
     )
-    assert set(journeys()) == set(CHECKS), "each README journey needs its checks here"
+    assert set(journeys()) == set(CHECKS), "each journey of the docs needs its checks here"
 
 
 def test_make_lines_run_the_makefile_recipe() -> None:
@@ -368,6 +386,6 @@ def test_make_lines_run_the_makefile_recipe() -> None:
 @pytest.mark.server
 @pytest.mark.parametrize("name", sorted(journeys()))
 def test_readme_journey(name: str, journey: Journey) -> None:
-    assert name in CHECKS, f"README journey {name!r} has no checks in this file"
+    assert name in CHECKS, f"journey {name!r} has no checks in this file"
     journey.run_block(journeys()[name])
     CHECKS[name](journey)

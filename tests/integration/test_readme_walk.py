@@ -1,4 +1,5 @@
-"""The README read top to bottom: every journey block in order on one fresh Prefect home.
+"""The README and the docs pages read top to bottom: every journey block in reading order
+(`tests/doc_pages.py`) on one fresh Prefect home.
 
 A file of its own (the journeys one by one are in `test_readme.py`), so the parallel suite runs
 the two on different workers.
@@ -9,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tests.integration.conftest import stop
-from tests.integration.test_readme import Journey, journey, journeys, readme_blocks
+from tests.integration.test_readme import Journey, doc_blocks, journey, journeys
 
 __all__ = ["journey"]  # the fixture, shared with test_readme.py
 
@@ -19,12 +20,13 @@ __all__ = ["journey"]  # the fixture, shared with test_readme.py
 @pytest.mark.server
 @pytest.mark.timeout(1800)  # every journey in a row: about 5 min on a quiet machine
 def test_readme_walked_top_to_bottom_on_one_home(journey: Journey) -> None:
-    """Every journey block in the README's order on ONE fresh Prefect home, as a user reading
-    it top to bottom: what earlier blocks left (runs of the same name, a work pool, a profile
-    pointing at the server, a stopped server) must not break a later block. A line that runs
+    """Every journey block in reading order (the README, then the docs pages in the nav's
+    order) on ONE fresh Prefect home, as a user reading them top to bottom: what earlier
+    blocks left (runs of the same name, a work pool, a profile pointing at the server, a
+    stopped server) must not break a later block. A line that runs
     until stopped (the worker) is stopped when its block is done, as its user would."""
     walked = []
-    for block in readme_blocks():
+    for block in doc_blocks():
         if block.marker in (None, "reference"):
             continue
         journey.run_block(block)
@@ -32,4 +34,4 @@ def test_readme_walked_top_to_bottom_on_one_home(journey: Journey) -> None:
             stop(process)
         journey.background.clear()
         walked.append(block.marker)
-    assert walked == sorted(journeys(), key=lambda name: journeys()[name].line)
+    assert walked == list(journeys())
