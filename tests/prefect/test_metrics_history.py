@@ -1,0 +1,148 @@
+"""A run's metric history where people look: ``metrics RUN`` (text, ``--json``, ``--plot``)
+read by a second process, TensorBoard event files read back with TensorBoard's own reader,
+the chart artifact on the run, and ``tensorboard RUN`` serving it; a DAG's ops and a sweep's
+trials under their paths."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from polyaxon_prefect.prefect import run
+from tests.prefect.conftest import cli_on
+
+pytest.importorskip("tensorboard")
+from tensorboard.backend.event_processing.event_accumulator import (  # noqa: E402
+    EventAccumulator,
+)
+
+PY = sys.executable
+TRAIN = """\
+import sys
+from polyaxon_prefect import tracking
+for step in range(3):
+    tracking.log_metrics(step=step, loss=float(sys.argv[1]) / (step + 1), accuracy=0.5 + step / 10)
+"""
+
+
+def _job(folder: Path, name: str, scale: str = "{{ scale }}") -> Path:
+    (folder / "train.py").write_text(TRAIN, encoding="utf-8")
+    path = folder / f"{name}.yaml"
+    path.write_text(
+        f"version: 1.1\nkind: component\nname: {name}\n"
+        "inputs: [{name: scale, type: float, value: 1.0, isOptional: true}]\n"
+        f'run: {{kind: job, container: {{command: ["{PY}", "{folder / "train.py"}", '
+        f'"{scale}"]}}}}\n',
+        encoding="utf-8",
+    )
+    return path
+
+
+def _json(api: str, *args: str) -> Any:
+    done = cli_on(api, "metrics", *args, "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def _steps(history: dict[str, Any], name: str = "loss") -> list[tuple[int, float]]:
+    return [(point["step"], point["value"]) for point in history[name]]
+
+
+def _board_runs(url: str, process: subprocess.Popen[str], seconds: float = 120) -> list[str]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "tensorboard exited"
+        try:
+            with urllib.request.urlopen(url + "data/runs", timeout=5) as response:
+                runs = json.loads(response.read())
+            if runs:
+                return list(runs)
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise AssertionError(f"{url}data/runs listed no run in {seconds:.0f}s")
+
+
+def test_a_job_that_logs_three_steps_has_its_history_events_chart_and_tensorboard(
+    tmp_path: Path, prefect_server: str, api: Any
+) -> None:
+    result = run(_job(tmp_path, "metrics-job"))
+    assert result.status == "succeeded", result.message
+
+    history = _json(prefect_server, "metrics-job")  # a name: its latest run
+    assert list(history) == ["loss", "accuracy"]
+    assert _steps(history) == [(0, 1.0), (1, 0.5), (2, 1 / 3)]
+    assert all(point["timestamp"] for point in history["loss"])
+    only = _json(prefect_server, str(result.flow_run_id), "--name", "accuracy")
+    assert list(only) == ["accuracy"] and len(only["accuracy"]) == 3
+
+    plot = cli_on(prefect_server, "metrics", result.uuid, "--plot")
+    assert plot.returncode == 0, plot.stderr
+    assert "loss (3 points)" in plot.stdout and "•" in plot.stdout
+
+    run_dir = Path(result.artifacts_path)
+    events = EventAccumulator(str(run_dir / "outputs" / "tensorboard" / "metrics"))
+    events.Reload()
+    assert sorted(events.Tags()["scalars"]) == ["accuracy", "loss"]
+    loss = events.Scalars("loss")
+    assert [e.step for e in loss] == [0, 1, 2]
+    assert [e.value for e in loss] == pytest.approx([1.0, 0.5, 1 / 3])
+
+    charts = [a for a in api.artifacts(str(result.flow_run_id)) if a.key == "metrics-job-metrics"]
+    assert len(charts) == 1 and charts[0].type == "markdown"
+    assert charts[0].data.count("data:image/svg+xml;base64,") == 2
+    assert "| loss | 3 | 1 | 0.3333 | 0.3333 | 1 |" in charts[0].data
+
+    board = subprocess.Popen(
+        [PY, "-m", "polyaxon_prefect.cli", "tensorboard", "metrics-job"],
+        env={**os.environ, "PREFECT_API_URL": prefect_server},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert board.stdout is not None
+        first = board.stdout.readline()
+        assert first.startswith("TensorBoard on 1 run: http://127.0.0.1:"), first
+        url = first.split(": ", 1)[1].split(" ", 1)[0]
+        assert "metrics-job/tensorboard/metrics" in _board_runs(url, board)
+    finally:
+        board.terminate()  # passed on to TensorBoard: nothing outlives the command
+        assert board.wait(timeout=30) is not None
+
+
+def test_a_dags_ops_and_a_sweeps_trials_each_have_their_history(
+    tmp_path: Path, prefect_server: str
+) -> None:
+    _job(tmp_path, "scaled")
+    dag = tmp_path / "dag.yaml"
+    dag.write_text(
+        "version: 1.1\nkind: component\nname: metrics-dag\nrun:\n  kind: dag\n  operations:\n"
+        "  - {name: first, pathRef: scaled.yaml}\n"
+        "  - {name: tune, pathRef: scaled.yaml, dependencies: [first],\n"
+        "     matrix: {kind: grid, params: {scale: {kind: choice, value: [2.0, 4.0]}}}}\n",
+        encoding="utf-8",
+    )
+    result = run(dag)
+    assert result.status == "succeeded", result.message
+
+    every = _json(prefect_server, str(result.flow_run_id))
+    assert sorted(every["ops"]) == ["first", "tune/trial-0", "tune/trial-1"]
+    assert _steps(every["ops"]["first"])[0] == (0, 1.0)
+    assert _steps(every["ops"]["tune/trial-1"]) == [(0, 4.0), (1, 2.0), (2, 4 / 3)]
+
+    one = _json(prefect_server, str(result.flow_run_id), "--op", "tune", "--trial", "0")
+    assert _steps(one) == [(0, 2.0), (1, 1.0), (2, 2 / 3)]  # one trial: its history alone
+
+    wrong = cli_on(prefect_server, "metrics", str(result.flow_run_id), "--op", "nope")
+    assert wrong.returncode == 1
+    assert "has no op `nope`; its ops: first, tune, tune/trial-0, tune/trial-1" in wrong.stderr
