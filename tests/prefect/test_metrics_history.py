@@ -20,7 +20,7 @@ from polyaxon_prefect.prefect import run
 from tests.prefect.conftest import cli_on
 
 pytest.importorskip("tensorboard")
-from tensorboard.backend.event_processing.event_accumulator import (  # noqa: E402
+from tensorboard.backend.event_processing.event_accumulator import (
     EventAccumulator,
 )
 
@@ -146,3 +146,38 @@ def test_a_dags_ops_and_a_sweeps_trials_each_have_their_history(
     wrong = cli_on(prefect_server, "metrics", str(result.flow_run_id), "--op", "nope")
     assert wrong.returncode == 1
     assert "has no op `nope`; its ops: first, tune, tune/trial-0, tune/trial-1" in wrong.stderr
+
+
+def test_a_distributed_run_writes_events_from_rank_0_and_from_a_replica_that_logs(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "replica.py"
+    script.write_text(
+        "import os\nfrom polyaxon_prefect import tracking\n"
+        "rank = int(os.environ['RANK'])\n"
+        "if rank != 1:  # worker-0 (rank 1) logs nothing\n"
+        "    for step in range(2):\n"
+        "        tracking.log_metrics(step=step, loss=rank + step / 10)\n",
+        encoding="utf-8",
+    )
+    command = json.dumps([PY, str(script)])
+    path = tmp_path / "ddp.yaml"
+    path.write_text(
+        "version: 1.1\nkind: component\nname: metrics-ddp\nrun:\n  kind: pytorchjob\n"
+        f"  master: {{replicas: 1, container: {{command: {command}}}}}\n"
+        f"  worker: {{replicas: 2, container: {{command: {command}}}}}\n",
+        encoding="utf-8",
+    )
+    result = run(path)
+    assert result.status == "succeeded", result.message
+
+    def loss(outputs: Path) -> list[tuple[int, float]]:
+        events = EventAccumulator(str(outputs / "tensorboard" / "metrics"))
+        events.Reload()
+        return [(e.step, round(e.value, 3)) for e in events.Scalars("loss")]
+
+    run_dir = Path(result.artifacts_path)
+    assert loss(run_dir / "outputs") == [(0, 0.0), (1, 0.1)]  # the master: rank 0
+    replicas = run_dir / "replicas"
+    assert loss(replicas / "worker-1" / "outputs") == [(0, 2.0), (1, 2.1)]
+    assert not (replicas / "worker-0" / "outputs" / "tensorboard").exists()

@@ -22,7 +22,7 @@ from polyaxon_prefect.runtime import (
 from polyaxon_prefect.runtime._tensorboard import MetricEvents
 
 pytest.importorskip("tensorboard")
-from tensorboard.backend.event_processing.event_accumulator import (  # noqa: E402
+from tensorboard.backend.event_processing.event_accumulator import (
     EventAccumulator,
 )
 
