@@ -414,9 +414,7 @@ _COMMANDS = {
     "logs": _on_server(cmd_logs),
     "statuses": _on_server(cmd_statuses),
     "metrics": _on_server(cmd_metrics),
-    "tensorboard": lambda args: (_on_server(cmd_tensorboard) if args.runs else cmd_tensorboard)(
-        args
-    ),  # the runs named are looked up on the server; the whole project needs none
+    "tensorboard": cmd_tensorboard,  # looks its runs up on the server, then lets it go
 }
 
 

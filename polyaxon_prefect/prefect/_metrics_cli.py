@@ -155,42 +155,49 @@ def _no_directory(ref: str) -> PolyaxonPrefectError:
 
 def _histories(args: argparse.Namespace, run: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
     """Whether the run is one run (a job, or the one op or trial asked for) and its history,
-    else each op's and trial's history by path."""
+    else each op's and trial's history by path (every metric: `_only` picks ``--name``)."""
     from polyaxon_prefect.runtime import run_metric_history
 
-    names = set(args.names) if args.names else None
     wanted = _wanted(args)
     if not _is_composite(run):
         if wanted is not None:
             raise PolyaxonPrefectError(f"run `{args.run}` is a single run: it has no ops or trials")
         if not run.get("artifacts_path"):
             raise _no_directory(args.run)
-        return True, run_metric_history(run["artifacts_path"], names)
+        return True, run_metric_history(run["artifacts_path"])
     selected = _selected(run, args.run, wanted)
     if wanted is not None and [path for path, _ in selected] == [wanted]:
         path, folder = selected[0]
         if folder is None:
             raise _no_directory(f"{args.run}/{path}")
-        return True, run_metric_history(folder, names)
+        return True, run_metric_history(folder)
     found: dict[str, Any] = {}
     for path, folder in selected:
         if folder is None:
             print(
-                f"{path}: no run directory on this machine (not run, or elsewhere)", file=sys.stderr
+                f"{path}: no run directory on this machine (not run, or run elsewhere)",
+                file=sys.stderr,
             )
             continue
-        found[path] = run_metric_history(folder, names)
+        found[path] = run_metric_history(folder)
     return False, found
 
 
-def _check_names(args: argparse.Namespace, histories: list[Mapping[str, Any]]) -> None:
-    """A ``--name`` no history has is an error that names the metrics there are."""
+def _only(args: argparse.Namespace, histories: list[dict[str, Any]]) -> None:
+    """Keep the ``--name`` metrics of each history; a name none of them has is an error that
+    names the metrics there are."""
     if not args.names:
         return
-    seen = {name for history in histories for name in history}
+    seen = list(dict.fromkeys(name for history in histories for name in history))
     missing = [name for name in args.names if name not in seen]
-    if missing and not seen:
-        raise PolyaxonPrefectError(f"run `{args.run}` logged no metric named {', '.join(missing)}")
+    if missing:
+        there = f"its metrics: {', '.join(seen)}" if seen else "it logged none"
+        raise PolyaxonPrefectError(
+            f"run `{args.run}` has no metric {', '.join(f'`{n}`' for n in missing)}; {there}"
+        )
+    for history in histories:
+        for name in [name for name in history if name not in args.names]:
+            del history[name]
 
 
 def _time(timestamp: Any) -> str:
@@ -229,7 +236,7 @@ def cmd_metrics(args: argparse.Namespace) -> int:
 
     _, run = find_run(args.run)
     single, found = _histories(args, run)
-    _check_names(args, [found] if single else list(found.values()))
+    _only(args, [found] if single else list(found.values()))
     if args.json:
         shown = (
             jsonable_history(found)
@@ -283,6 +290,19 @@ def board_runs(refs: list[str]) -> dict[str, Path]:
     return shown
 
 
+def _on_the_server(refs: list[str]) -> dict[str, Path]:
+    """`board_runs` on the server every command shares, let go before TensorBoard starts (it
+    may serve for hours: it must not keep a server up)."""
+    from polyaxon_prefect.prefect._connect import connect
+
+    notify = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+    connection = connect(notify, purpose="`tensorboard`")
+    try:
+        return board_runs(refs)
+    finally:
+        connection.close()
+
+
 def cmd_tensorboard(args: argparse.Namespace) -> int:
     from polyaxon_prefect.runtime import project_name, resolve_artifacts_root, tensorboard_installed
 
@@ -291,7 +311,7 @@ def cmd_tensorboard(args: argparse.Namespace) -> int:
             "tensorboard is not installed: pip install 'polyaxon-prefect[tensorboard]'"
         )
     if args.runs:
-        runs = board_runs(args.runs)
+        runs = _on_the_server(args.runs)
         if not runs:
             raise PolyaxonPrefectError("none of these runs has a run directory on this machine")
         where = ["--logdir_spec", ",".join(f"{name}:{path}" for name, path in runs.items())]

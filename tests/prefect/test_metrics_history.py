@@ -84,6 +84,10 @@ def test_a_job_that_logs_three_steps_has_its_history_events_chart_and_tensorboar
     only = _json(prefect_server, str(result.flow_run_id), "--name", "accuracy")
     assert list(only) == ["accuracy"] and len(only["accuracy"]) == 3
 
+    typo = cli_on(prefect_server, "metrics", "metrics-job", "--name", "los")
+    assert typo.returncode == 1
+    assert "has no metric `los`; its metrics: loss, accuracy" in typo.stderr
+
     plot = cli_on(prefect_server, "metrics", result.uuid, "--plot")
     assert plot.returncode == 0, plot.stderr
     assert "loss (3 points)" in plot.stdout and "•" in plot.stdout

@@ -170,3 +170,15 @@ def test_a_mirror_that_cannot_write_says_so_once_and_never_fails_the_run(
         _log(outputs, step=1, loss=0.5)
     assert len(said) == 1 and said[0].startswith("TensorBoard event files are not written")
     assert threading.active_count() >= 1
+
+
+def test_the_record_checksum_is_tensorboards() -> None:
+    import os as _os
+
+    from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c as theirs
+
+    from polyaxon_prefect.runtime._tensorboard import masked_crc32c
+
+    for size in (0, 1, 8, 31, 200, 4096):
+        data = _os.urandom(size)
+        assert masked_crc32c(data) == theirs(data)
