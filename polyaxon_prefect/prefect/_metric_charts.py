@@ -68,24 +68,27 @@ def text_chart(
     x0, x1, low, high = min(xs), max(xs), min(ys), max(ys)
     grid = [[" "] * width for _ in range(height)]
 
+    middle = (height - 1) // 2
+
     def row(value: float) -> int:
-        return (
-            height - 1 - (round((value - low) / (high - low) * (height - 1)) if high > low else 0)
-        )
+        if high == low:  # a flat line: across the middle
+            return middle
+        return height - 1 - round((value - low) / (high - low) * (height - 1))
 
     previous: int | None = None
     for column in range(width):
         x = x0 + (x1 - x0) * column / (width - 1) if width > 1 else x0
-        y = _at(pairs, x)
-        r = row(y)
+        r = row(_at(pairs, x))
         if previous is not None:  # a steep change: join it to the column before
             for between in range(min(previous, r) + 1, max(previous, r)):
                 grid[between][column] = "│"
         grid[r][column] = "•"
         previous = r
-    middle = (height - 1) // 2
-    shown = high - (high - low) * middle / (height - 1) if height > 1 else high
-    labels = {0: _fmt(high), middle: _fmt(shown), height - 1: _fmt(low)}
+    if high == low:
+        labels = {middle: _fmt(high)}
+    else:
+        shown = high - (high - low) * middle / (height - 1)
+        labels = {0: _fmt(high), middle: _fmt(shown), height - 1: _fmt(low)}
     pad = max(len(label) for label in labels.values())
     lines = [f"{name} ({len(pairs)} point{'s' if len(pairs) != 1 else ''})"]
     for index, cells in enumerate(grid):
