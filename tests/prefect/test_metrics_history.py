@@ -105,23 +105,35 @@ def test_a_job_that_logs_three_steps_has_its_history_events_chart_and_tensorboar
     assert charts[0].data.count("data:image/svg+xml;base64,") == 2
     assert "| loss | 3 | 1 | 0.3333 | 0.3333 | 1 |" in charts[0].data
 
+    url, board = _tensorboard(prefect_server, "metrics-job")
+    try:
+        assert "metrics-job/tensorboard/metrics" in _board_runs(url, board)
+    finally:
+        board.terminate()  # passed on to TensorBoard: nothing outlives the command
+        assert board.wait(timeout=30) is not None
+    url, board = _tensorboard(prefect_server)  # no RUN: every run of the project
+    try:
+        assert f"{result.uuid}/outputs/tensorboard/metrics" in _board_runs(url, board)
+    finally:
+        board.terminate()
+        assert board.wait(timeout=30) is not None
+
+
+def _tensorboard(api: str, *runs: str) -> tuple[str, subprocess.Popen[str]]:
+    """``tensorboard RUN...`` started, and the address its first line says it serves."""
     board = subprocess.Popen(
-        [PY, "-m", "polyaxon_prefect.cli", "tensorboard", "metrics-job"],
-        env={**os.environ, "PREFECT_API_URL": prefect_server},
+        [PY, "-m", "polyaxon_prefect.cli", "tensorboard", *runs],
+        env={**os.environ, "PREFECT_API_URL": api},
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
         start_new_session=True,
     )
-    try:
-        assert board.stdout is not None
-        first = board.stdout.readline()
-        assert first.startswith("TensorBoard on 1 run: http://127.0.0.1:"), first
-        url = first.split(": ", 1)[1].split(" ", 1)[0]
-        assert "metrics-job/tensorboard/metrics" in _board_runs(url, board)
-    finally:
-        board.terminate()  # passed on to TensorBoard: nothing outlives the command
-        assert board.wait(timeout=30) is not None
+    assert board.stdout is not None
+    first = board.stdout.readline()
+    what = "1 run" if runs else "every run in "
+    assert first.startswith(f"TensorBoard on {what}"), first
+    return "http" + first.split(": http", 1)[1].split(" ", 1)[0], board
 
 
 def test_a_dags_ops_and_a_sweeps_trials_each_have_their_history(
@@ -185,3 +197,34 @@ def test_a_distributed_run_writes_events_from_rank_0_and_from_a_replica_that_log
     replicas = run_dir / "replicas"
     assert loss(replicas / "worker-1" / "outputs") == [(0, 2.0), (1, 2.1)]
     assert not (replicas / "worker-0" / "outputs" / "tensorboard").exists()
+
+
+def test_a_retried_job_shows_its_last_attempts_metrics_alone(
+    tmp_path: Path, prefect_server: str
+) -> None:
+    script = tmp_path / "flaky.py"
+    marker = tmp_path / "attempted"
+    script.write_text(
+        "import pathlib, sys\nfrom polyaxon_prefect import tracking\n"
+        f"marker = pathlib.Path({str(marker)!r})\n"
+        "first = not marker.exists()\n"
+        "marker.touch()\n"
+        "for step in range(3 if first else 2):\n"
+        "    tracking.log_metrics(step=step, loss=100.0 if first else float(step))\n"
+        "sys.exit(1 if first else 0)\n",
+        encoding="utf-8",
+    )
+    path = tmp_path / "flaky.yaml"
+    path.write_text(
+        "version: 1.1\nkind: component\nname: metrics-retried\n"
+        "termination: {maxRetries: 1}\n"
+        f'run: {{kind: job, container: {{command: ["{PY}", "{script}"]}}}}\n',
+        encoding="utf-8",
+    )
+    result = run(path)
+    assert result.status == "succeeded", result.message
+
+    assert _steps(_json(prefect_server, str(result.flow_run_id))) == [(0, 0.0), (1, 1.0)]
+    events = EventAccumulator(str(Path(result.artifacts_path, "outputs", "tensorboard", "metrics")))
+    events.Reload()
+    assert [(e.step, e.value) for e in events.Scalars("loss")] == [(0, 0.0), (1, 1.0)]
