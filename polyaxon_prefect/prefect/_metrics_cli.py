@@ -146,7 +146,27 @@ def _selected(
 # ----------------------------------------------------------------------------- metrics
 
 
-def _no_directory(ref: str) -> PolyaxonPrefectError:
+def _local_run(ref: str) -> dict[str, Any]:
+    """The run ``ref`` names as the server knows it, else, for the uuid of a run folder on this
+    machine (a job still going has not reported its uuid yet), that folder alone."""
+    from polyaxon_prefect.prefect._runs_cli import find_run
+    from polyaxon_prefect.runtime import find_run_path
+
+    try:
+        return find_run(ref)[1]
+    except PolyaxonPrefectError:
+        path = find_run_path(ref)
+        if path is None:
+            raise
+        return {"id": ref, "name": ref, "uuid": ref, "artifacts_path": str(path)}
+
+
+def _no_directory(ref: str, run: Mapping[str, Any] | None = None) -> PolyaxonPrefectError:
+    if run is not None and not run.get("uuid"):
+        return PolyaxonPrefectError(
+            f"run `{ref}` has not reported its run uuid yet (a job reports it when it ends): "
+            "name it by its uuid, the name of its folder under the artifacts root"
+        )
     return PolyaxonPrefectError(
         f"run `{ref}` has no run directory under this machine's artifacts root (it ran "
         "elsewhere, or its directory was removed): its metrics are not here"
@@ -163,7 +183,7 @@ def _histories(args: argparse.Namespace, run: dict[str, Any]) -> tuple[bool, dic
         if wanted is not None:
             raise PolyaxonPrefectError(f"run `{args.run}` is a single run: it has no ops or trials")
         if not run.get("artifacts_path"):
-            raise _no_directory(args.run)
+            raise _no_directory(args.run, run)
         return True, run_metric_history(run["artifacts_path"])
     selected = _selected(run, args.run, wanted)
     if wanted is not None and [path for path, _ in selected] == [wanted]:
@@ -231,10 +251,9 @@ def _print_history(history: Mapping[str, Any], plot: bool, indent: str = "") -> 
 
 
 def cmd_metrics(args: argparse.Namespace) -> int:
-    from polyaxon_prefect.prefect._runs_cli import find_run
     from polyaxon_prefect.runtime import jsonable_history
 
-    _, run = find_run(args.run)
+    run = _local_run(args.run)
     single, found = _histories(args, run)
     _only(args, [found] if single else list(found.values()))
     if args.json:
@@ -271,17 +290,15 @@ def board_runs(refs: list[str]) -> dict[str, Path]:
     """TensorBoard's run name -> folder of each run ``refs`` name: a job's outputs folder (its
     event files and any it wrote itself), a DAG's ops' and a sweep's trials' as
     ``<run>/<path>``. Two runs of one name are told apart by their uuid."""
-    from polyaxon_prefect.prefect._runs_cli import find_run
-
     shown: dict[str, Path] = {}
     for ref in refs:
-        _, run = find_run(ref)
+        run = _local_run(ref)
         name = str(run["name"])
         if name in shown or any(key.startswith(name + "/") for key in shown):
             name = f"{name}-{(run.get('uuid') or run['id'])[:8]}"
         if not _is_composite(run):
             if not run.get("artifacts_path"):
-                raise _no_directory(ref)
+                raise _no_directory(ref, run)
             shown[name] = Path(run["artifacts_path"]) / "outputs"
             continue
         for path, folder in _selected(run, ref, None):

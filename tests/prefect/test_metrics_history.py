@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from polyaxon_prefect.prefect import run
+from polyaxon_prefect.runtime import find_run_path
 from tests.prefect.conftest import cli_on
 
 pytest.importorskip("tensorboard")
@@ -228,3 +229,52 @@ def test_a_retried_job_shows_its_last_attempts_metrics_alone(
     events = EventAccumulator(str(Path(result.artifacts_path, "outputs", "tensorboard", "metrics")))
     events.Reload()
     assert [(e.step, e.value) for e in events.Scalars("loss")] == [(0, 0.0), (1, 1.0)]
+
+
+def test_a_running_jobs_history_and_event_files_grow_as_it_logs(
+    tmp_path: Path, prefect_server: str
+) -> None:
+    """Before the job reports its uuid (when it ends), its folder's uuid names it."""
+    script = tmp_path / "slow.py"
+    uuid_file, go = tmp_path / "uuid", tmp_path / "go"
+    script.write_text(
+        "import os, pathlib, time\nfrom polyaxon_prefect import tracking\n"
+        "tracking.log_metrics(step=0, loss=1.0)\n"
+        f"pathlib.Path({str(uuid_file)!r}).write_text(os.environ['POLYAXON_PREFECT_RUN_UUID'])\n"
+        f"while not pathlib.Path({str(go)!r}).exists():\n    time.sleep(0.1)\n"
+        "tracking.log_metrics(step=1, loss=0.5)\n",
+        encoding="utf-8",
+    )
+    path = tmp_path / "slow.yaml"
+    path.write_text(
+        "version: 1.1\nkind: component\nname: metrics-running\n"
+        f'run: {{kind: job, container: {{command: ["{PY}", "{script}"]}}}}\n',
+        encoding="utf-8",
+    )
+    job = subprocess.Popen(
+        [PY, "-m", "polyaxon_prefect.cli", "run", "-f", str(path)],
+        env={**os.environ, "PREFECT_API_URL": prefect_server},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not uuid_file.exists() and time.monotonic() < deadline:
+            assert job.poll() is None, "the run ended early"
+            time.sleep(0.2)
+        uuid = uuid_file.read_text()
+        assert _steps(_json(prefect_server, uuid)) == [(0, 1.0)]
+        folder = find_run_path(uuid)
+        assert folder is not None
+        events = EventAccumulator(str(folder / "outputs" / "tensorboard" / "metrics"))
+        deadline = time.monotonic() + 30  # the mirror reads the file each second
+        while time.monotonic() < deadline:
+            events.Reload()
+            if "loss" in events.Tags()["scalars"]:
+                break
+            time.sleep(0.5)
+        assert [(e.step, e.value) for e in events.Scalars("loss")] == [(0, 1.0)]
+    finally:
+        go.touch()
+        assert job.wait(timeout=120) == 0
+    assert _steps(_json(prefect_server, "metrics-running")) == [(0, 1.0), (1, 0.5)]
