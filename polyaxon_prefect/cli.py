@@ -22,6 +22,7 @@ from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError,
 from polyaxon_prefect.prefect.commands import (
     add_deploy_parser,
     add_logs_parsers,
+    add_metrics_parsers,
     add_restart_parsers,
     add_run_files_parsers,
     add_run_parser,
@@ -33,12 +34,14 @@ from polyaxon_prefect.prefect.commands import (
     cmd_invalidate,
     cmd_logs,
     cmd_ls,
+    cmd_metrics,
     cmd_restart,
     cmd_resume,
     cmd_run,
     cmd_server,
     cmd_statuses,
     cmd_stop,
+    cmd_tensorboard,
 )
 
 if TYPE_CHECKING:
@@ -125,6 +128,7 @@ def _parser() -> argparse.ArgumentParser:
     add_stop_parser(sub)
     add_restart_parsers(sub)
     add_logs_parsers(sub)
+    add_metrics_parsers(sub)
     _add_dashboard_parser(sub)
     return parser
 
@@ -409,6 +413,8 @@ _COMMANDS = {
     "resume": cmd_resume,
     "logs": _on_server(cmd_logs),
     "statuses": _on_server(cmd_statuses),
+    "metrics": _on_server(cmd_metrics),
+    "tensorboard": cmd_tensorboard,  # looks its runs up on the server, then lets it go
 }
 
 

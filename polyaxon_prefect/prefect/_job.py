@@ -33,9 +33,16 @@ from prefect.client.schemas.objects import State, StateType
 from prefect.context import FlowRunContext
 from prefect.types import BANNED_CHARACTERS
 
-from polyaxon_prefect.prefect._artifacts import artifact_key, table_artifact, table_artifact_soon
+from polyaxon_prefect.prefect._artifacts import (
+    artifact_key,
+    in_background,
+    markdown_artifact,
+    table_artifact,
+    table_artifact_soon,
+)
 from polyaxon_prefect.prefect._client import ephemeral_api_url, result_value
 from polyaxon_prefect.prefect._gpu_wait import gpu_wait_callbacks
+from polyaxon_prefect.prefect._metric_charts import chart_markdown
 from polyaxon_prefect.prefect._settings import install_log_filter
 from polyaxon_prefect.prefect._states import (
     CACHED_STATE_NAME,
@@ -46,6 +53,7 @@ from polyaxon_prefect.prefect._states import (
     state_for_result,
     state_for_status,
 )
+from polyaxon_prefect.runtime import run_metric_history
 from polyaxon_prefect.runtime._job import PreparedJob, prepare_job
 from polyaxon_prefect.runtime._job_op import (
     cache_hit_line,
@@ -138,6 +146,7 @@ def run_op_in_task(
     if report:  # a DAG op: its downstream op need not wait for the API (see the function)
         rows, key, description = _report_args(job, result)
         table_artifact_soon(rows, key=key, description=description)
+        in_background(_metrics_chart, job, result)
     return result
 
 
@@ -293,6 +302,26 @@ def _report_args(job: PreparedJob, result: RunResult) -> tuple[list[dict[str, st
 def _report(job: PreparedJob, result: RunResult) -> None:
     rows, key, description = _report_args(job, result)
     table_artifact(rows, key=key, description=description)
+    _metrics_chart(job, result)
+
+
+def _metrics_chart(job: PreparedJob, result: RunResult) -> None:
+    """The run's metric history as a Markdown artifact (``<op>-metrics``): a chart of each of
+    its main metrics and a table of all, when a metric has two points or more (a cache hit's
+    run ran no process: its table says whose outputs it reused)."""
+    if result.cached or result.uuid not in (None, job.context.uuid):
+        return
+    try:
+        history = run_metric_history(job.context.run_path)
+    except OSError:
+        return
+    title = f"metrics of `{job.op_name}`"
+    markdown = chart_markdown(title, history)
+    if markdown is not None:
+        description = f"metric history of `{job.op_name}` (run {job.context.uuid})"
+        markdown_artifact(
+            markdown, key=artifact_key(job.op_name, "metrics"), description=description
+        )
 
 
 def _finish(job: PreparedJob, result: RunResult, on_outcome: OutcomeCallback | None) -> None:

@@ -9,6 +9,11 @@ from __future__ import annotations
 from polyaxon_prefect.prefect._cli import add_run_parser, cmd_run
 from polyaxon_prefect.prefect._deploy_cli import add_deploy_parser, cmd_deploy
 from polyaxon_prefect.prefect._logs_cli import add_logs_parsers, cmd_logs, cmd_statuses
+from polyaxon_prefect.prefect._metrics_cli import (
+    add_metrics_parsers,
+    cmd_metrics,
+    cmd_tensorboard,
+)
 from polyaxon_prefect.prefect._restart_cli import add_restart_parsers, cmd_restart, cmd_resume
 from polyaxon_prefect.prefect._run_files_cli import (
     add_run_files_parsers,
@@ -21,6 +26,7 @@ from polyaxon_prefect.prefect._stop_cli import add_stop_parser, cmd_stop
 __all__ = [
     "add_deploy_parser",
     "add_logs_parsers",
+    "add_metrics_parsers",
     "add_restart_parsers",
     "add_run_files_parsers",
     "add_run_parser",
@@ -32,10 +38,12 @@ __all__ = [
     "cmd_invalidate",
     "cmd_logs",
     "cmd_ls",
+    "cmd_metrics",
     "cmd_restart",
     "cmd_resume",
     "cmd_run",
     "cmd_server",
     "cmd_statuses",
     "cmd_stop",
+    "cmd_tensorboard",
 ]

@@ -48,9 +48,16 @@ from polyaxon_prefect.runtime._log_lines import (
     select_lines,
     shown_line,
 )
+from polyaxon_prefect.runtime._metric_history import (
+    History,
+    jsonable_history,
+    metric_history,
+    run_metric_history,
+)
 from polyaxon_prefect.runtime._options import PrepareOptions
 from polyaxon_prefect.runtime._outputs import read_metrics, read_outputs, validate_outputs
 from polyaxon_prefect.runtime._process import ProcessResult, mask_secrets, run_process
+from polyaxon_prefect.runtime._tensorboard import events_path, metric_events, tensorboard_installed
 
 if TYPE_CHECKING:
     from polyaxon_prefect.runtime._cluster import (
@@ -103,6 +110,7 @@ __all__ = [
     "ConnectionsFile",
     "EnvVar",
     "Executor",
+    "History",
     "LogLine",
     "OutputsError",
     "PrepareOptions",
@@ -121,6 +129,7 @@ __all__ = [
     "cluster_manifests",
     "connection_env",
     "connections_env",
+    "events_path",
     "execute_job",
     "executor_for",
     "exit_code",
@@ -128,11 +137,14 @@ __all__ = [
     "forget_serving",
     "get_connection",
     "handback_outcome",
+    "jsonable_history",
     "line_record",
     "load_connections",
     "locate_problems",
     "mask_secrets",
     "merge_params",
+    "metric_events",
+    "metric_history",
     "new_run_context",
     "on_serving",
     "prepare_cluster",
@@ -147,6 +159,7 @@ __all__ = [
     "register_executor",
     "request_stop",
     "resolve_artifacts_root",
+    "run_metric_history",
     "run_process",
     "run_secrets",
     "select_lines",
@@ -155,6 +168,7 @@ __all__ = [
     "short_code",
     "shown_line",
     "stop_requested",
+    "tensorboard_installed",
     "validate_outputs",
 ]
 

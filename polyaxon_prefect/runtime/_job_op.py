@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
@@ -23,6 +24,7 @@ from polyaxon_prefect.runtime._masking import mask_text, mask_value
 from polyaxon_prefect.runtime._outcome import last_lines
 from polyaxon_prefect.runtime._prepared import PreparedJob
 from polyaxon_prefect.runtime._result import RunResult
+from polyaxon_prefect.runtime._tensorboard import metric_events
 from polyaxon_prefect.specs import Status
 
 __all__ = [
@@ -184,7 +186,9 @@ def execute_job_op(
             if on_start is not None and ready is not job:
                 on_start(ready)
             began = time.monotonic()
-            raw = executor.execute(ready, on_line=on_line, cancel_event=cancel_event)
+            say = lambda line: on_line("stderr", line)  # noqa: E731
+            with metric_events(metric_paths(ready), say):
+                raw = executor.execute(ready, on_line=on_line, cancel_event=cancel_event)
             gpus = sum(job.gpu_requests)
             held = gpus * (time.monotonic() - began) / 3600 if gpus else None
     except PolyaxonPrefectError as exc:  # command not found, bad outputs file, ...
@@ -203,6 +207,14 @@ def execute_job_op(
     if result.succeeded:
         _cache_store(job, result, on_line)
     return result
+
+
+def metric_paths(job: PreparedJob) -> list[Path]:
+    """The outputs folders whose ``metrics.jsonl`` the run's event files mirror: the run's
+    (a distributed run's main replica writes there), and each other replica's own."""
+    paths = [job.context.run_outputs_path]
+    paths += [one.job.context.run_outputs_path for one in getattr(job, "replicas", ())]
+    return list(dict.fromkeys(paths))
 
 
 def _cache_note(result: RunResult) -> str:

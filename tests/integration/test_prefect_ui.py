@@ -234,3 +234,52 @@ def test_a_sweeps_leaderboard_and_progress_render(
     page.get_by_text("100", exact=False).first.wait_for()
     _shot(page, "sweep-progress")
     page.close()
+
+
+CURVES = """\
+version: 1.1
+kind: component
+name: ui-curves
+run:
+  kind: job
+  container:
+    command:
+    - python
+    - -c
+    - "from polyaxon_prefect import tracking; [tracking.log_metrics(step=s, loss=1 / (s + 1), \
+accuracy=0.5 + s / 10) for s in range(3)]"
+"""
+
+
+def test_a_jobs_metric_chart_renders_as_images_in_its_artifact(
+    ui_server: tuple[str, dict[str, str]], browser: Any, tmp_path: Path
+) -> None:
+    """The UI's Markdown shows an image given as a ``data:`` URI (an SVG chart per metric), in
+    the UI Prefect serves and in its V2 UI."""
+    ui, env = ui_server
+    path = tmp_path / "curves.yaml"
+    path.write_text(CURVES)
+    done = subprocess.run(
+        [str(BIN / "polyaxon-prefect"), "run", "-f", str(path), "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    artifacts = _artifacts(env["PREFECT_API_URL"], json.loads(done.stdout)["flow_run_id"])
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    chart = artifacts["ui-curves-metrics"]
+    for version in ("", "/v2"):  # the UI Prefect serves by default, and its new one
+        page.goto(f"{ui}{version}/artifacts/artifact/{chart}", wait_until="networkidle")
+        page.locator("img[alt=loss]").first.wait_for()
+        images = page.eval_on_selector_all(
+            "img", "found => found.map(i => [i.alt, i.complete, i.naturalWidth, i.naturalHeight])"
+        )
+        assert ["loss", True, 360, 180] in images and ["accuracy", True, 360, 180] in images
+        box = page.locator("img[alt=loss]").first.bounding_box()
+        assert box is not None and box["width"] > 100, "the chart is drawn, not a broken image"
+        table = page.inner_text("body")
+        assert "0.3333" in table and "▁" in table, "the table and its sparklines are shown too"
+        _shot(page, f"job-metrics-chart{version.replace('/', '-')}")
+    page.close()
