@@ -30,7 +30,7 @@ import functools
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect.prefect import _mlflow_values as values
@@ -282,7 +282,7 @@ def mirror_parent(
         if token is not None:
             _PARENT.reset(token)
         if run is not None:
-            _end(run, _parent_end(request, heard[-1] if heard else None, error))
+            _end(run, _parent_end(request, heard[-1] if heard else None, error, searched))
 
 
 def _parent_run(
@@ -305,18 +305,28 @@ def _parent_run(
         artifacts_path=str(context.run_artifacts_path),
     )
     tags.update(_prefect_tags(None, from_context=True))
-    if searched:
-        given = mask_value({**dict(request.loaded.params or {}), **dict(request.params)})
-    else:
-        given = record_params(request)
-    # an output's placeholder (None) is no param
-    params = values.param_values({k: v for k, v in given.items() if v is not None})
+    # a sweep's params are known at its end: those its trials did not set (`_parent_end`)
+    params = {} if searched else _given_params(record_params(request))
     name = request.name or request.op_name
     return MirroredRun(session, name, context.project_name, params, tags, parent)
 
 
+def _given_params(given: Mapping[str, Any], searched: Iterable[str] = ()) -> dict[str, str]:
+    """Params as MLflow's: an output's placeholder (None) and a searched param left out."""
+    left_out = set(searched)
+    kept = {k: v for k, v in given.items() if v is not None and k not in left_out}
+    return values.param_values(kept)
+
+
+def _sweep_params(request: OpRequest, outcome: RunResult | None) -> dict[str, str]:
+    """A sweep's own params: those given to it but the ones its trials set (the matrix's)."""
+    given = mask_value({**dict(request.loaded.params or {}), **dict(request.params)})
+    trials = (outcome.trials if outcome is not None else None) or []
+    return _given_params(given, {name for trial in trials for name in trial.get("params") or {}})
+
+
 def _parent_end(
-    request: OpRequest, outcome: RunResult | None, error: BaseException | None
+    request: OpRequest, outcome: RunResult | None, error: BaseException | None, searched: bool
 ) -> RunEnd:
     context = request.run_context
     assert context is not None
@@ -333,4 +343,5 @@ def _parent_end(
         mask_value(dict(outcome.outputs)),
         mask_value(dict(outcome.metrics)),
         artifacts=context.run_artifacts_path,
+        params=_sweep_params(request, outcome) if searched else {},
     )

@@ -46,6 +46,7 @@ __all__ = [
 POLL_SECONDS = 2.0
 """How often the new lines of a running job's metrics file are sent."""
 PROBE_SECONDS = 5.0
+_HEAD_BYTES = 128
 
 
 class Unusable(Exception):
@@ -151,6 +152,8 @@ class MirroredRun:
     """When it started (the worker may create it in MLflow later)."""
     run_id: str | None = None
     offset: int = 0
+    head: bytes = b""
+    """The first bytes of the metrics file read so far (`_tail`)."""
     logged: set[str] = field(default_factory=set)
     """The metric keys its metrics file gave (an output of one of these names is not a
     metric again)."""
@@ -163,6 +166,8 @@ class RunEnd:
     outputs: Mapping[str, Any] = field(default_factory=dict)
     metrics: Mapping[str, Any] = field(default_factory=dict)
     artifacts: Path | None = None
+    params: Mapping[str, str] = field(default_factory=dict)
+    """Params known only at the end (a sweep's: those its trials did not set)."""
     ended_ms: int = field(default_factory=lambda: _now_ms())
 
 
@@ -199,34 +204,39 @@ def reopen_run(run: MirroredRun) -> None:
         create_run(run)
         return
     run.session.client().update_run(run.run_id, status="RUNNING")
-    run.offset = 0
     WORKER.follow(run)
 
 
-def _tail(path: Path, offset: int) -> tuple[list[dict[str, Any]], int]:
-    """The records of the complete lines appended since ``offset``, and the next offset."""
+def _tail(path: Path, offset: int, head: bytes) -> tuple[list[dict[str, Any]], int, bytes]:
+    """The records of the complete lines appended since ``offset``, the next offset and the
+    file's first bytes (``head``: the last ones seen). A file that no longer starts with them
+    is a new one (each attempt of a retried job starts its own, stamped lines first): it is
+    read from its start."""
     try:
         with open(path, "rb") as handle:
+            start = handle.read(_HEAD_BYTES)
+            if start[: len(head)] != head or os.fstat(handle.fileno()).st_size < offset:
+                offset = 0
             handle.seek(offset)
             chunk = handle.read()
     except FileNotFoundError:
-        return [], offset
+        return [], offset, head
     end = chunk.rfind(b"\n")
     if end < 0:
-        return [], offset
+        return [], offset, start
     records = []
     for raw in chunk[: end + 1].splitlines():
         with contextlib.suppress(ValueError):
             record = json.loads(raw)
             if isinstance(record, dict):
                 records.append(record)
-    return records, offset + end + 1
+    return records, offset + end + 1, start
 
 
 def _send_metrics(run: MirroredRun) -> None:
     if run.run_id is None or run.metrics_path is None:
         return
-    records, run.offset = _tail(run.metrics_path, run.offset)
+    records, run.offset, run.head = _tail(run.metrics_path, run.offset, run.head)
     points = values.metric_points(records, _now_ms())
     if not points:
         return
@@ -239,13 +249,16 @@ def _send_metrics(run: MirroredRun) -> None:
 
 
 def finish_run(run: MirroredRun, end: RunEnd) -> None:
-    from mlflow.entities import Metric, RunTag
+    from mlflow.entities import Metric, Param, RunTag
 
     WORKER.unfollow(run)
     if run.run_id is None:
         return
     client = run.session.client()
     _send_metrics(run)
+    params = [Param(key, value) for key, value in end.params.items()]
+    for batch in _batches(params, values.MAX_PARAMS_TAGS_PER_BATCH):
+        client.log_batch(run.run_id, params=batch)
     numbers, tags = values.output_values(end.outputs, run.logged)
     extra, _ = values.output_values(end.metrics, [*run.logged, *numbers])
     ended = end.ended_ms

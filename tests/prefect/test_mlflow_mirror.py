@@ -249,10 +249,19 @@ def test_a_job_is_mirrored_to_an_mlflow_server(
     tmp_path: Path, mlflow_server: str, mirrored_to: Any, capfd: pytest.CaptureFixture[str]
 ) -> None:
     client = mirrored_to(mlflow_server, "mirror-server")
-    result = run(_job(tmp_path), {"lr": 0.5}, cache=False)
+    result = run(_job(tmp_path), {"lr": 0.5})
     assert result.succeeded, result.message
     (mirrored,) = _runs(client, "mirror-server")  # the experiment made by the mirror
     _check_job(client, mirrored, result, 0.5)
+    # the same run again is a cache hit: a run of its own in MLflow, saying whose outputs
+    again = run(_job(tmp_path), {"lr": 0.5})
+    assert again.cached and again.uuid == result.uuid
+    (hit,) = [r for r in _runs(client, "mirror-server") if r.info.run_id != mirrored.info.run_id]
+    assert hit.info.status == "FINISHED" and hit.data.params == {"lr": "0.5"}
+    assert hit.data.tags["polyaxon.cached_from"] == result.uuid
+    assert hit.data.tags["polyaxon.uuid"] != result.uuid
+    assert hit.data.tags["polyaxon.output.note"] == "ok"
+    assert hit.data.metrics == {"loss": 0.25} and _files(client, hit.info.run_id) == []
     # MLflow's set_terminated writes "View run" lines for a server: not ours (`run --json`)
     assert "View run" not in capfd.readouterr().out
 
