@@ -59,6 +59,7 @@ __all__ = [
     "enabled",
     "mirror_job",
     "mirror_parent",
+    "mirrors_job_trial",
 ]
 
 ENV_URI = "MLFLOW_TRACKING_URI"
@@ -196,6 +197,20 @@ def mirror_job(
     finally:
         if run is not None:
             _end(run, _job_end(job, heard[-1] if heard else None, error, in_flow_run))
+
+
+def mirrors_job_trial(run_trial: Callable[..., RunResult]) -> Callable[..., RunResult]:
+    """``run_job_trial(job, *, name, ...)`` mirrored as a job's attempt is (`mirror_job`); its
+    flow run is the one its result names (made at its end), not the sweep's."""
+
+    @functools.wraps(run_trial)
+    def mirrored(job: PreparedJob, **options: Any) -> RunResult:
+        with mirror_job(job, options.get("name"), in_flow_run=False) as heard:
+            result = run_trial(job, **options)
+            heard(result)
+        return result
+
+    return mirrored
 
 
 def _job_run(

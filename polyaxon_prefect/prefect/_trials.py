@@ -39,7 +39,7 @@ from prefect.states import Completed, Failed
 from polyaxon_prefect.prefect._client import api_request
 from polyaxon_prefect.prefect._gpu_wait import GPU_WAIT_STATE_NAME
 from polyaxon_prefect.prefect._job import JOB_LINE, flow_name
-from polyaxon_prefect.prefect._mlflow_mirror import mirror_job
+from polyaxon_prefect.prefect._mlflow_mirror import mirrors_job_trial
 from polyaxon_prefect.prefect._states import polyaxon_status, state_for_result
 from polyaxon_prefect.runtime._job_op import execute_job_op, retries
 from polyaxon_prefect.runtime._result import RunResult
@@ -182,6 +182,7 @@ class _TrialRun:
             return str(self.flow_run.id)
 
 
+@mirrors_job_trial  # with MLFLOW_TRACKING_URI set, mirrored as it runs
 def run_job_trial(
     job: PreparedJob,
     *,
@@ -231,21 +232,17 @@ def run_job_trial(
         if waited:
             run.started()
 
-    # with MLFLOW_TRACKING_URI set, mirrored as it runs (its flow run is known at its end)
-    with mirror_job(job, name, in_flow_run=False) as mirrored:
-        try:
-            result = _with_retries(job, on_line, cancel_event, on_retry, (on_wait, on_start))
-        except BaseException as exc:
-            run.finish(Failed(message=f"trial crashed: {exc}"))
-            raise
-        if on_result is not None:
-            on_result(result)
-        if result.status == Status.FAILED:
-            run.error(result.message)
-        state = state_for_result(result, prefix=_prefix(job, result))
-        result = result.with_(flow_run_id=run.finish(state))
-        mirrored(result)
-    return result
+    try:
+        result = _with_retries(job, on_line, cancel_event, on_retry, (on_wait, on_start))
+    except BaseException as exc:
+        run.finish(Failed(message=f"trial crashed: {exc}"))
+        raise
+    if on_result is not None:
+        on_result(result)
+    if result.status == Status.FAILED:
+        run.error(result.message)
+    state = state_for_result(result, prefix=_prefix(job, result))
+    return result.with_(flow_run_id=run.finish(state))
 
 
 def _with_retries(

@@ -150,6 +150,25 @@ def test_a_job_is_mirrored_as_it_goes_and_ends_with_all_it_did(
     assert "mlflow.parentRunId" not in mirrored.data.tags
 
 
+def test_a_retried_job_is_one_mlflow_run_that_ends_as_its_last_attempt(
+    tmp_path: Path, sqlite_store: str, mirrored_to: Any, make_component: Any
+) -> None:
+    client = mirrored_to(sqlite_store, "mirror-retry")
+    script = Path(__file__).with_name("job_script.py")  # its first attempt fails
+    path = make_component(
+        f"container:\n  command: [python, '{script}', flaky, '{tmp_path / 'attempts'}']\n",
+        outputs="- {name: loss, type: float}\n",
+        extra="termination: {maxRetries: 1}\n",
+        name="flaky",
+    )
+    result = run(path, cache=False)
+    assert result.succeeded, result.message
+    (mirrored,) = _runs(client, "mirror-retry")
+    assert mirrored.info.status == "FINISHED"
+    assert mirrored.data.tags["polyaxon.status"] == "succeeded"
+    assert mirrored.data.metrics == {"loss": 1.0}
+
+
 def _dag(folder: Path) -> Path:
     _job(folder)
     command = json.dumps([sys.executable, str(SCRIPT), "0.5"])
