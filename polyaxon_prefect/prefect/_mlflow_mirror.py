@@ -104,6 +104,15 @@ def _logger() -> Any:
         return logging.getLogger("polyaxon_prefect.mlflow")
 
 
+def _guarded(call: Callable[[], Any]) -> Any:
+    """``call()``, else None: what the mirror does in the run's own thread never fails it."""
+    try:
+        return call()
+    except Exception as exc:
+        _logger().warning("MLflow mirror skipped: %s: %s", type(exc).__name__, exc)
+        return None
+
+
 def _begin(
     uuid: str, run: Callable[[Session, MirroredRun | None], MirroredRun]
 ) -> MirroredRun | None:
@@ -118,7 +127,7 @@ def _begin(
         return earlier
     parent = _PARENT.get()
     uri = os.environ.get(ENV_URI, "").strip()
-    session = parent.session if parent is not None else Session(uri, _logger())
+    session = parent.session if parent is not None else Session(uri, _logger(), mask_text)
     if session.broken:
         return None
     started = run(session, parent)
@@ -187,7 +196,7 @@ def mirror_job(
         yield lambda _result: None
         return
     heard: list[RunResult] = []
-    run = _begin(job.context.uuid, functools.partial(_job_run, job, name))
+    run = _guarded(lambda: _begin(job.context.uuid, functools.partial(_job_run, job, name)))
     error: BaseException | None = None
     try:
         yield heard.append
@@ -196,7 +205,8 @@ def mirror_job(
         raise
     finally:
         if run is not None:
-            _end(run, _job_end(job, heard[-1] if heard else None, error, in_flow_run))
+            last = heard[-1] if heard else None
+            _guarded(lambda: _end(run, _job_end(job, last, error, in_flow_run)))
 
 
 def mirrors_job_trial(run_trial: Callable[..., RunResult]) -> Callable[..., RunResult]:
@@ -285,7 +295,8 @@ def mirror_parent(
             on_outcome(outcome)
 
     assert request.run_context is not None
-    run = _begin(request.run_context.uuid, functools.partial(_parent_run, request, searched))
+    uuid = request.run_context.uuid
+    run = _guarded(lambda: _begin(uuid, functools.partial(_parent_run, request, searched)))
     token = _PARENT.set(run) if run is not None else None
     error: BaseException | None = None
     try:
@@ -297,7 +308,8 @@ def mirror_parent(
         if token is not None:
             _PARENT.reset(token)
         if run is not None:
-            _end(run, _parent_end(request, heard[-1] if heard else None, error, searched))
+            last = heard[-1] if heard else None
+            _guarded(lambda: _end(run, _parent_end(request, last, error, searched)))
 
 
 def _parent_run(

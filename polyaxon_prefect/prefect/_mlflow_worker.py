@@ -29,7 +29,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from polyaxon_prefect.prefect import _mlflow_values as values
-from polyaxon_prefect.runtime._masking import mask_text
 
 __all__ = [
     "POLL_SECONDS",
@@ -66,9 +65,9 @@ def _probe(uri: str) -> None:
     try:
         host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError as exc:
-        raise Unusable(f"{mask_text(uri)} is not a valid URI ({exc})") from exc
+        raise Unusable(f"{uri} is not a valid URI ({exc})") from exc
     if not host:
-        raise Unusable(f"{mask_text(uri)} names no host")
+        raise Unusable(f"{uri} names no host")
     try:
         with socket.create_connection((host, port), timeout=PROBE_SECONDS):
             pass
@@ -85,11 +84,13 @@ def _reason(error: BaseException) -> str:
 
 
 class Session:
-    """A top-level run and everything under it: one client, one line when the mirror fails."""
+    """A top-level run and everything under it: one client, one line when the mirror fails
+    (``mask`` hides what the line must not show: the URI's credentials)."""
 
-    def __init__(self, uri: str, logger: Any) -> None:
+    def __init__(self, uri: str, logger: Any, mask: Callable[[str], str]) -> None:
         self.uri = uri
         self.logger = logger
+        self.mask = mask
         self.broken = False
         self._client: Any = None
         self._experiments: dict[str, str] = {}
@@ -117,11 +118,8 @@ class Session:
         if self.broken:
             return
         self.broken = True
-        self.logger.warning(
-            "MLflow mirror stopped (%s): %s; the run goes on without it",
-            mask_text(self.uri),
-            _reason(error),
-        )
+        line = f"MLflow mirror stopped ({self.uri}): {_reason(error)}; the run goes on without it"
+        self.logger.warning(self.mask(line))
 
 
 def _experiment_id(client: Any, name: str) -> str:

@@ -37,10 +37,10 @@ pytestmark = pytest.mark.slow
 SCRIPT = Path(__file__).with_name("metrics_script.py")
 
 
-def _job(folder: Path, name: str = "trainer", go: Path | None = None) -> Path:
+def _job(folder: Path, name: str = "trainer", go: Path | None = None, extra: str = "") -> Path:
     command = [sys.executable, str(SCRIPT), "{{ lr }}", *([str(go)] if go else [])]
     text = (
-        f"version: 1.1\nkind: component\nname: {name}\ntags: [demo, mlflow]\n"
+        f"version: 1.1\nkind: component\nname: {name}\ntags: [demo, mlflow]\n{extra}"
         "inputs: [{name: lr, type: float, value: 0.1, isOptional: true}]\n"
         "outputs: [{name: loss, type: float}, {name: note, type: str}]\n"
         f"run: {{kind: job, container: {{command: {json.dumps(command)}}}}}\n"
@@ -268,12 +268,13 @@ def test_a_job_is_mirrored_to_an_mlflow_server(
     tmp_path: Path, mlflow_server: str, mirrored_to: Any, capfd: pytest.CaptureFixture[str]
 ) -> None:
     client = mirrored_to(mlflow_server, "mirror-server")
-    result = run(_job(tmp_path), {"lr": 0.5})
+    cached = "cache: {disable: false}\n"
+    result = run(_job(tmp_path, extra=cached), {"lr": 0.5})
     assert result.succeeded, result.message
     (mirrored,) = _runs(client, "mirror-server")  # the experiment made by the mirror
     _check_job(client, mirrored, result, 0.5)
     # the same run again is a cache hit: a run of its own in MLflow, saying whose outputs
-    again = run(_job(tmp_path), {"lr": 0.5})
+    again = run(_job(tmp_path, extra=cached), {"lr": 0.5})
     assert again.cached and again.uuid == result.uuid
     (hit,) = [r for r in _runs(client, "mirror-server") if r.info.run_id != mirrored.info.run_id]
     assert hit.info.status == "FINISHED" and hit.data.params == {"lr": "0.5"}
