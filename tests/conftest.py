@@ -41,6 +41,7 @@ TIMING_TESTS = (
     "tests/prefect/test_stop.py::test_stop_from_a_second_process_ends_a_dag_with_a_sweep",
     "tests/prefect/test_job_flow.py::test_timeout_kills_the_process_at_the_deadline",
     "tests/prefect/test_replay.py::test_a_cache_hit_after_its_ttl_runs_again",  # a 1 s ttl
+    "tests/prefect/test_mlflow_mirror.py::test_a_server_that_does_not_answer",  # not minutes
     "tests/test_fuzz.py::test_hostile_mutations_never_escape_and_stay_fast",
 )
 """Node id prefixes of the tests that assert a wall-clock budget: marked `timing`, which

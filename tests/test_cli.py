@@ -162,7 +162,7 @@ def test_check_does_not_import_prefect_or_optuna() -> None:
         "import sys; import polyaxon_prefect; from polyaxon_prefect.cli import main; "
         f"rc = main(['check', '-f', {str(QUICK / 'dag.yaml')!r}]); "
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('prefect', 'optuna', 'numpy', 'kubernetes', 'kubernetes_asyncio')); "
+        "('prefect', 'optuna', 'numpy', 'kubernetes', 'kubernetes_asyncio', 'mlflow')); "
         "print(heavy); sys.exit(rc)"
     )
     result = subprocess.run(

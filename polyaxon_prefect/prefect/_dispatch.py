@@ -70,17 +70,23 @@ def _run_job(request: OpRequest, on_outcome: OutcomeCallback | None) -> Any:
 def _run_dag(request: OpRequest, on_outcome: OutcomeCallback | None) -> Any:
     from polyaxon_prefect.prefect._dag import run_dag_in_flow
     from polyaxon_prefect.prefect._job import track_flow_run
+    from polyaxon_prefect.prefect._mlflow_mirror import mirror_parent
 
     track_flow_run()
-    return run_dag_in_flow(request, DISPATCH, on_outcome)
+    # with MLFLOW_TRACKING_URI set, a parent run in MLflow, its ops nested under it
+    with mirror_parent(request, on_outcome) as (request, on_outcome):
+        return run_dag_in_flow(request, DISPATCH, on_outcome)
 
 
 def _run_sweep(request: OpRequest, on_outcome: OutcomeCallback | None) -> Any:
     from polyaxon_prefect.prefect._job import track_flow_run
+    from polyaxon_prefect.prefect._mlflow_mirror import mirror_parent
     from polyaxon_prefect.prefect._sweep import run_sweep_in_flow
 
     track_flow_run()
-    return run_sweep_in_flow(request, DISPATCH, on_outcome)
+    # with MLFLOW_TRACKING_URI set, a parent run in MLflow, its trials nested under it
+    with mirror_parent(request, on_outcome, searched=True) as (request, on_outcome):
+        return run_sweep_in_flow(request, DISPATCH, on_outcome)
 
 
 _RUNNERS: dict[OpKind, Runner] = {"job": _run_job, "dag": _run_dag, "matrix": _run_sweep}

@@ -43,6 +43,7 @@ from polyaxon_prefect.prefect._artifacts import (
 from polyaxon_prefect.prefect._client import ephemeral_api_url, result_value
 from polyaxon_prefect.prefect._gpu_wait import gpu_wait_callbacks
 from polyaxon_prefect.prefect._metric_charts import chart_markdown
+from polyaxon_prefect.prefect._mlflow_mirror import mirror_job
 from polyaxon_prefect.prefect._settings import install_log_filter
 from polyaxon_prefect.prefect._states import (
     CACHED_STATE_NAME,
@@ -140,9 +141,11 @@ def run_op_in_task(
     if report:  # a DAG op (a job run alone logs them on its flow run, `job_flow`)
         for note in job.notes:  # e.g. why it is not cached (its folder is over the budget)
             logger.warning(note)
-    result = execute_job_op(
-        job, on_line=on_line, cancel_event=cancel_event, on_wait=on_wait, on_start=on_start
-    )
+    with mirror_job(job) as mirrored:  # with MLFLOW_TRACKING_URI set, mirrored as it runs
+        result = execute_job_op(
+            job, on_line=on_line, cancel_event=cancel_event, on_wait=on_wait, on_start=on_start
+        )
+        mirrored(result)
     if report:  # a DAG op: its downstream op need not wait for the API (see the function)
         rows, key, description = _report_args(job, result)
         table_artifact_soon(rows, key=key, description=description)

@@ -26,14 +26,16 @@ from polyaxon_prefect.specs import record_kind
 
 if TYPE_CHECKING:
     from polyaxon_prefect.prefect._request import OpRequest
-    from polyaxon_prefect.runtime import RunResult
+    from polyaxon_prefect.runtime import PreparedJob, RunResult
 
 __all__ = [
     "KIND_LABEL",
     "RECORD_SUFFIX",
+    "job_params",
     "label_kind",
     "publish_record",
     "read_record",
+    "record_params",
     "request_labels",
     "run_record",
 ]
@@ -55,16 +57,20 @@ def request_labels(request: OpRequest) -> dict[str, Any]:
     return {"description": description, "tags": list(tags)}
 
 
-def _params(request: OpRequest) -> dict[str, Any]:
+def job_params(job: PreparedJob) -> dict[str, Any]:
+    """A job's params as it ran them (an output's placeholder left out), secrets masked."""
+    outputs = {getattr(io, "name", None) for io in job.outputs}
+    given = {k: v for k, v in job.params.items() if not (k in outputs and v is None)}
+    return dict(mask_value(dict(sorted(given.items())), job.secrets))
+
+
+def record_params(request: OpRequest) -> dict[str, Any]:
     """The run's params, typed as its component's inputs declare (secrets masked): a job's as
-    it ran them (an output's placeholder left out), a DAG's or a sweep's as given."""
+    it ran them (`job_params`), a DAG's or a sweep's as given."""
     from polyaxon_prefect.runtime import merge_params
 
-    job = request.prepared
-    if job is not None:
-        outputs = {getattr(io, "name", None) for io in job.outputs}
-        given = {k: v for k, v in job.params.items() if not (k in outputs and v is None)}
-        return dict(mask_value(dict(sorted(given.items())), job.secrets))
+    if request.prepared is not None:
+        return job_params(request.prepared)
     loaded = dict(request.loaded.params or {})
     try:
         merged = merge_params(request.component, request.operation, loaded, request.params or {})
@@ -78,7 +84,7 @@ def run_record(result: RunResult, request: OpRequest) -> dict[str, Any]:
     return {
         **result.to_dict(),
         "kind": record_kind(request.operation),
-        "params": _params(request),
+        "params": record_params(request),
         **request_labels(request),
     }
 

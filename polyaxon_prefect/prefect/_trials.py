@@ -39,6 +39,7 @@ from prefect.states import Completed, Failed
 from polyaxon_prefect.prefect._client import api_request
 from polyaxon_prefect.prefect._gpu_wait import GPU_WAIT_STATE_NAME
 from polyaxon_prefect.prefect._job import JOB_LINE, flow_name
+from polyaxon_prefect.prefect._mlflow_mirror import mirrors_job_trial
 from polyaxon_prefect.prefect._states import polyaxon_status, state_for_result
 from polyaxon_prefect.runtime._job_op import execute_job_op, retries
 from polyaxon_prefect.runtime._result import RunResult
@@ -181,6 +182,7 @@ class _TrialRun:
             return str(self.flow_run.id)
 
 
+@mirrors_job_trial  # with MLFLOW_TRACKING_URI set, mirrored as it runs
 def run_job_trial(
     job: PreparedJob,
     *,
