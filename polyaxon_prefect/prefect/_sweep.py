@@ -35,8 +35,12 @@ How the sweep ends (its flow run state follows: Completed, Failed, Cancelled):
   --resume``), ``failed`` when any trial failed (after its retries), else ``succeeded``; trials
   pruned by a stopping policy end ``stopped`` and do not fail the sweep.
 
-The UI gets a progress artifact (trials done / total, updated in place), a leaderboard table
-(best first by the matrix metric, with params) and a markdown summary of the best trial.
+The UI gets a progress artifact (trials done / total, running, failed, the best so far and the
+ETA, updated in place), a leaderboard table (best first by the matrix metric: its last value, or
+its best over steps with ``metricOverSteps: best``, with params) and a markdown summary of the
+best trial. Each trial's end is one log line, ``trial 3 succeeded (7/20) loss=0.31 (best 0.29,
+trial 4) eta 1m20s`` (`search._progress`), and the flow run's progress label holds the same
+numbers for ``get --json`` (`_progress`).
 """
 
 from __future__ import annotations
@@ -69,6 +73,14 @@ from polyaxon_prefect.runtime import new_run_context, project_name, record_child
 from polyaxon_prefect.runtime._outputs import tail_metric
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.runtime._session import stop_reason, stop_requested
+from polyaxon_prefect.search._progress import (
+    BEST_OVER_STEPS,
+    SweepProgress,
+    SweepTracker,
+    metric_values,
+    objective_value,
+    trial_line,
+)
 from polyaxon_prefect.search._sweep import (
     SweepRun,
     gpu_budget_spent,
@@ -76,8 +88,8 @@ from polyaxon_prefect.search._sweep import (
     trial_loaded,
     trial_name,
 )
-from polyaxon_prefect.specs import Status
-from polyaxon_prefect.tracking import METRICS_FILE
+from polyaxon_prefect.specs import DONE_STATUSES, Status
+from polyaxon_prefect.tracking import METRICS_FILE, read_metrics_file
 
 if TYPE_CHECKING:
     from polyaxon_prefect.search import Suggestion, SweepStudy
@@ -104,6 +116,13 @@ class _Flight:
     pruned: bool = False
     told: bool = False
     """The study knows how the trial ended (told from the trial's own thread)."""
+    history_path: Path | None = None
+    """The trial's ``metrics.jsonl``: its metric's best over steps, when the matrix ranks so."""
+    over_steps: str | None = None
+    started: float = 0.0
+    """When it was launched (monotonic): its duration feeds the sweep's ETA."""
+    value: Any = None
+    """Its value of the sweep's metric, as told to the study."""
 
 
 def _tell(study: SweepStudy, flight: _Flight, prune_metric: str | None, result: RunResult) -> None:
@@ -116,9 +135,11 @@ def _tell(study: SweepStudy, flight: _Flight, prune_metric: str | None, result: 
     message = result.message
     if flight.pruned:
         message = f"pruned by the {prune_metric} stopping policy"
+    flight.value = _value(study, flight, result)
     study.tell(
         flight.suggestion.number,
         status=status,
+        value=flight.value,
         outputs=result.outputs,
         metrics=result.metrics,
         uuid=result.uuid,
@@ -127,6 +148,23 @@ def _tell(study: SweepStudy, flight: _Flight, prune_metric: str | None, result: 
         unfinished=status == Status.STOPPED and not flight.pruned,  # `--resume` reruns it
     )
     flight.told = True
+
+
+def _value(study: SweepStudy, flight: _Flight, result: RunResult) -> Any:
+    """The trial's value of the sweep's metric: its output or last value, or with
+    ``metricOverSteps: best`` the best value it logged over its steps (`objective_value`)."""
+    metric = study.metric_name
+    history: list[Any] = []
+    if metric is not None and flight.over_steps == BEST_OVER_STEPS and flight.history_path:
+        history = metric_values(read_metrics_file(flight.history_path), metric)
+    return objective_value(
+        metric,
+        result.outputs,
+        result.metrics,
+        history,
+        over_steps=flight.over_steps,
+        maximize=study.maximize,
+    )
 
 
 class _Sweep:
@@ -160,7 +198,9 @@ class _Sweep:
             request.run_context
             or new_run_context(request.op_name, project_name(), run_uuid=None).make_dirs()
         )
-        self.board = SweepBoard(request.op_name, self.context.uuid)
+        self.board = SweepBoard(request.op_name, self.context.uuid, flow_run_id)
+        self.tracker: SweepTracker | None = None
+        """What the sweep's progress is computed from (made once the study is open)."""
         self.gpu_hours = 0.0
         """GPU-hours of the trials ended so far (`gpu_budget_spent`)."""
 
@@ -169,6 +209,11 @@ class _Sweep:
     def open_study(self) -> SweepStudy:
         study = open_sweep_study(self.request, self.book, self.logger)
         note_study(self.context.run_path, study.name)  # what `resume RUN` continues
+        self.tracker = SweepTracker(
+            study.metric_name, study.maximize, self.matrix.metric_over_steps, self.limit()
+        )
+        if self.book.finished:  # a resumed sweep: its earlier failures and best count
+            self.tracker.resumed(r for r in study.history() if r.status in DONE_STATUSES)
         return study
 
     # -- launching ------------------------------------------------------------------------
@@ -196,6 +241,8 @@ class _Sweep:
         metrics_path = context.run_outputs_path / METRICS_FILE
         watched = metrics_path if self.prune_metric else None
         flight = _Flight(suggestion, cancel, watched, self.prune_metric)
+        flight.history_path, flight.over_steps = metrics_path, self.matrix.metric_over_steps
+        flight.started = time.monotonic()
         params = {**dict(self.request.params), **suggestion.params}
         trial_request = self.request.with_(
             loaded=trial_loaded(self.request.loaded, suggestion.params),
@@ -253,7 +300,11 @@ class _Sweep:
             if status in (Status.SUCCEEDED, Status.STOPPED)
             else self.logger.warning
         )
-        log("trial %d %s", flight.suggestion.index, status)
+        assert self.tracker is not None  # made with the study
+        suggestion = flight.suggestion
+        duration = time.monotonic() - flight.started
+        self.tracker.finished(suggestion.index, status, flight.value, suggestion.params, duration)
+        log("%s", trial_line(suggestion.index, status, flight.value, self.current(study)))
         metrics = {**result.metrics, **result.outputs}
         decision = self.book.trial_finished(status, metrics, study.total)
         if decision is not None:
@@ -286,9 +337,15 @@ class _Sweep:
         study.add_suggestions(suggestions)
         return True
 
+    def current(self, study: SweepStudy) -> SweepProgress:
+        """How far the sweep is now (`SweepProgress`)."""
+        assert self.tracker is not None  # made with the study
+        now = time.monotonic()
+        running = [now - flight.started for flight in self.flights.values()]
+        return self.tracker.progress(len(self.book.finished), study.total, running)
+
     def progress(self, study: SweepStudy, *, final: bool = False) -> None:
-        running = len(self.flights)
-        self.board.progress(study, len(self.book.finished), running, final=final)
+        self.board.progress(self.current(study), final=final)
 
     # -- main loop ------------------------------------------------------------------------
 
@@ -395,7 +452,7 @@ class _Sweep:
         best_record = study.best()
         best = trial_dict(best_record) if best_record is not None else None
         self.progress(study, final=True)
-        self.board.results(study, history, best)
+        self.board.results(study, history, best, self.matrix.metric_over_steps)
         status, reason, message = self.book.outcome(
             history,
             study.stop_reason,
