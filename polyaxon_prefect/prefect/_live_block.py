@@ -5,7 +5,7 @@ bar with its count, running and failed trials, the best so far and the ETA, a jo
 ``log_progress`` its bar and ETA. Rich's `Live` draws it on stderr; everything else written
 to the terminal meanwhile (Prefect's log lines, the job's own lines, ``print``) is printed
 above it: Prefect's console handlers print through the block's console while it is shown
-(`_adopt`), and Rich redirects ``sys.stdout``/``sys.stderr``.
+(`_adopt`), and Rich redirects ``sys.stdout``/``sys.stderr`` to print above it.
 
 Used only where stderr is a terminal and ``--json`` is off (`prefect._cli`); elsewhere the
 plain rows of `_live.LiveTable` and the sweep's log lines say the same.
@@ -14,6 +14,7 @@ plain rows of `_live.LiveTable` and the sweep's log lines say the same.
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -63,34 +64,36 @@ class LiveBlock:
             transient=False,
         )
         self.adopted: list[tuple[Any, Any]] = []
+        """(console, its file before) of each Prefect console handler writing through us."""
+        self.proxy: Any = stream
 
     # -- lifetime ---------------------------------------------------------------------------
 
     def __enter__(self) -> LiveBlock:
         self.live.start()
+        self.proxy = sys.stderr  # Rich's stand-in while the block is shown: prints above it
         self._adopt()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.live.stop()
-        for handler, console in self.adopted:
-            handler.console = console
+        for console, file in self.adopted:
+            console.file = file
         self.adopted.clear()
 
     def _adopt(self) -> None:
-        """Prefect's console handlers print through the block's console (above the block):
-        they are made when Prefect sets up logging, before the block; a handler made later is
-        adopted at the next change."""
+        """Prefect's console handlers write through Rich's stand-in for stderr, so their lines
+        (in their own colours) go above the block: they hold the stderr of when Prefect set up
+        logging, before the block. A handler made later is adopted at the next change."""
         from prefect.logging.handlers import PrefectConsoleHandler
 
         loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
         for logger in loggers:
             for handler in getattr(logger, "handlers", ()):
-                if isinstance(handler, PrefectConsoleHandler) and (
-                    handler.console is not self.console
-                ):
-                    self.adopted.append((handler, handler.console))
-                    handler.console = self.console
+                console = getattr(handler, "console", None)
+                if isinstance(handler, PrefectConsoleHandler) and console.file is not self.proxy:
+                    self.adopted.append((console, console.file))
+                    console.file = self.proxy
 
     # -- what the runners report ------------------------------------------------------------
 

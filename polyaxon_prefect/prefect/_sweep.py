@@ -295,18 +295,19 @@ class _Sweep:
                 study.report(flight.suggestion.number, step, value)
         _tell(study, flight, self.prune_metric, result)
         self.gpu_hours += result.gpu_hours or 0.0
+        assert self.tracker is not None  # made with the study
+        suggestion = flight.suggestion
+        duration = time.monotonic() - flight.started
+        self.tracker.finished(suggestion.index, status, flight.value, suggestion.params, duration)
+        metrics = {**result.metrics, **result.outputs}
+        decision = self.book.trial_finished(status, metrics, study.total)
         log = (
             self.logger.info
             if status in (Status.SUCCEEDED, Status.STOPPED)
             else self.logger.warning
         )
-        assert self.tracker is not None  # made with the study
-        suggestion = flight.suggestion
-        duration = time.monotonic() - flight.started
-        self.tracker.finished(suggestion.index, status, flight.value, suggestion.params, duration)
+        # `trial 3 succeeded (7/20) loss=0.31 (best 0.29, trial 4) eta 1m20s`: this one counted
         log("%s", trial_line(suggestion.index, status, flight.value, self.current(study)))
-        metrics = {**result.metrics, **result.outputs}
-        decision = self.book.trial_finished(status, metrics, study.total)
         if decision is not None:
             self.stopping(study, decision.reason)
         budget = gpu_budget_spent(self.matrix, self.gpu_hours)
