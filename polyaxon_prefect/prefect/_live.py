@@ -26,7 +26,7 @@ from polyaxon_prefect.specs import Status
 
 if TYPE_CHECKING:
     from polyaxon_prefect.prefect._live_block import LiveBlock
-    from polyaxon_prefect.search._progress import JobProgress, SweepProgress
+    from polyaxon_prefect.search import JobProgress, SweepProgress
 
 __all__ = [
     "LiveTable",

@@ -5,7 +5,7 @@ bar with its count, running and failed trials, the best so far and the ETA, a jo
 ``log_progress`` its bar and ETA. Rich's `Live` draws it on stderr; everything else written
 to the terminal meanwhile (Prefect's log lines, the job's own lines, ``print``) is printed
 above it: Prefect's console handlers print through the block's console while it is shown
-(`_adopt`), and Rich redirects ``sys.stdout``/``sys.stderr`` to print above it.
+(`_AboveBlock`), and Rich redirects ``sys.stdout``/``sys.stderr`` to print above it.
 
 Used only where stderr is a terminal and ``--json`` is off (`prefect._cli`); elsewhere the
 plain rows of `_live.LiveTable` and the sweep's log lines say the same.
@@ -14,13 +14,12 @@ plain rows of `_live.LiveTable` and the sweep's log lines say the same.
 from __future__ import annotations
 
 import logging
-import sys
 import threading
 import time
 from collections.abc import Sequence
 from typing import IO, Any
 
-from polyaxon_prefect.search._progress import JobProgress, SweepProgress, format_eta
+from polyaxon_prefect.search import JobProgress, SweepProgress, format_eta
 from polyaxon_prefect.specs import Status
 
 __all__ = ["LiveBlock"]
@@ -64,36 +63,35 @@ class LiveBlock:
             transient=False,
         )
         self.adopted: list[tuple[Any, Any]] = []
-        """(console, its file before) of each Prefect console handler writing through us."""
-        self.proxy: Any = stream
+        """(handler, its console before) of each Prefect console handler printing above us."""
 
     # -- lifetime ---------------------------------------------------------------------------
 
     def __enter__(self) -> LiveBlock:
         self.live.start()
-        self.proxy = sys.stderr  # Rich's stand-in while the block is shown: prints above it
         self._adopt()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.live.stop()
-        for console, file in self.adopted:
-            console.file = file
+        for handler, console in self.adopted:
+            handler.console = console
         self.adopted.clear()
 
     def _adopt(self) -> None:
-        """Prefect's console handlers write through Rich's stand-in for stderr, so their lines
-        (in their own colours) go above the block: they hold the stderr of when Prefect set up
-        logging, before the block. A handler made later is adopted at the next change."""
+        """Prefect's console handlers print above the block (`_AboveBlock`): they write to the
+        stderr of when Prefect set up logging, before the block, where their lines would be
+        drawn over. A handler made later is adopted at the next change."""
         from prefect.logging.handlers import PrefectConsoleHandler
 
         loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
         for logger in loggers:
             for handler in getattr(logger, "handlers", ()):
-                console = getattr(handler, "console", None)
-                if isinstance(handler, PrefectConsoleHandler) and console.file is not self.proxy:
-                    self.adopted.append((console, console.file))
-                    console.file = self.proxy
+                if isinstance(handler, PrefectConsoleHandler) and not isinstance(
+                    handler.console, _AboveBlock
+                ):
+                    self.adopted.append((handler, handler.console))
+                    handler.console = _AboveBlock(handler.console, self.console)  # type: ignore[assignment]
 
     # -- what the runners report ------------------------------------------------------------
 
@@ -214,6 +212,26 @@ class LiveBlock:
             eta,
         )
         return grid
+
+
+class _AboveBlock:
+    """A Prefect console handler's console while the block is shown: a line is rendered as
+    its own console renders it (Prefect's colours), then printed by the block's console,
+    which puts it above the block instead of drawing over it."""
+
+    def __init__(self, own: Any, block: Any) -> None:
+        self.own = own
+        self.block = block
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        from rich.text import Text
+
+        with self.own.capture() as captured:
+            self.own.print(*objects, **kwargs)
+        self.block.print(Text.from_ansi(captured.get().rstrip("\n")), soft_wrap=True)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.own, name)
 
 
 def _details(progress: SweepProgress) -> str:

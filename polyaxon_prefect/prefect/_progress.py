@@ -25,7 +25,7 @@ from typing import Any
 
 from polyaxon_prefect.prefect import _live as live
 from polyaxon_prefect.prefect._artifacts import artifact_key, progress_artifact
-from polyaxon_prefect.search._progress import JobProgress, job_eta
+from polyaxon_prefect.search import JobProgress, job_eta
 from polyaxon_prefect.tracking import PROGRESS_FILE, read_progress_file
 
 __all__ = [

@@ -73,7 +73,7 @@ from polyaxon_prefect.runtime import new_run_context, project_name, record_child
 from polyaxon_prefect.runtime._outputs import tail_metric
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.runtime._session import stop_reason, stop_requested
-from polyaxon_prefect.search._progress import (
+from polyaxon_prefect.search import (
     BEST_OVER_STEPS,
     SweepProgress,
     SweepTracker,
@@ -199,8 +199,8 @@ class _Sweep:
             or new_run_context(request.op_name, project_name(), run_uuid=None).make_dirs()
         )
         self.board = SweepBoard(request.op_name, self.context.uuid, flow_run_id)
-        self.tracker: SweepTracker | None = None
-        """What the sweep's progress is computed from (made once the study is open)."""
+        self.tracker = SweepTracker(None, False, None, 1)
+        """What the sweep's progress is computed from (made again once the study is open)."""
         self.gpu_hours = 0.0
         """GPU-hours of the trials ended so far (`gpu_budget_spent`)."""
 
@@ -209,11 +209,7 @@ class _Sweep:
     def open_study(self) -> SweepStudy:
         study = open_sweep_study(self.request, self.book, self.logger)
         note_study(self.context.run_path, study.name)  # what `resume RUN` continues
-        self.tracker = SweepTracker(
-            study.metric_name, study.maximize, self.matrix.metric_over_steps, self.limit()
-        )
-        if self.book.finished:  # a resumed sweep: its earlier failures and best count
-            self.tracker.resumed(r for r in study.history() if r.status in DONE_STATUSES)
+        self.tracker = _tracker(study, self.matrix.metric_over_steps, self.limit(), self.book)
         return study
 
     # -- launching ------------------------------------------------------------------------
@@ -295,19 +291,10 @@ class _Sweep:
                 study.report(flight.suggestion.number, step, value)
         _tell(study, flight, self.prune_metric, result)
         self.gpu_hours += result.gpu_hours or 0.0
-        assert self.tracker is not None  # made with the study
-        suggestion = flight.suggestion
-        duration = time.monotonic() - flight.started
-        self.tracker.finished(suggestion.index, status, flight.value, suggestion.params, duration)
+        _finished(self.tracker, flight, status)
         metrics = {**result.metrics, **result.outputs}
         decision = self.book.trial_finished(status, metrics, study.total)
-        log = (
-            self.logger.info
-            if status in (Status.SUCCEEDED, Status.STOPPED)
-            else self.logger.warning
-        )
-        # `trial 3 succeeded (7/20) loss=0.31 (best 0.29, trial 4) eta 1m20s`: this one counted
-        log("%s", trial_line(suggestion.index, status, flight.value, self.current(study)))
+        _say(self.logger, flight, status, self.current(study))
         if decision is not None:
             self.stopping(study, decision.reason)
         budget = gpu_budget_spent(self.matrix, self.gpu_hours)
@@ -340,10 +327,7 @@ class _Sweep:
 
     def current(self, study: SweepStudy) -> SweepProgress:
         """How far the sweep is now (`SweepProgress`)."""
-        assert self.tracker is not None  # made with the study
-        now = time.monotonic()
-        running = [now - flight.started for flight in self.flights.values()]
-        return self.tracker.progress(len(self.book.finished), study.total, running)
+        return _current(self.tracker, len(self.book.finished), study.total, self.flights)
 
     def progress(self, study: SweepStudy, *, final: bool = False) -> None:
         self.board.progress(self.current(study), final=final)
@@ -481,6 +465,38 @@ class _Sweep:
 
 
 # ----------------------------------------------------------------------------- helpers
+
+
+def _tracker(
+    study: SweepStudy, over_steps: str | None, concurrency: int, book: SweepRun
+) -> SweepTracker:
+    """What the sweep's progress is computed from; a resumed sweep's earlier failures and best
+    count (``book`` holds the trials it finished before)."""
+    tracker = SweepTracker(study.metric_name, study.maximize, over_steps, concurrency)
+    if book.finished:
+        tracker.resumed(r for r in study.history() if r.status in DONE_STATUSES)
+    return tracker
+
+
+def _finished(tracker: SweepTracker, flight: _Flight, status: Status) -> None:
+    """Tell ``tracker`` how the trial of ``flight`` ended, and how long it ran."""
+    suggestion, duration = flight.suggestion, time.monotonic() - flight.started
+    tracker.finished(suggestion.index, status, flight.value, suggestion.params, duration)
+
+
+def _say(logger: Any, flight: _Flight, status: Status, progress: SweepProgress) -> None:
+    """The line of a trial's end, this trial counted: ``trial 3 succeeded (7/20) loss=0.31
+    (best 0.29, trial 4) eta 1m20s`` (a warning when it did not succeed nor stop)."""
+    log = logger.info if status in (Status.SUCCEEDED, Status.STOPPED) else logger.warning
+    log("%s", trial_line(flight.suggestion.index, status, flight.value, progress))
+
+
+def _current(
+    tracker: SweepTracker, done: int, total: int | None, flights: dict[Any, _Flight]
+) -> SweepProgress:
+    """How far the sweep is: ``done`` trials ended of ``total``, ``flights`` running."""
+    now = time.monotonic()
+    return tracker.progress(done, total, [now - flight.started for flight in flights.values()])
 
 
 def _sum_gpu_hours(history: list[Any]) -> float | None:

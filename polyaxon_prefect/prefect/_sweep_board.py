@@ -20,7 +20,7 @@ from polyaxon_prefect.prefect._artifacts import (
 )
 from polyaxon_prefect.prefect._progress import publish_label
 from polyaxon_prefect.runtime._masking import mask_value
-from polyaxon_prefect.search._progress import SweepProgress, ranked_by
+from polyaxon_prefect.search import SweepProgress, ranked_by
 from polyaxon_prefect.search._sweep import best_markdown, leaderboard_rows, trial_dict
 
 if TYPE_CHECKING:

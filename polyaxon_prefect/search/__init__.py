@@ -20,6 +20,21 @@ from polyaxon_prefect.search._plan import (
     mapping_suggestions,
     matrix_plan,
 )
+from polyaxon_prefect.search._progress import (
+    BEST_OVER_STEPS,
+    Best,
+    JobProgress,
+    SweepProgress,
+    SweepTracker,
+    best_over_steps,
+    format_eta,
+    job_eta,
+    metric_values,
+    objective_value,
+    ranked_by,
+    sweep_eta,
+    trial_line,
+)
 from polyaxon_prefect.search._random import random_suggestions
 from polyaxon_prefect.search._records import Suggestion, SweepStudyError, TrialRecord
 from polyaxon_prefect.search._space import hp_values, reachable_values, sample_hp, space_size
@@ -31,32 +46,45 @@ if TYPE_CHECKING:
     from polyaxon_prefect.search._study import SweepStudy
 
 __all__ = [
+    "BEST_OVER_STEPS",
     "KINDS",
+    "Best",
     "Bracket",
+    "JobProgress",
     "MatrixKind",
     "RunSummary",
     "StopDecision",
     "StudyHandle",
     "Suggestion",
+    "SweepProgress",
     "SweepStudy",
     "SweepStudyError",
+    "SweepTracker",
     "TrialRecord",
     "UnknownMatrixKindError",
+    "best_over_steps",
     "check_early_stopping",
     "data_section",
     "extend_study",
+    "format_eta",
     "get_kind",
     "grid_points",
     "grid_suggestions",
     "hp_values",
     "hyperband_schedule",
+    "job_eta",
     "mapping_suggestions",
     "matrix_plan",
+    "metric_values",
+    "objective_value",
     "random_suggestions",
+    "ranked_by",
     "reachable_values",
     "read_data_section",
     "sample_hp",
     "space_size",
+    "sweep_eta",
+    "trial_line",
     "trial_results",
 ]
 

@@ -55,7 +55,9 @@ def _read_terminal(fd: int, into: list[bytes]) -> None:
         into.append(chunk)
 
 
-def test_running_sweep_reports_progress_on_the_terminal_and_to_get(tmp_path: Path, prefect_server: str):
+def test_running_sweep_reports_progress_on_the_terminal_and_to_get(
+    tmp_path: Path, prefect_server: str
+):
     api = prefect_server
     release = tmp_path / "release"
     name = "progress-sweep"
@@ -113,6 +115,10 @@ def test_running_sweep_reports_progress_on_the_terminal_and_to_get(tmp_path: Pat
     assert re.search(r"sweep \S+ .*4/4 .*best loss -0\.1 \(trial 2\)", shown), shown[-2000:]
     # the log lines above it: the count, the value, the best so far
     assert re.search(r"trial 2 succeeded \((3|4)/4\) loss=-0\.1 \(best -0\.1, trial 2\)", shown)
+    # ... each on a line of its own, the block erased first (not drawn over, not after a bar)
+    lines = [ANSI.sub("", line) for line in re.split(r"[\r\n]", raw)]
+    logged = [line for line in lines if "trial 2 succeeded" in line]
+    assert logged and not any("━" in line for line in logged), logged
 
     ended = _get(api, name)
     assert ended["status"] == "succeeded" and ended["ranked_by"] == "best over steps"
