@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -113,3 +114,23 @@ def test_job_progress_words() -> None:
     assert JobProgress(0.25, 90.0).description() == "25% done; ETA 1m30s"
     assert JobProgress(0.25, 90.0).to_dict() == {"fraction": 0.25, "eta_seconds": 90.0}
     assert JobProgress(1.0, 0.0).description() == "100% done"
+
+
+def test_log_progress_writes_what_the_run_reads(tmp_path: Path) -> None:
+    from polyaxon_prefect import tracking
+
+    tracking.init(outputs_path=str(tmp_path))
+    try:
+        path = tmp_path / tracking.PROGRESS_FILE
+        assert tracking.read_progress_file(path) is None  # never called: nothing to show
+        tracking.log_progress(0.4)
+        fraction, stamp = tracking.read_progress_file(path) or (None, "")
+        assert fraction == 0.4 and stamp
+        with pytest.raises(ValueError, match="from 0 to 1"):
+            tracking.log_progress(40)  # a percentage, not a fraction
+        with pytest.raises(TypeError):
+            tracking.log_progress("half")  # type: ignore[arg-type]
+        path.write_text('{"progress": 7}')  # a file that does not hold a fraction
+        assert tracking.read_progress_file(path) is None
+    finally:
+        tracking._state["outputs"] = None
