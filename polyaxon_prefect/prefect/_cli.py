@@ -485,7 +485,7 @@ def _run_request(args: argparse.Namespace, request: Any, outcomes: list[Any]) ->
     watch = bool(getattr(args, "watch", False))
     live = bool(getattr(args, "live", False)) or sys.stderr.isatty() or watch
     # a terminal gets the block redrawn in place; a pipe and `--json` keep plain lines
-    block = sys.stderr.isatty() and not args.json
+    block = sys.stderr.isatty() and not getattr(args, "json", False)
     with (
         _live_table(live and request.prepared is None, block=block),
         follow(args, prefixed=request.prepared is None),

@@ -50,16 +50,22 @@ def current_flow_run_id() -> Any:
     return context.flow_run.id if context is not None and context.flow_run is not None else None
 
 
-def publish_label(flow_run_id: Any, progress: dict[str, Any]) -> None:
+def publish_label(flow_run_id: Any, progress: dict[str, Any], client: Any = None) -> None:
     """``progress`` (a `to_dict`) as the flow run's progress label, stamped with now; a view:
-    a failure is ignored (the next update tries again)."""
+    a failure is ignored (the next update tries again). ``client``: an open sync client to
+    use (a new one costs several times the PATCH itself)."""
     if flow_run_id is None:
         return
     from prefect.client.orchestration import get_client
 
-    stamped = {**progress, _UPDATED: datetime.now(UTC).isoformat()}
-    with contextlib.suppress(Exception), get_client(sync_client=True) as client:
-        client.update_flow_run_labels(flow_run_id, {PROGRESS_LABEL: json.dumps(stamped)})
+    stamped = json.dumps({**progress, _UPDATED: datetime.now(UTC).isoformat()})
+    labels: dict[str, Any] = {PROGRESS_LABEL: stamped}
+    with contextlib.suppress(Exception):
+        if client is not None:
+            client.update_flow_run_labels(flow_run_id, labels)
+            return
+        with get_client(sync_client=True) as new:
+            new.update_flow_run_labels(flow_run_id, labels)
 
 
 def read_progress(run: Any) -> dict[str, Any] | None:
@@ -95,6 +101,23 @@ class _JobWatch:
         self.stamp: Any = None
         self.artifact_id: Any = None
         self.stopped = threading.Event()
+        self.client: Any = None
+
+    def run(self) -> None:
+        """Poll until stopped, with one client for the job's life (opened at the first
+        progress the job logs: a job that never calls `log_progress` costs no client)."""
+        from prefect.client.orchestration import get_client
+
+        with contextlib.ExitStack() as stack:
+            while not self.stopped.wait(_JOB_POLL_SECONDS):
+                self._poll(stack, get_client)
+            self._poll(stack, get_client)  # the last value the job wrote before it ended
+
+    def _poll(self, stack: contextlib.ExitStack, get_client: Any) -> None:
+        if self.client is None and (self.path.exists() and self.flow_run_id is not None):
+            with contextlib.suppress(Exception):
+                self.client = stack.enter_context(get_client(sync_client=True))
+        self.poll()
 
     def poll(self) -> None:
         read = read_progress_file(self.path)
@@ -110,12 +133,7 @@ class _JobWatch:
             description=f"`{self.name}`: {progress.description()} (run {self.run_uuid})",
             artifact_id=self.artifact_id,
         )
-        publish_label(self.flow_run_id, progress.to_dict())
-
-    def loop(self) -> None:
-        while not self.stopped.wait(_JOB_POLL_SECONDS):
-            self.poll()
-        self.poll()  # the last value the job wrote before it ended
+        publish_label(self.flow_run_id, progress.to_dict(), self.client)
 
 
 @contextlib.contextmanager
@@ -126,7 +144,7 @@ def watch_job_progress(name: str, outputs_path: Path, run_uuid: str) -> Iterator
     watch = _JobWatch(name, outputs_path / PROGRESS_FILE, current_flow_run_id(), run_uuid)
     thread = threading.Thread(
         target=contextvars.copy_context().run,
-        args=(watch.loop,),
+        args=(watch.run,),
         name="polyaxon-progress",
         daemon=True,
     )

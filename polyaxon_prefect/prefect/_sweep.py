@@ -330,7 +330,7 @@ class _Sweep:
         return _current(self.tracker, len(self.book.finished), study.total, self.flights)
 
     def progress(self, study: SweepStudy, *, final: bool = False) -> None:
-        self.board.progress(self.current(study), final=final)
+        self.board.progress(self.current(study), final=final, client=self.trials.client)
 
     # -- main loop ------------------------------------------------------------------------
 

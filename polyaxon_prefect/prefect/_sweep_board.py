@@ -42,10 +42,11 @@ class SweepBoard:
         self.progress_at = 0.0
         self.shown: SweepProgress | None = None
 
-    def progress(self, progress: SweepProgress, *, final: bool) -> None:
+    def progress(self, progress: SweepProgress, *, final: bool, client: Any = None) -> None:
         """How far the sweep is: to the terminal's live block when it changed, to the progress
         artifact (its description carries the best and the ETA) and the flow run's progress
-        label (what ``get --json`` reads) at most every half second, always when ``final``."""
+        label (what ``get --json`` reads) at most every half second, always when ``final``
+        (``client``: the sweep's open client, when it has one)."""
         if progress != self.shown:
             live.notify_sweep(self.name, progress, final=final)
         now = time.monotonic()
@@ -62,7 +63,7 @@ class SweepBoard:
             description=progress.description(),
             artifact_id=self.progress_id,
         )
-        publish_label(self.flow_run_id, progress.to_dict())
+        publish_label(self.flow_run_id, progress.to_dict(), client)
 
     def results(self, study: SweepStudy, history: list[Any], best: Any, over_steps: Any) -> None:
         """The leaderboard and the best trial, once the sweep is over; both say which value of
