@@ -28,6 +28,7 @@ __all__ = [
     "job_eta",
     "metric_values",
     "objective_value",
+    "progress_words",
     "ranked_by",
     "sweep_eta",
     "trial_line",
@@ -297,3 +298,23 @@ class SweepTracker:
             eta_seconds=eta,
             over_steps=self.over_steps,
         )
+
+
+def progress_words(progress: Mapping[str, Any]) -> str:
+    """``get``'s line for a run's ``progress`` (a `to_dict` read back): ``7/20 done, 2
+    running, 1 failed; best loss 0.29 (trial 4, best over steps); eta 1m20s`` for a sweep,
+    ``45%; eta 3m10s`` for a job."""
+    if "done" not in progress:
+        text = f"{float(progress.get('fraction') or 0.0):.0%}"
+    else:
+        text = f"{progress['done']}/{progress.get('total') or '?'} done"
+        text += f", {progress['running']} running" if progress.get("running") else ""
+        text += f", {progress['failed']} failed" if progress.get("failed") else ""
+    best = progress.get("best")
+    if isinstance(best, Mapping):
+        shown = display(best.get("value"))
+        text += f"; best {best.get('metric')} {shown} (trial {best.get('trial')}"
+        text += f", {best.get('ranked_by')})" if best.get("ranked_by") else ")"
+    if progress.get("eta_seconds") is not None:
+        text += f"; eta {format_eta(progress['eta_seconds'])}"
+    return text

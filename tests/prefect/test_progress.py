@@ -162,3 +162,4 @@ def test_running_job_reports_its_log_progress_to_get(tmp_path: Path, prefect_ser
     assert json.loads(out)["status"] == "succeeded"
     ended = _get(api, name)
     assert ended["progress"] == {"fraction": 1.0}  # over: no ETA left to show
+    assert "progress: 100%\n" in cli_on(api, "get", name).stdout  # the text view says it too

@@ -134,3 +134,16 @@ def test_log_progress_writes_what_the_run_reads(tmp_path: Path) -> None:
         assert tracking.read_progress_file(path) is None
     finally:
         tracking._state["outputs"] = None
+
+
+def test_the_progress_line_get_prints() -> None:
+    from polyaxon_prefect.search import progress_words
+
+    sweep = SweepTracker("loss", maximize=False, over_steps="best", concurrency=2)
+    sweep.finished(4, "succeeded", 0.29, {"x": 4}, 20.0)
+    shown = sweep.progress(7, 20, [10.0, 10.0]).to_dict()  # (13 x 20 s - 2 x 10 s) / 2
+    assert progress_words(shown) == (
+        "7/20 done, 2 running; best loss 0.29 (trial 4, best over steps); eta 2m00s"
+    )
+    assert progress_words({"done": 3, "running": 0, "failed": 1}) == "3/? done, 1 failed"
+    assert progress_words(JobProgress(0.45, 190.0).to_dict()) == "45%; eta 3m10s"
