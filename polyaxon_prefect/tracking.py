@@ -43,6 +43,9 @@ Files under the outputs path:
 - ``metrics.jsonl``: one JSON object per line, appended:
   ``{"step": <int or null>, "timestamp": "<ISO 8601 UTC>", "<metric name>": <number>, ...}``.
   Numbers that JSON cannot hold are written as the strings ``"nan"``, ``"inf"``, ``"-inf"``.
+- ``progress.json``: ``{"progress": <number from 0 to 1>, "timestamp": "<ISO 8601 UTC>"}``,
+  replaced whole like ``outputs.json``: how far the job says it is (`log_progress`); the
+  runtime shows it with an ETA while the job runs.
 
 Run by hand (no ``POLYAXON_PREFECT_RUN_OUTPUTS_PATH`` in the environment), this module writes
 under ``./.polyaxon-prefect-run/`` (outputs in its ``outputs/`` subdirectory) and warns once.
@@ -75,6 +78,7 @@ __all__ = [
     "POLYAXON_ENV_OUTPUTS_PATH",
     "POLYAXON_ENV_PARAMS",
     "POLYAXON_ENV_RUN_INSTANCE",
+    "PROGRESS_FILE",
     "get_artifacts_path",
     "get_last_metrics",
     "get_outputs",
@@ -85,7 +89,9 @@ __all__ = [
     "log_metric",
     "log_metrics",
     "log_outputs",
+    "log_progress",
     "read_metrics_file",
+    "read_progress_file",
 ]
 
 ENV_RUN_UUID = "POLYAXON_PREFECT_RUN_UUID"
@@ -101,6 +107,7 @@ POLYAXON_ENV_RUN_INSTANCE = "POLYAXON_RUN_INSTANCE"
 
 OUTPUTS_FILE = "outputs.json"
 METRICS_FILE = "metrics.jsonl"
+PROGRESS_FILE = "progress.json"
 LOCAL_RUN_DIR = ".polyaxon-prefect-run"
 
 _NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
@@ -356,3 +363,29 @@ def get_last_metrics(records: list[Mapping[str, Any]] | None = None) -> dict[str
             if key not in ("step", "timestamp"):
                 last[key] = value
     return last
+
+
+def log_progress(value: float) -> None:
+    """Say how far the job is, from 0 to 1 (Polyaxon's ``log_progress``): ``get --json``, the
+    Prefect UI's progress artifact and the terminal show it, with an ETA at the rate so far.
+    Each call replaces the last."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"progress must be a number from 0 to 1, got {type(value).__name__}")
+    if not 0 <= value <= 1:
+        raise ValueError(f"progress must be from 0 to 1, got {value!r}")
+    when = datetime.now(timezone.utc).isoformat()  # noqa: UP017 - py3.10 readers
+    record = {"progress": float(value), "timestamp": when}
+    _write_atomic(Path(get_outputs_path()) / PROGRESS_FILE, json.dumps(record) + "\n")
+
+
+def read_progress_file(path: str | os.PathLike[str]) -> tuple[float, str] | None:
+    """``(fraction, timestamp)`` of a ``progress.json``; None when there is none (the job
+    never called `log_progress`) or it does not hold one."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    value = data.get("progress") if isinstance(data, dict) else None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        return None
+    return float(value), str(data.get("timestamp") or "")

@@ -296,6 +296,10 @@ class Run:
     def log_outputs(self, reset: bool = False, async_req: bool = True, **outputs: Any) -> None:
         _log_values("outputs", outputs)
 
+    def log_progress(self, value: float) -> None:
+        """How far the job is, from 0 to 1: shown with an ETA by ``get`` and the UI."""
+        tracking.log_progress(value)
+
     def log_inputs(self, reset: bool = False, async_req: bool = True, **inputs: Any) -> None:
         _log_values("inputs", inputs)
 
@@ -432,7 +436,6 @@ class Run:
     log_succeeded = noop("log_succeeded", "is a no-op: the run's status comes from its process")
     log_stopped = noop("log_stopped", "is a no-op: the run's status comes from its process")
     log_failed = noop("log_failed", "is a no-op: exit non-zero to fail the run")
-    log_progress = noop("log_progress", "is a no-op here")
     log_artifact_lineage = noop("log_artifact_lineage", "is a no-op here")
     set_run_event_logger = noop("set_run_event_logger", "is a no-op here")
     set_run_resource_logger = noop("set_run_resource_logger", "is a no-op here")

@@ -246,8 +246,16 @@ class _Masked:
 
 
 @contextlib.contextmanager
-def _live_table(enabled: bool) -> Iterator[None]:
-    """The live table of op statuses (stderr) around a DAG run, when enabled."""
+def _live_table(enabled: bool, *, block: bool = False) -> Iterator[None]:
+    """How far the run is, on stderr: with ``block`` (a terminal, no ``--json``) one live block
+    redrawn in place (DAG op tables, sweep and job progress bars); else, when ``enabled``, the
+    plain rows of op statuses around a DAG run."""
+    if block:
+        from polyaxon_prefect.prefect._live import live_block
+
+        with live_block(sys.stderr):
+            yield
+        return
     if not enabled:
         yield
         return
@@ -476,8 +484,10 @@ def _run_request(args: argparse.Namespace, request: Any, outcomes: list[Any]) ->
     print(describe_request(request), file=sys.stderr)
     watch = bool(getattr(args, "watch", False))
     live = bool(getattr(args, "live", False)) or sys.stderr.isatty() or watch
+    # a terminal gets the block redrawn in place; a pipe and `--json` keep plain lines
+    block = sys.stderr.isatty() and not getattr(args, "json", False)
     with (
-        _live_table(live and request.prepared is None),
+        _live_table(live and request.prepared is None, block=block),
         follow(args, prefixed=request.prepared is None),
     ):
         return run_request(request, flow_name=request.component.name, on_outcome=outcomes.append)

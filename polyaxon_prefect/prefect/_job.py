@@ -44,6 +44,7 @@ from polyaxon_prefect.prefect._client import ephemeral_api_url, result_value
 from polyaxon_prefect.prefect._gpu_wait import gpu_wait_callbacks
 from polyaxon_prefect.prefect._metric_charts import chart_markdown
 from polyaxon_prefect.prefect._mlflow_mirror import mirror_job
+from polyaxon_prefect.prefect._progress import watch_job_progress
 from polyaxon_prefect.prefect._settings import install_log_filter
 from polyaxon_prefect.prefect._states import (
     CACHED_STATE_NAME,
@@ -274,7 +275,10 @@ def run_op_in_flow(
         result = _skipped_build(job)
         _finish(job, result, on_outcome)
         return state_for_result(result)
-    state = job_task(job, cancel_event)(return_state=True)
+    # the job's `log_progress` calls, published while it runs (a job alone: a DAG's op or a
+    # sweep's trial is shown by its DAG's or sweep's progress)
+    with watch_job_progress(job.op_name, job.context.run_outputs_path, job.context.uuid):
+        state = job_task(job, cancel_event)(return_state=True)
     result = task_result(state, job)
     if result.cached:
         message = cache_hit_line(job, result.uuid)

@@ -1,5 +1,9 @@
 """A live table of DAG op statuses on the terminal, for ``polyaxon-prefect run``.
 
+On a terminal (without ``--json``) the runners' reports go to one block redrawn in place
+(`live_block`, drawn by `_live_block`: op tables, a sweep's and a job's progress bars); what
+follows describes the plain rows used elsewhere (``--live`` on a pipe, ``--json``).
+
 The DAG scheduler reports every status change to `notify`; nothing is shown unless a table is
 installed with `live_table` (the CLI does it when stderr is a terminal, or with ``--live``).
 The table goes to stderr, so ``--json`` keeps stdout to one JSON object. Prefect's own log lines
@@ -16,11 +20,25 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from polyaxon_prefect.specs import Status
 
-__all__ = ["LiveTable", "finish", "live_table", "notify", "notify_waiting", "start"]
+if TYPE_CHECKING:
+    from polyaxon_prefect.prefect._live_block import LiveBlock
+    from polyaxon_prefect.search import JobProgress, SweepProgress
+
+__all__ = [
+    "LiveTable",
+    "finish",
+    "live_block",
+    "live_table",
+    "notify",
+    "notify_job",
+    "notify_sweep",
+    "notify_waiting",
+    "start",
+]
 
 _COLORS = {
     Status.SUCCEEDED: "32",
@@ -95,6 +113,12 @@ class LiveTable:
                 note = self.notes.pop((dag, op), "")
                 self._write(f"  {op:<{self.width}}  {self._row_status(op_status, note)}")
 
+    def sweep(self, name: str, progress: SweepProgress) -> None:
+        """Nothing: in plain rows a sweep's log line says how far it is (`trial_line`)."""
+
+    def job(self, name: str, progress: JobProgress) -> None:
+        """Nothing: plain rows show statuses; ``get --json`` and the UI show a job's progress."""
+
     def _row_status(self, status: Status, note: str) -> str:
         """The status cell, with the cache note after the status word when there is one."""
         if not note:
@@ -102,7 +126,7 @@ class LiveTable:
         return self._status(status).rstrip() + f" {note}"
 
 
-_TABLES: list[LiveTable] = []
+_TABLES: list[LiveTable | LiveBlock] = []
 
 
 def start(dag: str, ops: Sequence[str]) -> None:
@@ -145,6 +169,34 @@ def _reuse_note(reused_from: str | None) -> str:
 def finish(dag: str, status: Status) -> None:
     for table in list(_TABLES):
         table.finish(dag, status)
+
+
+def notify_sweep(name: str, progress: SweepProgress, *, final: bool = False) -> None:
+    """The sweep of op ``name`` is this far (`SweepProgress`; ``final``: it is over)."""
+    del final  # the last progress is drawn like any other: the block keeps it when it ends
+    for table in list(_TABLES):
+        table.sweep(name, progress)
+
+
+def notify_job(name: str, progress: JobProgress) -> None:
+    """Job ``name`` said it is this far (its ``log_progress``)."""
+    for table in list(_TABLES):
+        table.job(name, progress)
+
+
+@contextlib.contextmanager
+def live_block(stream: IO[str]) -> Iterator[LiveBlock]:
+    """One block redrawn in place on the terminal ``stream`` (`LiveBlock`) while the runs of
+    the block go on: DAG op tables, sweep and job progress bars."""
+    from polyaxon_prefect.prefect._live_block import LiveBlock
+
+    block = LiveBlock(stream)
+    with block:
+        _TABLES.append(block)
+        try:
+            yield block
+        finally:
+            _TABLES.remove(block)
 
 
 @contextlib.contextmanager

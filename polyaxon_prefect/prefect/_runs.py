@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
+from polyaxon_prefect.prefect._progress import read_progress
 from polyaxon_prefect.prefect._run_record import KIND_LABEL, read_record
 from polyaxon_prefect.runtime._context import find_run_path
 from polyaxon_prefect.search import read_data_section
@@ -321,7 +322,8 @@ def _dag(client: Any, run: Any, artifacts: list[Any]) -> dict[str, Any]:
 
 
 def _sweep(client: Any, run: Any, artifacts: list[Any]) -> dict[str, Any]:
-    """A sweep's trials and best trial (as ``run --json`` has them), from its report."""
+    """A sweep's trials and best trial (as ``run --json`` has them), from its report, and
+    which value of the metric ranks them (``ranked_by``)."""
     artifact, data = _report(artifacts, "-best")
     data = data if isinstance(data, dict) else {}
     best = data.get("best")
@@ -330,6 +332,8 @@ def _sweep(client: Any, run: Any, artifacts: list[Any]) -> dict[str, Any]:
         "outputs": (best or {}).get("outputs") or {},
         "metrics": (best or {}).get("metrics") or {},
         "metric": data.get("metric"),
+        # which value of each trial's metric ranks them: "last" or "best over steps"
+        "ranked_by": data.get("ranked_by") or ("last" if data.get("metric") else None),
         "trials": data.get("trials") or [],
         "best": best,
         "gpu_hours": _gpu_hours(data.get("trials") or []),
@@ -393,7 +397,8 @@ def get_run(api: str, run: str) -> dict[str, Any] | None:
     """One run by flow-run id, name or Polyaxon uuid (None: no such run): its record (what
     ``run --json`` printed: status, params, outputs, metrics, a DAG's ``ops`` or a sweep's
     ``trials`` and ``best``...) with its id, start, duration, URL and run directory
-    (``artifacts_path``, None when it is not under this machine's artifacts root). A name
+    (``artifacts_path``, None when it is not under this machine's artifacts root), and for a
+    sweep or a job that says how far it is, its ``progress`` (`_progress.read_progress`). A name
     several runs have is the latest of them, with a ``note`` that says so.
     """
     with api_client(api) as client:
@@ -407,6 +412,9 @@ def get_run(api: str, run: str) -> dict[str, Any] | None:
     shown = {**row, **details, "url": f"{ui}/runs/flow-run/{found.id}"}
     path = find_run_path(shown["uuid"]) if shown["uuid"] else None
     shown["artifacts_path"] = str(path) if path is not None else None
+    progress = read_progress(found)
+    if progress is not None:  # a sweep's or a job's, while it runs (and how it ended)
+        shown["progress"] = progress
     if others:
         shown["note"] = name_note(run, others, shown["uuid"] or shown["id"])
     return shown

@@ -277,6 +277,8 @@ def _print_sweep(run: dict[str, Any]) -> None:
 
     named = run.get("metric")
     metric = named or "value"
+    if named and run.get("ranked_by") == "best over steps":  # say which value ranks them
+        metric += " (best over steps)"
     trials = run["trials"]
     if trials:
         print("trials:")
@@ -314,6 +316,10 @@ def _print_run(run: dict[str, Any]) -> None:
         print(f"{key}: {run[key] if run[key] is not None else '-'}")
     if run.get("gpu_hours") is not None:
         print(f"gpu_hours: {run['gpu_hours']:.4g}")
+    if run.get("progress"):
+        from polyaxon_prefect.search import progress_words
+
+        print(f"progress: {progress_words(run['progress'])}")
     for section in ("params", "outputs", "metrics"):
         if run[section]:
             print(f"{section}:")

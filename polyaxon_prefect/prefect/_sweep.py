@@ -35,8 +35,12 @@ How the sweep ends (its flow run state follows: Completed, Failed, Cancelled):
   --resume``), ``failed`` when any trial failed (after its retries), else ``succeeded``; trials
   pruned by a stopping policy end ``stopped`` and do not fail the sweep.
 
-The UI gets a progress artifact (trials done / total, updated in place), a leaderboard table
-(best first by the matrix metric, with params) and a markdown summary of the best trial.
+The UI gets a progress artifact (trials done / total, running, failed, the best so far and the
+ETA, updated in place), a leaderboard table (best first by the matrix metric: its last value, or
+its best over steps with ``metricOverSteps: best``, with params) and a markdown summary of the
+best trial. Each trial's end is one log line, ``trial 3 succeeded (7/20) loss=0.31 (best 0.29,
+trial 4) eta 1m20s`` (`search._progress`), and the flow run's progress label holds the same
+numbers for ``get --json`` (`_progress`).
 """
 
 from __future__ import annotations
@@ -69,6 +73,14 @@ from polyaxon_prefect.runtime import new_run_context, project_name, record_child
 from polyaxon_prefect.runtime._outputs import tail_metric
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.runtime._session import stop_reason, stop_requested
+from polyaxon_prefect.search import (
+    BEST_OVER_STEPS,
+    SweepProgress,
+    SweepTracker,
+    metric_values,
+    objective_value,
+    trial_line,
+)
 from polyaxon_prefect.search._sweep import (
     SweepRun,
     gpu_budget_spent,
@@ -76,8 +88,8 @@ from polyaxon_prefect.search._sweep import (
     trial_loaded,
     trial_name,
 )
-from polyaxon_prefect.specs import Status
-from polyaxon_prefect.tracking import METRICS_FILE
+from polyaxon_prefect.specs import DONE_STATUSES, Status
+from polyaxon_prefect.tracking import METRICS_FILE, read_metrics_file
 
 if TYPE_CHECKING:
     from polyaxon_prefect.search import Suggestion, SweepStudy
@@ -104,6 +116,13 @@ class _Flight:
     pruned: bool = False
     told: bool = False
     """The study knows how the trial ended (told from the trial's own thread)."""
+    history_path: Path | None = None
+    """The trial's ``metrics.jsonl``: its metric's best over steps, when the matrix ranks so."""
+    over_steps: str | None = None
+    started: float = 0.0
+    """When it was launched (monotonic): its duration feeds the sweep's ETA."""
+    value: Any = None
+    """Its value of the sweep's metric, as told to the study."""
 
 
 def _tell(study: SweepStudy, flight: _Flight, prune_metric: str | None, result: RunResult) -> None:
@@ -116,9 +135,11 @@ def _tell(study: SweepStudy, flight: _Flight, prune_metric: str | None, result: 
     message = result.message
     if flight.pruned:
         message = f"pruned by the {prune_metric} stopping policy"
+    flight.value = _value(study, flight, result)
     study.tell(
         flight.suggestion.number,
         status=status,
+        value=flight.value,
         outputs=result.outputs,
         metrics=result.metrics,
         uuid=result.uuid,
@@ -127,6 +148,23 @@ def _tell(study: SweepStudy, flight: _Flight, prune_metric: str | None, result: 
         unfinished=status == Status.STOPPED and not flight.pruned,  # `--resume` reruns it
     )
     flight.told = True
+
+
+def _value(study: SweepStudy, flight: _Flight, result: RunResult) -> Any:
+    """The trial's value of the sweep's metric: its output or last value, or with
+    ``metricOverSteps: best`` the best value it logged over its steps (`objective_value`)."""
+    metric = study.metric_name
+    history: list[Any] = []
+    if metric is not None and flight.over_steps == BEST_OVER_STEPS and flight.history_path:
+        history = metric_values(read_metrics_file(flight.history_path), metric)
+    return objective_value(
+        metric,
+        result.outputs,
+        result.metrics,
+        history,
+        over_steps=flight.over_steps,
+        maximize=study.maximize,
+    )
 
 
 class _Sweep:
@@ -160,7 +198,9 @@ class _Sweep:
             request.run_context
             or new_run_context(request.op_name, project_name(), run_uuid=None).make_dirs()
         )
-        self.board = SweepBoard(request.op_name, self.context.uuid)
+        self.board = SweepBoard(request.op_name, self.context.uuid, flow_run_id)
+        self.tracker = SweepTracker(None, False, None, 1)
+        """What the sweep's progress is computed from (made again once the study is open)."""
         self.gpu_hours = 0.0
         """GPU-hours of the trials ended so far (`gpu_budget_spent`)."""
 
@@ -169,6 +209,7 @@ class _Sweep:
     def open_study(self) -> SweepStudy:
         study = open_sweep_study(self.request, self.book, self.logger)
         note_study(self.context.run_path, study.name)  # what `resume RUN` continues
+        self.tracker = _tracker(study, self.matrix.metric_over_steps, self.limit(), self.book)
         return study
 
     # -- launching ------------------------------------------------------------------------
@@ -196,6 +237,8 @@ class _Sweep:
         metrics_path = context.run_outputs_path / METRICS_FILE
         watched = metrics_path if self.prune_metric else None
         flight = _Flight(suggestion, cancel, watched, self.prune_metric)
+        flight.history_path, flight.over_steps = metrics_path, self.matrix.metric_over_steps
+        flight.started = time.monotonic()
         params = {**dict(self.request.params), **suggestion.params}
         trial_request = self.request.with_(
             loaded=trial_loaded(self.request.loaded, suggestion.params),
@@ -248,14 +291,10 @@ class _Sweep:
                 study.report(flight.suggestion.number, step, value)
         _tell(study, flight, self.prune_metric, result)
         self.gpu_hours += result.gpu_hours or 0.0
-        log = (
-            self.logger.info
-            if status in (Status.SUCCEEDED, Status.STOPPED)
-            else self.logger.warning
-        )
-        log("trial %d %s", flight.suggestion.index, status)
+        _finished(self.tracker, flight, status)
         metrics = {**result.metrics, **result.outputs}
         decision = self.book.trial_finished(status, metrics, study.total)
+        _say(self.logger, flight, status, self.current(study))
         if decision is not None:
             self.stopping(study, decision.reason)
         budget = gpu_budget_spent(self.matrix, self.gpu_hours)
@@ -286,9 +325,12 @@ class _Sweep:
         study.add_suggestions(suggestions)
         return True
 
+    def current(self, study: SweepStudy) -> SweepProgress:
+        """How far the sweep is now (`SweepProgress`)."""
+        return _current(self.tracker, len(self.book.finished), study.total, self.flights)
+
     def progress(self, study: SweepStudy, *, final: bool = False) -> None:
-        running = len(self.flights)
-        self.board.progress(study, len(self.book.finished), running, final=final)
+        self.board.progress(self.current(study), final=final, client=self.trials.client)
 
     # -- main loop ------------------------------------------------------------------------
 
@@ -395,7 +437,7 @@ class _Sweep:
         best_record = study.best()
         best = trial_dict(best_record) if best_record is not None else None
         self.progress(study, final=True)
-        self.board.results(study, history, best)
+        self.board.results(study, history, best, self.matrix.metric_over_steps)
         status, reason, message = self.book.outcome(
             history,
             study.stop_reason,
@@ -423,6 +465,38 @@ class _Sweep:
 
 
 # ----------------------------------------------------------------------------- helpers
+
+
+def _tracker(
+    study: SweepStudy, over_steps: str | None, concurrency: int, book: SweepRun
+) -> SweepTracker:
+    """What the sweep's progress is computed from; a resumed sweep's earlier failures and best
+    count (``book`` holds the trials it finished before)."""
+    tracker = SweepTracker(study.metric_name, study.maximize, over_steps, concurrency)
+    if book.finished:
+        tracker.resumed(r for r in study.history() if r.status in DONE_STATUSES)
+    return tracker
+
+
+def _finished(tracker: SweepTracker, flight: _Flight, status: Status) -> None:
+    """Tell ``tracker`` how the trial of ``flight`` ended, and how long it ran."""
+    suggestion, duration = flight.suggestion, time.monotonic() - flight.started
+    tracker.finished(suggestion.index, status, flight.value, suggestion.params, duration)
+
+
+def _say(logger: Any, flight: _Flight, status: Status, progress: SweepProgress) -> None:
+    """The line of a trial's end, this trial counted: ``trial 3 succeeded (7/20) loss=0.31
+    (best 0.29, trial 4) eta 1m20s`` (a warning when it did not succeed nor stop)."""
+    log = logger.info if status in (Status.SUCCEEDED, Status.STOPPED) else logger.warning
+    log("%s", trial_line(flight.suggestion.index, status, flight.value, progress))
+
+
+def _current(
+    tracker: SweepTracker, done: int, total: int | None, flights: dict[Any, _Flight]
+) -> SweepProgress:
+    """How far the sweep is: ``done`` trials ended of ``total``, ``flights`` running."""
+    now = time.monotonic()
+    return tracker.progress(done, total, [now - flight.started for flight in flights.values()])
 
 
 def _sum_gpu_hours(history: list[Any]) -> float | None:

@@ -266,15 +266,17 @@ def best_markdown(
     best: Mapping[str, Any] | None,
     metric: str | None,
     trials: Sequence[Mapping[str, Any]] | None = None,
+    ranked_by: str = "last",
 ) -> str:
     """The best trial and its params, as Markdown; with ``trials`` (`trial_dict`, masked), a
-    last section has the metric, the trials and the best as JSON: what ``get`` reads back
+    last section has the metric (and ``ranked_by``: which of its values ranks the trials,
+    ``last`` or ``best over steps``), the trials and the best as JSON: what ``get`` reads back
     (the leaderboard is a view: at most `LEADERBOARD_ROWS`, values shown as cells)."""
     lines = [f"# Sweep `{op_name}`", ""]
     if best is not None:
         lines += [
             f"Best trial: **{best['index']}** ({best['status']})"
-            + (f", {metric} = {_cell(best['value'])}" if metric else ""),
+            + (f", {metric} = {_cell(best['value'])} ({ranked_by} value)" if metric else ""),
             "",
             "| param | value |",
             "|---|---|",
@@ -283,7 +285,8 @@ def best_markdown(
     else:
         lines.append("No best trial (no succeeded trial with a metric value).")
     if trials is not None:
-        lines += ["", *data_section({"metric": metric, "best": best, "trials": list(trials)})]
+        data = {"metric": metric, "ranked_by": ranked_by if metric else None, "best": best}
+        lines += ["", *data_section({**data, "trials": list(trials)})]
     return "\n".join(lines)
 
 

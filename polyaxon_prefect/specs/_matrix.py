@@ -140,6 +140,11 @@ class _Matrix(BaseSpec):
     max_gpu_hours: Annotated[float, Field(ge=0)] | None = None
     """Our extension (not Polyaxon's): stop the sweep once its ended trials held GPUs for this
     many GPU-hours (GPUs x wall time), as early stopping stops it."""
+    metric_over_steps: Literal["last", "best"] | None = None
+    """Our extension (Polyaxon's ``metric`` has only ``name`` and ``optimization``): which value
+    of a trial's metric the sweep ranks and optimises by: ``last`` (Polyaxon's rule, the
+    default: its output, else the last value logged) or ``best`` (the best value logged over
+    its steps, in the metric's direction)."""
 
     def hp_params(self) -> dict[str, HpParam]:
         """The hyper-parameters by name, in the order written (empty for ``mapping``)."""

@@ -192,6 +192,8 @@ matrix:
   kind: grid
   params:
     lr: {kind: choice, value: [0.1, 0.2, 0.3]}
+  earlyStopping:  # names the metric (never reached): the progress says the best so far
+  - {kind: metric_early_stopping, metric: loss, value: -1, optimization: minimize}
 component:
   name: ui-sweep
   inputs: [{name: lr, type: float}]
@@ -232,6 +234,8 @@ def test_a_sweeps_leaderboard_and_progress_render(
     progress = next(key for key in artifacts if key.endswith("-progress"))
     page.goto(f"{ui}/artifacts/artifact/{artifacts[progress]}", wait_until="networkidle")
     page.get_by_text("100", exact=False).first.wait_for()
+    # the description moves with the progress: the count and the best so far
+    assert "3 of 3 trials done; best loss 0.2 (trial 0), last value" in page.inner_text("body")
     _shot(page, "sweep-progress")
     page.close()
 

@@ -284,6 +284,21 @@ def test_calls_without_meaning_warn_once_and_go_on(tmp_path: Path, call: str) ->
     assert done.stderr.count(f"`{name}`") == 1, done.stderr
 
 
+def test_log_progress_records_how_far_the_job_is(tmp_path: Path) -> None:
+    run_dir, done = run_script(
+        tmp_path,
+        """
+        from polyaxon import tracking
+        tracking.init()
+        tracking.log_progress(0.25)
+        tracking.get_or_create_run().log_progress(0.5)
+        """,
+    )
+    assert "log_progress" not in done.stderr  # no longer a no-op: nothing to warn about
+    written = json.loads((run_dir / "outputs" / "progress.json").read_text())
+    assert written["progress"] == 0.5 and written["timestamp"]
+
+
 def test_warnings_as_errors_still_never_fail_the_run(tmp_path: Path) -> None:
     _, done = run_script(
         tmp_path,
