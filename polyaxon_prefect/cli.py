@@ -19,27 +19,6 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from polyaxon_prefect import __version__
 from polyaxon_prefect._cli_args import add_file_args, k8s_namespace, port, text_value
 from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError, Problem
-from polyaxon_prefect.prefect.commands import (
-    add_deploy_parser,
-    add_logs_parsers,
-    add_restart_parsers,
-    add_run_files_parsers,
-    add_run_parser,
-    add_runs_parsers,
-    add_stop_parser,
-    cmd_artifacts,
-    cmd_deploy,
-    cmd_get,
-    cmd_invalidate,
-    cmd_logs,
-    cmd_ls,
-    cmd_restart,
-    cmd_resume,
-    cmd_run,
-    cmd_server,
-    cmd_statuses,
-    cmd_stop,
-)
 
 if TYPE_CHECKING:
     from polyaxon_prefect.specs import LoadedPolyaxonfile, Operation
@@ -65,6 +44,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
+    from polyaxon_prefect.prefect import commands as verbs
+
     parser = _Parser(
         prog="polyaxon-prefect",
         description="Validate, compile and run Polyaxonfiles on Prefect.",
@@ -118,13 +99,13 @@ def _parser() -> argparse.ArgumentParser:
     upgrade = sub.add_parser("upgrade", help="print a legacy (v0.x) file as v1.1 YAML")
     upgrade.add_argument("-f", "--file", dest="file", required=True, metavar="FILE")
 
-    add_run_parser(sub)
-    add_deploy_parser(sub)
-    add_runs_parsers(sub)
-    add_run_files_parsers(sub)
-    add_stop_parser(sub)
-    add_restart_parsers(sub)
-    add_logs_parsers(sub)
+    verbs.add_run_parser(sub)
+    verbs.add_deploy_parser(sub)
+    verbs.add_runs_parsers(sub)
+    verbs.add_run_files_parsers(sub)
+    verbs.add_stop_parser(sub)
+    verbs.add_restart_parsers(sub)
+    verbs.add_logs_parsers(sub)
     _add_dashboard_parser(sub)
     return parser
 
@@ -392,24 +373,42 @@ def _would_be_temporary() -> bool:
     return configured_api_url() is None and idle_timeout() == 0 and running_server() is None
 
 
-_COMMANDS = {
-    "check": _cmd_check,
-    "compile": _cmd_compile,
-    "upgrade": _cmd_upgrade,
-    "run": cmd_run,
-    "dashboard": _cmd_dashboard,
-    "deploy": _on_server(cmd_deploy, lasting=True),
-    "server": cmd_server,
-    "ls": _on_server(cmd_ls),
-    "get": _on_server(cmd_get),
-    "invalidate": _on_server(cmd_invalidate),
-    "artifacts": _on_server(cmd_artifacts),
-    "stop": _on_server(cmd_stop),
-    "restart": cmd_restart,
-    "resume": cmd_resume,
-    "logs": _on_server(cmd_logs),
-    "statuses": _on_server(cmd_statuses),
-}
+def _commands() -> dict[str, Any]:
+    """Each command's function (the flow layer's are imported here, not with this module:
+    the thin client answers `ls` and `get` before they load)."""
+    from polyaxon_prefect.prefect.commands import (
+        cmd_artifacts,
+        cmd_deploy,
+        cmd_get,
+        cmd_invalidate,
+        cmd_logs,
+        cmd_ls,
+        cmd_restart,
+        cmd_resume,
+        cmd_run,
+        cmd_server,
+        cmd_statuses,
+        cmd_stop,
+    )
+
+    return {
+        "check": _cmd_check,
+        "compile": _cmd_compile,
+        "upgrade": _cmd_upgrade,
+        "run": cmd_run,
+        "dashboard": _cmd_dashboard,
+        "deploy": _on_server(cmd_deploy, lasting=True),
+        "server": cmd_server,
+        "ls": _on_server(cmd_ls),
+        "get": _on_server(cmd_get),
+        "invalidate": _on_server(cmd_invalidate),
+        "artifacts": _on_server(cmd_artifacts),
+        "stop": _on_server(cmd_stop),
+        "restart": cmd_restart,
+        "resume": cmd_resume,
+        "logs": _on_server(cmd_logs),
+        "statuses": _on_server(cmd_statuses),
+    }
 
 
 _SORT_FLAGS = ("-s", "--sort")
@@ -457,6 +456,12 @@ def _failed(args: argparse.Namespace, message: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``polyaxon-prefect`` console script."""
+    from polyaxon_prefect.client import thin_main
+
+    # a plain `ls`/`get` on a server known without Prefect: answered before Prefect loads
+    thin = thin_main(list(sys.argv[1:] if argv is None else argv))
+    if thin is not None:
+        return thin
     args = parse_args(argv)
     if args.command != "check":  # `check` logs nothing and spares the import
         import logging
@@ -467,7 +472,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # newline into our one-line report. The lines stay in the run's log files.
         logging.raiseExceptions = False
     try:
-        return _COMMANDS[args.command](args)
+        return _commands()[args.command](args)
     except PolyaxonPrefectError as error:
         return _failed(args, str(error))
     except KeyboardInterrupt:

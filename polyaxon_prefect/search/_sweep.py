@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime, timedelta
 from typing import Any
 
+from polyaxon_prefect.client import DATA_HEADING, read_data_section, trial_results
+from polyaxon_prefect.client import FENCE as _FENCE
 from polyaxon_prefect.search._stopping import RunSummary, StopDecision, check_early_stopping
 from polyaxon_prefect.specs import DONE_STATUSES, Param, Status, slug
 
@@ -47,10 +49,6 @@ DISPLAY_DIGITS = 6
 people; ``--json`` and the `RunResult` keep the exact values)."""
 UUID_CHARS = 8
 """How much of a trial's uuid the leaderboard shows: enough to find it, narrow enough to read."""
-
-DATA_HEADING = "## Data"
-"""The last section of a sweep's or a DAG's Markdown report: its content as JSON."""
-_FENCE = "```"
 
 
 def jsonable(value: Any) -> Any:
@@ -214,19 +212,6 @@ def leaderboard_rows(
     return rows
 
 
-def trial_results(
-    outputs: Mapping[str, Any] | None, metrics: Mapping[str, Any] | None, metric: str | None
-) -> dict[str, Any]:
-    """What a trial gave beyond the sweep's ``metric`` (shown apart as its value): its
-    outputs, then the last value of each metric it logged that is not an output. A sweep
-    without a metric shows these as its results (the end lines, ``get``, the leaderboard)."""
-    results = {k: v for k, v in (outputs or {}).items() if k != metric}
-    for key, value in (metrics or {}).items():
-        if key != metric and key not in (outputs or {}):
-            results[key] = value
-    return results
-
-
 def _masked(value: Any, mask: Callable[[str], str]) -> Any:
     if isinstance(value, str):
         return mask(value)
@@ -246,19 +231,6 @@ def data_section(data: Any, mask: Callable[[str], str] = str) -> list[str]:
     JSON strings hold no raw newline, so the closing fence cannot occur inside the block."""
     text = json.dumps(_masked(data, mask), indent=2, default=str)
     return [DATA_HEADING, "", _FENCE + "json", text, _FENCE]
-
-
-def read_data_section(markdown: str) -> Any:
-    """The data `data_section` wrote into ``markdown``, else None (an older report)."""
-    head = markdown.rfind(f"{DATA_HEADING}\n\n{_FENCE}json\n")
-    if head < 0:
-        return None
-    start = markdown.index("\n", markdown.index(_FENCE, head)) + 1
-    end = markdown.find(f"\n{_FENCE}", start)
-    try:
-        return json.loads(markdown[start : end if end >= 0 else None])
-    except ValueError:
-        return None
 
 
 def best_markdown(

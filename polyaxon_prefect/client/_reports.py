@@ -1,0 +1,39 @@
+"""The JSON section a report (a DAG's, a sweep's, a run's record) ends with, read back, and
+what a sweep's trial gave beyond its metric: `polyaxon_prefect.search` writes the section."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["DATA_HEADING", "FENCE", "read_data_section", "trial_results"]
+
+DATA_HEADING = "## Data"
+FENCE = "```"
+
+
+def read_data_section(markdown: str) -> Any:
+    """The data `data_section` wrote into ``markdown``, else None (an older report)."""
+    head = markdown.rfind(f"{DATA_HEADING}\n\n{FENCE}json\n")
+    if head < 0:
+        return None
+    start = markdown.index("\n", markdown.index(FENCE, head)) + 1
+    end = markdown.find(f"\n{FENCE}", start)
+    try:
+        return json.loads(markdown[start : end if end >= 0 else None])
+    except ValueError:
+        return None
+
+
+def trial_results(
+    outputs: Mapping[str, Any] | None, metrics: Mapping[str, Any] | None, metric: str | None
+) -> dict[str, Any]:
+    """What a trial gave beyond the sweep's ``metric`` (shown apart as its value): its
+    outputs, then the last value of each metric it logged that is not an output. A sweep
+    without a metric shows these as its results (the end lines, ``get``, the leaderboard)."""
+    results = {k: v for k, v in (outputs or {}).items() if k != metric}
+    for key, value in (metrics or {}).items():
+        if key != metric and key not in (outputs or {}):
+            results[key] = value
+    return results
