@@ -458,8 +458,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``polyaxon-prefect`` console script."""
     from polyaxon_prefect.client import thin_main
 
-    # a plain `ls`/`get` on a server known without Prefect: answered before Prefect loads
-    thin = thin_main(list(sys.argv[1:] if argv is None else argv))
+    words = list(sys.argv[1:] if argv is None else argv)
+    # what a failure of the thin client reports under (before the full command line is parsed)
+    args = argparse.Namespace(command=words[0] if words else "", json="--json" in words)
+    try:
+        # a plain `ls`/`get` on a server known without Prefect: answered before Prefect loads
+        thin = thin_main(words)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as error:
+        return _crashed(args, error)
     if thin is not None:
         return thin
     args = parse_args(argv)
@@ -477,21 +485,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _failed(args, str(error))
     except KeyboardInterrupt:
         return 130
-    except Exception as error:  # a bug, ours or a library's: one line, not a traceback
-        if os.environ.get("POLYAXON_PREFECT_DEBUG"):
-            raise
-        from polyaxon_prefect.prefect._server import server_error_cause
-        from polyaxon_prefect.runtime._masking import mask_text
+    except Exception as error:
+        return _crashed(args, error)
 
-        cause = server_error_cause(error, os.environ.get("PREFECT_API_URL"))
-        if cause is not None:  # a local server whose disk is full: the cause, not a bare 500
-            return _failed(args, cause)
-        why = mask_text((str(error).strip().splitlines() or [""])[0])
-        return _failed(
-            args,
-            f"`{args.command}` could not complete: {type(error).__name__}: {why} "
-            "(set POLYAXON_PREFECT_DEBUG=1 to see the traceback)",
-        )
+
+def _crashed(args: argparse.Namespace, error: Exception) -> int:
+    """A bug, ours or a library's: one line, not a traceback."""
+    if os.environ.get("POLYAXON_PREFECT_DEBUG"):
+        raise error  # the traceback, as asked
+    from polyaxon_prefect.prefect._server import server_error_cause
+    from polyaxon_prefect.runtime._masking import mask_text
+
+    cause = server_error_cause(error, os.environ.get("PREFECT_API_URL"))
+    if cause is not None:  # a local server whose disk is full: the cause, not a bare 500
+        return _failed(args, cause)
+    why = mask_text((str(error).strip().splitlines() or [""])[0])
+    return _failed(
+        args,
+        f"`{args.command}` could not complete: {type(error).__name__}: {why} "
+        "(set POLYAXON_PREFECT_DEBUG=1 to see the traceback)",
+    )
 
 
 if __name__ == "__main__":
