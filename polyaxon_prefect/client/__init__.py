@@ -45,6 +45,7 @@ from polyaxon_prefect.client._states import (
     UPSTREAM_FAILED_STATE_NAME,
     status_of,
 )
+from polyaxon_prefect.client._statuses import StatusChange, status_changes, status_history
 
 __all__ = [
     "BY_NAME",
@@ -64,6 +65,7 @@ __all__ = [
     "TIMED_OUT_STATE_NAME",
     "UPSTREAM_FAILED_STATE_NAME",
     "Api",
+    "StatusChange",
     "artifacts_of",
     "find_run_path",
     "get_run",
@@ -78,6 +80,8 @@ __all__ = [
     "resolve_artifacts_root",
     "row",
     "seconds_run",
+    "status_changes",
+    "status_history",
     "status_of",
     "task_ops",
     "thin_main",

@@ -1,6 +1,6 @@
-"""``ls`` and ``get`` in their plain forms, answered without Prefect: `thin_main` takes a
-command line it can answer exactly as the flow layer's command would (same rows, same printers,
-same stderr line), and returns None for every other one (the flow layer runs it)."""
+"""``ls``, ``get`` and ``statuses`` in their plain forms, answered without Prefect: `thin_main`
+takes a command line it can answer exactly as the flow layer's command would (same rows, same
+printers, same stderr lines), and returns None for every other one (the flow layer runs it)."""
 
 from __future__ import annotations
 
@@ -57,12 +57,12 @@ def _get_args(words: list[str]) -> dict[str, Any] | None:
 
 
 def thin_main(argv: list[str]) -> int | None:
-    """Run ``argv`` when it is a plain ``ls`` or ``get`` and the server is known without
-    Prefect; None when the flow layer must (any other command line, no such server, a server
-    that does not answer as expected)."""
-    if not argv or argv[0] not in ("ls", "get"):
+    """Run ``argv`` when it is a plain ``ls``, ``get`` or ``statuses`` and the server is known
+    without Prefect; None when the flow layer must (any other command line, no such server, a
+    server that does not answer as expected)."""
+    if not argv or argv[0] not in ("ls", "get", "statuses"):
         return None
-    args = _ls_args(argv[1:]) if argv[0] == "ls" else _get_args(argv[1:])
+    args = _ls_args(argv[1:]) if argv[0] == "ls" else _get_args(argv[1:])  # statuses: as get
     if args is None:
         return None
     from polyaxon_prefect.client._server import hold_lease, thin_server
@@ -72,6 +72,7 @@ def thin_main(argv: list[str]) -> int | None:
         return None
     from polyaxon_prefect.client import _runs
     from polyaxon_prefect.client._http import ApiUnavailable, HttpApi
+    from polyaxon_prefect.client._statuses import status_history
 
     if server.notice is not None:
         hold_lease()  # the background server must not stop itself under this command
@@ -82,6 +83,8 @@ def thin_main(argv: list[str]) -> int | None:
                 result: Any = _runs.list_runs(api, status=args["status"], limit=args["limit"])
             else:
                 result = _runs.get_run(api, server.api_url, args["run"])
+                if argv[0] == "statuses" and result is not None:
+                    changes = status_history(api, result["id"])
         finally:
             api.close()
     except ApiUnavailable:
@@ -98,12 +101,22 @@ def thin_main(argv: list[str]) -> int | None:
         return 0
     if result is None:
         message = f"no run with the id, name or uuid `{args['run']}`"
+        if argv[0] == "statuses":  # the flow layer's `error:` line (a `find_run` refusal)
+            print(f"error: {message}", file=sys.stderr)
+            if args["json"]:
+                print(json.dumps({"error": message}, default=str))
+            return 1
         print(message, file=sys.stderr)
         if args["json"]:
             print(json.dumps({"error": message}, indent=2, default=str))
         return 1
     if result.get("note"):
         print(f"note: {result['note']}", file=sys.stderr, flush=True)
+    if argv[0] == "statuses":
+        for change in changes:
+            text = json.dumps(change.record(), default=str) if args["json"] else change.line()
+            print(text, flush=True)
+        return 0
     if args["json"]:
         print(json.dumps(result, indent=2, default=str))
     else:

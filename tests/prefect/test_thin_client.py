@@ -1,6 +1,6 @@
-"""The thin client (`polyaxon_prefect.client`) answers plain ``ls`` and ``get`` exactly as the
-flow layer does, without importing Prefect, and the REST routes and fields it reads are still
-in the server's ``/openapi.json``.
+"""The thin client (`polyaxon_prefect.client`) answers plain ``ls``, ``get`` and ``statuses``
+exactly as the flow layer does, without importing Prefect, and the REST routes and fields it
+reads are still in the server's ``/openapi.json``.
 
 Each command line runs both ways on the same server: in a second process, where the thin
 client answers (and the process is checked to have imported no Prefect, Optuna, httpx or
@@ -61,7 +61,7 @@ def _ours(text: str, names: list[str], as_json: bool) -> object:
     return [line for line in text.splitlines() if any(line.startswith(n) for n in names)]
 
 
-def test_ls_and_get_print_the_same_both_ways_and_the_thin_way_imports_no_prefect(
+def test_ls_get_statuses_print_the_same_both_ways_and_the_thin_way_imports_no_prefect(
     prefect_server: str,
     recorded: list[RecordedRun],
     monkeypatch: pytest.MonkeyPatch,
@@ -77,6 +77,9 @@ def test_ls_and_get_print_the_same_both_ways_and_the_thin_way_imports_no_prefect
         ["get", failed],
         ["get", names[1], "--json"],
         ["get", f"no-such-run-{uuid.uuid4().hex}", "--json"],
+        ["statuses", failed],
+        ["statuses", names[1], "--json"],
+        ["statuses", f"no-such-run-{uuid.uuid4().hex}", "--json"],
     ]
     for argv in lines:
         thin = _thin(prefect_server, argv)
