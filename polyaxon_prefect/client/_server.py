@@ -97,6 +97,21 @@ def _background_url() -> str | None:
     return url if SERVER_MODULE in command.split(b"\0") else None
 
 
+def _healthy(api_url: str) -> bool:
+    """Whether the server answers its health check soon (as `prefect._server.healthy`: a
+    server that hangs is `connect`'s to replace, not a request to wait on)."""
+    from polyaxon_prefect.client._http import ApiUnavailable, HttpApi
+
+    try:
+        api = HttpApi(api_url, timeout=2.0)
+        try:
+            return bool(api.get("/health"))
+        finally:
+            api.close()
+    except ApiUnavailable:
+        return False
+
+
 def _stale_sessions() -> bool:
     """Whether a dead session left a journal (its runs are marked crashed by `connect`)."""
     directory = resolve_artifacts_root() / ".sessions"
@@ -143,7 +158,7 @@ def thin_server() -> ThinServer | None:
         if profile.get("PREFECT_API_URL"):
             return ThinServer(str(profile["PREFECT_API_URL"]).rstrip("/"))
     url = _background_url()
-    if url is None:
+    if url is None or not _healthy(f"{url}/api"):
         return None
     notice = f"using the local Prefect server at {url} (`polyaxon-prefect server stop` to stop it)"
     return ThinServer(f"{url}/api", notice)
