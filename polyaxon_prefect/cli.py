@@ -19,30 +19,6 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from polyaxon_prefect import __version__
 from polyaxon_prefect._cli_args import add_file_args, k8s_namespace, port, text_value
 from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError, Problem
-from polyaxon_prefect.prefect.commands import (
-    add_deploy_parser,
-    add_logs_parsers,
-    add_metrics_parsers,
-    add_restart_parsers,
-    add_run_files_parsers,
-    add_run_parser,
-    add_runs_parsers,
-    add_stop_parser,
-    cmd_artifacts,
-    cmd_deploy,
-    cmd_get,
-    cmd_invalidate,
-    cmd_logs,
-    cmd_ls,
-    cmd_metrics,
-    cmd_restart,
-    cmd_resume,
-    cmd_run,
-    cmd_server,
-    cmd_statuses,
-    cmd_stop,
-    cmd_tensorboard,
-)
 
 if TYPE_CHECKING:
     from polyaxon_prefect.specs import LoadedPolyaxonfile, Operation
@@ -68,6 +44,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
+    from polyaxon_prefect.prefect import commands as verbs
+
     parser = _Parser(
         prog="polyaxon-prefect",
         description="Validate, compile and run Polyaxonfiles on Prefect.",
@@ -121,14 +99,14 @@ def _parser() -> argparse.ArgumentParser:
     upgrade = sub.add_parser("upgrade", help="print a legacy (v0.x) file as v1.1 YAML")
     upgrade.add_argument("-f", "--file", dest="file", required=True, metavar="FILE")
 
-    add_run_parser(sub)
-    add_deploy_parser(sub)
-    add_runs_parsers(sub)
-    add_run_files_parsers(sub)
-    add_stop_parser(sub)
-    add_restart_parsers(sub)
-    add_logs_parsers(sub)
-    add_metrics_parsers(sub)
+    verbs.add_run_parser(sub)
+    verbs.add_deploy_parser(sub)
+    verbs.add_runs_parsers(sub)
+    verbs.add_run_files_parsers(sub)
+    verbs.add_stop_parser(sub)
+    verbs.add_restart_parsers(sub)
+    verbs.add_logs_parsers(sub)
+    verbs.add_metrics_parsers(sub)
     _add_dashboard_parser(sub)
     return parser
 
@@ -396,26 +374,46 @@ def _would_be_temporary() -> bool:
     return configured_api_url() is None and idle_timeout() == 0 and running_server() is None
 
 
-_COMMANDS = {
-    "check": _cmd_check,
-    "compile": _cmd_compile,
-    "upgrade": _cmd_upgrade,
-    "run": cmd_run,
-    "dashboard": _cmd_dashboard,
-    "deploy": _on_server(cmd_deploy, lasting=True),
-    "server": cmd_server,
-    "ls": _on_server(cmd_ls),
-    "get": _on_server(cmd_get),
-    "invalidate": _on_server(cmd_invalidate),
-    "artifacts": _on_server(cmd_artifacts),
-    "stop": _on_server(cmd_stop),
-    "restart": cmd_restart,
-    "resume": cmd_resume,
-    "logs": _on_server(cmd_logs),
-    "statuses": _on_server(cmd_statuses),
-    "metrics": _on_server(cmd_metrics),
-    "tensorboard": cmd_tensorboard,  # looks its runs up on the server, then lets it go
-}
+def _commands() -> dict[str, Any]:
+    """Each command's function (the flow layer's are imported here, not with this module:
+    the thin client answers `ls` and `get` before they load)."""
+    from polyaxon_prefect.prefect.commands import (
+        cmd_artifacts,
+        cmd_deploy,
+        cmd_get,
+        cmd_invalidate,
+        cmd_logs,
+        cmd_ls,
+        cmd_metrics,
+        cmd_restart,
+        cmd_resume,
+        cmd_run,
+        cmd_server,
+        cmd_statuses,
+        cmd_stop,
+        cmd_tensorboard,
+    )
+
+    return {
+        "check": _cmd_check,
+        "compile": _cmd_compile,
+        "upgrade": _cmd_upgrade,
+        "run": cmd_run,
+        "dashboard": _cmd_dashboard,
+        "deploy": _on_server(cmd_deploy, lasting=True),
+        "server": cmd_server,
+        "ls": _on_server(cmd_ls),
+        "get": _on_server(cmd_get),
+        "invalidate": _on_server(cmd_invalidate),
+        "artifacts": _on_server(cmd_artifacts),
+        "stop": _on_server(cmd_stop),
+        "restart": cmd_restart,
+        "resume": cmd_resume,
+        "logs": _on_server(cmd_logs),
+        "statuses": _on_server(cmd_statuses),
+        "metrics": _on_server(cmd_metrics),
+        "tensorboard": cmd_tensorboard,  # looks its runs up on the server, then lets it go
+    }
 
 
 _SORT_FLAGS = ("-s", "--sort")
@@ -463,6 +461,20 @@ def _failed(args: argparse.Namespace, message: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``polyaxon-prefect`` console script."""
+    from polyaxon_prefect.client import thin_main
+
+    words = list(sys.argv[1:] if argv is None else argv)
+    # what a failure of the thin client reports under (before the full command line is parsed)
+    args = argparse.Namespace(command=words[0] if words else "", json="--json" in words)
+    try:
+        # a plain `ls`/`get` on a server known without Prefect: answered before Prefect loads
+        thin = thin_main(words)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as error:
+        return _crashed(args, error)
+    if thin is not None:
+        return thin
     args = parse_args(argv)
     if args.command != "check":  # `check` logs nothing and spares the import
         import logging
@@ -473,26 +485,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         # newline into our one-line report. The lines stay in the run's log files.
         logging.raiseExceptions = False
     try:
-        return _COMMANDS[args.command](args)
+        return _commands()[args.command](args)
     except PolyaxonPrefectError as error:
         return _failed(args, str(error))
     except KeyboardInterrupt:
         return 130
-    except Exception as error:  # a bug, ours or a library's: one line, not a traceback
-        if os.environ.get("POLYAXON_PREFECT_DEBUG"):
-            raise
-        from polyaxon_prefect.prefect._server import server_error_cause
-        from polyaxon_prefect.runtime._masking import mask_text
+    except Exception as error:
+        return _crashed(args, error)
 
-        cause = server_error_cause(error, os.environ.get("PREFECT_API_URL"))
-        if cause is not None:  # a local server whose disk is full: the cause, not a bare 500
-            return _failed(args, cause)
-        why = mask_text((str(error).strip().splitlines() or [""])[0])
-        return _failed(
-            args,
-            f"`{args.command}` could not complete: {type(error).__name__}: {why} "
-            "(set POLYAXON_PREFECT_DEBUG=1 to see the traceback)",
-        )
+
+def _crashed(args: argparse.Namespace, error: Exception) -> int:
+    """A bug, ours or a library's: one line, not a traceback."""
+    if os.environ.get("POLYAXON_PREFECT_DEBUG"):
+        raise error  # the traceback, as asked
+    from polyaxon_prefect.prefect._server import server_error_cause
+    from polyaxon_prefect.runtime._masking import mask_text
+
+    cause = server_error_cause(error, os.environ.get("PREFECT_API_URL"))
+    if cause is not None:  # a local server whose disk is full: the cause, not a bare 500
+        return _failed(args, cause)
+    why = mask_text((str(error).strip().splitlines() or [""])[0])
+    return _failed(
+        args,
+        f"`{args.command}` could not complete: {type(error).__name__}: {why} "
+        "(set POLYAXON_PREFECT_DEBUG=1 to see the traceback)",
+    )
 
 
 if __name__ == "__main__":

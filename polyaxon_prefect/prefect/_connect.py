@@ -29,12 +29,11 @@ from __future__ import annotations
 
 import os
 import sys
-import tomllib
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
+from polyaxon_prefect.client import profile_api_url as _profile_api_url
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.prefect._server import LocalServer, ServerStartError
 
@@ -114,21 +113,6 @@ def _port() -> int:
     if not raw.isdigit() or not 0 < int(raw) < 65536:
         raise PolyaxonPrefectError(f"${ENV_PORT} must be a TCP port (1-65535), got {raw!r}")
     return int(raw)
-
-
-def _profile_api_url() -> tuple[str, str] | None:
-    """``PREFECT_API_URL`` of the active Prefect profile, read as Prefect reads it, and the
-    profile's name."""
-    home = Path(os.environ.get("PREFECT_HOME") or "~/.prefect").expanduser()
-    path = Path(os.environ.get("PREFECT_PROFILES_PATH") or home / "profiles.toml").expanduser()
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
-        return None
-    active = os.environ.get("PREFECT_PROFILE") or data.get("active") or "ephemeral"
-    profile = (data.get("profiles") or {}).get(active) or {}
-    value = profile.get("PREFECT_API_URL")
-    return (str(value), str(active)) if value else None
 
 
 _FROM_ENVIRONMENT = "the environment"

@@ -20,7 +20,9 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from polyaxon_prefect.prefect._runs import api_client
+from polyaxon_prefect.client import StatusChange, status_changes
+from polyaxon_prefect.client import status_history as read_status_history
+from polyaxon_prefect.prefect._runs import PrefectApi, _json, api_client
 from polyaxon_prefect.runtime import LogLine
 
 __all__ = [
@@ -222,45 +224,16 @@ def follow_logs(
 # ----------------------------------------------------------------------------- statuses
 
 
-@dataclass(frozen=True)
-class StatusChange:
-    """One step of a run's status history: when, the Polyaxon status, and the state's message."""
-
-    timestamp: datetime
-    status: str
-    message: str
-
-    def line(self) -> str:
-        """``2026-05-04 10:11:12  running  message``, in this machine's local time."""
-        when = self.timestamp.astimezone().strftime("%Y-%m-%d %H:%M:%S")
-        return f"{when}  {self.status}" + (f"  {self.message}" if self.message else "")
-
-    def record(self) -> dict[str, Any]:
-        return {
-            "timestamp": self.timestamp.isoformat(),
-            "status": self.status,
-            "message": self.message,
-        }
-
-
 def _changes(states: list[Any]) -> list[StatusChange]:
-    """The states as Polyaxon status changes, oldest first; a state with the same status as
-    the one before it (Late after Scheduled, Retrying after AwaitingRetry) is no change."""
-    from polyaxon_prefect.prefect._states import polyaxon_status
-
-    changes: list[StatusChange] = []
-    for state in sorted(states, key=lambda s: s.timestamp):
-        status = polyaxon_status(state)
-        if changes and changes[-1].status == status:
-            continue
-        changes.append(StatusChange(state.timestamp, status, state.message or ""))
-    return changes
+    """Prefect's states (or their JSON) as Polyaxon status changes, oldest first
+    (`polyaxon_prefect.client.status_changes`)."""
+    return status_changes([_json(state) for state in states])
 
 
 def status_history(api: str, flow_run_id: str) -> list[StatusChange]:
     """The run's status changes so far (its flow run's state history through `_states`)."""
     with api_client(api) as client:
-        return _changes(client.read_flow_run_states(UUID(flow_run_id)))
+        return read_status_history(PrefectApi(client), flow_run_id)
 
 
 def watch_statuses(

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from polyaxon_prefect.client import PROGRESS_LABEL, UPDATED_KEY, progress_from_labels
 from polyaxon_prefect.prefect import _live as live
 from polyaxon_prefect.prefect._artifacts import artifact_key, progress_artifact
 from polyaxon_prefect.search import JobProgress, job_eta
@@ -36,9 +37,6 @@ __all__ = [
     "watch_job_progress",
 ]
 
-PROGRESS_LABEL = "polyaxon.progress"
-"""The flow-run label that holds a running sweep's or job's progress (JSON)."""
-_UPDATED = "updated"
 _JOB_POLL_SECONDS = 1.0
 
 
@@ -58,7 +56,7 @@ def publish_label(flow_run_id: Any, progress: dict[str, Any], client: Any = None
         return
     from prefect.client.orchestration import get_client
 
-    stamped = json.dumps({**progress, _UPDATED: datetime.now(UTC).isoformat()})
+    stamped = json.dumps({**progress, UPDATED_KEY: datetime.now(UTC).isoformat()})
     labels: dict[str, Any] = {PROGRESS_LABEL: stamped}
     with contextlib.suppress(Exception):
         if client is not None:
@@ -69,24 +67,9 @@ def publish_label(flow_run_id: Any, progress: dict[str, Any], client: Any = None
 
 
 def read_progress(run: Any) -> dict[str, Any] | None:
-    """The progress a flow run's label holds, for ``get``: the ETA counted down from when it
-    was written while the run goes on, none once it is over; None when it has no label."""
-    text = (getattr(run, "labels", None) or {}).get(PROGRESS_LABEL)
-    try:
-        data = json.loads(text) if isinstance(text, str) else None
-    except ValueError:
-        return None
-    if not isinstance(data, dict):
-        return None
-    updated = data.pop(_UPDATED, None)
+    """The progress a flow run's label holds, for ``get`` (`client.progress_from_labels`)."""
     final = run.state is not None and run.state.is_final()
-    eta = data.pop("eta_seconds", None)
-    if isinstance(eta, int | float) and not final:
-        since = 0.0
-        with contextlib.suppress(TypeError, ValueError):
-            since = (datetime.now(UTC) - datetime.fromisoformat(updated)).total_seconds()
-        data["eta_seconds"] = round(max(0.0, eta - max(0.0, since)), 1)
-    return data
+    return progress_from_labels(getattr(run, "labels", None), final=final)
 
 
 class _JobWatch:

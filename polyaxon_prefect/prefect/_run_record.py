@@ -19,9 +19,11 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Any
 
+from polyaxon_prefect.client import KIND_LABEL, RECORD_SUFFIX
+from polyaxon_prefect.client import read_record as read_record_json
 from polyaxon_prefect.exceptions import PolyaxonfileError
 from polyaxon_prefect.runtime._masking import mask_text, mask_value
-from polyaxon_prefect.search import data_section, read_data_section
+from polyaxon_prefect.search import data_section
 from polyaxon_prefect.specs import record_kind
 
 if TYPE_CHECKING:
@@ -40,10 +42,6 @@ __all__ = [
     "run_record",
 ]
 
-KIND_LABEL = "polyaxon.kind"
-"""The flow-run label that holds the run's kind (set when it starts)."""
-RECORD_SUFFIX = "record"
-"""The key suffix of a run's record artifact (`prefect._artifacts.artifact_key`)."""
 _IN_REPORTS = ("ops", "trials", "best")
 """Record fields the run's report already holds (a DAG's ops, a sweep's trials and best)."""
 
@@ -114,13 +112,11 @@ def publish_record(record: dict[str, Any]) -> None:
 
 
 def read_record(artifacts: list[Any]) -> dict[str, Any] | None:
-    """The record a run published (its newest ``-record`` artifact), else None (still running,
-    or made by an older version)."""
-    suffix = f"-{RECORD_SUFFIX}"
-    found = next((a for a in artifacts if (a.key or "").endswith(suffix)), None)
-    text = found.data if found is not None else None
-    data = read_data_section(text) if isinstance(text, str) else None
-    return data if isinstance(data, dict) else None
+    """The record a run published (its newest ``-record`` artifact; Prefect's objects or the
+    API's JSON), else None (still running, or made by an older version)."""
+    from polyaxon_prefect.prefect._runs import _json
+
+    return read_record_json([_json(a) for a in artifacts])
 
 
 def label_kind(request: OpRequest) -> None:

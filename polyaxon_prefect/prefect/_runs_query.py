@@ -16,7 +16,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from polyaxon_prefect.prefect._runs import _PAGE, _artifacts, _row, api_client, read_details
+from polyaxon_prefect.client import PAGE as _PAGE
+from polyaxon_prefect.client import read_details, row, seconds_run
+from polyaxon_prefect.prefect._runs import PrefectApi, _artifacts, _json, api_client
 from polyaxon_prefect.query import Condition, SortKey, matches, sort_rows
 
 __all__ = ["DETAIL_COLUMNS", "query_runs"]
@@ -25,33 +27,19 @@ DETAIL_COLUMNS = frozenset({"params", "outputs", "metrics", "id"})
 """Row columns read from the report artifacts (``id`` also answers to the Polyaxon uuid)."""
 
 
-def _seconds(run: Any) -> float | None:
-    """How long the run ran, in seconds (None: not started); a run still going: so far."""
-    if run.start_time is None:
-        return None
-    if run.state is not None and not run.state.is_final():
-        from datetime import UTC
-
-        return max((datetime.now(UTC) - run.start_time).total_seconds(), 0.0)
-    seconds = run.total_run_time.total_seconds() if run.total_run_time else 0.0
-    if not seconds and run.end_time is not None:
-        seconds = (run.end_time - run.start_time).total_seconds()
-    return seconds
-
-
 _SHOWN_DURATION = "\0duration"
 """Where a record keeps the duration as `ls` shows it (``0.5s``, ``3.1s so far``) while the
 query reads ``duration`` as seconds."""
 
 
-def _record(shown: dict[str, Any], run: Any) -> dict[str, Any]:
+def _record(shown: dict[str, Any], run: Any, data: dict[str, Any]) -> dict[str, Any]:
     """The row the query reads: native values (datetimes, seconds) beside the shown ones."""
     return {
         **shown,
         "created_at": run.created,
         "started_at": run.start_time,
         "finished_at": run.end_time,
-        "duration": _seconds(run),
+        "duration": seconds_run(data),
         _SHOWN_DURATION: shown["duration"],
     }
 
@@ -146,10 +134,11 @@ def query_runs(
             offset += len(page)
             artifacts = _artifacts(client, [run.id for run in page])
             for run in page:
-                shown = _row(run, artifacts[run.id])
+                data = _json(run)
+                shown = row(data, artifacts[run.id])
                 if with_details:
-                    shown.update(read_details(client, run, artifacts[run.id]))
-                record = _record(shown, run)
+                    shown.update(read_details(PrefectApi(client), data, artifacts[run.id]))
+                record = _record(shown, run, data)
                 if matches(record, conditions):
                     kept.append(record)
             if len(page) < _PAGE:

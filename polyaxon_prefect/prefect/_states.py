@@ -31,6 +31,15 @@ from typing import Any
 from prefect.client.schemas.objects import State, StateType
 from prefect.states import Cancelled, Completed, Failed
 
+from polyaxon_prefect.client import (
+    BY_NAME,
+    BY_TYPE,
+    CACHED_STATE_NAME,
+    SKIPPED_STATE_NAME,
+    STATE_TYPES,
+    TIMED_OUT_STATE_NAME,
+    UPSTREAM_FAILED_STATE_NAME,
+)
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.specs import Status
 
@@ -45,42 +54,10 @@ __all__ = [
     "state_for_status",
 ]
 
-SKIPPED_STATE_NAME = "Skipped"
-UPSTREAM_FAILED_STATE_NAME = "UpstreamFailed"
-TIMED_OUT_STATE_NAME = "TimedOut"
-CACHED_STATE_NAME = "Cached"
-
-
-_BY_TYPE: dict[StateType, str] = {
-    StateType.COMPLETED: Status.SUCCEEDED,
-    StateType.FAILED: Status.FAILED,
-    StateType.CRASHED: Status.FAILED,
-    StateType.CANCELLED: Status.STOPPED,
-    StateType.CANCELLING: Status.STOPPING,
-    StateType.RUNNING: Status.RUNNING,
-    StateType.PENDING: Status.QUEUED,
-    StateType.SCHEDULED: Status.SCHEDULED,
-    StateType.PAUSED: Status.PAUSED,
-}
+_BY_TYPE: dict[StateType, str] = {StateType(t): Status(s) for t, s in BY_TYPE.items()}
 _BY_NAME: dict[tuple[StateType, str], str] = {
-    (StateType.COMPLETED, SKIPPED_STATE_NAME): Status.SKIPPED,
-    (StateType.CANCELLED, UPSTREAM_FAILED_STATE_NAME): Status.UPSTREAM_FAILED,
-    (StateType.SCHEDULED, "AwaitingRetry"): Status.RETRYING,
-    (StateType.RUNNING, "Retrying"): Status.RETRYING,
-    (StateType.SCHEDULED, "AwaitingConcurrencySlot"): Status.QUEUED,
+    (StateType(t), name): Status(s) for (t, name), s in BY_NAME.items()
 }
-
-STATE_TYPES: dict[str, tuple[str, ...]] = {
-    status: tuple(
-        sorted(
-            {t.value for t, s in _BY_TYPE.items() if s == status}
-            | {t.value for (t, _name), s in _BY_NAME.items() if s == status}
-        )
-    )
-    for status in Status
-}
-"""For each Polyaxon status, the Prefect state types a run in it can have (a superset where
-a state's name decides, e.g. ``skipped`` is COMPLETED: filter on these, then on the status)."""
 
 
 def polyaxon_status(state: Any) -> str:

@@ -28,6 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from polyaxon_prefect import tracking
+from polyaxon_prefect.client import (
+    DEFAULT_ARTIFACTS_ROOT,
+    ENV_ARTIFACTS_ROOT,
+    find_run_path,
+    resolve_artifacts_root,
+)
+from polyaxon_prefect.client import SEGMENT as _SEGMENT
 
 __all__ = [
     "DEFAULT_ARTIFACTS_ROOT",
@@ -43,25 +50,13 @@ __all__ = [
     "resolve_artifacts_root",
 ]
 
-ENV_ARTIFACTS_ROOT = "POLYAXON_PREFECT_ARTIFACTS_ROOT"
 ENV_ITERATION = "POLYAXON_PREFECT_ITERATION"
-DEFAULT_ARTIFACTS_ROOT = "~/.polyaxon_prefect/artifacts"
 DEFAULT_OWNER = "local"
 ENV_PROJECT = "POLYAXON_PREFECT_PROJECT"
 DEFAULT_PROJECT = "default"
 """The project of a run when no run context is given and ``POLYAXON_PREFECT_PROJECT`` is unset."""
 
-# Polyaxon names are slugs; anything else must not become a directory name.
-_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _PROJECT_NAMESPACE = _uuid.UUID("5f3c8a52-8a52-4c2e-9a5e-706f6c796178")
-
-
-def resolve_artifacts_root(value: str | os.PathLike[str] | None = None) -> Path:
-    """The absolute artifacts root: ``value``, else the env var, else the user-level default."""
-    raw = value if value is not None else os.environ.get(ENV_ARTIFACTS_ROOT)
-    if raw is None or str(raw).strip() == "":
-        raw = DEFAULT_ARTIFACTS_ROOT
-    return Path(raw).expanduser().absolute()
 
 
 def project_name() -> str:
@@ -258,17 +253,3 @@ def new_run_context(
         original_uuid=original_uuid,
         cloning_kind=cloning_kind,
     )
-
-
-def find_run_path(
-    run_uuid: str, artifacts_root: str | os.PathLike[str] | None = None
-) -> Path | None:
-    """The directory of run ``run_uuid`` under the artifacts root (``<project>/<uuid>``, any
-    project), or None when no directory has it: the one lookup the run verbs (``logs``,
-    ``artifacts``, ``restart``, ``resume``, ``invalidate``) use, so they agree on where a run is.
-    """
-    if not _SEGMENT.match(run_uuid):
-        return None
-    root = resolve_artifacts_root(artifacts_root)
-    found = [path for path in root.glob(f"*/{run_uuid}") if path.is_dir()]
-    return found[0] if len(found) == 1 else None

@@ -8,12 +8,12 @@ log line); what those say is computed here, so every place shows the same number
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from polyaxon_prefect.search._sweep import display, finite, jsonable
+from polyaxon_prefect.client import display, format_eta, progress_words
+from polyaxon_prefect.search._sweep import finite, jsonable
 from polyaxon_prefect.specs import Status
 
 __all__ = [
@@ -76,20 +76,6 @@ def objective_value(
         return last
     best = best_over_steps([*history, last], maximize)
     return best if best is not None else last
-
-
-def format_eta(seconds: float | None) -> str:
-    """``45s``, ``1m20s``, ``2h05m`` (``?``: not known yet)."""
-    if seconds is None or not math.isfinite(seconds):
-        return "?"
-    whole = max(0, round(seconds))
-    if whole < 60:
-        return f"{whole}s"
-    minutes, secs = divmod(whole, 60)
-    if minutes < 60:
-        return f"{minutes}m{secs:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"
 
 
 def sweep_eta(
@@ -298,23 +284,3 @@ class SweepTracker:
             eta_seconds=eta,
             over_steps=self.over_steps,
         )
-
-
-def progress_words(progress: Mapping[str, Any]) -> str:
-    """``get``'s line for a run's ``progress`` (a `to_dict` read back): ``7/20 done, 2
-    running, 1 failed; best loss 0.29 (trial 4, best over steps); eta 1m20s`` for a sweep,
-    ``45%; eta 3m10s`` for a job."""
-    if "done" not in progress:
-        text = f"{float(progress.get('fraction') or 0.0):.0%}"
-    else:
-        text = f"{progress['done']}/{progress.get('total') or '?'} done"
-        text += f", {progress['running']} running" if progress.get("running") else ""
-        text += f", {progress['failed']} failed" if progress.get("failed") else ""
-    best = progress.get("best")
-    if isinstance(best, Mapping):
-        shown = display(best.get("value"))
-        text += f"; best {best.get('metric')} {shown} (trial {best.get('trial')}"
-        text += f", {best.get('ranked_by')})" if best.get("ranked_by") else ")"
-    if progress.get("eta_seconds") is not None:
-        text += f"; eta {format_eta(progress['eta_seconds'])}"
-    return text

@@ -17,6 +17,14 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime, timedelta
 from typing import Any
 
+from polyaxon_prefect.client import (
+    DATA_HEADING,
+    DISPLAY_DIGITS,
+    display,
+    read_data_section,
+    trial_results,
+)
+from polyaxon_prefect.client import FENCE as _FENCE
 from polyaxon_prefect.search._stopping import RunSummary, StopDecision, check_early_stopping
 from polyaxon_prefect.specs import DONE_STATUSES, Param, Status, slug
 
@@ -42,15 +50,8 @@ __all__ = [
 ]
 
 LEADERBOARD_ROWS = 50
-DISPLAY_DIGITS = 6
-"""Significant digits of a float in the leaderboard and the best trial's Markdown (views for
-people; ``--json`` and the `RunResult` keep the exact values)."""
 UUID_CHARS = 8
 """How much of a trial's uuid the leaderboard shows: enough to find it, narrow enough to read."""
-
-DATA_HEADING = "## Data"
-"""The last section of a sweep's or a DAG's Markdown report: its content as JSON."""
-_FENCE = "```"
 
 
 def jsonable(value: Any) -> Any:
@@ -159,18 +160,6 @@ def _gpu_hours(record: Any) -> dict[str, Any]:
     return {"gpu_hours": hours} if hours is not None else {}
 
 
-def display(value: Any) -> Any:
-    """``value`` for a table a person reads: floats (also inside lists and dicts) rounded to
-    `DISPLAY_DIGITS` significant digits, so ``0.30000000000000004`` reads ``0.3``."""
-    if isinstance(value, float) and math.isfinite(value):
-        return float(f"{value:.{DISPLAY_DIGITS}g}")
-    if isinstance(value, list | tuple):
-        return [display(v) for v in value]
-    if isinstance(value, dict):
-        return {k: display(v) for k, v in value.items()}
-    return value
-
-
 def _cell(value: Any) -> Any:
     value = display(value)
     if value is None or isinstance(value, bool | int | float | str):
@@ -214,19 +203,6 @@ def leaderboard_rows(
     return rows
 
 
-def trial_results(
-    outputs: Mapping[str, Any] | None, metrics: Mapping[str, Any] | None, metric: str | None
-) -> dict[str, Any]:
-    """What a trial gave beyond the sweep's ``metric`` (shown apart as its value): its
-    outputs, then the last value of each metric it logged that is not an output. A sweep
-    without a metric shows these as its results (the end lines, ``get``, the leaderboard)."""
-    results = {k: v for k, v in (outputs or {}).items() if k != metric}
-    for key, value in (metrics or {}).items():
-        if key != metric and key not in (outputs or {}):
-            results[key] = value
-    return results
-
-
 def _masked(value: Any, mask: Callable[[str], str]) -> Any:
     if isinstance(value, str):
         return mask(value)
@@ -246,19 +222,6 @@ def data_section(data: Any, mask: Callable[[str], str] = str) -> list[str]:
     JSON strings hold no raw newline, so the closing fence cannot occur inside the block."""
     text = json.dumps(_masked(data, mask), indent=2, default=str)
     return [DATA_HEADING, "", _FENCE + "json", text, _FENCE]
-
-
-def read_data_section(markdown: str) -> Any:
-    """The data `data_section` wrote into ``markdown``, else None (an older report)."""
-    head = markdown.rfind(f"{DATA_HEADING}\n\n{_FENCE}json\n")
-    if head < 0:
-        return None
-    start = markdown.index("\n", markdown.index(_FENCE, head)) + 1
-    end = markdown.find(f"\n{_FENCE}", start)
-    try:
-        return json.loads(markdown[start : end if end >= 0 else None])
-    except ValueError:
-        return None
 
 
 def best_markdown(

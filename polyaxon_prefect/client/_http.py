@@ -1,0 +1,57 @@
+"""`_runs.Api` over the standard library's HTTP client: what the thin client sends."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import urllib.parse
+from typing import Any
+
+__all__ = ["ApiUnavailable", "HttpApi"]
+
+
+class ApiUnavailable(Exception):
+    """The server did not answer, or answered with an error: the flow layer takes over (it
+    says what is wrong as it always has)."""
+
+
+class HttpApi:
+    """JSON requests to a Prefect API at ``api_url`` on one kept-alive connection."""
+
+    def __init__(self, api_url: str, timeout: float = 30.0) -> None:
+        parts = urllib.parse.urlsplit(api_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ApiUnavailable(f"not an HTTP URL: {api_url}")
+        https = parts.scheme == "https"
+        kind = http.client.HTTPSConnection if https else http.client.HTTPConnection
+        self._connection = kind(parts.hostname, parts.port, timeout=timeout)
+        self._base = parts.path.rstrip("/")
+
+    def _send(self, method: str, path: str, body: Any) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        headers = {"Accept": "application/json"}
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        try:
+            self._connection.request(method, self._base + path, body=data, headers=headers)
+            response = self._connection.getresponse()
+            text = response.read()
+        except (OSError, http.client.HTTPException) as exc:
+            raise ApiUnavailable(f"{method} {path}: {exc}") from exc
+        if response.status == 404 and method == "GET":
+            return None
+        if response.status >= 300:
+            raise ApiUnavailable(f"{method} {path}: HTTP {response.status}")
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise ApiUnavailable(f"{method} {path}: not JSON") from exc
+
+    def post(self, path: str, body: dict[str, Any]) -> Any:
+        return self._send("POST", path, body)
+
+    def get(self, path: str) -> Any:
+        return self._send("GET", path, None)
+
+    def close(self) -> None:
+        self._connection.close()
