@@ -34,6 +34,7 @@ __all__ = [
     "label_kind",
     "publish_record",
     "read_record",
+    "record_markdown",
     "request_labels",
     "run_record",
 ]
@@ -83,7 +84,9 @@ def run_record(result: RunResult, request: OpRequest) -> dict[str, Any]:
     }
 
 
-def _record_markdown(record: dict[str, Any]) -> str:
+def record_markdown(record: dict[str, Any], *, whole: bool = False) -> str:
+    """The record artifact's Markdown; its data section holds the record less what the run's
+    reports hold, or ``whole`` (a run whose reports could not be published: `_settle`)."""
     lines = [f"# {mask_text(str(record.get('name') or ''))}: {record.get('status')}", ""]
     for section in ("params", "outputs", "metrics"):
         values = record.get(section) or {}
@@ -91,7 +94,7 @@ def _record_markdown(record: dict[str, Any]) -> str:
             lines += [f"**{section}**", ""]
             lines += [f"- `{name}`: `{value}`" for name, value in values.items()]
             lines.append("")
-    stored = {key: value for key, value in record.items() if key not in _IN_REPORTS}
+    stored = {k: v for k, v in record.items() if whole or k not in _IN_REPORTS}
     return "\n".join([*lines, *data_section(stored)]) + "\n"
 
 
@@ -101,7 +104,7 @@ def publish_record(record: dict[str, Any]) -> None:
 
     name = str(record.get("name") or "")
     markdown_artifact(
-        _record_markdown(record),
+        record_markdown(record),
         key=artifact_key(name, RECORD_SUFFIX),
         description=f"record of `{name}` (run {record.get('uuid')})",
     )

@@ -17,7 +17,18 @@ from typing import Any
 
 from polyaxon_prefect.prefect._server import healthy
 
-__all__ = ["ServerGone", "ServerWatch", "wait_for_job"]
+__all__ = ["ServerGone", "ServerWatch", "server_gone", "wait_for_job"]
+
+_GONE: list[str] = []
+"""The address of the run's server once it is known to be gone (this process's, at most one):
+the runners read it (`server_gone`) to start nothing more."""
+
+
+def server_gone() -> str | None:
+    """The address of the run's server when it stopped answering during the run, else None.
+    A DAG starts no further op then: one would run unseen by any server, be marked crashed by
+    the next command while it runs, and could not be stopped through the API."""
+    return _GONE[0] if _GONE else None
 
 
 class ServerGone(Exception):
@@ -55,7 +66,7 @@ class ServerWatch:
         temporary = self.connection.temporary
         if temporary is not None:
             if temporary.process.poll() is not None:
-                raise ServerGone(self.connection.ui_url)
+                raise _gone(self.connection.ui_url)
             return
         if healthy(self.connection.api_url):
             self._failed = 0
@@ -63,15 +74,22 @@ class ServerWatch:
         else:
             self._failed += 1
         if self._answered and self._failed >= self.misses:
-            raise ServerGone(self.connection.ui_url)
+            raise _gone(self.connection.ui_url)
+
+
+def _gone(url: str) -> ServerGone:
+    if not _GONE:
+        _GONE.append(url)
+    return ServerGone(url)
 
 
 def wait_for_job(
     outcomes: list[Any], jobs_running: Callable[[], bool], *, settle: float = 3.0
 ) -> Any:
     """Wait for the run's own result (``outcomes`` gets it when the op ends), or, for a run
-    that cannot report one without the server (a DAG, a sweep), until no job process of this
-    session has run for ``settle`` seconds; the result, or None."""
+    that cannot report one without the server (a sweep, an op stuck in the client's retries),
+    until ``jobs_running`` (a job process of this session, a DAG still deciding) has been
+    false for ``settle`` seconds; the result, or None."""
     quiet_since: float | None = None
     while not outcomes:
         if jobs_running():

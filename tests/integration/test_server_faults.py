@@ -96,11 +96,12 @@ def test_a_server_killed_under_a_job_is_one_line_and_the_jobs_own_result(
     assert took < 90, f"the CLI took {took:.0f} s to end after its server died"
     no_process_left(Path(home["PREFECT_HOME"]))  # the job, its reaper, the dead server
 
-    # The next command starts a server again and marks the run that could not finish crashed.
+    # The next command starts a server again and writes how the run ended (it used to mark
+    # it crashed, `failed`, whatever the job did): a second look tells what the CLI printed.
     listed = _cli(home, "ls", "--json")
     assert listed.returncode == 0, listed.stderr
     rows = {row["name"]: row["status"] for row in json.loads(listed.stdout)}
-    assert rows["slow-answer"] == "failed"
+    assert rows["slow-answer"] == "succeeded"
 
 
 def test_a_stale_record_over_another_program_is_removed_and_nothing_is_signalled(
@@ -295,6 +296,102 @@ def test_a_server_killed_under_a_dag_ends_with_the_ops_true_statuses(
     said = [line for line in err.splitlines() if "stopped answering" in line]
     assert len(said) == 1 and "Traceback" not in err
     no_process_left(Path(home["PREFECT_HOME"]))
+
+
+CHAIN = """\
+version: 1.1
+kind: component
+name: chain
+run:
+  kind: dag
+  operations:
+    - name: a
+      component:
+        name: a
+        outputs: [{name: answer, type: int}]
+        run:
+          kind: job
+          container:
+            command:
+              - python
+              - -c
+              - "import time; time.sleep(8); from polyaxon_prefect import tracking; \\
+                tracking.log_outputs(answer=42)"
+    - name: b
+      dependencies: [a]
+      component:
+        name: b
+        run:
+          kind: job
+          container: {command: [python, -c, "open('MARKS/b', 'a').write('ran\\\\n')"]}
+"""
+
+
+def test_a_server_killed_while_an_op_waits_on_the_running_one_tells_both_truths(
+    home: dict[str, str], tmp_path: Path
+) -> None:
+    """Op ``b`` waits on ``a``; the server dies while ``a`` runs. ``a`` goes on to its end
+    (succeeded, its output recorded), ``b`` never starts (``stopped``, saying why), and the
+    next commands on a new server (``get``, ``statuses``) tell the same; ``restart`` goes on
+    from ``b``, reusing ``a``."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    project = tmp_path / "project"  # the ops' working folder: nothing else writes there
+    project.mkdir()
+    dag = project / "chain.yaml"
+    dag.write_text(CHAIN.replace("MARKS", str(marks)))
+    process = subprocess.Popen(
+        [str(BIN / "polyaxon-prefect"), "run", "-f", str(dag), "--json"],
+        env=home,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:  # `a` runs once its run directory has a log
+        if list((tmp_path / "artifacts").glob("*/*/logs/job.log")):
+            break
+        time.sleep(0.2)
+    os.killpg(json.loads(_record(home).read_text())["pid"], signal.SIGKILL)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 1, err
+    printed = json.loads(out)
+    said = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(said) == 1 and "stopped answering" in said[0], err
+    assert "Traceback" not in err and "went away" not in out
+    url = said[0].split()[5]
+    why = f"stopped before it started: the Prefect server at {url} stopped answering"
+    ops = {name: (o["status"], o["outputs"], o["message"]) for name, o in printed["ops"].items()}
+    assert ops == {"a": ("succeeded", {"answer": 42}, "succeeded"), "b": ("stopped", {}, why)}
+    assert (printed["status"], printed["reason"]) == (
+        "stopped",
+        f"the Prefect server at {url} stopped answering",
+    )
+    assert not list(marks.iterdir()), "b ran"
+    run_path = Path(printed["artifacts_path"])
+    recorded = json.loads((run_path / "ops.json").read_text())
+    assert {name: (op["status"], op["outputs"]) for name, op in recorded.items()} == {
+        "a": ("succeeded", {"answer": 42}),
+        "b": ("stopped", {}),
+    }
+    no_process_left(Path(home["PREFECT_HOME"]))
+
+    # a new server: the run reads back as it ended, not as crashed
+    got = _cli(home, "get", printed["uuid"], "--json")
+    assert got.returncode == 0, got.stderr
+    shown = json.loads(got.stdout)
+    assert (shown["status"], shown["message"]) == ("stopped", printed["message"])
+    assert shown["ops"] == printed["ops"]
+    statuses = _cli(home, "statuses", printed["uuid"])
+    assert statuses.returncode == 0, statuses.stderr
+    assert statuses.stdout.splitlines()[-1].split("  ")[1:] == ["stopped", printed["message"]]
+
+    restarted = _cli(home, "restart", printed["uuid"], "--json")
+    assert restarted.returncode == 0, restarted.stderr[-3000:]
+    again = json.loads(restarted.stdout)
+    assert again["status"] == "succeeded"
+    assert again["ops"]["a"]["message"] == f"reused from run {printed['ops']['a']['uuid']}"
+    assert {p.name: p.read_text() for p in marks.iterdir()} == {"b": "ran\n"}
 
 
 SLOW_SWEEP = """\
