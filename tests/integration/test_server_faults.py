@@ -454,3 +454,73 @@ def test_a_sweep_resumed_after_its_server_died_reruns_only_unfinished_trials(
         str(x): "ran\n" for x in (1, 2, 3, 4)
     }
     assert len(re.findall(r"trial \d +succeeded", resumed.stdout)) == 4
+
+
+PRUNED_SWEEP = """\
+version: 1.1
+kind: operation
+matrix:
+  kind: grid
+  concurrency: 2
+  params:
+    x: {kind: choice, value: [1, 2, 3, 4]}
+  earlyStopping:
+    - kind: metric_early_stopping
+      metric: loss
+      value: -1
+      optimization: minimize
+      policy: {kind: median, minSamples: 1}
+component:
+  name: pruned-sweep
+  inputs: [{name: x, type: int}]
+  run:
+    kind: job
+    container:
+      command:
+        - python
+        - -c
+        - "import time; from polyaxon_prefect import tracking; \\
+          tracking.log_metrics(step=0, loss=1.0); time.sleep(4); \\
+          tracking.log_metrics(step=1, loss=1.0); open('MARKS/{{ x }}', 'a').write('ran\\\\n')"
+"""
+
+
+def test_a_pruning_sweep_resumed_after_its_server_died_reruns_only_unfinished_trials(
+    home: dict[str, str], tmp_path: Path
+) -> None:
+    """Under a pruning policy too, a trial's end (its last values to the pruner, then its
+    state) is told to the study as its process ends: the two trials that ended while the
+    server was down are done, and ``--resume`` runs only the two points never started. Every
+    trial logs the same loss, so the median policy prunes none."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(PRUNED_SWEEP.replace("MARKS", str(marks)))
+    process = subprocess.Popen(
+        [str(BIN / "polyaxon-prefect"), "run", "-f", str(sweep)],
+        env=home,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # both first trials run once their run dirs have a log
+        if len(list((tmp_path / "artifacts").glob("*/*/logs/job.log"))) >= 2:
+            break
+        time.sleep(0.2)
+    os.killpg(json.loads(_record(home).read_text())["pid"], signal.SIGKILL)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 1, err[-3000:]
+    assert "stopped answering" in err and "Traceback" not in err
+    assert "status: failed" in out  # a sweep cannot report without its server
+    assert sorted(p.name for p in marks.iterdir()) == ["1", "2"]  # the two trials ended
+
+    resumed = _cli(home, "run", "--resume", "-f", str(sweep))
+
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    said = [line for line in resumed.stderr.splitlines() if "resuming sweep" in line]
+    assert len(said) == 1 and said[0].endswith(": 2 trial(s) already done"), said
+    assert {p.name: p.read_text() for p in marks.iterdir()} == {
+        str(x): "ran\n" for x in (1, 2, 3, 4)
+    }
+    assert len(re.findall(r"trial \d +succeeded", resumed.stdout)) == 4
