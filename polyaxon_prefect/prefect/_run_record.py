@@ -34,7 +34,6 @@ __all__ = [
     "label_kind",
     "publish_record",
     "read_record",
-    "record_markdown",
     "request_labels",
     "run_record",
 ]
@@ -84,7 +83,7 @@ def run_record(result: RunResult, request: OpRequest) -> dict[str, Any]:
     }
 
 
-def record_markdown(record: dict[str, Any], *, whole: bool = False) -> str:
+def _record_markdown(record: dict[str, Any], *, whole: bool = False) -> str:
     """The record artifact's Markdown; its data section holds the record less what the run's
     reports hold, or ``whole`` (a run whose reports could not be published: `_settle`)."""
     lines = [f"# {mask_text(str(record.get('name') or ''))}: {record.get('status')}", ""]
@@ -104,7 +103,7 @@ def publish_record(record: dict[str, Any]) -> None:
 
     name = str(record.get("name") or "")
     markdown_artifact(
-        record_markdown(record),
+        _record_markdown(record),
         key=artifact_key(name, RECORD_SUFFIX),
         description=f"record of `{name}` (run {record.get('uuid')})",
     )

@@ -16,7 +16,7 @@ from typing import Any
 
 from polyaxon_prefect.prefect._artifacts import artifact_key
 from polyaxon_prefect.prefect._job import flow_name
-from polyaxon_prefect.prefect._run_record import RECORD_SUFFIX, record_markdown
+from polyaxon_prefect.prefect._run_record import RECORD_SUFFIX, _record_markdown
 from polyaxon_prefect.prefect._states import state_for_status
 
 __all__ = ["settlement"]
@@ -45,7 +45,7 @@ def settlement(record: dict[str, Any]) -> dict[str, Any]:
                 "key": artifact_key(name, RECORD_SUFFIX),
                 "type": "markdown",
                 "description": f"record of `{name}` (run {record.get('uuid')})",
-                "data": record_markdown(record, whole=True),
+                "data": _record_markdown(record, whole=True),
             }
         ],
     }
