@@ -360,7 +360,7 @@ class _DagFlow:
         are stopped and end ``stopped``, so the DAG ends instead of waiting on them."""
         if not self.flights or not all(self.is_service(n) for n in self.flights):
             return
-        waiting = self.waiting()
+        waiting = self.dag.waiting()
         if waiting and not all(self.dag.ops[n].serving for n in self.flights):
             return
         for name, flight in self.flights.items():
@@ -393,27 +393,14 @@ class _DagFlow:
             self.stop_all(Status.STOPPED, "the dag was stopped")
         elif stop_requested() and self.dag.decision is None:
             self.stop_all(Status.STOPPED, stop_reason() or "the dag was stopped")
-        elif (gone := server_gone()) is not None and self.dag.decision is None and self.waiting():
-            # not `stop_all`: the ops running are not cancelled, they end as they end (no
-            # line of its own: the CLI said it, and each op not started says why)
-            self.dag.stop(Status.STOPPED, f"the Prefect server at {gone} stopped answering")
-
-    def waiting(self) -> bool:
-        """Whether an op has not started yet (nor been decided)."""
-        return any(op.status is None and not op.running for op in self.dag.ops.values())
-
-    def step(self) -> None:
-        """One turn of the loop: while the server is gone, only a job op in flight (or none:
-        the DAG is about to end) can still bring the DAG to its end (`dags_deciding`)."""
-        flights = self.flights.values()
-        if server_gone() is None or not flights or any(f.in_process for f in flights):
-            self.beat = time.monotonic()
+        else:
+            _stop_if_server_gone(self)
 
     def run(self) -> None:
         with _registered(self):
             try:
                 while True:
-                    self.step()
+                    _step(self)
                     self.check_early_stopping()
                     self.advance()
                     self.check_early_stopping()
@@ -440,6 +427,23 @@ class _DagFlow:
                     with contextlib.suppress(Exception):
                         self.collect(name)
                 self.write_ops(final=True)
+
+
+def _stop_if_server_gone(run: _DagFlow) -> None:
+    """The run's server went away: no op starts any more (`DagRun.stop`), but the ops running
+    are not cancelled, they end as they end. No line of its own: the CLI said it, and each op
+    not started says why."""
+    gone = server_gone()
+    if gone is not None and run.dag.decision is None and run.dag.waiting():
+        run.dag.stop(Status.STOPPED, f"the Prefect server at {gone} stopped answering")
+
+
+def _step(run: _DagFlow) -> None:
+    """One turn of the DAG's loop: while the server is gone, only a job op in flight (or none:
+    the DAG is about to end) can still bring the DAG to its end (`dags_deciding`)."""
+    flights = run.flights.values()
+    if server_gone() is None or not flights or any(f.in_process for f in flights):
+        run.beat = time.monotonic()
 
 
 def _child_context(name: str, parent: RunContext) -> RunContext:

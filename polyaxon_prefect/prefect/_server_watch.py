@@ -4,7 +4,8 @@ Without this, a server killed under a run left the CLI in Prefect's client retri
 then two connection tracebacks and exit 1, although the job itself had succeeded. With it, the
 CLI says so in one line at once, lets the running job finish (its run directory holds what it
 wrote), and ends with the job's own status; the flow run it could no longer finish stays in the
-session's journal, so the next command on that database marks it crashed.
+session's journal with how it ended, so the next command on that database writes that
+(`_settle`), or marks it crashed when the run could not report.
 
 Standard library only.
 """
