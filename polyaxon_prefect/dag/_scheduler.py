@@ -115,6 +115,10 @@ class DagRun:
     def running(self) -> list[str]:
         return [name for name, state in self.ops.items() if state.running]
 
+    def waiting(self) -> bool:
+        """Whether an op has neither started nor been decided yet."""
+        return any(state.status is None and not state.running for state in self.ops.values())
+
     @property
     def stop_reason(self) -> str:
         return self.decision.reason if self.decision else ""

@@ -494,21 +494,26 @@ def _run_request(args: argparse.Namespace, request: Any, outcomes: list[Any]) ->
 
 
 def _server_gone(args: argparse.Namespace, gone: Any, outcomes: list[Any], request: Any) -> None:
-    """The run's server went away: say so, let the running job end, print its result, and
-    exit with its status at once (Prefect's client would retry for minutes). The session's
-    journal stays, so the next command marks the flow run crashed."""
+    """The run's server went away: say so, let what runs end (a DAG starts no further op:
+    `_dag`), print the run's result, and exit with its status at once (Prefect's client would
+    retry for minutes). The session's journal stays, with the result when there is one: the
+    next command on a server writes how the run ended (`_settle`), else marks it crashed."""
+    from polyaxon_prefect.prefect._dag import dags_deciding
     from polyaxon_prefect.prefect._server_watch import wait_for_job
     from polyaxon_prefect.runtime._session import current_session
 
     print(
-        f"error: the Prefect server at {gone.url} stopped answering during the run; the job "
-        "goes on to its end (its run directory keeps what it writes), and the next command "
-        "marks the flow run crashed",
+        f"error: the Prefect server at {gone.url} stopped answering during the run; what runs "
+        "goes on to its end (its run directory keeps what it writes), nothing more starts, and "
+        "the next command records how the run ended",
         file=sys.stderr,
         flush=True,
     )
     session = current_session()
-    result = wait_for_job(outcomes, lambda: bool(session.live_groups))
+    settle = 3.0
+    result = wait_for_job(
+        outcomes, lambda: bool(session.live_groups) or dags_deciding(settle), settle=settle
+    )
     if result is None:
         message = f"the Prefect server at {gone.url} went away before the run reported"
         if args.json:
@@ -517,10 +522,16 @@ def _server_gone(args: argparse.Namespace, gone: Any, outcomes: list[Any], reque
             print(f"status: failed\nmessage: {message}")
         code = 1
     else:
-        if args.json:
-            from polyaxon_prefect.prefect._run_record import run_record
+        from polyaxon_prefect.prefect._run_record import run_record
+        from polyaxon_prefect.prefect._settle import settlement
 
-            _json_line(run_record(result, request))
+        flow_run = session.flow_runs[0] if session.flow_runs else None  # the top-level one
+        result = result.with_(flow_run_id=flow_run)
+        record = run_record(result, request)
+        if flow_run is not None:
+            session.settle_later(settlement(record))
+        if args.json:
+            _json_line(record)
         else:
             _summary(result, _labels(request))
         code = 0 if result.succeeded else 1

@@ -13,6 +13,10 @@ only runs what was decided (the design prefect-dbt ships for dbt graphs):
 - a `Mark` (an op that never runs) still gets a task run, a cheap marker whose final state says
   why: Completed named ``Skipped``, Cancelled named ``UpstreamFailed``, Cancelled (stopped), or
   Failed (a ref, a condition or a param that cannot be resolved).
+
+A server that stops answering mid-run (`_server_watch.server_gone`) stops the DAG as a stop
+does, less the cancel: the ops running go on to their end and keep their true statuses, the
+ops not started end ``stopped`` with the reason (``restart`` runs from the first of them).
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from polyaxon_prefect.prefect._artifacts import artifact_key, markdown_artifact
 from polyaxon_prefect.prefect._job import OutcomeCallback, flow_name
 from polyaxon_prefect.prefect._record import record_ops
 from polyaxon_prefect.prefect._request import Children, OpRequest, OpTask
+from polyaxon_prefect.prefect._server_watch import server_gone
 from polyaxon_prefect.prefect._states import state_for_status
 from polyaxon_prefect.runtime import (
     RunContext,
@@ -63,7 +68,7 @@ from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.runtime._session import stop_reason, stop_requested
 from polyaxon_prefect.specs import Status, is_service_op, op_kind
 
-__all__ = ["dag_final_status", "dag_markdown", "run_dag_in_flow", "stop_op"]
+__all__ = ["dag_final_status", "dag_markdown", "dags_deciding", "run_dag_in_flow", "stop_op"]
 
 MARKER_TASK_NAME = "dag_op_marker"
 _SERVING = "\0serving:"
@@ -88,6 +93,15 @@ def stop_op(op_name: str, dag_uuid: str | None = None) -> bool:
     return any([run.stop_one(op_name) for run in runs])
 
 
+def dags_deciding(within: float) -> bool:
+    """Whether a DAG of this process took a step of its loop in the last ``within`` seconds
+    while it could still end by itself: the CLI whose server went away waits for its result
+    (an op just ended, the next ones being marked) instead of taking its quiet for the end."""
+    now = time.monotonic()
+    with _RUNNING_LOCK:
+        return any(now - run.beat < within for run in _RUNNING.values())
+
+
 def _marker_task(op_name: str, status: str, message: str) -> Any:
     def dag_op_marker() -> State:
         return state_for_status(status, message)
@@ -110,6 +124,9 @@ class _Flight:
     inputs: dict[str, Any]
     context: RunContext
     started_at: float
+    in_process: bool = True
+    """A job op (its process runs here, with or without the server); else a subflow, whose
+    flow run cannot end without the server."""
 
 
 class _DagFlow:
@@ -142,6 +159,8 @@ class _DagFlow:
         self.ops_written_at = -_OPS_WRITE_SECONDS
         self.ended_services: set[str] = set()
         """Service ops this DAG stopped because its other ops were done."""
+        self.beat = time.monotonic()
+        """The last step of its loop that can lead to its end (`dags_deciding`)."""
 
     # -- edges ----------------------------------------------------------------------------
     def wait_for(self, name: str) -> list[Any]:
@@ -226,7 +245,8 @@ class _DagFlow:
         if self.is_service(name):
             on_serving(context.uuid, functools.partial(self.done_queue.put, _SERVING + name))
         future = op_task.submit(wait_for=self.wait_for(name))
-        flight = _Flight(op_task, future, cancel, params, context, time.time())
+        in_process = self.children.runs_in_process(child)
+        flight = _Flight(op_task, future, cancel, params, context, time.time(), in_process)
         with self.lock:
             self.flights[name] = flight
             if self.dag.ops[name].stop_requested:
@@ -340,7 +360,7 @@ class _DagFlow:
         are stopped and end ``stopped``, so the DAG ends instead of waiting on them."""
         if not self.flights or not all(self.is_service(n) for n in self.flights):
             return
-        waiting = any(s.status is None and not s.running for s in self.dag.ops.values())
+        waiting = self.dag.waiting()
         if waiting and not all(self.dag.ops[n].serving for n in self.flights):
             return
         for name, flight in self.flights.items():
@@ -373,11 +393,14 @@ class _DagFlow:
             self.stop_all(Status.STOPPED, "the dag was stopped")
         elif stop_requested() and self.dag.decision is None:
             self.stop_all(Status.STOPPED, stop_reason() or "the dag was stopped")
+        else:
+            _stop_if_server_gone(self)
 
     def run(self) -> None:
         with _registered(self):
             try:
                 while True:
+                    _step(self)
                     self.check_early_stopping()
                     self.advance()
                     self.check_early_stopping()
@@ -404,6 +427,23 @@ class _DagFlow:
                     with contextlib.suppress(Exception):
                         self.collect(name)
                 self.write_ops(final=True)
+
+
+def _stop_if_server_gone(run: _DagFlow) -> None:
+    """The run's server went away: no op starts any more (`DagRun.stop`), but the ops running
+    are not cancelled, they end as they end. No line of its own: the CLI said it, and each op
+    not started says why."""
+    gone = server_gone()
+    if gone is not None and run.dag.decision is None and run.dag.waiting():
+        run.dag.stop(Status.STOPPED, f"the Prefect server at {gone} stopped answering")
+
+
+def _step(run: _DagFlow) -> None:
+    """One turn of the DAG's loop: while the server is gone, only a job op in flight (or none:
+    the DAG is about to end) can still bring the DAG to its end (`dags_deciding`)."""
+    flights = run.flights.values()
+    if server_gone() is None or not flights or any(f.in_process for f in flights):
+        run.beat = time.monotonic()
 
 
 def _child_context(name: str, parent: RunContext) -> RunContext:

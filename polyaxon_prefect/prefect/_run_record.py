@@ -87,7 +87,9 @@ def run_record(result: RunResult, request: OpRequest) -> dict[str, Any]:
     }
 
 
-def _record_markdown(record: dict[str, Any]) -> str:
+def _record_markdown(record: dict[str, Any], *, whole: bool = False) -> str:
+    """The record artifact's Markdown; its data section holds the record less what the run's
+    reports hold, or ``whole`` (a run whose reports could not be published: `_settle`)."""
     lines = [f"# {mask_text(str(record.get('name') or ''))}: {record.get('status')}", ""]
     for section in ("params", "outputs", "metrics"):
         values = record.get(section) or {}
@@ -95,7 +97,7 @@ def _record_markdown(record: dict[str, Any]) -> str:
             lines += [f"**{section}**", ""]
             lines += [f"- `{name}`: `{value}`" for name, value in values.items()]
             lines.append("")
-    stored = {key: value for key, value in record.items() if key not in _IN_REPORTS}
+    stored = {k: v for k, v in record.items() if whole or k not in _IN_REPORTS}
     return "\n".join([*lines, *data_section(stored)]) + "\n"
 
 

@@ -4,7 +4,8 @@ Without this, a server killed under a run left the CLI in Prefect's client retri
 then two connection tracebacks and exit 1, although the job itself had succeeded. With it, the
 CLI says so in one line at once, lets the running job finish (its run directory holds what it
 wrote), and ends with the job's own status; the flow run it could no longer finish stays in the
-session's journal, so the next command on that database marks it crashed.
+session's journal with how it ended, so the next command on that database writes that
+(`_settle`), or marks it crashed when the run could not report.
 
 Standard library only.
 """
@@ -17,7 +18,18 @@ from typing import Any
 
 from polyaxon_prefect.prefect._server import healthy
 
-__all__ = ["ServerGone", "ServerWatch", "wait_for_job"]
+__all__ = ["ServerGone", "ServerWatch", "server_gone", "wait_for_job"]
+
+_GONE: list[str] = []
+"""The address of the run's server once it is known to be gone (this process's, at most one):
+the runners read it (`server_gone`) to start nothing more."""
+
+
+def server_gone() -> str | None:
+    """The address of the run's server when it stopped answering during the run, else None.
+    A DAG starts no further op then: one would run unseen by any server, be marked crashed by
+    the next command while it runs, and could not be stopped through the API."""
+    return _GONE[0] if _GONE else None
 
 
 class ServerGone(Exception):
@@ -55,7 +67,7 @@ class ServerWatch:
         temporary = self.connection.temporary
         if temporary is not None:
             if temporary.process.poll() is not None:
-                raise ServerGone(self.connection.ui_url)
+                raise _gone(self.connection.ui_url)
             return
         if healthy(self.connection.api_url):
             self._failed = 0
@@ -63,15 +75,22 @@ class ServerWatch:
         else:
             self._failed += 1
         if self._answered and self._failed >= self.misses:
-            raise ServerGone(self.connection.ui_url)
+            raise _gone(self.connection.ui_url)
+
+
+def _gone(url: str) -> ServerGone:
+    if not _GONE:
+        _GONE.append(url)
+    return ServerGone(url)
 
 
 def wait_for_job(
     outcomes: list[Any], jobs_running: Callable[[], bool], *, settle: float = 3.0
 ) -> Any:
     """Wait for the run's own result (``outcomes`` gets it when the op ends), or, for a run
-    that cannot report one without the server (a DAG, a sweep), until no job process of this
-    session has run for ``settle`` seconds; the result, or None."""
+    that cannot report one without the server (a sweep, an op stuck in the client's retries),
+    until ``jobs_running`` (a job process of this session, a DAG still deciding) has been
+    false for ``settle`` seconds; the result, or None."""
     quiet_since: float | None = None
     while not outcomes:
         if jobs_running():

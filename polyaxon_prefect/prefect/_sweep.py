@@ -7,9 +7,10 @@ re-queues the trials a killed parent left running, re-queues those a stop cut sh
 re-runs a completed one.
 
 The loop (the study calls happen in the flow's own thread, but a job trial's end: trials run in a
-thread pool, and a job trial of a sweep without a pruning policy tells the study how it ended
-from its own thread as soon as its process ends, before its Prefect records, so a trial that
-ended while the server was down counts as done on ``--resume``)::
+thread pool, and a job trial tells the study how it ended from its own thread as soon as its
+process ends, before its Prefect records, so a trial that ended while the server was down
+counts as done on ``--resume``; under a pruning policy, its last intermediate values go to the
+pruner first, under the trial's lock, so the loop's watch never reads them twice)::
 
     while not finished:
         launch asked suggestions while fewer than `concurrency` trials are in flight
@@ -51,7 +52,7 @@ import threading
 import time
 import uuid
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -123,14 +124,28 @@ class _Flight:
     """When it was launched (monotonic): its duration feeds the sweep's ETA."""
     value: Any = None
     """Its value of the sweep's metric, as told to the study."""
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    """Held while the trial's metrics are read or its end told: the loop's pruner watch and
+    the trial's own thread both do."""
 
 
 def _tell(study: SweepStudy, flight: _Flight, prune_metric: str | None, result: RunResult) -> None:
     """Write how a trial ended to the study, once: from the trial's thread when its job's
     process ends (the trial's Prefect records may then wait on a dead server), else when the
-    loop records it."""
-    if flight.told:
-        return
+    loop records it. Under a pruning policy, the values logged since the loop's last look go
+    to the pruner first: later trials are compared with them."""
+    with flight.lock:
+        if not flight.told:
+            _tell_once(study, flight, prune_metric, result)
+            flight.told = True
+
+
+def _tell_once(
+    study: SweepStudy, flight: _Flight, prune_metric: str | None, result: RunResult
+) -> None:
+    if prune_metric and flight.metrics_path is not None and not flight.pruned:
+        for step, value in _new_values(flight):
+            study.report(flight.suggestion.number, step, value)
     status = SweepRun.trial_status(result.status, flight.cancel.is_set())
     message = result.message
     if flight.pruned:
@@ -147,7 +162,6 @@ def _tell(study: SweepStudy, flight: _Flight, prune_metric: str | None, result: 
         gpu_hours=result.gpu_hours,
         unfinished=status == Status.STOPPED and not flight.pruned,  # `--resume` reruns it
     )
-    flight.told = True
 
 
 def _value(study: SweepStudy, flight: _Flight, result: RunResult) -> Any:
@@ -251,8 +265,7 @@ class _Sweep:
             sweep=SweepOptions(),
         )
         call = contextvars.copy_context().run
-        # a pruned sweep tells in the loop, after the trial's last values reached the pruner
-        told = None if self.prune_metric else functools.partial(_tell, study, flight, None)
+        told = functools.partial(_tell, study, flight, self.prune_metric)
         future = executor.submit(call, self.trials.run, trial_request, suggestion, run_uuid, told)
         self.flights[future] = flight
 
@@ -265,18 +278,24 @@ class _Sweep:
         for future, flight in self.flights.items():
             if future.done() or flight.pruned or flight.metrics_path is None:
                 continue
-            for step, value in _new_values(flight):
-                if study.report(flight.suggestion.number, step, value):
-                    flight.pruned = True
-                    flight.cancel.set()
-                    self.logger.info(
-                        "trial %d pruned at step %d (%s=%g)",
-                        flight.suggestion.index,
-                        step,
-                        self.prune_metric,
-                        value,
-                    )
-                    break
+            with flight.lock:  # the trial's thread may be telling its end
+                if not flight.told:
+                    self.prune_check(study, flight)
+
+    def prune_check(self, study: SweepStudy, flight: _Flight) -> None:
+        """Feed the trial's new values to the pruner; cancel it when the pruner says so."""
+        for step, value in _new_values(flight):
+            if study.report(flight.suggestion.number, step, value):
+                flight.pruned = True
+                flight.cancel.set()
+                self.logger.info(
+                    "trial %d pruned at step %d (%s=%g)",
+                    flight.suggestion.index,
+                    step,
+                    self.prune_metric,
+                    value,
+                )
+                return
 
     def record(self, study: SweepStudy, future: Future[RunResult]) -> None:
         flight = self.flights.pop(future)
@@ -285,10 +304,6 @@ class _Sweep:
         except Exception as exc:  # the trial's machinery failed, not its process
             result = RunResult(Status.FAILED, message=f"the trial could not run: {exc}")
         status = SweepRun.trial_status(result.status, flight.cancel.is_set())
-        if self.prune_metric and flight.metrics_path is not None and not flight.pruned:
-            # values logged since the last look: the pruner compares later trials with them
-            for step, value in _new_values(flight):
-                study.report(flight.suggestion.number, step, value)
         _tell(study, flight, self.prune_metric, result)
         self.gpu_hours += result.gpu_hours or 0.0
         _finished(self.tracker, flight, status)

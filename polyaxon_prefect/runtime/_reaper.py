@@ -203,6 +203,43 @@ def _crash(api: str, kind: str, run_id: str, *, stopping: bool = False) -> None:
     _post(f"{api}/{kind}/{run_id}/set_state", {"state": state, "force": True})
 
 
+def settle(api: str, settlement: dict[str, object]) -> None:
+    """Write how a run that ended while its server was gone ended, as its own end would have
+    (its CLI heard it and wrote it to the session's journal: `Session.settle_later`): the task
+    runs of its ops that the server still holds unfinished get their ops' states, its record
+    is its ``-record`` artifact (``get`` reads it), then its flow run gets its final state.
+    Nothing is written over a flow run that is final already."""
+    run_id = settlement.get("flow_run")
+    if not isinstance(run_id, str):
+        return
+    not_final = {"type": {"any_": _NOT_FINAL}}
+    found = _post(
+        f"{api}/flow_runs/filter",
+        {"flow_runs": {"id": {"any_": [run_id]}, "state": not_final}, "limit": 1},
+    )
+    if not _run_ids(found):
+        return
+    tasks = settlement.get("tasks")
+    tasks = tasks if isinstance(tasks, dict) else {}
+    running = _post(
+        f"{api}/task_runs/filter",
+        {"flow_runs": {"id": {"any_": [run_id]}}, "task_runs": {"state": not_final}, "limit": 200},
+    )
+    for task in running if isinstance(running, list) else []:
+        state = tasks.get(task.get("name")) if isinstance(task, dict) else None
+        if isinstance(state, dict) and isinstance(task.get("id"), str):
+            with contextlib.suppress(Exception):
+                _post(f"{api}/task_runs/{task['id']}/set_state", {"state": state, "force": True})
+    artifacts = settlement.get("artifacts")
+    for artifact in artifacts if isinstance(artifacts, list) else []:
+        if isinstance(artifact, dict):
+            with contextlib.suppress(Exception):
+                _post(f"{api}/artifacts/", {**artifact, "flow_run_id": run_id})
+    state = settlement.get("state")
+    if isinstance(state, dict):
+        _post(f"{api}/flow_runs/{run_id}/set_state", {"state": state, "force": True})
+
+
 def _being_stopped(api: str, flow_runs: list[str]) -> bool:
     """Whether a top-level run among ``flow_runs`` was being stopped: Cancelling, or Cancelled
     already (a worker's runner marks the run it killed Cancelled before this runs)."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -30,7 +31,7 @@ from typing import IO
 
 from polyaxon_prefect.exceptions import write_failure
 from polyaxon_prefect.runtime._context import resolve_artifacts_root
-from polyaxon_prefect.runtime._reaper import SESSION_ENV, mark_crashed
+from polyaxon_prefect.runtime._reaper import SESSION_ENV, mark_crashed, settle
 
 __all__ = [
     "SESSION_ENV",
@@ -126,6 +127,12 @@ class Session:
         self._send(f"flow-run {flow_run_id}")
         self._write_journal(f"flow-run {flow_run_id}")
 
+    def settle_later(self, settlement: dict[str, object]) -> None:
+        """How a run whose server went away ended (`_reaper.settle`: its flow run's final
+        state, its ops' task runs' states, its record artifact), for the next command on a
+        server of the same database to write, in place of marking it crashed."""
+        self._write_journal("settle " + json.dumps(settlement, separators=(",", ":")))
+
     def _write_journal(self, line: str) -> None:
         with self._lock:
             try:
@@ -203,7 +210,8 @@ def pid_alive(pid: int) -> bool:
 
 def recover_stale_sessions(api_url: str, target: str) -> int:
     """Mark crashed the unfinished flow runs of dead sessions on the same database ``target``
-    (their process and reaper are gone); returns how many journals were settled."""
+    (their process and reaper are gone), or, for a run that ended while its server was gone,
+    write how it ended (`Session.settle_later`); returns how many journals were settled."""
     settled = 0
     directory = journal_dir()
     if not directory.is_dir():
@@ -223,6 +231,9 @@ def recover_stale_sessions(api_url: str, target: str) -> int:
             continue
         if pid == os.getpid() or pid_alive(pid) or values.get("target", [""])[0] != target:
             continue
+        for settlement in values.get("settle", []):  # first: what is settled is not crashed
+            with contextlib.suppress(Exception):
+                settle(api_url.rstrip("/"), json.loads(settlement))
         with contextlib.suppress(Exception):
             mark_crashed(api_url.rstrip("/"), values.get("flow-run", [])[-200:])
         with contextlib.suppress(OSError):

@@ -96,11 +96,12 @@ def test_a_server_killed_under_a_job_is_one_line_and_the_jobs_own_result(
     assert took < 90, f"the CLI took {took:.0f} s to end after its server died"
     no_process_left(Path(home["PREFECT_HOME"]))  # the job, its reaper, the dead server
 
-    # The next command starts a server again and marks the run that could not finish crashed.
+    # The next command starts a server again and writes how the run ended (it used to mark
+    # it crashed, `failed`, whatever the job did): a second look tells what the CLI printed.
     listed = _cli(home, "ls", "--json")
     assert listed.returncode == 0, listed.stderr
     rows = {row["name"]: row["status"] for row in json.loads(listed.stdout)}
-    assert rows["slow-answer"] == "failed"
+    assert rows["slow-answer"] == "succeeded"
 
 
 def test_a_stale_record_over_another_program_is_removed_and_nothing_is_signalled(
@@ -297,6 +298,102 @@ def test_a_server_killed_under_a_dag_ends_with_the_ops_true_statuses(
     no_process_left(Path(home["PREFECT_HOME"]))
 
 
+CHAIN = """\
+version: 1.1
+kind: component
+name: chain
+run:
+  kind: dag
+  operations:
+    - name: a
+      component:
+        name: a
+        outputs: [{name: answer, type: int}]
+        run:
+          kind: job
+          container:
+            command:
+              - python
+              - -c
+              - "import time; time.sleep(8); from polyaxon_prefect import tracking; \\
+                tracking.log_outputs(answer=42)"
+    - name: b
+      dependencies: [a]
+      component:
+        name: b
+        run:
+          kind: job
+          container: {command: [python, -c, "open('MARKS/b', 'a').write('ran\\\\n')"]}
+"""
+
+
+def test_a_server_killed_while_an_op_waits_on_the_running_one_tells_both_truths(
+    home: dict[str, str], tmp_path: Path
+) -> None:
+    """Op ``b`` waits on ``a``; the server dies while ``a`` runs. ``a`` goes on to its end
+    (succeeded, its output recorded), ``b`` never starts (``stopped``, saying why), and the
+    next commands on a new server (``get``, ``statuses``) tell the same; ``restart`` goes on
+    from ``b``, reusing ``a``."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    project = tmp_path / "project"  # the ops' working folder: nothing else writes there
+    project.mkdir()
+    dag = project / "chain.yaml"
+    dag.write_text(CHAIN.replace("MARKS", str(marks)))
+    process = subprocess.Popen(
+        [str(BIN / "polyaxon-prefect"), "run", "-f", str(dag), "--json"],
+        env=home,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:  # `a` runs once its run directory has a log
+        if list((tmp_path / "artifacts").glob("*/*/logs/job.log")):
+            break
+        time.sleep(0.2)
+    os.killpg(json.loads(_record(home).read_text())["pid"], signal.SIGKILL)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 1, err
+    printed = json.loads(out)
+    said = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(said) == 1 and "stopped answering" in said[0], err
+    assert "Traceback" not in err and "went away" not in out
+    url = said[0].split()[5]
+    why = f"stopped before it started: the Prefect server at {url} stopped answering"
+    ops = {name: (o["status"], o["outputs"], o["message"]) for name, o in printed["ops"].items()}
+    assert ops == {"a": ("succeeded", {"answer": 42}, "succeeded"), "b": ("stopped", {}, why)}
+    assert (printed["status"], printed["reason"]) == (
+        "stopped",
+        f"the Prefect server at {url} stopped answering",
+    )
+    assert not list(marks.iterdir()), "b ran"
+    run_path = Path(printed["artifacts_path"])
+    recorded = json.loads((run_path / "ops.json").read_text())
+    assert {name: (op["status"], op["outputs"]) for name, op in recorded.items()} == {
+        "a": ("succeeded", {"answer": 42}),
+        "b": ("stopped", {}),
+    }
+    no_process_left(Path(home["PREFECT_HOME"]))
+
+    # a new server: the run reads back as it ended, not as crashed
+    got = _cli(home, "get", printed["uuid"], "--json")
+    assert got.returncode == 0, got.stderr
+    shown = json.loads(got.stdout)
+    assert (shown["status"], shown["message"]) == ("stopped", printed["message"])
+    assert shown["ops"] == printed["ops"]
+    statuses = _cli(home, "statuses", printed["uuid"])
+    assert statuses.returncode == 0, statuses.stderr
+    assert statuses.stdout.splitlines()[-1].split("  ")[1:] == ["stopped", printed["message"]]
+
+    restarted = _cli(home, "restart", printed["uuid"], "--json")
+    assert restarted.returncode == 0, restarted.stderr[-3000:]
+    again = json.loads(restarted.stdout)
+    assert again["status"] == "succeeded"
+    assert again["ops"]["a"]["message"] == f"reused from run {printed['ops']['a']['uuid']}"
+    assert {p.name: p.read_text() for p in marks.iterdir()} == {"b": "ran\n"}
+
+
 SLOW_SWEEP = """\
 version: 1.1
 kind: operation
@@ -353,6 +450,76 @@ def test_a_sweep_resumed_after_its_server_died_reruns_only_unfinished_trials(
     said = [line for line in resumed.stderr.splitlines() if "resuming sweep" in line]
     assert len(said) == 1 and said[0].endswith(": 2 trial(s) already done"), said
     # every point ran once: the two that ended while the server was down were not run again
+    assert {p.name: p.read_text() for p in marks.iterdir()} == {
+        str(x): "ran\n" for x in (1, 2, 3, 4)
+    }
+    assert len(re.findall(r"trial \d +succeeded", resumed.stdout)) == 4
+
+
+PRUNED_SWEEP = """\
+version: 1.1
+kind: operation
+matrix:
+  kind: grid
+  concurrency: 2
+  params:
+    x: {kind: choice, value: [1, 2, 3, 4]}
+  earlyStopping:
+    - kind: metric_early_stopping
+      metric: loss
+      value: -1
+      optimization: minimize
+      policy: {kind: median, minSamples: 1}
+component:
+  name: pruned-sweep
+  inputs: [{name: x, type: int}]
+  run:
+    kind: job
+    container:
+      command:
+        - python
+        - -c
+        - "import time; from polyaxon_prefect import tracking; \\
+          tracking.log_metrics(step=0, loss=1.0); time.sleep(4); \\
+          tracking.log_metrics(step=1, loss=1.0); open('MARKS/{{ x }}', 'a').write('ran\\\\n')"
+"""
+
+
+def test_a_pruning_sweep_resumed_after_its_server_died_reruns_only_unfinished_trials(
+    home: dict[str, str], tmp_path: Path
+) -> None:
+    """Under a pruning policy too, a trial's end (its last values to the pruner, then its
+    state) is told to the study as its process ends: the two trials that ended while the
+    server was down are done, and ``--resume`` runs only the two points never started. Every
+    trial logs the same loss, so the median policy prunes none."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(PRUNED_SWEEP.replace("MARKS", str(marks)))
+    process = subprocess.Popen(
+        [str(BIN / "polyaxon-prefect"), "run", "-f", str(sweep)],
+        env=home,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # both first trials run once their run dirs have a log
+        if len(list((tmp_path / "artifacts").glob("*/*/logs/job.log"))) >= 2:
+            break
+        time.sleep(0.2)
+    os.killpg(json.loads(_record(home).read_text())["pid"], signal.SIGKILL)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 1, err[-3000:]
+    assert "stopped answering" in err and "Traceback" not in err
+    assert "status: failed" in out  # a sweep cannot report without its server
+    assert sorted(p.name for p in marks.iterdir()) == ["1", "2"]  # the two trials ended
+
+    resumed = _cli(home, "run", "--resume", "-f", str(sweep))
+
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    said = [line for line in resumed.stderr.splitlines() if "resuming sweep" in line]
+    assert len(said) == 1 and said[0].endswith(": 2 trial(s) already done"), said
     assert {p.name: p.read_text() for p in marks.iterdir()} == {
         str(x): "ran\n" for x in (1, 2, 3, 4)
     }

@@ -285,7 +285,7 @@ def test_median_policy_prunes_a_bad_trial(tmp_path: Path):
         values:
         - {x: 0.3, steps: 3, sleep: 0.0}
         - {x: 0.35, steps: 3, sleep: 0.0}
-        - {x: 0.25, steps: 3, sleep: 0.0}
+        - {x: 0.28, steps: 3, sleep: 0.0}
         - {x: 3.0, steps: 40, sleep: 0.1}
         earlyStopping:
         - kind: metric_early_stopping

@@ -126,6 +126,19 @@ def test_a_stop_marks_what_has_not_started_and_decides_the_status() -> None:
     assert run.final_status() == "stopped" and run.stop_reason == "interrupted"
 
 
+def test_an_op_waits_until_it_starts_or_is_decided() -> None:
+    """What a DAG whose server went away asks before it stops: is any op still to start?"""
+    run = _run([_op("a"), _op("b", dependencies=["a"])])
+    assert run.waiting()
+    run.next_actions()
+    assert run.waiting()  # b waits on a
+    _finish(run, "a", "succeeded")
+    run.next_actions()
+    assert not run.waiting()  # b runs
+    _finish(run, "b", "succeeded")
+    assert not run.waiting()
+
+
 def test_stopping_one_pending_op_keeps_the_others_going() -> None:
     run = _run([_op("a"), _op("b", dependencies=["a"]), _op("c")], concurrency=1)
     assert [a.name for a in run.next_actions()] == ["a"]
