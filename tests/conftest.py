@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -22,18 +29,24 @@ FAST_LOOP_EXCLUDES = ("process", "server", "cluster", "browser", "slow", "contai
 """The markers `make test-fast` deselects (registered, with their meaning, in pyproject.toml)."""
 
 TIMING_TESTS = (
-    "tests/integration/test_full_disk.py",
-    "tests/integration/test_one_server.py",  # idle timeouts of a few seconds
-    "tests/integration/test_server_faults.py",
-    "tests/process/search/test_study_storage.py",  # two processes joined within 60 s
-    "tests/process/loading/test_hostile_loading.py",
+    "tests/integration/test_full_disk.py::test_a_prefect_home_on_a_full_disk_fails_in_seconds",
+    "tests/integration/test_full_disk.py::test_a_full_artifacts_disk_says_once_where_job_log_was",
+    "tests/integration/test_full_disk.py::test_a_sweep_whose_journal_fills_the_disk_ends_failed",
+    # an idle timeout of 8 s: a busy neighbour between two commands would let the server go
+    "tests/integration/test_one_server.py::test_the_first_command_starts_the_server_the_next",
+    "tests/integration/test_one_server.py::test_a_run_longer_than_the_idle_timeout_keeps",
+    "tests/integration/test_one_server.py::test_server_start_points_prefect_commands_at_the",
+    "tests/integration/test_server_faults.py::test_a_server_killed_under_a_job_is_one_line",
+    "tests/process/search/test_study_storage.py::test_two_processes_share_a_grid",  # within 60 s
+    *(f"tests/process/loading/test_hostile_loading.py::test_{n}_" for n in (*range(10, 18), 19)),
     "tests/process/loading/test_refs.py::test_url_ref_timeout",
     "tests/process/loading/test_url_file.py::test_http_errors_and_limits_are_urlrefs",
     "tests/process/loading/test_render_deadline.py",
     "tests/process/runtime/test_job.py::test_timeout_kills_the_process",
     "tests/process/runtime/test_replicas.py::test_cancelling_stops_every_replica",
     "tests/unit/loading/test_hostile_loading.py::test_5_costly_templates_fail_fast",
-    "tests/unit/search/test_huge_grids.py",
+    "tests/unit/search/test_huge_grids.py::test_a_ten_million_point_grid_is_counted",
+    "tests/unit/search/test_huge_grids.py::test_a_million_point_sweep_opens_at_once",
     "tests/prefect/test_sweep_journal.py::test_a_sweep_never_opens_a_neighbours_huge_journal",
     "tests/prefect/test_ls_query.py::test_query_filters_and_sorts_200_runs_in_under_2_s",
     "tests/prefect/test_lifecycle.py::test_a_signal_stops_a_dag_fast",
@@ -45,7 +58,9 @@ TIMING_TESTS = (
     "tests/test_fuzz.py::test_hostile_mutations_never_escape_and_stay_fast",
 )
 """Node id prefixes of the tests that assert a wall-clock budget: marked `timing`, which
-`make test` runs alone after the parallel pass, so a busy neighbour never eats their budget."""
+`make test` runs alone after the parallel pass, so a busy neighbour never eats their budget.
+Name the tests, not their file, unless every test of the file has a budget: the rest of a file
+runs in the parallel pass."""
 
 FOLDER_MARKS = {"prefect": ("server", "process")}
 """Markers every test of a folder of tests/ carries: each test of tests/prefect runs on the
@@ -83,3 +98,94 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.fixture
 def update_golden(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-golden"))
+
+
+def migrated_prefect_database(folder: Path) -> Path:
+    """``folder/prefect.db``: a Prefect SQLite database migrated to the installed Prefect's head,
+    made once (``prefect server database upgrade``, about 5 s) under a lock the test workers
+    share, so each asks for it and one makes it."""
+    database = folder / "prefect.db"
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / "lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if database.exists():
+            return database
+        making = folder / "making"
+        shutil.rmtree(making, ignore_errors=True)
+        env = {**os.environ, "PREFECT_HOME": str(making)}
+        for name in (
+            "PREFECT_API_URL",
+            "PREFECT_PROFILE",
+            "PREFECT_PROFILES_PATH",
+            "PREFECT_API_DATABASE_CONNECTION_URL",
+            "PREFECT_SERVER_DATABASE_CONNECTION_URL",
+        ):
+            env.pop(name, None)
+        prefect = Path(sys.executable).with_name("prefect")
+        subprocess.run(
+            [str(prefect), "server", "database", "upgrade", "-y"],
+            env=env,
+            capture_output=True,
+            check=True,
+            timeout=600,
+        )
+        if not (making / "prefect.db").is_file():
+            raise RuntimeError(f"`prefect server database upgrade` made no {making / 'prefect.db'}")
+        # One file to copy: the write-ahead log folded in (Prefect turns WAL on again at start).
+        with contextlib.closing(sqlite3.connect(making / "prefect.db")) as made:
+            made.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            made.execute("PRAGMA journal_mode=DELETE")
+        os.replace(making / "prefect.db", database)
+        shutil.rmtree(making, ignore_errors=True)
+    return database
+
+
+def _template_folder(factory: pytest.TempPathFactory) -> Path:
+    """Where the session's migrated database is made: under pytest-xdist one for all the
+    workers (the parent of each worker's base temporary folder is the run's)."""
+    base = factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    return base / "prefect-database-template"
+
+
+_TEMPLATE_BUILD: list[threading.Thread] = []
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start making the migrated database in the background as soon as the collected tests
+    show one will need it: the tests that come first run meanwhile."""
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    needed = any(
+        "prefect_database_template" in getattr(item, "fixturenames", ()) for item in session.items
+    )
+    if factory is None or not needed or session.config.option.collectonly:
+        return
+    build = threading.Thread(
+        target=migrated_prefect_database, args=(_template_folder(factory),), daemon=True
+    )
+    build.start()
+    _TEMPLATE_BUILD.append(build)
+
+
+@pytest.fixture(scope="session")
+def prefect_database_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's migrated Prefect database (made once; see `migrated_prefect_database`)."""
+    for build in _TEMPLATE_BUILD:
+        build.join()
+    return migrated_prefect_database(_template_folder(tmp_path_factory))
+
+
+def seed_prefect_home(home: Path, template: Path) -> Path:
+    """Make ``home`` a Prefect home whose database is a copy of ``template``: a server starting
+    on it finds its tables made instead of migrating a new database (about 5 s per home). Tests
+    about a first run keep a truly new home instead."""
+    home.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(template, home / "prefect.db")
+    return home
+
+
+@pytest.fixture
+def migrated_home(tmp_path: Path, prefect_database_template: Path) -> Path:
+    """``tmp_path/prefect``: a new Prefect home with an already migrated database."""
+    return seed_prefect_home(tmp_path / "prefect", prefect_database_template)

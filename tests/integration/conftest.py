@@ -13,6 +13,8 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+from tests.conftest import seed_prefect_home
+
 REPO = Path(__file__).parents[2]
 BIN = Path(sys.executable).parent
 
@@ -54,9 +56,14 @@ def stop(process: subprocess.Popen[bytes], grace: float = 10) -> None:
 
 
 @contextlib.contextmanager
-def prefect_server(folder: Path, *, ui: bool = False) -> Iterator[dict[str, str]]:
+def prefect_server(
+    folder: Path, *, ui: bool = False, database: Path | None = None
+) -> Iterator[dict[str, str]]:
     """A real ``prefect server start`` on a free loopback port, its home and the artifacts
-    under ``folder``; yields the environment a client or worker process needs to use it."""
+    under ``folder``; yields the environment a client or worker process needs to use it.
+    ``database``: a migrated database to start from (a copy), sparing the migration."""
+    if database is not None:
+        seed_prefect_home(folder / "home", database)
     port = free_port()
     api = f"http://127.0.0.1:{port}/api"
     env = {

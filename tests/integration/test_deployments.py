@@ -78,9 +78,10 @@ class Api:
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[tuple[dict[str, str], Api]]:
+def cluster(prefect_database_template: Path) -> Iterator[tuple[dict[str, str], Api]]:
     """A real server, a process work pool and a worker polling it every second."""
-    with prefect_server(Path(tempfile.mkdtemp(prefix="prefect-deploy-"))) as env:
+    folder = Path(tempfile.mkdtemp(prefix="prefect-deploy-"))
+    with prefect_server(folder, database=prefect_database_template) as env:
         subprocess.run(
             [str(BIN / "prefect"), "work-pool", "create", POOL, "--type", "process"],
             env=env,

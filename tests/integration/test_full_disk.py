@@ -96,10 +96,12 @@ def test_a_prefect_home_on_a_full_disk_fails_in_seconds_with_the_servers_reason(
     no_process_left(home)
 
 
-def test_a_full_artifacts_disk_says_once_where_job_log_was_cut(tmpfs: Path, tmp_path: Path) -> None:
+def test_a_full_artifacts_disk_says_once_where_job_log_was_cut(
+    tmpfs: Path, tmp_path: Path, migrated_home: Path
+) -> None:
     spec = tmp_path / "flood.yaml"
     spec.write_text(FLOOD)
-    home = tmp_path / "prefect"
+    home = migrated_home
     env = {**new_home_env(home, tmpfs, "0"), "POLYAXON_PREFECT_LOG_LINES_PER_SECOND": "50"}
 
     done, seconds = _run(env, spec)
@@ -137,11 +139,11 @@ component:
 
 
 def test_a_sweep_whose_journal_fills_the_disk_ends_failed_in_one_line(
-    tmpfs: Path, tmp_path: Path
+    tmpfs: Path, tmp_path: Path, migrated_home: Path
 ) -> None:
     spec = tmp_path / "sweep.yaml"
     spec.write_text(SWEEP)
-    home = tmp_path / "prefect"
+    home = migrated_home
     (tmpfs / "filler").write_bytes(b"\0" * (2 * 1024 * 1024 - 24 * 1024))  # leave ~24 KB
     env = new_home_env(home, tmpfs, "0")
 
@@ -208,10 +210,12 @@ def test_a_prefect_database_whose_disk_fills_after_start_is_one_line_naming_it(
         no_process_left(home)
 
 
-def test_a_sweep_cut_by_a_full_disk_resumes_once_there_is_room(tmpfs: Path, tmp_path: Path) -> None:
+def test_a_sweep_cut_by_a_full_disk_resumes_once_there_is_room(
+    tmpfs: Path, tmp_path: Path, migrated_home: Path
+) -> None:
     """The failed appends leave whole lines only (no torn line, no lock), and ``--resume`` runs
     the sweep whole: its creation, cut before it was done, is made again."""
-    _full_disk_then_resume(tmpfs, tmp_path)
+    _full_disk_then_resume(tmpfs, tmp_path, migrated_home)
 
 
 def _fill(disk: Path, leave: int) -> Path:
@@ -228,12 +232,11 @@ def _fill(disk: Path, leave: int) -> Path:
     return filler
 
 
-def _full_disk_then_resume(disk: Path, tmp_path: Path) -> None:
+def _full_disk_then_resume(disk: Path, tmp_path: Path, home: Path) -> None:
     spec = tmp_path / "sweep.yaml"
     spec.write_text(
         SWEEP.replace("numRuns: 300", "numRuns: 60").replace("concurrency: 2", "concurrency: 4")
     )
-    home = tmp_path / "prefect"
     env = new_home_env(home, disk, "0")
     filler = _fill(disk, 16384)  # room for a few queued trials only
 

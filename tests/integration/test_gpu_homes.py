@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import seed_prefect_home
 from tests.integration.conftest import new_home_env, no_process_left
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow, pytest.mark.process, pytest.mark.server]
@@ -30,13 +31,16 @@ run:
 """
 
 
-def test_two_prefect_homes_never_hold_one_gpu_together(tmp_path: Path) -> None:
+def test_two_prefect_homes_never_hold_one_gpu_together(
+    tmp_path: Path, prefect_database_template: Path
+) -> None:
     marks = tmp_path / "marks"
     spec = tmp_path / "gpu-job.yaml"
     spec.write_text(JOB % (sys.executable, SCRIPT, marks))
     homes = [tmp_path / "home-a", tmp_path / "home-b"]
     envs = []
     for home in homes:
+        seed_prefect_home(home, prefect_database_template)
         env = {**new_home_env(home, tmp_path / "artifacts", "0"), "CUDA_VISIBLE_DEVICES": "0"}
         env.pop("POLYAXON_PREFECT_GPU_LOCKS", None)
         envs.append(env)

@@ -38,10 +38,10 @@ def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Iterator[tuple[dict[str, str], int]]:
+def home(tmp_path: Path, migrated_home: Path) -> Iterator[tuple[dict[str, str], int]]:
     env = {
         **os.environ,
-        "PREFECT_HOME": str(tmp_path / "prefect"),
+        "PREFECT_HOME": str(migrated_home),
         "POLYAXON_PREFECT_ARTIFACTS_ROOT": str(tmp_path / "artifacts"),
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
     }

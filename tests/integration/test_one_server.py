@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import seed_prefect_home
 from tests.integration.conftest import new_home_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.process, pytest.mark.server]
@@ -57,8 +58,8 @@ def _gone(pid: int, seconds: float) -> bool:
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Iterator[dict[str, str]]:
-    env = new_home_env(tmp_path / "prefect", tmp_path / "artifacts", "8")
+def home(tmp_path: Path, migrated_home: Path) -> Iterator[dict[str, str]]:
+    env = new_home_env(migrated_home, tmp_path / "artifacts", "8")
     (tmp_path / "noop.yaml").write_text(NOOP)
     try:
         yield env
@@ -132,7 +133,7 @@ def test_a_run_longer_than_the_idle_timeout_keeps_its_server(
 
 
 def test_homes_whose_port_another_program_holds_each_get_their_own_server_and_reuse_it(
-    home: dict[str, str], tmp_path: Path
+    home: dict[str, str], tmp_path: Path, prefect_database_template: Path
 ) -> None:
     """Two Prefect homes on one machine, the configured port held by a plain socket (another
     user's server): each home's first command starts its server on a free port of its own and
@@ -140,7 +141,8 @@ def test_homes_whose_port_another_program_holds_each_get_their_own_server_and_re
     port = int(home["POLYAXON_PREFECT_SERVER_PORT"])
     # each server must outlive the other home's first start (half a minute or more)
     home["POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT"] = "300"
-    other = new_home_env(tmp_path / "other-prefect", tmp_path / "other-artifacts", "300")
+    other_home = seed_prefect_home(tmp_path / "other-prefect", prefect_database_template)
+    other = new_home_env(other_home, tmp_path / "other-artifacts", "300")
     other["POLYAXON_PREFECT_SERVER_PORT"] = str(port)
     noop = str(tmp_path / "noop.yaml")
     taken = []

@@ -47,11 +47,11 @@ playwright = pytest.importorskip("playwright.sync_api", reason="needs playwright
 
 
 @pytest.fixture(scope="module")
-def ui_server() -> Iterator[tuple[str, dict[str, str]]]:
+def ui_server(prefect_database_template: Path) -> Iterator[tuple[str, dict[str, str]]]:
     """A real Prefect server with its UI; the environment a CLI run needs to use it."""
     folder = Path(tempfile.mkdtemp(prefix="prefect-ui-"))
     try:
-        with prefect_server(folder, ui=True) as env:
+        with prefect_server(folder, ui=True, database=prefect_database_template) as env:
             yield env["PREFECT_API_URL"].removesuffix("/api"), env
     finally:
         shutil.rmtree(folder, ignore_errors=True)

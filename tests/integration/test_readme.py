@@ -8,9 +8,10 @@ arguments, or a cluster, not run). A block with neither fails
 `test_every_bash_block_is_a_journey_or_a_reference`, so no new block escapes; a journey with no
 checks here fails too. A journey's name is unique across the pages.
 
-Each journey runs on a fresh Prefect home (a temporary directory), the local server on a free
-port (``POLYAXON_PREFECT_SERVER_PORT``) with a short idle timeout, the package's ``.venv/bin``
-first on ``PATH`` and the repository as the working directory, as a user who followed
+Each journey runs on a fresh Prefect home (a temporary directory holding a copy of a database
+migrated once per test session), the local server on a free port
+(``POLYAXON_PREFECT_SERVER_PORT``) with a short idle timeout, the package's ``.venv/bin`` first
+on ``PATH`` and the repository as the working directory, as a user who followed
 "Set-up" would. A line that runs until stopped (``prefect worker start``) is started in the
 background and stopped (SIGINT, then SIGKILL) when the block is done. A ``make TARGET`` line
 runs the target's recipe from the Makefile (its ``setup`` prerequisite is the ``.venv`` these
@@ -32,6 +33,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import seed_prefect_home
 from tests.doc_pages import name as page_name
 from tests.doc_pages import pages
 from tests.integration.conftest import free_port, stop
@@ -186,7 +188,7 @@ def _failure(block: Block, command: str, completed: subprocess.CompletedProcess[
 
 
 @pytest.fixture
-def journey(tmp_path: Path) -> Iterator[Journey]:
+def journey(tmp_path: Path, prefect_database_template: Path) -> Iterator[Journey]:
     if not (VENV_BIN / "polyaxon-prefect").exists():
         pytest.fail("the README's commands need .venv at the repository root (`make setup-test`)")
     base = {
@@ -195,10 +197,13 @@ def journey(tmp_path: Path) -> Iterator[Journey]:
         if not key.startswith(("PREFECT_", "POLYAXON_PREFECT_"))
     }
     port = free_port()
+    # a new home whose database is already built (a copy of the session's migrated one): the
+    # journey's commands meet a first start all the same, without its migration
+    home = seed_prefect_home(tmp_path / "prefect-home", prefect_database_template)
     env = {
         **base,
         "PATH": f"{VENV_BIN}{os.pathsep}{base.get('PATH', '')}",
-        "PREFECT_HOME": str(tmp_path / "prefect-home"),
+        "PREFECT_HOME": str(home),
         "POLYAXON_PREFECT_ARTIFACTS_ROOT": str(tmp_path / "artifacts"),
         "POLYAXON_PREFECT_SERVER_PORT": str(port),
         "POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT": str(IDLE_TIMEOUT),

@@ -64,9 +64,21 @@ def home(tmp_path: Path) -> Iterator[dict[str, str]]:
         _cli(env, "server", "stop")
 
 
+@pytest.fixture
+def used_home(tmp_path: Path, migrated_home: Path) -> Iterator[dict[str, str]]:
+    """A home whose database is already built, for the tests about a server dying under runs
+    (not about a first start)."""
+    env = new_home_env(migrated_home, tmp_path / "artifacts", "120")
+    try:
+        yield env
+    finally:
+        _cli(env, "server", "stop")
+
+
 def test_a_server_killed_under_a_job_is_one_line_and_the_jobs_own_result(
-    home: dict[str, str], tmp_path: Path
+    used_home: dict[str, str], tmp_path: Path
 ) -> None:
+    home = used_home
     job = tmp_path / "slow.yaml"
     job.write_text(SLOW_JOB)
     started = time.monotonic()
@@ -266,10 +278,11 @@ run:
 
 
 def test_a_server_killed_under_a_dag_ends_with_the_ops_true_statuses(
-    home: dict[str, str], tmp_path: Path
+    used_home: dict[str, str], tmp_path: Path
 ) -> None:
     """As a job does: the running ops go on to their end and the CLI reports what they did
     (both succeeded, so the DAG did), not "failed" for a server that went away."""
+    home = used_home
     dag = tmp_path / "dag.yaml"
     dag.write_text(TWO_OPS)
     process = subprocess.Popen(
@@ -418,8 +431,9 @@ component:
 
 
 def test_a_sweep_resumed_after_its_server_died_reruns_only_unfinished_trials(
-    home: dict[str, str], tmp_path: Path
+    used_home: dict[str, str], tmp_path: Path
 ) -> None:
+    home = used_home
     marks = tmp_path / "marks"
     marks.mkdir()
     sweep = tmp_path / "sweep.yaml"

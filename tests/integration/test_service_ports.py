@@ -22,12 +22,12 @@ CLIENT = "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], 
 
 
 def test_a_dag_service_whose_port_is_held_fails_located_and_nothing_reaches_the_holder(
-    tmp_path: Path,
+    tmp_path: Path, migrated_home: Path
 ) -> None:
     """Its dependents would reach the declared port: another program holding it fails the op
     (the port, that it is held, how to change it), its dependent does not run, the service
     never starts, and the program holding the port gets no connection."""
-    env = new_home_env(tmp_path / "prefect", tmp_path / "artifacts", "30")
+    env = new_home_env(migrated_home, tmp_path / "artifacts", "30")
     started = tmp_path / "started"
     holder = socket.socket()
     holder.bind(("127.0.0.1", 0))

@@ -27,8 +27,9 @@ POOL = "sweep-pool"
 
 
 @pytest.fixture(scope="module")
-def server_env() -> Iterator[dict[str, str]]:
-    with prefect_server(Path(tempfile.mkdtemp(prefix="prefect-pool-"))) as env:
+def server_env(prefect_database_template: Path) -> Iterator[dict[str, str]]:
+    folder = Path(tempfile.mkdtemp(prefix="prefect-pool-"))
+    with prefect_server(folder, database=prefect_database_template) as env:
         yield env
 
 

@@ -8,6 +8,7 @@ cache entry of an earlier test session can never turn a first run into a hit.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import shutil
@@ -190,6 +191,36 @@ def cli_on(api: str, *args: str) -> subprocess.CompletedProcess[str]:
         env={**os.environ, "PREFECT_API_URL": api},
         timeout=120,
         check=False,
+    )
+
+
+def cli_in(api: str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``polyaxon-prefect ARGS`` run in this process (``cli.main``), on the server at ``api``:
+    what it printed and its exit code, as ``cli_on`` returns them. For the commands that only
+    read or edit what runs left (``get``, ``ls``, ``logs``, ``artifacts``, ``invalidate``),
+    where a second process would only add its ~3 s of ``import prefect``; keep ``cli_on``
+    where the process is the point (a signal, a kill, a run of its own)."""
+    from polyaxon_prefect.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    before = (os.environ.get("PREFECT_API_URL"), Path.cwd())
+    os.environ["PREFECT_API_URL"] = api
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exit_:  # argparse's refusal of a bad flag
+                code = exit_.code if isinstance(exit_.code, int) else 1
+    finally:
+        os.chdir(before[1])
+        if before[0] is None:
+            os.environ.pop("PREFECT_API_URL", None)
+        else:
+            os.environ["PREFECT_API_URL"] = before[0]
+    return subprocess.CompletedProcess(
+        ["polyaxon-prefect", *args], code, out.getvalue(), err.getvalue()
     )
 
 

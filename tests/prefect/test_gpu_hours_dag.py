@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from polyaxon_prefect.prefect import run
-from tests.prefect.conftest import cli_on
+from tests.prefect.conftest import cli_in
 from tests.prefect.test_gpus import _component, two_gpus
 
 __all__ = ["two_gpus"]  # the fixture, used by name
@@ -41,10 +41,10 @@ def test_a_dags_gpu_hours_are_the_sum_of_its_ops(
     assert 2 * 0.3 / 3600 <= b < 60 / 3600
     assert "gpu_hours" not in result.ops["c"], "an op without GPUs holds none"
     assert result.gpu_hours == pytest.approx(a + b)
-    shown = json.loads(cli_on(prefect_server, "get", result.flow_run_id or "", "--json").stdout)
+    shown = json.loads(cli_in(prefect_server, "get", result.flow_run_id or "", "--json").stdout)
     assert shown["gpu_hours"] == pytest.approx(a + b, abs=1e-6)  # `get` keeps 6 decimals
     assert shown["ops"]["b"]["gpu_hours"] == pytest.approx(b, abs=1e-6)
-    listed = cli_on(prefect_server, "ls", "-io", "-q", "name:gpu-hours-dag")
+    listed = cli_in(prefect_server, "ls", "-io", "-q", "name:gpu-hours-dag")
     header, row = listed.stdout.splitlines()[:2]
     assert "gpu_hours" in header.split(), listed.stdout
     assert f" {json.dumps(shown['gpu_hours'])} " in f" {row} ", listed.stdout  # as `get`

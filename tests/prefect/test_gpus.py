@@ -18,7 +18,7 @@ import pytest
 from polyaxon_prefect.distributed import NO_GPU_HINT
 from polyaxon_prefect.prefect import run
 from polyaxon_prefect.prefect._runs import get_run, list_runs
-from tests.prefect.conftest import cli_on
+from tests.prefect.conftest import cli_in
 
 SCRIPT = Path(__file__).with_name("gpu_script.py")
 PY = sys.executable
@@ -92,10 +92,10 @@ def test_a_sweep_of_1_gpu_trials_at_concurrency_4_runs_2_at_a_time_never_sharing
     hours = [t["gpu_hours"] for t in result.trials]
     assert all(0.8 / 3600 <= h < 30 / 3600 for h in hours)
     assert result.gpu_hours == pytest.approx(sum(hours))
-    shown = json.loads(cli_on(prefect_server, "get", result.flow_run_id or "", "--json").stdout)
+    shown = json.loads(cli_in(prefect_server, "get", result.flow_run_id or "", "--json").stdout)
     assert shown["gpu_hours"] == pytest.approx(sum(hours), rel=1e-3)
     assert all("gpu_hours" in t for t in shown["trials"])
-    listed = cli_on(prefect_server, "ls", "-io", "-q", "name:gpu-sweep")
+    listed = cli_in(prefect_server, "ls", "-io", "-q", "name:gpu-sweep")
     assert listed.stdout.splitlines()[0].split()[4:6] == ["duration", "gpu_hours"], listed.stdout
 
 

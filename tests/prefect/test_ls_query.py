@@ -21,7 +21,7 @@ from polyaxon_prefect.prefect._runs import get_run
 from polyaxon_prefect.prefect._runs_query import query_runs
 from polyaxon_prefect.query import parse_query, parse_sort
 from polyaxon_prefect.testing.recorded_runs import RecordedRun, record_runs, sample_runs
-from tests.prefect.conftest import cli_on
+from tests.prefect.conftest import cli_in
 
 COUNT = 200
 BATCH = f"lsq-{uuid.uuid4().hex[:8]}"
@@ -35,7 +35,7 @@ def recorded(prefect_server: str) -> list[RecordedRun]:
 
 
 def _cli(api: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return cli_on(api, "ls", *args)
+    return cli_in(api, "ls", *args)
 
 
 def test_query_filters_and_sorts_200_runs_in_under_2_s(

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from polyaxon_prefect.prefect import run
-from tests.prefect.conftest import cli_on
+from tests.prefect.conftest import cli_in
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow, pytest.mark.process, pytest.mark.server]
 
@@ -32,14 +32,14 @@ def test_resume_more_past_the_limit_is_one_line_and_changes_nothing(
     project = Path(first.artifacts_path).parent
     runs_before = sorted(p.name for p in project.iterdir())
 
-    done = cli_on(prefect_server, "resume", first.uuid, "--more", "1000000000")
+    done = cli_in(prefect_server, "resume", first.uuid, "--more", "1000000000")
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.splitlines() == [
         "error: --more: 1,000,000,000 more would make the sweep 1,000,000,002 trials, more than "
         "the limit of 1,000,000 (POLYAXON_PREFECT_MAX_GRID): ask for fewer, or raise it"
     ]
     assert sorted(p.name for p in project.iterdir()) == runs_before  # no run directory made
-    shown = cli_on(prefect_server, "get", first.uuid, "--json")
+    shown = cli_in(prefect_server, "get", first.uuid, "--json")
     assert shown.returncode == 0, shown.stderr
     trials = json.loads(shown.stdout)["trials"]
     assert sorted(t["index"] for t in trials) == [0, 1]  # the sweep as it ended, not grown

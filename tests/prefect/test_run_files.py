@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from polyaxon_prefect.prefect import run
-from tests.prefect.conftest import cli_on
+from tests.prefect.conftest import cli_in
 
 PY = sys.executable
 
@@ -42,7 +42,7 @@ def test_invalidate_makes_the_next_identical_job_execute(tmp_path: Path, prefect
     assert (first.status, hit.status, hit.cached) == ("succeeded", "succeeded", True)
     assert _lines(marker) == 1
 
-    done = cli_on(prefect_server, "invalidate", str(hit.flow_run_id))  # the hit names the entry
+    done = cli_in(prefect_server, "invalidate", str(hit.flow_run_id))  # the hit names the entry
     assert done.returncode == 0, done.stderr
     assert "dropped 1 cache entry" in done.stdout
 
@@ -51,11 +51,11 @@ def test_invalidate_makes_the_next_identical_job_execute(tmp_path: Path, prefect
     assert _lines(marker) == 2  # executed again
     assert run(path).cached  # and cached again from then on
 
-    again = cli_on(prefect_server, "invalidate", str(first.flow_run_id), "--json")
+    again = cli_in(prefect_server, "invalidate", str(first.flow_run_id), "--json")
     assert again.returncode == 0, again.stderr
     shown = json.loads(again.stdout)
     assert shown["dropped"] == [] and first.uuid in shown["uuids"]  # third's entry is another
-    nothing = cli_on(prefect_server, "invalidate", "no-such-run-name")
+    nothing = cli_in(prefect_server, "invalidate", "no-such-run-name")
     assert nothing.returncode == 1
     assert nothing.stderr.strip().splitlines() == [
         "error: no run with the id, name or uuid `no-such-run-name`"
@@ -76,7 +76,7 @@ def test_invalidate_a_dag_drops_its_ops_entries(tmp_path: Path, prefect_server: 
     assert run(dag).status == "succeeded"
     assert (_lines(tmp_path / "a.marks"), _lines(tmp_path / "b.marks")) == (1, 1)
 
-    done = cli_on(prefect_server, "invalidate", str(first.flow_run_id), "--json")
+    done = cli_in(prefect_server, "invalidate", str(first.flow_run_id), "--json")
     assert done.returncode == 0, done.stderr
     assert len(json.loads(done.stdout)["dropped"]) == 2
 
@@ -108,14 +108,14 @@ def test_artifacts_lists_and_downloads_what_the_run_wrote(tmp_path: Path, prefec
     written = {p.relative_to(run_dir).as_posix(): p.stat().st_size for p in files}
     assert {"plots/loss.txt", "model.bin"} <= set(written)
 
-    listed = cli_on(prefect_server, "artifacts", str(result.uuid), "--json")
+    listed = cli_in(prefect_server, "artifacts", str(result.uuid), "--json")
     assert listed.returncode == 0, listed.stderr
     files = {f["path"]: f["size"] for f in json.loads(listed.stdout)["files"]}
     assert files == written
     assert files["model.bin"] == 1000
 
     target = tmp_path / "copy"
-    copied = cli_on(prefect_server, "artifacts", str(result.flow_run_id), "--download", str(target))
+    copied = cli_in(prefect_server, "artifacts", str(result.flow_run_id), "--download", str(target))
     assert copied.returncode == 0, copied.stderr
     assert f"copied {len(written)} files" in copied.stdout
     for name in written:
@@ -123,7 +123,7 @@ def test_artifacts_lists_and_downloads_what_the_run_wrote(tmp_path: Path, prefec
 
     blocked = tmp_path / "a-file"
     blocked.write_text("not a directory")
-    refused = cli_on(prefect_server, "artifacts", str(result.uuid), "--download", str(blocked))
+    refused = cli_in(prefect_server, "artifacts", str(result.uuid), "--download", str(blocked))
     assert refused.returncode == 1
     (line,) = refused.stderr.strip().splitlines()
     assert line.startswith(f"error: cannot copy the run's files into {blocked}: ")

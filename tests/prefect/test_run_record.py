@@ -14,7 +14,7 @@ import pytest
 
 from polyaxon_prefect.prefect import run
 from polyaxon_prefect.prefect._runs import list_runs
-from tests.prefect.conftest import cli_on
+from tests.prefect.conftest import cli_in, cli_on
 
 PY = sys.executable
 LEAF = (
@@ -82,7 +82,7 @@ def test_get_json_of_a_job_is_its_run_json_and_a_name_is_its_latest_run(
     assert printed["metrics"] == {"acc": 0.7, "loss": 0.5}, "a metric named like an output"
     assert printed["kind"] == "job"
 
-    got = cli_on(prefect_server, "get", "record-job", "--json")
+    got = cli_in(prefect_server, "get", "record-job", "--json")
 
     assert got.returncode == 0, got.stderr
     shown = json.loads(got.stdout)  # the note on stderr leaves stdout one JSON object
@@ -102,7 +102,7 @@ def test_get_json_of_a_dag_and_of_a_sweep_is_their_run_json(
         printed = _run_json(prefect_server, folder / f"{name}.yaml")
         assert printed["kind"] == kind
 
-        got = cli_on(prefect_server, "get", printed["flow_run_id"], "--json")
+        got = cli_in(prefect_server, "get", printed["flow_run_id"], "--json")
 
         assert got.returncode == 0, got.stderr
         _same(json.loads(got.stdout), printed)

@@ -14,7 +14,7 @@ import pytest
 from polyaxon_prefect.prefect import run
 from polyaxon_prefect.prefect._runs import get_run, list_runs
 from polyaxon_prefect.runtime._result import RunResult
-from tests.prefect.conftest import cli_on
+from tests.prefect.conftest import cli_in
 
 PY = sys.executable
 LEAF = (
@@ -82,7 +82,7 @@ def test_get_job_has_last_metrics_and_is_found_by_polyaxon_uuid(
         assert by_uuid is not None and by_uuid["id"] == got["id"]
     assert get_run(prefect_server, "0" * 32) is None
 
-    shown = cli_on(prefect_server, "get", job.uuid)
+    shown = cli_in(prefect_server, "get", job.uuid)
     assert shown.returncode == 0, shown.stderr
     assert f"uuid: {job.uuid}" in shown.stdout
     assert "metrics:\n  acc: 0.7\n" in shown.stdout
@@ -101,7 +101,7 @@ def test_get_dag_lists_its_ops_only_from_its_report(
     assert nested["status"] == "succeeded" and nested["ops"]["a"]["outputs"] == {"loss": 0.01}
     assert first["uuid"] == dag.ops["first"]["uuid"]  # type: ignore[index]
 
-    shown = cli_on(prefect_server, "get", str(dag.flow_run_id))
+    shown = cli_in(prefect_server, "get", str(dag.flow_run_id))
     assert shown.returncode == 0, shown.stderr
     assert "ops:\n  first: succeeded  loss=0.04\n  nested: succeeded\n" in shown.stdout
 
@@ -144,11 +144,11 @@ def test_get_sweep_has_its_trials_and_best(runs: dict[str, RunResult], prefect_s
     assert got["best"] == sweep.best and got["best"]["params"] == {"x": 0.35}
     assert got["outputs"] == {"loss": 0.0025}
 
-    as_json = cli_on(prefect_server, "get", sweep.uuid or "", "--json")
+    as_json = cli_in(prefect_server, "get", sweep.uuid or "", "--json")
     assert as_json.returncode == 0, as_json.stderr
     payload = json.loads(as_json.stdout)
     assert payload["trials"] == sweep.trials and payload["best"] == sweep.best
-    shown = cli_on(prefect_server, "get", str(sweep.flow_run_id)).stdout
+    shown = cli_in(prefect_server, "get", str(sweep.flow_run_id)).stdout
     assert re.search(r"^  1 +succeeded +0\.0025 +x=0\.35$", shown, re.M), shown
     assert "best: trial 1, loss = 0.0025\n  params: x=0.35\n" in shown
 
@@ -169,7 +169,7 @@ def test_a_name_several_runs_have_is_the_latest_with_a_note(
         f"1 other run is named readback-twice; the latest is {done[1].uuid} "
         "(ls -q name:readback-twice to see them)"
     )
-    shown = cli_on(prefect_server, "get", "readback-twice")
+    shown = cli_in(prefect_server, "get", "readback-twice")
     assert shown.returncode == 0, shown.stderr
     assert f"note: {got['note']}\n" in shown.stderr and f"uuid: {done[1].uuid}" in shown.stdout
     assert "Traceback" not in shown.stderr
@@ -185,13 +185,13 @@ def test_ls_shows_start_times_and_bounds_its_limit(
         assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", row["started"])
     assert len(list_runs(prefect_server, limit=1)) == 1
 
-    shown = cli_on(prefect_server, "ls", "--limit", "3")
+    shown = cli_in(prefect_server, "ls", "--limit", "3")
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
     assert lines[0].split() == ["name", "kind", "status", "started", "duration", "id"]
     assert len(lines) == 4
     for bad, why in (("0", "from 1 to 1000, not 0"), ("1001", "not 1001"), ("x", "whole number")):
-        refused = cli_on(prefect_server, "ls", "--limit", bad)
+        refused = cli_in(prefect_server, "ls", "--limit", bad)
         assert refused.returncode == 2 and why in refused.stderr
         assert "Traceback" not in refused.stderr
 
@@ -215,5 +215,5 @@ def test_get_dag_says_which_op_failed_and_why(tmp_path: Path, prefect_server: st
         "bad": "failed",
         "after": "upstream_failed",
     }
-    shown = cli_on(prefect_server, "get", str(result.flow_run_id)).stdout
+    shown = cli_in(prefect_server, "get", str(result.flow_run_id)).stdout
     assert re.search(r"^  bad: failed  \(.*exited with code 3", shown, re.M), shown

@@ -20,7 +20,7 @@ from textwrap import indent
 
 import pytest
 
-from tests.prefect.conftest import cli_on
+from tests.prefect.conftest import cli_in
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow, pytest.mark.process, pytest.mark.server]
 
@@ -144,7 +144,7 @@ def test_a_secret_passed_from_op_to_op_is_masked_in_every_op_and_kept_owner_only
     assert not [m for m in messages if SECRET in m]
 
     # `logs` from another process: the run by name, every op's lines
-    read = cli_on(prefect_server, "logs", "leakdag")
+    read = cli_in(prefect_server, "logs", "leakdag")
     assert read.returncode == 0, read.stderr
     assert read.stdout.count("down got ***") == 3, read.stdout
     assert SECRET not in read.stdout + read.stderr
@@ -168,7 +168,7 @@ def test_logs_of_an_op_the_run_has_not_names_the_ops_it_has_and_exits_1(
     leak_run: tuple[subprocess.CompletedProcess[str], Path, datetime], prefect_server: str
 ) -> None:
     assert leak_run[0].returncode == 0
-    wrong = cli_on(prefect_server, "logs", "leakdag", "--op", "nosuch")
+    wrong = cli_in(prefect_server, "logs", "leakdag", "--op", "nosuch")
     assert wrong.returncode == 1
     assert wrong.stdout == ""
     line = wrong.stderr.strip()
@@ -176,6 +176,6 @@ def test_logs_of_an_op_the_run_has_not_names_the_ops_it_has_and_exits_1(
         "error: run leakdag has no op `nosuch`; its ops: a, inner, inner/a, inner/down, sweep, "
         "sweep/trial-0, down, sweep/trial-0/a, sweep/trial-0/down"
     )
-    nested = cli_on(prefect_server, "logs", "leakdag", "--op", "inner/down")
+    nested = cli_in(prefect_server, "logs", "leakdag", "--op", "inner/down")
     assert nested.returncode == 0, nested.stderr
     assert nested.stdout.splitlines()[0] == "[inner/down] down got ***", nested.stdout

@@ -19,7 +19,7 @@ from optuna.trial import TrialState
 from polyaxon_prefect.prefect import run
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest import cli_on, wait_until
+from conftest import cli_in, wait_until
 from test_sweep import marks, sweep_file
 
 XS = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]
@@ -92,7 +92,7 @@ def test_a_grid_stopped_with_ctrl_c_ends_stopped_and_resumes_every_point_once(
     assert pruned == cut_short
     assert not [t for t in trials if t.state in (TrialState.FAIL, TrialState.RUNNING)]
 
-    shown = cli_on(prefect_server, "get", str(result.flow_run_id))
+    shown = cli_in(prefect_server, "get", str(result.flow_run_id))
     assert shown.returncode == 0, shown.stderr
     assert re.search(r"^  trial +status +params +results$", shown.stdout, re.M), shown.stdout
     for x in XS:

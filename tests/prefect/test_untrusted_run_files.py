@@ -21,7 +21,7 @@ import pytest
 
 from polyaxon_prefect.prefect import run
 from polyaxon_prefect.search._sweep import DATA_HEADING
-from tests.prefect.conftest import cli_on
+from tests.prefect.conftest import cli_in, cli_on
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow, pytest.mark.process, pytest.mark.server]
 
@@ -91,7 +91,7 @@ def test_a_forged_report_and_links_in_a_run_write_nothing_outside_the_target(
     # a report naming a climbing op: refused in one line, nothing written anywhere
     _forge_dag_report("forged-run", "../../../../escaped-dir", job.uuid)
     target = tmp_path / "d" / "e" / "f" / "g" / "download"
-    forged = cli_on(prefect_server, "artifacts", "forged-run", "--download", str(target))
+    forged = cli_in(prefect_server, "artifacts", "forged-run", "--download", str(target))
     assert forged.returncode == 1, forged.stdout + forged.stderr
     assert forged.stderr.splitlines() == [
         "error: the report of run `forged-run` names an op '../../../../escaped-dir' that is "
@@ -102,7 +102,7 @@ def test_a_forged_report_and_links_in_a_run_write_nothing_outside_the_target(
 
     # the job's own files: regular files copied, the link out, the loop and the FIFO named
     download = tmp_path / "download"
-    done = cli_on(prefect_server, "artifacts", job.uuid, "--download", str(download))
+    done = cli_in(prefect_server, "artifacts", job.uuid, "--download", str(download))
     assert done.returncode == 0, done.stderr
     assert done.stderr.splitlines() == SKIPPED
     assert "outputs/real.txt" in done.stdout

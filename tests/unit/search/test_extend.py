@@ -40,15 +40,6 @@ def test_random_draws_n_more_distinct_points_and_resumes_where_it_was() -> None:
     assert study.is_finished()
 
 
-def test_a_sampled_kind_asks_n_more_suggestions() -> None:
-    data = {"kind": "bayes", "numInitialRuns": 2, "maxIterations": 2, "seed": 1, "params": SPACE}
-    data["metric"] = {"name": "loss", "optimization": "minimize"}
-    study = SweepStudy.open(matrix(data), study_name="b", storage=":memory:")
-    assert len(_drain(study)) == 4
-    assert extend_study(study, 3) == 7
-    assert len(_drain(study)) == 3
-
-
 def test_a_grid_grows_to_its_points_only() -> None:
     grid = {"kind": "grid", "numRuns": 2, "params": {"a": {"kind": "choice", "value": [1, 2, 3]}}}
     study = SweepStudy.open(matrix(grid), study_name="g", storage=":memory:")
