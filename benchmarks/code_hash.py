@@ -1,5 +1,5 @@
 """What the op cache's code hash costs: the milliseconds to hash a working folder
-(`polyaxon_prefect.runtime._code_hash.read_code`: every file read and hashed) against a
+(`polyaxon_prefect.runtime.cache._code_hash.read_code`: every file read and hashed) against a
 baseline on the same tree, a plain ``os.walk`` + ``stat`` of every file (the least any
 change detector reads).
 
@@ -59,8 +59,8 @@ def timed(action: Callable[[], object], runs: int) -> list[float]:
 
 
 def report(name: str, root: Path, runs: int) -> None:
-    from polyaxon_prefect.runtime._code_hash import read_code
-    from polyaxon_prefect.runtime._code_rules import CodeBudget
+    from polyaxon_prefect.runtime.cache._code_hash import read_code
+    from polyaxon_prefect.runtime.cache._code_rules import CodeBudget
 
     budget = CodeBudget(max_files=1_000_000, max_bytes=1 << 40)
     state = read_code(root, {"python": sys.version}, budget)

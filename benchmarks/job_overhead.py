@@ -79,7 +79,7 @@ def _cli_command() -> list[str]:
         )
         if probe.returncode == 0:
             return [script, "run"]
-    return [sys.executable, "-m", "polyaxon_prefect.prefect._cli", "run"]
+    return [sys.executable, "-m", "polyaxon_prefect.prefect.cli._cli", "run"]
 
 
 def _run_cli(command: list[str], file: Path, env: dict[str, str]) -> None:

@@ -56,8 +56,8 @@ def _cli(api: str, *args: str) -> Callable[[], object]:
 def _measure(count: int, runs: int) -> dict[str, list[float]]:
     from prefect.settings import PREFECT_API_URL
 
-    from polyaxon_prefect.prefect._runs import list_runs
-    from polyaxon_prefect.prefect._runs_query import query_runs
+    from polyaxon_prefect.prefect.runs._runs import list_runs
+    from polyaxon_prefect.prefect.runs._runs_query import query_runs
     from polyaxon_prefect.query import parse_query, parse_sort
     from polyaxon_prefect.testing.recorded_runs import record_runs, sample_runs
 

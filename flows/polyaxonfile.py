@@ -9,7 +9,7 @@ process imports this module with that variable set, ``flow`` is that file's type
 form, or leave it out and pass the ``polyaxonfile`` (path or URL) and ``params`` parameters.
 """
 
-from polyaxon_prefect.prefect._deploy import deployed_flow
+from polyaxon_prefect.prefect.deployments._deploy import deployed_flow
 
 flow = deployed_flow()
 

@@ -12,14 +12,15 @@ __all__ = ["lazy_attributes"]
 
 def lazy_attributes(package: str, table: Mapping[str, str]) -> Callable[[str], Any]:
     """A module ``__getattr__`` for ``package``: ``table`` maps each lazy name to the module
-    that defines it (``"_study"`` for a submodule of ``package``, or a full dotted name). The
+    that defines it (``"_study"`` or ``"cache._cache"`` under ``package``, or a full dotted name).
+    The
     value is cached in the package on first use."""
 
     def __getattr__(name: str) -> Any:
         module = table.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        target = f"{package}.{module}" if module.startswith("_") else module
+        target = module if module.startswith("polyaxon_prefect.") else f"{package}.{module}"
         value = getattr(import_module(target), name)
         setattr(import_module(package), name, value)
         return value

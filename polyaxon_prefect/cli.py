@@ -348,7 +348,7 @@ def _on_server(command: Any, *, lasting: bool = False) -> Any:
     before starting it; where the shared server could not start, before using it."""
 
     def on_server(args: argparse.Namespace) -> int:
-        from polyaxon_prefect.prefect._connect import connect
+        from polyaxon_prefect.prefect.server._connect import connect
 
         refusal = PolyaxonPrefectError(_NO_LASTING_SERVER.format(command=args.command))
         if lasting and _would_be_temporary():
@@ -368,8 +368,8 @@ def _on_server(command: Any, *, lasting: bool = False) -> Any:
 def _would_be_temporary() -> bool:
     """Whether `connect` would start a temporary server (its rule 3 with an idle timeout of 0),
     known without starting one."""
-    from polyaxon_prefect.prefect._background_server import running_server
-    from polyaxon_prefect.prefect._connect import configured_api_url, idle_timeout
+    from polyaxon_prefect.prefect.server._background_server import running_server
+    from polyaxon_prefect.prefect.server._connect import configured_api_url, idle_timeout
 
     return configured_api_url() is None and idle_timeout() == 0 and running_server() is None
 
@@ -498,8 +498,8 @@ def _crashed(args: argparse.Namespace, error: Exception) -> int:
     """A bug, ours or a library's: one line, not a traceback."""
     if os.environ.get("POLYAXON_PREFECT_DEBUG"):
         raise error  # the traceback, as asked
-    from polyaxon_prefect.prefect._server import server_error_cause
-    from polyaxon_prefect.runtime._masking import mask_text
+    from polyaxon_prefect.prefect.server._server import server_error_cause
+    from polyaxon_prefect.runtime.logs._masking import mask_text
 
     cause = server_error_cause(error, os.environ.get("PREFECT_API_URL"))
     if cause is not None:  # a local server whose disk is full: the cause, not a bare 500

@@ -2,7 +2,8 @@
 
 This directory is put on a job's ``PYTHONPATH`` by the runtime only when the job's Python cannot
 import a real ``polyaxon`` / ``polyaxon_client`` (see
-``polyaxon_prefect.runtime._compat_path``), so training code written for Polyaxon runs unchanged.
+``polyaxon_prefect.runtime.render._compat_path``), so training code written for Polyaxon runs
+unchanged.
 Every call maps onto the `polyaxon_prefect.tracking` contract (outputs, metrics, the run's
 artifacts directory, params, run uuid) and the replica environment of distributed kinds.
 

@@ -1,5 +1,5 @@
 """The Prefect server a read-only verb talks to, found without Prefect: the rule of
-`polyaxon_prefect.prefect._connect` in the cases that need no decision of Prefect's.
+`polyaxon_prefect.prefect.server._connect` in the cases that need no decision of Prefect's.
 
 ``PREFECT_API_URL`` in the environment, else the active Prefect profile's, else this home's
 background server when its record names a live server process. Anything else (Prefect's
@@ -25,7 +25,7 @@ __all__ = ["ThinServer", "hold_lease", "profile_api_url", "thin_server"]
 
 RECORD_FILE = "polyaxon-prefect-server.json"
 LEASES_DIR = "polyaxon-prefect-server.clients"
-SERVER_MODULE = b"polyaxon_prefect.prefect._server_process"
+SERVER_MODULE = b"polyaxon_prefect.prefect.server._server_process"
 _AUTH = ("PREFECT_API_KEY", "PREFECT_API_AUTH_STRING")
 _NUMBERS = ("POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT", "POLYAXON_PREFECT_SERVER_PORT")
 

@@ -1,6 +1,6 @@
 """Local containers, pure part: the ``docker run`` / ``podman run`` command line of an op.
 
-No I/O here (`polyaxon_prefect.runtime._container` runs the CLI): which flags an op's
+No I/O here (`polyaxon_prefect.runtime.docker._container` runs the CLI): which flags an op's
 ``container`` maps to (image, ``workingDir``, ``imagePullPolicy``, ``resources``), the labels
 every container of a run session carries (so a reaper can remove them by label), the mounts,
 each distributed run's network and its replicas' hostnames (`_network`), and which variables

@@ -2,7 +2,7 @@
 
 A job, a DAG op, a sweep trial and each replica of a distributed op are each shown exactly the
 GPUs they ask for (``CUDA_VISIBLE_DEVICES``), and no two ops hold the same GPU at once, whether
-they run in one CLI or in several (the holding itself is file locks: ``runtime/_gpu_locks.py``).
+they run in one CLI or in several (the holding itself is file locks: ``runtime/gpu/_gpu_locks.py``).
 This module decides, without any I/O:
 
 * which GPUs the machine has (`machine_gpus`: ``CUDA_VISIBLE_DEVICES`` when set, else the

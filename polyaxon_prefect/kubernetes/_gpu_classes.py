@@ -2,7 +2,8 @@
 
 Where Kueue does not admit an op as one gang, the cluster executor takes all the op's GPUs at
 once as slots of Prefect global concurrency limits, one limit per GPU class, before it creates
-any Job or replica (`polyaxon_prefect.prefect._gpu_slots`). Here is what is decided from the
+any Job or replica (`polyaxon_prefect.prefect.kubernetes._gpu_slots`). Here is what is decided from
+the
 manifests alone, with no client:
 
 * a GPU class is the extended resource a container limits (``nvidia.com/gpu``,

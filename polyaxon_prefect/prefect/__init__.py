@@ -16,9 +16,9 @@ apply_env_defaults()
 
 if TYPE_CHECKING:
     from polyaxon_prefect.prefect._api import RunResult, run, to_flow
-    from polyaxon_prefect.prefect._deploy import deploy, polyaxonfile_flow
     from polyaxon_prefect.prefect._job import job_flow, job_task, run_op_in_flow
-    from polyaxon_prefect.prefect._trial_flow import trial_flow
+    from polyaxon_prefect.prefect.deployments._deploy import deploy, polyaxonfile_flow
+    from polyaxon_prefect.prefect.sweep._trial_flow import trial_flow
 
 __all__ = [
     "RunResult",
@@ -33,15 +33,15 @@ __all__ = [
 ]
 
 _LAZY = {
-    "deploy": "polyaxon_prefect.prefect._deploy",
-    "polyaxonfile_flow": "polyaxon_prefect.prefect._deploy",
+    "deploy": "polyaxon_prefect.prefect.deployments._deploy",
+    "polyaxonfile_flow": "polyaxon_prefect.prefect.deployments._deploy",
     "RunResult": "polyaxon_prefect.prefect._api",
     "run": "polyaxon_prefect.prefect._api",
     "to_flow": "polyaxon_prefect.prefect._api",
     "job_flow": "polyaxon_prefect.prefect._job",
     "job_task": "polyaxon_prefect.prefect._job",
     "run_op_in_flow": "polyaxon_prefect.prefect._job",
-    "trial_flow": "polyaxon_prefect.prefect._trial_flow",
+    "trial_flow": "polyaxon_prefect.prefect.sweep._trial_flow",
 }
 
 

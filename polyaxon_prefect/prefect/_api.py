@@ -17,9 +17,9 @@ from typing import Any
 
 from polyaxon_prefect.exceptions import PolyaxonfileError
 from polyaxon_prefect.loading._load import LoadedPolyaxonfile, load_polyaxonfile
-from polyaxon_prefect.runtime._connections import Connection, load_connections
 from polyaxon_prefect.runtime._result import RunResult
-from polyaxon_prefect.runtime._session import current_session
+from polyaxon_prefect.runtime.render._connections import Connection, load_connections
+from polyaxon_prefect.runtime.session._session import current_session
 
 __all__ = ["RunResult", "run", "run_loaded", "to_flow"]
 
@@ -99,9 +99,9 @@ def run_loaded(
     A job is prepared first, so its problems raise before any flow run exists; DAGs and sweeps
     prepare each child when it starts (a child's bad param fails that child, not the load).
     """
-    from polyaxon_prefect.prefect._connect import connect
     from polyaxon_prefect.prefect._dispatch import run_request
     from polyaxon_prefect.prefect._request import OpRequest, SweepOptions
+    from polyaxon_prefect.prefect.server._connect import connect
 
     current_session()  # before a server starts, so that it inherits the session
     request = OpRequest(
@@ -170,9 +170,7 @@ def to_flow(
     """
     from prefect import flow
 
-    from polyaxon_prefect.prefect._connect import configured_api_url, connect, idle_timeout
     from polyaxon_prefect.prefect._dispatch import run_hook_op, run_request_in_flow
-    from polyaxon_prefect.prefect._flow_signature import flow_params, flow_signature
     from polyaxon_prefect.prefect._job import flow_name
     from polyaxon_prefect.prefect._request import OpRequest
     from polyaxon_prefect.prefect._state_hooks import (
@@ -180,6 +178,8 @@ def to_flow(
         deferred_state_hooks,
         track_request,
     )
+    from polyaxon_prefect.prefect.deployments._flow_signature import flow_params, flow_signature
+    from polyaxon_prefect.prefect.server._connect import configured_api_url, connect, idle_timeout
     from polyaxon_prefect.runtime._due_hooks import hooks_of
 
     if configured_api_url() is None and idle_timeout() > 0:

@@ -47,13 +47,13 @@ from polyaxon_prefect.dag._report import (
 )
 from polyaxon_prefect.dag._scheduler import DagRun, Launch, Mark, problem_text
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
-from polyaxon_prefect.prefect import _live
 from polyaxon_prefect.prefect._artifacts import artifact_key, markdown_artifact
 from polyaxon_prefect.prefect._job import OutcomeCallback, flow_name
-from polyaxon_prefect.prefect._record import record_ops
 from polyaxon_prefect.prefect._request import Children, OpRequest, OpTask
-from polyaxon_prefect.prefect._server_watch import server_gone
 from polyaxon_prefect.prefect._states import state_for_status
+from polyaxon_prefect.prefect.runs._record import record_ops
+from polyaxon_prefect.prefect.server._server_watch import server_gone
+from polyaxon_prefect.prefect.watch import _live
 from polyaxon_prefect.runtime import (
     RunContext,
     forget_serving,
@@ -63,9 +63,9 @@ from polyaxon_prefect.runtime import (
     record_child,
     short_code,
 )
-from polyaxon_prefect.runtime._masking import mask_text
 from polyaxon_prefect.runtime._result import RunResult
-from polyaxon_prefect.runtime._session import stop_reason, stop_requested
+from polyaxon_prefect.runtime.logs._masking import mask_text
+from polyaxon_prefect.runtime.session._session import stop_reason, stop_requested
 from polyaxon_prefect.specs import Status, is_service_op, op_kind
 
 __all__ = ["dag_final_status", "dag_markdown", "dags_deciding", "run_dag_in_flow", "stop_op"]

@@ -70,7 +70,7 @@ def _run_job(request: OpRequest, on_outcome: OutcomeCallback | None) -> Any:
 def _run_dag(request: OpRequest, on_outcome: OutcomeCallback | None) -> Any:
     from polyaxon_prefect.prefect._dag import run_dag_in_flow
     from polyaxon_prefect.prefect._job import track_flow_run
-    from polyaxon_prefect.prefect._mlflow_mirror import mirror_parent
+    from polyaxon_prefect.prefect.watch._mlflow_mirror import mirror_parent
 
     track_flow_run()
     # with MLFLOW_TRACKING_URI set, a parent run in MLflow, its ops nested under it
@@ -80,8 +80,8 @@ def _run_dag(request: OpRequest, on_outcome: OutcomeCallback | None) -> Any:
 
 def _run_sweep(request: OpRequest, on_outcome: OutcomeCallback | None) -> Any:
     from polyaxon_prefect.prefect._job import track_flow_run
-    from polyaxon_prefect.prefect._mlflow_mirror import mirror_parent
-    from polyaxon_prefect.prefect._sweep import run_sweep_in_flow
+    from polyaxon_prefect.prefect.sweep._sweep import run_sweep_in_flow
+    from polyaxon_prefect.prefect.watch._mlflow_mirror import mirror_parent
 
     track_flow_run()
     # with MLFLOW_TRACKING_URI set, a parent run in MLflow, its trials nested under it
@@ -100,8 +100,8 @@ def register_backends(backend: str) -> None:
     registered once)."""
     if backend in (LOCAL, "docker"):
         return
-    from polyaxon_prefect.prefect._kubernetes import register_cluster_executors
-    from polyaxon_prefect.prefect._kubernetes_service import register_service_executors
+    from polyaxon_prefect.prefect.kubernetes._kubernetes import register_cluster_executors
+    from polyaxon_prefect.prefect.kubernetes._kubernetes_service import register_service_executors
 
     register_cluster_executors()
     register_service_executors()
@@ -142,14 +142,14 @@ def run_request_in_flow(
     operation in its run directory first (`_record`), so ``restart`` can run it again.
     The artifacts its ops made in the background exist before the flow run ends. A top-level
     flow run is watched meanwhile: cancelled from outside (``polyaxon-prefect stop``, the UI),
-    its run stops and ends ``stopped`` (`polyaxon_prefect.prefect._stop_watch`)."""
+    its run stops and ends ``stopped`` (`polyaxon_prefect.prefect.runs._stop_watch`)."""
     from polyaxon_prefect.prefect._artifacts import flush_artifacts
-    from polyaxon_prefect.prefect._stop_watch import watch_root_flow_run
+    from polyaxon_prefect.prefect.runs._stop_watch import watch_root_flow_run
 
     register_backends(request.backend)
     seen: list[RunResult] = []
     if top_level:
-        from polyaxon_prefect.prefect._run_record import label_kind
+        from polyaxon_prefect.prefect.runs._run_record import label_kind
 
         request = _recorded(request)
         label_kind(request)  # `ls` shows its kind while it runs
@@ -163,7 +163,7 @@ def run_request_in_flow(
         _publish_record(request, seen[-1])
     if watch.cancelled and not _is_cancelled(value):  # stopped as it ended: Cancelled it is
         from polyaxon_prefect.prefect._states import state_for_status
-        from polyaxon_prefect.prefect._stop_watch import STOP_REASON
+        from polyaxon_prefect.prefect.runs._stop_watch import STOP_REASON
 
         return state_for_status(Status.STOPPED, f"{STOP_REASON} as it ended")
     return value
@@ -182,7 +182,7 @@ def _publish_record(request: OpRequest, outcome: RunResult) -> None:
     """The run's record (what ``run --json`` prints) as its artifact, for ``get``/``ls``."""
     from prefect.context import FlowRunContext
 
-    from polyaxon_prefect.prefect._run_record import publish_record, run_record
+    from polyaxon_prefect.prefect.runs._run_record import publish_record, run_record
 
     context = FlowRunContext.get()
     flow_run = context.flow_run if context is not None else None
@@ -200,8 +200,8 @@ def _is_cancelled(value: Any) -> bool:
 def _recorded(request: OpRequest) -> OpRequest:
     """``request`` with its run context made now (a DAG's or a sweep's is otherwise made by
     its runner; a job's by its prepare), after recording its operation in that run's
-    directory (`polyaxon_prefect.prefect._record`)."""
-    from polyaxon_prefect.prefect._record import record_run
+    directory (`polyaxon_prefect.prefect.runs._record`)."""
+    from polyaxon_prefect.prefect.runs._record import record_run
     from polyaxon_prefect.runtime import new_run_context, project_name
 
     if op_kind(request.operation) == "job":

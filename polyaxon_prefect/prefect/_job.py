@@ -16,7 +16,7 @@ Two things are deliberately kept out of Prefect's hands:
 A failed job's state is returned, not raised, so the message is the job's own and no Python
 traceback of ours is printed; Prefect retries a returned failed state like an error.
 Prefect's task cache is always off: it would store a returned failed state like a success (the
-op cache is ours, `polyaxon_prefect.runtime._cache`).
+op cache is ours, `polyaxon_prefect.runtime.cache._cache`).
 """
 
 from __future__ import annotations
@@ -41,10 +41,6 @@ from polyaxon_prefect.prefect._artifacts import (
     table_artifact_soon,
 )
 from polyaxon_prefect.prefect._client import ephemeral_api_url, result_value
-from polyaxon_prefect.prefect._gpu_wait import gpu_wait_callbacks
-from polyaxon_prefect.prefect._metric_charts import chart_markdown
-from polyaxon_prefect.prefect._mlflow_mirror import mirror_job
-from polyaxon_prefect.prefect._progress import watch_job_progress
 from polyaxon_prefect.prefect._settings import install_log_filter
 from polyaxon_prefect.prefect._states import (
     CACHED_STATE_NAME,
@@ -55,6 +51,10 @@ from polyaxon_prefect.prefect._states import (
     state_for_result,
     state_for_status,
 )
+from polyaxon_prefect.prefect.kubernetes._gpu_wait import gpu_wait_callbacks
+from polyaxon_prefect.prefect.watch._metric_charts import chart_markdown
+from polyaxon_prefect.prefect.watch._mlflow_mirror import mirror_job
+from polyaxon_prefect.prefect.watch._progress import watch_job_progress
 from polyaxon_prefect.runtime import run_metric_history
 from polyaxon_prefect.runtime._job import PreparedJob, prepare_job
 from polyaxon_prefect.runtime._job_op import (
@@ -64,7 +64,7 @@ from polyaxon_prefect.runtime._job_op import (
     retries,
 )
 from polyaxon_prefect.runtime._result import RunResult
-from polyaxon_prefect.runtime._session import current_session
+from polyaxon_prefect.runtime.session._session import current_session
 from polyaxon_prefect.specs import Status
 
 __all__ = [
@@ -218,7 +218,8 @@ def _add_flow_run_tags(tags: tuple[str, ...]) -> None:
 
 def track_flow_run() -> None:
     """Tell the session's reaper about the current flow run, so that it is marked crashed if
-    this process is killed before the run is final (see `polyaxon_prefect.runtime._session`)."""
+    this process is killed before the run is final (see
+    `polyaxon_prefect.runtime.session._session`)."""
     context = FlowRunContext.get()
     if context is None or context.flow_run is None:
         return

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from polyaxon_prefect.exceptions import UnsupportedFeatureError
 from polyaxon_prefect.loading._load import LoadedPolyaxonfile
 from polyaxon_prefect.runtime import PreparedJob, PrepareOptions, executor_for, locate_problems
-from polyaxon_prefect.runtime._connections import Connection
 from polyaxon_prefect.runtime._context import RunContext
 from polyaxon_prefect.runtime._result import RunResult
+from polyaxon_prefect.runtime.render._connections import Connection
 from polyaxon_prefect.specs import LOCAL, backend_for, run_kind
 
 if TYPE_CHECKING:

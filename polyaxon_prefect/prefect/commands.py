@@ -6,22 +6,22 @@ that define them, so a new verb is a line here and a line there.
 
 from __future__ import annotations
 
-from polyaxon_prefect.prefect._cli import add_run_parser, cmd_run
-from polyaxon_prefect.prefect._deploy_cli import add_deploy_parser, cmd_deploy
-from polyaxon_prefect.prefect._logs_cli import add_logs_parsers, cmd_logs, cmd_statuses
-from polyaxon_prefect.prefect._metrics_cli import (
+from polyaxon_prefect.prefect.cli._cli import add_run_parser, cmd_run
+from polyaxon_prefect.prefect.cli._deploy_cli import add_deploy_parser, cmd_deploy
+from polyaxon_prefect.prefect.cli._logs_cli import add_logs_parsers, cmd_logs, cmd_statuses
+from polyaxon_prefect.prefect.cli._metrics_cli import (
     add_metrics_parsers,
     cmd_metrics,
     cmd_tensorboard,
 )
-from polyaxon_prefect.prefect._restart_cli import add_restart_parsers, cmd_restart, cmd_resume
-from polyaxon_prefect.prefect._run_files_cli import (
+from polyaxon_prefect.prefect.cli._restart_cli import add_restart_parsers, cmd_restart, cmd_resume
+from polyaxon_prefect.prefect.cli._run_files_cli import (
     add_run_files_parsers,
     cmd_artifacts,
     cmd_invalidate,
 )
-from polyaxon_prefect.prefect._runs_cli import add_runs_parsers, cmd_get, cmd_ls, cmd_server
-from polyaxon_prefect.prefect._stop_cli import add_stop_parser, cmd_stop
+from polyaxon_prefect.prefect.cli._runs_cli import add_runs_parsers, cmd_get, cmd_ls, cmd_server
+from polyaxon_prefect.prefect.cli._stop_cli import add_stop_parser, cmd_stop
 
 __all__ = [
     "add_deploy_parser",

@@ -8,23 +8,6 @@ stays light.
 from typing import TYPE_CHECKING
 
 from polyaxon_prefect._lazy import lazy_attributes
-from polyaxon_prefect.runtime._cache import RunCache
-from polyaxon_prefect.runtime._code_rules import (
-    CODE_MAX_BYTES_ENV,
-    CODE_MAX_FILES_ENV,
-    CodeBudgetError,
-    short_code,
-)
-from polyaxon_prefect.runtime._connections import (
-    Connection,
-    ConnectionResource,
-    ConnectionsFile,
-    EnvVar,
-    connection_env,
-    connections_env,
-    get_connection,
-    load_connections,
-)
 from polyaxon_prefect.runtime._context import (
     RunContext,
     find_run_path,
@@ -40,52 +23,60 @@ from polyaxon_prefect.runtime._errors import (
     RunRuntimeError,
     UnknownConnectionError,
 )
-from polyaxon_prefect.runtime._log_files import read_log_files, record_child
-from polyaxon_prefect.runtime._log_lines import (
+from polyaxon_prefect.runtime._outputs import read_metrics, read_outputs, validate_outputs
+from polyaxon_prefect.runtime.cache._cache import RunCache
+from polyaxon_prefect.runtime.cache._code_rules import (
+    CODE_MAX_BYTES_ENV,
+    CODE_MAX_FILES_ENV,
+    CodeBudgetError,
+    short_code,
+)
+from polyaxon_prefect.runtime.logs._log_files import read_log_files, record_child
+from polyaxon_prefect.runtime.logs._log_lines import (
     LogLine,
     exit_code,
     line_record,
     select_lines,
     shown_line,
 )
-from polyaxon_prefect.runtime._metric_history import (
+from polyaxon_prefect.runtime.metrics._metric_history import (
     History,
     jsonable_history,
     metric_history,
     run_metric_history,
 )
-from polyaxon_prefect.runtime._options import PrepareOptions
-from polyaxon_prefect.runtime._outputs import read_metrics, read_outputs, validate_outputs
-from polyaxon_prefect.runtime._process import ProcessResult, mask_secrets, run_process
-from polyaxon_prefect.runtime._tensorboard import events_path, metric_events, tensorboard_installed
+from polyaxon_prefect.runtime.metrics._tensorboard import (
+    events_path,
+    metric_events,
+    tensorboard_installed,
+)
+from polyaxon_prefect.runtime.render._connections import (
+    Connection,
+    ConnectionResource,
+    ConnectionsFile,
+    EnvVar,
+    connection_env,
+    connections_env,
+    get_connection,
+    load_connections,
+)
+from polyaxon_prefect.runtime.render._options import PrepareOptions
+from polyaxon_prefect.runtime.session._process import ProcessResult, mask_secrets, run_process
 
 if TYPE_CHECKING:
-    from polyaxon_prefect.runtime._cluster import (
-        CONNECTIONS_ENV,
-        PreparedManifests,
-        prepare_cluster,
-        read_connections_file,
-    )
-    from polyaxon_prefect.runtime._cluster_compile import cluster_manifests
     from polyaxon_prefect.runtime._executors import (
         EXECUTORS,
         Executor,
         executor_for,
         register_executor,
     )
-    from polyaxon_prefect.runtime._gpu_admit import check_gpus_up_front
-    from polyaxon_prefect.runtime._handback import handback_outcome
-    from polyaxon_prefect.runtime._init import INIT_HANDLERS
     from polyaxon_prefect.runtime._job import (
         PreparedJob,
         execute_job,
         prepare_container,
         prepare_job,
     )
-    from polyaxon_prefect.runtime._locate import locate_problems
-    from polyaxon_prefect.runtime._param_values import merge_params
     from polyaxon_prefect.runtime._result import RunResult
-    from polyaxon_prefect.runtime._run_secrets import run_secrets
     from polyaxon_prefect.runtime._service import (
         ServiceContext,
         announce_serving,
@@ -94,7 +85,20 @@ if TYPE_CHECKING:
         service_settings,
         service_url,
     )
-    from polyaxon_prefect.runtime._session import request_stop, stop_requested
+    from polyaxon_prefect.runtime.cluster._cluster import (
+        CONNECTIONS_ENV,
+        PreparedManifests,
+        prepare_cluster,
+        read_connections_file,
+    )
+    from polyaxon_prefect.runtime.cluster._cluster_compile import cluster_manifests
+    from polyaxon_prefect.runtime.cluster._handback import handback_outcome
+    from polyaxon_prefect.runtime.gpu._gpu_admit import check_gpus_up_front
+    from polyaxon_prefect.runtime.logs._run_secrets import run_secrets
+    from polyaxon_prefect.runtime.render._init import INIT_HANDLERS
+    from polyaxon_prefect.runtime.render._locate import locate_problems
+    from polyaxon_prefect.runtime.render._param_values import merge_params
+    from polyaxon_prefect.runtime.session._session import request_stop, stop_requested
 
 __all__ = [
     "CODE_MAX_BYTES_ENV",
@@ -178,9 +182,9 @@ __getattr__ = lazy_attributes(
         **dict.fromkeys(
             ("EXECUTORS", "Executor", "executor_for", "register_executor"), "_executors"
         ),
-        **dict.fromkeys(("PreparedManifests", "prepare_cluster"), "_cluster"),
+        **dict.fromkeys(("PreparedManifests", "prepare_cluster"), "cluster._cluster"),
         "RunResult": "_result",
-        "run_secrets": "_run_secrets",
+        "run_secrets": "logs._run_secrets",
         **dict.fromkeys(
             (
                 "ServiceContext",
@@ -194,13 +198,13 @@ __getattr__ = lazy_attributes(
         ),
         "PreparedJob": "_prepared",
         **dict.fromkeys(("execute_job", "prepare_container", "prepare_job"), "_job"),
-        "merge_params": "_param_values",
-        "INIT_HANDLERS": "_init",
-        "locate_problems": "_locate",
-        "cluster_manifests": "_cluster_compile",
-        **dict.fromkeys(("CONNECTIONS_ENV", "read_connections_file"), "_cluster"),
-        "handback_outcome": "_handback",
-        "check_gpus_up_front": "_gpu_admit",
-        **dict.fromkeys(("request_stop", "stop_requested"), "_session"),
+        "merge_params": "render._param_values",
+        "INIT_HANDLERS": "render._init",
+        "locate_problems": "render._locate",
+        "cluster_manifests": "cluster._cluster_compile",
+        **dict.fromkeys(("CONNECTIONS_ENV", "read_connections_file"), "cluster._cluster"),
+        "handback_outcome": "cluster._handback",
+        "check_gpus_up_front": "gpu._gpu_admit",
+        **dict.fromkeys(("request_stop", "stop_requested"), "session._session"),
     },
 )

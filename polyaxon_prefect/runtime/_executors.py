@@ -17,20 +17,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from polyaxon_prefect.exceptions import Problem, UnsupportedFeatureError
-from polyaxon_prefect.runtime._container import (
-    CONTAINER_BACKEND,
-    execute_container_job,
-    prepare_container_job,
-)
-from polyaxon_prefect.runtime._container_replicas import (
-    CONTAINER_REPLICA_KINDS,
-    execute_container_replicas,
-    prepare_container_replicas,
-)
-from polyaxon_prefect.runtime._container_service import (
-    execute_container_service,
-    prepare_container_service,
-)
 from polyaxon_prefect.runtime._job import (
     LOCAL,
     ONE_PROCESS_KINDS,
@@ -38,9 +24,23 @@ from polyaxon_prefect.runtime._job import (
     execute_job,
     prepare_job,
 )
-from polyaxon_prefect.runtime._options import PrepareOptions
 from polyaxon_prefect.runtime._replicas import execute_replicas, prepare_replicas
 from polyaxon_prefect.runtime._service import execute_service, prepare_service
+from polyaxon_prefect.runtime.docker._container import (
+    CONTAINER_BACKEND,
+    execute_container_job,
+    prepare_container_job,
+)
+from polyaxon_prefect.runtime.docker._container_replicas import (
+    CONTAINER_REPLICA_KINDS,
+    execute_container_replicas,
+    prepare_container_replicas,
+)
+from polyaxon_prefect.runtime.docker._container_service import (
+    execute_container_service,
+    prepare_container_service,
+)
+from polyaxon_prefect.runtime.render._options import PrepareOptions
 from polyaxon_prefect.specs import BACKENDS, KUBEFLOW_KINDS
 
 if TYPE_CHECKING:

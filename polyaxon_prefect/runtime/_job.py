@@ -27,55 +27,55 @@ from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem, UnsupportedFeatureError
 from polyaxon_prefect.loading import ParamValue, build_context
-from polyaxon_prefect.runtime._build import BuildNotSupportedError, check_build
-from polyaxon_prefect.runtime._cache_key import cache_enabled, cache_key
-from polyaxon_prefect.runtime._code_hash import op_code
-from polyaxon_prefect.runtime._code_rules import key_with_code
-from polyaxon_prefect.runtime._compat_path import compat_env
-from polyaxon_prefect.runtime._connections import (
-    Connection,
-    connections_env,
-    get_connection,
-    load_connections,
-)
 from polyaxon_prefect.runtime._context import DEFAULT_PROJECT, RunContext, new_run_context
-from polyaxon_prefect.runtime._dockerfile import render_dockerfile
 from polyaxon_prefect.runtime._errors import InitStepError, ProcessStartError
-from polyaxon_prefect.runtime._gpu_admit import (
-    RESOURCES,
-    check_gpu_capacity,
-    container_gpu_request,
-)
-from polyaxon_prefect.runtime._init import (
-    init_steps,
-    render_init_list,
-    run_init,
-    to_init_entries,
-)
-from polyaxon_prefect.runtime._locate import locate_problems
-from polyaxon_prefect.runtime._masking import (
-    mask_value,
-    remember_secrets,
-    with_url_credentials,
-)
-from polyaxon_prefect.runtime._options import PrepareOptions
 from polyaxon_prefect.runtime._outcome import (
     LOG_FILE,
     failed,
     finish_ttl,
     job_outcome,
 )
-from polyaxon_prefect.runtime._param_values import (
+from polyaxon_prefect.runtime._prepared import InitStep, PreparedJob
+from polyaxon_prefect.runtime._result import RunResult
+from polyaxon_prefect.runtime.cache._cache_key import cache_enabled, cache_key
+from polyaxon_prefect.runtime.cache._code_hash import op_code
+from polyaxon_prefect.runtime.cache._code_rules import key_with_code
+from polyaxon_prefect.runtime.docker._build import BuildNotSupportedError, check_build
+from polyaxon_prefect.runtime.docker._dockerfile import render_dockerfile
+from polyaxon_prefect.runtime.gpu._gpu_admit import (
+    RESOURCES,
+    check_gpu_capacity,
+    container_gpu_request,
+)
+from polyaxon_prefect.runtime.logs._masking import (
+    mask_value,
+    remember_secrets,
+    with_url_credentials,
+)
+from polyaxon_prefect.runtime.render._compat_path import compat_env
+from polyaxon_prefect.runtime.render._connections import (
+    Connection,
+    connections_env,
+    get_connection,
+    load_connections,
+)
+from polyaxon_prefect.runtime.render._init import (
+    init_steps,
+    render_init_list,
+    run_init,
+    to_init_entries,
+)
+from polyaxon_prefect.runtime.render._locate import locate_problems
+from polyaxon_prefect.runtime.render._options import PrepareOptions
+from polyaxon_prefect.runtime.render._param_values import (
     jsonable_params,
     merge_params,
     params_env,
     set_values,
     template_params,
 )
-from polyaxon_prefect.runtime._prepared import InitStep, PreparedJob
-from polyaxon_prefect.runtime._problems import Problems, first
-from polyaxon_prefect.runtime._process import run_process
-from polyaxon_prefect.runtime._render import (
+from polyaxon_prefect.runtime.render._problems import Problems, first
+from polyaxon_prefect.runtime.render._render import (
     RenderedContainer,
     python_argv,
     python_env,
@@ -84,7 +84,7 @@ from polyaxon_prefect.runtime._render import (
     render_run_connections,
     render_scalar,
 )
-from polyaxon_prefect.runtime._result import RunResult
+from polyaxon_prefect.runtime.session._process import run_process
 from polyaxon_prefect.specs import (
     LOCAL,
     ONE_PROCESS_KINDS,
@@ -411,7 +411,7 @@ def execute_job(
     prepared with ``skip_builds``) and a message a user can act on. Secrets are masked in
     every line given to ``on_line`` and in the message; outputs and metrics are the values
     the job produced, unmasked, because they are data for the ops downstream: whoever shows
-    them to people masks them (`polyaxon_prefect.runtime._masking.mask_value`).
+    them to people masks them (`polyaxon_prefect.runtime.logs._masking.mask_value`).
 
     Each call is one attempt: outputs left by an earlier attempt in the same run directory are
     removed first, so a retry never reports stale values.

@@ -16,15 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
-from polyaxon_prefect.runtime._cache import CacheHit, RunCache
-from polyaxon_prefect.runtime._code_rules import short_code
 from polyaxon_prefect.runtime._executors import executor_for
-from polyaxon_prefect.runtime._gpu_admit import admitted, with_no_gpu_hint
-from polyaxon_prefect.runtime._masking import mask_text, mask_value
 from polyaxon_prefect.runtime._outcome import last_lines
 from polyaxon_prefect.runtime._prepared import PreparedJob
 from polyaxon_prefect.runtime._result import RunResult
-from polyaxon_prefect.runtime._tensorboard import metric_events
+from polyaxon_prefect.runtime.cache._cache import CacheHit, RunCache
+from polyaxon_prefect.runtime.cache._code_rules import short_code
+from polyaxon_prefect.runtime.gpu._gpu_admit import admitted, with_no_gpu_hint
+from polyaxon_prefect.runtime.logs._masking import mask_text, mask_value
+from polyaxon_prefect.runtime.metrics._tensorboard import metric_events
 from polyaxon_prefect.specs import Status
 
 __all__ = [
@@ -50,7 +50,7 @@ def retries(job: PreparedJob) -> int:
     reruns a failed attempt, waits and counts the attempts where users look for them (the
     task run's run count in the UI). A sweep's job trial is the exception by design: it is
     recorded as a flow run without Prefect's engine (the engine's cost per trial was the whole
-    cost of a sweep of short trials), so `polyaxon_prefect.prefect._trials` replays this same
+    cost of a sweep of short trials), so `polyaxon_prefect.prefect.sweep._trials` replays this same
     count around `execute_job_op`, logging each retry on the trial's flow run.
     """
     return max(int(job.max_retries or 0), 0)

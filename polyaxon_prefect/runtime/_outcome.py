@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect.exceptions import Problem
 from polyaxon_prefect.runtime._errors import OutputsError
-from polyaxon_prefect.runtime._masking import mask_text
 from polyaxon_prefect.runtime._outputs import read_metrics, read_outputs, validate_outputs
-from polyaxon_prefect.runtime._process import ProcessResult
 from polyaxon_prefect.runtime._result import RunResult
+from polyaxon_prefect.runtime.logs._masking import mask_text
+from polyaxon_prefect.runtime.session._process import ProcessResult
 from polyaxon_prefect.specs import Status
 from polyaxon_prefect.tracking import OUTPUTS_FILE, get_last_metrics
 

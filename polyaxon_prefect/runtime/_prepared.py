@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from polyaxon_prefect.runtime._context import RunContext
-from polyaxon_prefect.runtime._masking import redact_url_credentials
+from polyaxon_prefect.runtime.logs._masking import redact_url_credentials
 from polyaxon_prefect.specs import LOCAL
 
 __all__ = ["InitStep", "PreparedJob"]

@@ -8,7 +8,7 @@ only makes them happen:
   rendering, env, connections, init, cache settings: nothing is re-implemented), so a replica
   behaves exactly like a job would; GPU requests and ``mpirun`` are checked here, so a job that
   cannot start fails before any flow run exists (each replica's GPUs are taken from the
-  machine's pool when the op runs: `polyaxon_prefect.runtime._gpu_admit`).
+  machine's pool when the op runs: `polyaxon_prefect.runtime.gpu._gpu_admit`).
 * `execute_replicas` takes free loopback ports, starts one `run_process` thread per replica
   with one shared stop event, relays their lines (``[worker-1] ...``) from the calling thread,
   and asks `decide` each time a replica ends: the first failure stops the others at once (a
@@ -50,12 +50,8 @@ from polyaxon_prefect.distributed import (
 from polyaxon_prefect.exceptions import PolyaxonfileError, UnsupportedFeatureError
 from polyaxon_prefect.runtime._context import new_run_context
 from polyaxon_prefect.runtime._errors import InitStepError, RunRuntimeError
-from polyaxon_prefect.runtime._gpu_admit import check_gpu_capacity
-from polyaxon_prefect.runtime._init import run_init
 from polyaxon_prefect.runtime._job import LOCAL, _before_process, prepare_container
-from polyaxon_prefect.runtime._locate import locate_problems
 from polyaxon_prefect.runtime._mpi import LAUNCHED, check_mpirun, launcher_env, mpirun_argv
-from polyaxon_prefect.runtime._options import PrepareOptions
 from polyaxon_prefect.runtime._outcome import (
     failed,
     finish_ttl,
@@ -64,9 +60,13 @@ from polyaxon_prefect.runtime._outcome import (
     process_message,
 )
 from polyaxon_prefect.runtime._prepared import PreparedJob
-from polyaxon_prefect.runtime._process import ProcessResult, run_process
-from polyaxon_prefect.runtime._render import python_env
 from polyaxon_prefect.runtime._result import RunResult
+from polyaxon_prefect.runtime.gpu._gpu_admit import check_gpu_capacity
+from polyaxon_prefect.runtime.render._init import run_init
+from polyaxon_prefect.runtime.render._locate import locate_problems
+from polyaxon_prefect.runtime.render._options import PrepareOptions
+from polyaxon_prefect.runtime.render._render import python_env
+from polyaxon_prefect.runtime.session._process import ProcessResult, run_process
 from polyaxon_prefect.specs import Status
 from polyaxon_prefect.tracking import METRICS_FILE, OUTPUTS_FILE
 

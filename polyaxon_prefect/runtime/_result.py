@@ -13,12 +13,12 @@ import dataclasses
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from polyaxon_prefect.runtime._masking import mask_value
+from polyaxon_prefect.runtime.logs._masking import mask_value
 from polyaxon_prefect.specs import Status
 
 if TYPE_CHECKING:
     from polyaxon_prefect.exceptions import Problem
-    from polyaxon_prefect.runtime._process import ProcessResult
+    from polyaxon_prefect.runtime.session._process import ProcessResult
 
 __all__ = ["RunResult"]
 

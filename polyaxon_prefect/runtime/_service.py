@@ -40,20 +40,20 @@ from polyaxon_prefect.exceptions import PolyaxonfileError, Problem, UnsupportedF
 from polyaxon_prefect.loading import TemplateError, build_context, render_value
 from polyaxon_prefect.runtime._context import RunContext, new_run_context
 from polyaxon_prefect.runtime._errors import ProcessStartError
-from polyaxon_prefect.runtime._gpu_admit import (
+from polyaxon_prefect.runtime._job import _before_process, prepare_container
+from polyaxon_prefect.runtime._outcome import LOG_FILE, failed
+from polyaxon_prefect.runtime._prepared import PreparedJob
+from polyaxon_prefect.runtime._result import RunResult
+from polyaxon_prefect.runtime.gpu._gpu_admit import (
     RESOURCES,
     check_gpu_capacity,
     container_gpu_request,
 )
-from polyaxon_prefect.runtime._job import _before_process, prepare_container
-from polyaxon_prefect.runtime._locate import locate_problems
-from polyaxon_prefect.runtime._options import PrepareOptions
-from polyaxon_prefect.runtime._outcome import LOG_FILE, failed
-from polyaxon_prefect.runtime._param_values import merge_params, template_params
-from polyaxon_prefect.runtime._prepared import PreparedJob
-from polyaxon_prefect.runtime._process import run_process
-from polyaxon_prefect.runtime._render import python_env
-from polyaxon_prefect.runtime._result import RunResult
+from polyaxon_prefect.runtime.render._locate import locate_problems
+from polyaxon_prefect.runtime.render._options import PrepareOptions
+from polyaxon_prefect.runtime.render._param_values import merge_params, template_params
+from polyaxon_prefect.runtime.render._render import python_env
+from polyaxon_prefect.runtime.session._process import run_process
 from polyaxon_prefect.specs import Status, service_run
 
 if TYPE_CHECKING:

@@ -1,6 +1,7 @@
 """The conformance suite of an init source's handler: a job's ``init`` step does what it says.
 
-`polyaxon_prefect.runtime._init.INIT_HANDLERS` maps each source (``git``, ``file``, ``paths``...)
+`polyaxon_prefect.runtime.render._init.INIT_HANDLERS` maps each source (``git``, ``file``,
+``paths``...)
 to the function that runs it before the main process. Every handler promises its job three
 things, checked here: its source is registered and its step describes itself (a failure message
 says ``init[0] (file a.txt) failed: ...``); a job with the step succeeds and finds

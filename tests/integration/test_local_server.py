@@ -137,7 +137,7 @@ def test_a_dead_servers_record_is_cleaned_up(home: tuple[dict[str, str], int]) -
 
 
 def test_a_database_urls_password_is_never_shown() -> None:
-    from polyaxon_prefect.prefect._background_server import shown_url
+    from polyaxon_prefect.prefect.server._background_server import shown_url
 
     url = "postgresql+asyncpg://prefect:s3cret-pw@db.internal:5432/prefect"
     assert shown_url(url) == "postgresql+asyncpg://prefect:***@db.internal:5432/prefect"

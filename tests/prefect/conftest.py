@@ -39,7 +39,7 @@ def prefect_server() -> Iterator[str]:
     )
     from prefect.testing.utilities import prefect_test_harness
 
-    from polyaxon_prefect.runtime._session import SESSION_ENV
+    from polyaxon_prefect.runtime.session._session import SESSION_ENV
 
     updates = {
         PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None,

@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from polyaxon_prefect.prefect import run
-from polyaxon_prefect.prefect._live import LiveTable
+from polyaxon_prefect.prefect.watch._live import LiveTable
 
 PY = sys.executable
 CLI = [PY, "-m", "polyaxon_prefect.cli", "run"]

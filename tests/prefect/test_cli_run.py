@@ -58,7 +58,7 @@ def test_invalid_file_prints_located_problems_and_exits_1(tmp_path: Path):
 
 def test_importing_the_cli_and_lazy_names_does_not_import_prefect():
     code = (
-        "import sys, polyaxon_prefect.prefect._cli, polyaxon_prefect.prefect as pp; "
+        "import sys, polyaxon_prefect.prefect.cli._cli, polyaxon_prefect.prefect as pp; "
         "pp.run, pp.to_flow, pp.RunResult; "
         "print(sorted(m for m in sys.modules if m == 'prefect' or m.startswith('prefect.')))"
     )

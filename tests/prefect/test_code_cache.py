@@ -140,7 +140,7 @@ def test_restart_reruns_the_edited_op_and_force_reruns_an_unchanged_one(
 @pytest.mark.server
 def test_restart_from_a_failed_op_reruns_a_reused_op_whose_code_changed(tmp_path: Path) -> None:
     """``restart --from`` reuses records, not the cache: the record's code hash decides."""
-    from polyaxon_prefect.prefect._deploy import generic_flow
+    from polyaxon_prefect.prefect.deployments._deploy import generic_flow
 
     marks = tmp_path / "marks"
     marks.mkdir()

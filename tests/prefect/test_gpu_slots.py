@@ -25,8 +25,8 @@ import yaml
 
 import polyaxon_prefect
 from polyaxon_prefect.kubernetes import KUEUE_QUEUE_LABEL, gpu_class_name
-from polyaxon_prefect.prefect._kubernetes import POLL_ENV
-from polyaxon_prefect.prefect._runs import get_run, list_runs
+from polyaxon_prefect.prefect.kubernetes._kubernetes import POLL_ENV
+from polyaxon_prefect.prefect.runs._runs import get_run, list_runs
 from tests.prefect.conftest import read_logs
 from tests.prefect.test_gpus import _marks, _overlaps
 from tests.prefect.test_kubernetes_run import cluster_in_background

@@ -17,7 +17,7 @@ import pytest
 
 from polyaxon_prefect.distributed import NO_GPU_HINT
 from polyaxon_prefect.prefect import run
-from polyaxon_prefect.prefect._runs import get_run, list_runs
+from polyaxon_prefect.prefect.runs._runs import get_run, list_runs
 from tests.prefect.conftest import cli_in
 
 SCRIPT = Path(__file__).with_name("gpu_script.py")

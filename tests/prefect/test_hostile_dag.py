@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from polyaxon_prefect.prefect import run
-from polyaxon_prefect.runtime._connections import Connection
+from polyaxon_prefect.runtime.render._connections import Connection
 
 PY = sys.executable
 SECRET = "s3cr3t-DAG-VALUE-9090"

@@ -11,7 +11,7 @@ from prefect.client.schemas.objects import StateType
 
 from polyaxon_prefect.exceptions import PolyaxonfileError
 from polyaxon_prefect.prefect import run
-from polyaxon_prefect.runtime._connections import Connection
+from polyaxon_prefect.runtime.render._connections import Connection
 
 SCRIPT = Path(__file__).with_name("job_script.py")
 QUICK_START = Path(__file__).parents[2] / "examples" / "quick-start" / "typed.yaml"

@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 import polyaxon_prefect
-from polyaxon_prefect.prefect._kubernetes import POLL_ENV
+from polyaxon_prefect.prefect.kubernetes._kubernetes import POLL_ENV
 from tests.prefect.test_kubernetes_run import cluster_in_background
 from tests.process.kubernetes.api_rules import check_manifest
 from tests.process.kubernetes.fake_cluster import FakeKubelet, ever, kubeconfig, live

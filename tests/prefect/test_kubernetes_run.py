@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 import polyaxon_prefect
-from polyaxon_prefect.prefect._kubernetes import POLL_ENV
+from polyaxon_prefect.prefect.kubernetes._kubernetes import POLL_ENV
 from tests.process.kubernetes.fake_cluster import ever, fake_cluster, kubeconfig, live
 
 pytestmark = pytest.mark.cluster
@@ -159,7 +159,7 @@ def test_a_flow_run_on_the_kubernetes_pool_sees_the_pool_deployment_and_run_sett
     from prefect.client.schemas.actions import WorkPoolCreate
     from prefect.flow_engine import run_flow
 
-    from polyaxon_prefect.prefect._kubernetes import pool_settings
+    from polyaxon_prefect.prefect.kubernetes._kubernetes import pool_settings
 
     @flow(name="pool-settings-probe")
     def probe() -> Any:

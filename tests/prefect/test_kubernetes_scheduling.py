@@ -18,9 +18,9 @@ import pytest
 import yaml
 
 import polyaxon_prefect
-from polyaxon_prefect.prefect._gpu_wait import POD_WAIT_STATE_NAME
-from polyaxon_prefect.prefect._kubernetes import POLL_ENV
-from polyaxon_prefect.prefect._runs_cli import find_run
+from polyaxon_prefect.prefect.cli._runs_cli import find_run
+from polyaxon_prefect.prefect.kubernetes._gpu_wait import POD_WAIT_STATE_NAME
+from polyaxon_prefect.prefect.kubernetes._kubernetes import POLL_ENV
 from tests.prefect.test_kubernetes_run import cluster_in_background
 from tests.process.kubernetes.fake_cluster import GPU_SHORTAGE, FakeKubelet, kubeconfig
 

@@ -17,8 +17,8 @@ import uuid
 
 import pytest
 
-from polyaxon_prefect.prefect._runs import get_run
-from polyaxon_prefect.prefect._runs_query import query_runs
+from polyaxon_prefect.prefect.runs._runs import get_run
+from polyaxon_prefect.prefect.runs._runs_query import query_runs
 from polyaxon_prefect.query import parse_query, parse_sort
 from polyaxon_prefect.testing.recorded_runs import RecordedRun, record_runs, sample_runs
 from tests.prefect.conftest import cli_in

@@ -200,7 +200,7 @@ def test_resume_more_runs_exactly_the_extra_trials(tmp_path: Path, prefect_serve
 def test_the_generic_deployment_form_restarts_from_an_op(tmp_path: Path) -> None:
     """``restart: {run, from}`` on the generic flow (the Prefect UI's form) is `restart --from`."""
     from polyaxon_prefect.prefect import run
-    from polyaxon_prefect.prefect._deploy import generic_flow
+    from polyaxon_prefect.prefect.deployments._deploy import generic_flow
 
     (tmp_path / "marks").mkdir()
     (tmp_path / ".polyaxonignore").write_text(IGNORE_MARKS)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from polyaxon_prefect.prefect import run
-from polyaxon_prefect.prefect._runs import list_runs
+from polyaxon_prefect.prefect.runs._runs import list_runs
 from tests.prefect.conftest import cli_in, cli_on
 
 PY = sys.executable

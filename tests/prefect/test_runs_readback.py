@@ -12,7 +12,7 @@ from uuid import UUID
 import pytest
 
 from polyaxon_prefect.prefect import run
-from polyaxon_prefect.prefect._runs import get_run, list_runs
+from polyaxon_prefect.prefect.runs._runs import get_run, list_runs
 from polyaxon_prefect.runtime._result import RunResult
 from tests.prefect.conftest import cli_in
 
@@ -115,7 +115,7 @@ def test_a_lagging_task_state_does_not_change_a_finished_dags_ops(
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
     from prefect.states import Failed
 
-    from polyaxon_prefect.prefect._runs import _task_ops
+    from polyaxon_prefect.prefect.runs._runs import _task_ops
 
     dag = runs["pipe"]
     with get_client(sync_client=True) as client:

@@ -26,8 +26,8 @@ from prefect.states import (
     State,
 )
 
-from polyaxon_prefect.prefect._runs import get_run, list_runs
 from polyaxon_prefect.prefect._states import STATE_TYPES, polyaxon_status
+from polyaxon_prefect.prefect.runs._runs import get_run, list_runs
 from polyaxon_prefect.specs import Status
 from tests.prefect.conftest import read_flow_run
 

@@ -24,7 +24,7 @@ import yaml
 from prefect.client.schemas.objects import StateType
 
 from polyaxon_prefect.prefect._states import polyaxon_status
-from polyaxon_prefect.prefect._stop_watch import POLL_ENV
+from polyaxon_prefect.prefect.runs._stop_watch import POLL_ENV
 from tests.prefect.conftest import MARK, pid_alive, run_processes, wait_until
 
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc (Linux)")

@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 from polyaxon_prefect.loading import load_polyaxonfile
-from polyaxon_prefect.prefect._trials import _with_retries
+from polyaxon_prefect.prefect.sweep._trials import _with_retries
 from polyaxon_prefect.runtime import PreparedJob, PrepareOptions, new_run_context, prepare_job
 
 FLAKY = (

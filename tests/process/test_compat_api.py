@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from polyaxon_prefect.runtime._compat_path import COMPAT_DIR, PACKAGES
+from polyaxon_prefect.runtime.render._compat_path import COMPAT_DIR, PACKAGES
 from polyaxon_prefect.tracking import read_metrics_file
 
 pytestmark = pytest.mark.process

@@ -21,7 +21,7 @@ import pytest
 
 from polyaxon_prefect.kubernetes._cluster import PoolSettings
 from polyaxon_prefect.loading import load_polyaxonfile
-from polyaxon_prefect.prefect._kubernetes import (
+from polyaxon_prefect.prefect.kubernetes._kubernetes import (
     ClusterExecutor,
     register_cluster_executors,
     run_on_cluster,
@@ -303,7 +303,7 @@ async def test_in_a_flow_run_pod_the_pod_owns_what_the_run_creates(
 ) -> None:
     """In a cluster the flow-run pod owns the run's objects, so Kubernetes' garbage collector
     deletes them when the pod goes, even when this code is killed before it can clean up."""
-    from polyaxon_prefect.prefect import _kubernetes
+    from polyaxon_prefect.prefect.kubernetes import _kubernetes
 
     namespace_file = tmp_path / "namespace"
     namespace_file.write_text(NAMESPACE)

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from polyaxon_prefect.loading import load_polyaxonfile
-from polyaxon_prefect.prefect._kubernetes import ClusterExecutor
+from polyaxon_prefect.prefect.kubernetes._kubernetes import ClusterExecutor
 from polyaxon_prefect.runtime import PrepareOptions, new_run_context
 from tests.process.kubernetes.api_rules import check_manifest
 from tests.process.kubernetes.fake_cluster import FakeKubelet, ever, fake_cluster, live
@@ -113,7 +113,7 @@ async def test_the_handback_lines_are_not_shown_and_metrics_come_back(tmp_path: 
 async def test_no_cluster_configured_is_one_clear_failure(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from polyaxon_prefect.prefect._kubernetes import run_on_cluster
+    from polyaxon_prefect.prefect.kubernetes._kubernetes import run_on_cluster
 
     prepared = _prepared(tmp_path, "nowhere", "true")
     monkeypatch.delenv("KUBECONFIG", raising=False)

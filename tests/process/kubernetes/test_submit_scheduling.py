@@ -19,7 +19,7 @@ import pytest
 
 from polyaxon_prefect.kubernetes import PREVIOUS_OUTPUTS_ENV
 from polyaxon_prefect.loading import load_polyaxonfile
-from polyaxon_prefect.prefect._kubernetes import ClusterExecutor
+from polyaxon_prefect.prefect.kubernetes._kubernetes import ClusterExecutor
 from polyaxon_prefect.runtime import PrepareOptions, new_run_context
 from tests.process.kubernetes.api_rules import check_manifest
 from tests.process.kubernetes.fake_cluster import (

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from polyaxon_prefect.prefect._server_watch import ServerGone, ServerWatch
+from polyaxon_prefect.prefect.server._server_watch import ServerGone, ServerWatch
 
 pytestmark = pytest.mark.server
 

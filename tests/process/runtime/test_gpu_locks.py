@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 
 from polyaxon_prefect.runtime._errors import RunRuntimeError
-from polyaxon_prefect.runtime._gpu_locks import acquire_gpus, lock_dir_problem
+from polyaxon_prefect.runtime.gpu._gpu_locks import acquire_gpus, lock_dir_problem
 
 pytestmark = pytest.mark.process
 
 HOLD = """
 import sys, time
 from polyaxon_prefect.runtime._errors import RunRuntimeError
-from polyaxon_prefect.runtime._gpu_locks import acquire_gpus, lock_dir_problem
+from polyaxon_prefect.runtime.gpu._gpu_locks import acquire_gpus, lock_dir_problem
 lease = acquire_gpus([2], "holder (deadbeef)", gpus=["0", "1"])
 print("held", lease.devices, flush=True)
 time.sleep(60)
@@ -100,7 +100,7 @@ def test_a_cancelled_wait_takes_nothing(tmp_path: Path, monkeypatch: pytest.Monk
 @pytest.fixture
 def machine_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The machine-wide default folder, moved under this test's own temp folder."""
-    from polyaxon_prefect.runtime import _gpu_locks
+    from polyaxon_prefect.runtime.gpu import _gpu_locks
 
     monkeypatch.delenv("POLYAXON_PREFECT_GPU_LOCKS", raising=False)
     monkeypatch.setattr(_gpu_locks, "_MACHINE_TEMP", tmp_path)

@@ -20,7 +20,7 @@ LIMIT = 64 * 1024
 DRIVER = r"""
 import json, sys
 from pathlib import Path
-from polyaxon_prefect.runtime._process import run_process
+from polyaxon_prefect.runtime.session._process import run_process
 lines = []
 result = run_process(
     [sys.executable, "-c", "for i in range(20000): print('line %06d ' % i + 'x' * 40)"],

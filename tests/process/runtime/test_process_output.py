@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from polyaxon_prefect.runtime._process import ENV_LOG_LINES_PER_SECOND, run_process
+from polyaxon_prefect.runtime.session._process import ENV_LOG_LINES_PER_SECOND, run_process
 
 pytestmark = pytest.mark.process
 

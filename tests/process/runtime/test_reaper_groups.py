@@ -13,8 +13,8 @@ import uuid
 
 import pytest
 
-from polyaxon_prefect.runtime import _reaper
-from polyaxon_prefect.runtime._reaper import SESSION_ENV
+from polyaxon_prefect.runtime.session import _reaper
+from polyaxon_prefect.runtime.session._reaper import SESSION_ENV
 
 pytestmark = [pytest.mark.process, pytest.mark.fault]
 

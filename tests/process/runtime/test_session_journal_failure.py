@@ -14,7 +14,7 @@ import pytest
 pytestmark = [pytest.mark.fault, pytest.mark.process]
 
 SCRIPT = """
-from polyaxon_prefect.runtime._session import current_session
+from polyaxon_prefect.runtime.session._session import current_session
 session = current_session()
 session.track_flow_run("11111111-1111-1111-1111-111111111111")
 session.track_flow_run("22222222-2222-2222-2222-222222222222")

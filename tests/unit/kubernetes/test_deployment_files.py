@@ -16,7 +16,7 @@ from polyaxon_prefect.kubernetes._cluster import CRD_PLURALS, PoolSettings, job_
 
 DEPLOYMENTS = Path(__file__).resolve().parents[3] / "deployments" / "kubernetes"
 
-# (API group, resource, verb) for every call of polyaxon_prefect.prefect._kubernetes
+# (API group, resource, verb) for every call of polyaxon_prefect.prefect.kubernetes._kubernetes
 CALLS = (
     [
         ("kubeflow.org", plural, verb)

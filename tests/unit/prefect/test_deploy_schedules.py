@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from pydantic import TypeAdapter
 
-from polyaxon_prefect.prefect._deploy_schedules import deployment_schedule
+from polyaxon_prefect.prefect.deployments._deploy_schedules import deployment_schedule
 from polyaxon_prefect.specs import Schedule
 
 _ADAPTER: TypeAdapter = TypeAdapter(Schedule)

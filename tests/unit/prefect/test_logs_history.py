@@ -8,9 +8,9 @@ from typing import Any
 
 from prefect.states import Cancelled, Completed, Failed, Pending, Running, Scheduled
 
-from polyaxon_prefect.prefect._logs import _changes
-from polyaxon_prefect.prefect._logs_cli import _children
 from polyaxon_prefect.prefect._states import SKIPPED_STATE_NAME
+from polyaxon_prefect.prefect.cli._logs_cli import _children
+from polyaxon_prefect.prefect.runs._logs import _changes
 
 
 def _at(state: Any, seconds: float) -> Any:

@@ -9,8 +9,13 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from polyaxon_prefect.prefect._metric_charts import chart_markdown, sparkline, svg_chart, text_chart
-from polyaxon_prefect.prefect._metrics_cli import run_leaves
+from polyaxon_prefect.prefect.cli._metrics_cli import run_leaves
+from polyaxon_prefect.prefect.watch._metric_charts import (
+    chart_markdown,
+    sparkline,
+    svg_chart,
+    text_chart,
+)
 
 
 def _points(*values: Any, steps: bool = True) -> list[dict[str, Any]]:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from polyaxon_prefect.prefect._mlflow_mirror import enabled
-from polyaxon_prefect.prefect._mlflow_values import (
+from polyaxon_prefect.prefect.watch._mlflow_mirror import enabled
+from polyaxon_prefect.prefect.watch._mlflow_values import (
     end_tags,
     metric_key,
     metric_points,
@@ -21,7 +21,7 @@ from polyaxon_prefect.prefect._mlflow_values import (
     param_values,
     start_tags,
 )
-from polyaxon_prefect.prefect._mlflow_worker import _tail
+from polyaxon_prefect.prefect.watch._mlflow_worker import _tail
 
 _VALID = re.compile(r"^[/\w.\- ]*$")  # MLflow's rule where a colon is refused (Windows)
 

@@ -11,14 +11,14 @@ import pytest
 from polyaxon_prefect.dag import OpRecord
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.loading import load_polyaxonfile
-from polyaxon_prefect.prefect._record import (
+from polyaxon_prefect.prefect._request import OpRequest, SweepOptions
+from polyaxon_prefect.prefect.runs._record import (
     OPERATION_FILE,
     read_ops,
     read_record,
     record_ops,
     record_run,
 )
-from polyaxon_prefect.prefect._request import OpRequest, SweepOptions
 from polyaxon_prefect.runtime import new_run_context
 from polyaxon_prefect.specs import Status
 

@@ -9,8 +9,8 @@ from uuid import uuid4
 
 from prefect.client.schemas.objects import Artifact, FlowRun
 
-from polyaxon_prefect.prefect._run_record import _record_markdown, read_record
-from polyaxon_prefect.prefect._runs import name_note, read_details
+from polyaxon_prefect.prefect.runs._run_record import _record_markdown, read_record
+from polyaxon_prefect.prefect.runs._runs import name_note, read_details
 
 
 def _table(rows: list[dict[str, object]]) -> Artifact:

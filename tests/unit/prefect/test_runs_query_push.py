@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from prefect.client.schemas.objects import StateType
 
-from polyaxon_prefect.prefect._runs_query import _pushed_filter
+from polyaxon_prefect.prefect.runs._runs_query import _pushed_filter
 from polyaxon_prefect.query import parse_query
 
 

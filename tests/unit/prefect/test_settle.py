@@ -7,8 +7,8 @@ from uuid import uuid4
 
 from prefect.client.schemas.objects import Artifact, FlowRun
 
-from polyaxon_prefect.prefect._runs import read_details
-from polyaxon_prefect.prefect._settle import settlement
+from polyaxon_prefect.prefect.runs._runs import read_details
+from polyaxon_prefect.prefect.runs._settle import settlement
 
 
 def test_a_dag_that_ended_without_its_server_settles_with_its_ops_true_states() -> None:

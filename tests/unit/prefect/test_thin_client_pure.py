@@ -12,10 +12,10 @@ from prefect.client.schemas.objects import State, StateType
 from polyaxon_prefect.client import STATE_TYPES, STATUSES, status_of
 from polyaxon_prefect.client import _cli as thin_cli
 from polyaxon_prefect.client import _server as thin_server
-from polyaxon_prefect.prefect import _background_server as background
 from polyaxon_prefect.prefect._states import STATE_TYPES as FLOW_STATE_TYPES
 from polyaxon_prefect.prefect._states import polyaxon_status
-from polyaxon_prefect.runtime._session import journal_dir
+from polyaxon_prefect.prefect.server import _background_server as background
+from polyaxon_prefect.runtime.session._session import journal_dir
 from polyaxon_prefect.specs import Status
 
 

@@ -11,8 +11,9 @@ import pytest
 
 from polyaxon_prefect.loading import load_polyaxonfile
 from polyaxon_prefect.runtime import CodeBudgetError, PreparedJob, prepare_job
-from polyaxon_prefect.runtime._code_hash import folder_files, read_code
-from polyaxon_prefect.runtime._code_rules import (
+from polyaxon_prefect.runtime._context import ENV_ARTIFACTS_ROOT
+from polyaxon_prefect.runtime.cache._code_hash import folder_files, read_code
+from polyaxon_prefect.runtime.cache._code_rules import (
     CODE_MAX_BYTES_ENV,
     CODE_MAX_FILES_ENV,
     CodeBudget,
@@ -25,7 +26,6 @@ from polyaxon_prefect.runtime._code_rules import (
     skipped_dir,
     skipped_file,
 )
-from polyaxon_prefect.runtime._context import ENV_ARTIFACTS_ROOT
 
 # ----------------------------------------------------------------------------- pure rules
 

@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from polyaxon_prefect.runtime._compat_path import (
+from polyaxon_prefect.runtime.render._compat_path import (
     COMPAT_DIR,
     ENV_DECLARED_OUTPUTS,
     PACKAGES,

@@ -14,7 +14,7 @@ from polyaxon_prefect.runtime import (
     get_connection,
     load_connections,
 )
-from polyaxon_prefect.runtime._connections import ENV_CONNECTIONS
+from polyaxon_prefect.runtime.render._connections import ENV_CONNECTIONS
 
 FILE = """\
 artifactsStore:

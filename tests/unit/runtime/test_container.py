@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from polyaxon_prefect.runtime._container import (
+from polyaxon_prefect.runtime._context import new_run_context
+from polyaxon_prefect.runtime.docker._container import (
     TRACKING_PATH,
     ContainerCliError,
     container_environment,
     find_cli,
 )
-from polyaxon_prefect.runtime._context import new_run_context
 
 
 def test_a_named_cli_that_is_not_installed_is_one_clear_error(
@@ -52,7 +52,7 @@ def _loaded(tmp_path: Path, text: str) -> object:
 
 def test_an_op_without_an_image_is_refused_before_anything_runs(tmp_path: Path) -> None:
     from polyaxon_prefect.exceptions import PolyaxonfileError
-    from polyaxon_prefect.runtime._container import prepare_container_job
+    from polyaxon_prefect.runtime.docker._container import prepare_container_job
 
     loaded = _loaded(
         tmp_path,
@@ -66,8 +66,8 @@ def test_an_op_without_an_image_is_refused_before_anything_runs(tmp_path: Path) 
 def test_an_ops_own_build_section_is_built_first_and_the_op_runs_in_its_destination(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from polyaxon_prefect.runtime._container import prepare_container_job
-    from polyaxon_prefect.runtime._options import PrepareOptions
+    from polyaxon_prefect.runtime.docker._container import prepare_container_job
+    from polyaxon_prefect.runtime.render._options import PrepareOptions
 
     loaded = _loaded(
         tmp_path,
@@ -95,8 +95,8 @@ def test_the_stand_in_polyaxon_packages_stay_out_of_an_image() -> None:
     image the stand-ins would come before its site-packages and shadow a real polyaxon."""
     import os
 
-    from polyaxon_prefect.runtime._compat_path import COMPAT_DIR
-    from polyaxon_prefect.runtime._container import _without_compat_path
+    from polyaxon_prefect.runtime.docker._container import _without_compat_path
+    from polyaxon_prefect.runtime.render._compat_path import COMPAT_DIR
 
     v1, v0 = str(COMPAT_DIR / "v1"), str(COMPAT_DIR / "v0")
     assert "PYTHONPATH" not in _without_compat_path({"PYTHONPATH": os.pathsep.join([v1, v0])})
@@ -107,7 +107,7 @@ def test_the_stand_in_polyaxon_packages_stay_out_of_an_image() -> None:
 def test_a_replicas_container_section_gives_its_cpus_memory_and_gpus() -> None:
     """Each replica's container is held to its own section's resources, as its pod would be:
     limits first, else requests."""
-    from polyaxon_prefect.runtime._container import container_resources
+    from polyaxon_prefect.runtime.docker._container import container_resources
     from polyaxon_prefect.specs import KFReplica
 
     replica = KFReplica.model_validate(
@@ -135,7 +135,7 @@ def test_mpi_key_folders_of_a_killed_run_are_reaped(
     import sys
     import tempfile
 
-    from polyaxon_prefect.runtime._container_cli import _reap_key_folders
+    from polyaxon_prefect.runtime.docker._container_cli import _reap_key_folders
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     gone = subprocess.Popen([sys.executable, "-c", "pass"])

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from polyaxon_prefect.exceptions import PolyaxonfileError
-from polyaxon_prefect.runtime._container_build import build_operation, load_build
+from polyaxon_prefect.runtime.docker._container_build import build_operation, load_build
 from polyaxon_prefect.specs import Build
 
 

@@ -101,7 +101,7 @@ def test_a_local_request_does_not_load_the_kubernetes_executors() -> None:
     code = (
         "import sys; from polyaxon_prefect.prefect import _dispatch; "
         "_dispatch.register_backends('local'); "
-        "print('polyaxon_prefect.prefect._kubernetes' in sys.modules)"
+        "print('polyaxon_prefect.prefect.kubernetes._kubernetes' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.stdout.strip() == "False", done.stderr

@@ -15,10 +15,14 @@ import yaml
 
 from polyaxon_prefect.exceptions import PolyaxonfileError
 from polyaxon_prefect.loading._load import load_polyaxonfile
-from polyaxon_prefect.runtime._connections import ConnectionsError, load_connections, read_dotenv
 from polyaxon_prefect.runtime._context import RunContext
 from polyaxon_prefect.runtime._job import execute_job, prepare_job
-from polyaxon_prefect.runtime._masking import mask_text, mask_value
+from polyaxon_prefect.runtime.logs._masking import mask_text, mask_value
+from polyaxon_prefect.runtime.render._connections import (
+    ConnectionsError,
+    load_connections,
+    read_dotenv,
+)
 
 PY = sys.executable
 ECHO_ARGV = "import json, sys; print('ARGV=' + json.dumps(sys.argv[1:]))"

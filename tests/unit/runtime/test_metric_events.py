@@ -19,7 +19,7 @@ from polyaxon_prefect.runtime import (
     metric_events,
     run_metric_history,
 )
-from polyaxon_prefect.runtime._tensorboard import MetricEvents
+from polyaxon_prefect.runtime.metrics._tensorboard import MetricEvents
 
 pytest.importorskip("tensorboard")
 from tensorboard.backend.event_processing.event_accumulator import (
@@ -107,7 +107,7 @@ def test_a_line_being_written_waits_and_a_new_attempt_starts_the_events_again(
 
 
 def test_events_are_written_while_the_run_goes_on(tmp_path: Path, monkeypatch: Any) -> None:
-    from polyaxon_prefect.runtime import _tensorboard
+    from polyaxon_prefect.runtime.metrics import _tensorboard
 
     monkeypatch.setattr(_tensorboard, "_POLL_SECONDS", 0.05)
     outputs = tmp_path / "outputs"
@@ -132,7 +132,7 @@ def _tags(outputs: Path) -> bool:
 def test_without_tensorboard_the_run_goes_on_and_one_line_says_so(
     tmp_path: Path, monkeypatch: Any
 ) -> None:
-    from polyaxon_prefect.runtime import _tensorboard
+    from polyaxon_prefect.runtime.metrics import _tensorboard
 
     monkeypatch.setattr(_tensorboard, "tensorboard_installed", lambda: False)
     said: list[str] = []
@@ -177,7 +177,7 @@ def test_the_record_checksum_is_tensorboards() -> None:
 
     from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c as theirs
 
-    from polyaxon_prefect.runtime._tensorboard import masked_crc32c
+    from polyaxon_prefect.runtime.metrics._tensorboard import masked_crc32c
 
     for size in (0, 1, 8, 31, 200, 4096):
         data = _os.urandom(size)

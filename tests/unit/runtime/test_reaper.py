@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from polyaxon_prefect.runtime import _reaper
+from polyaxon_prefect.runtime.session import _reaper
 
 states: list[str] = []
 """The state type of each set_state call of the current test, in order."""

@@ -12,8 +12,8 @@ from polyaxon_prefect.distributed import NotEnoughGpusError
 from polyaxon_prefect.exceptions import PolyaxonfileError, UnsupportedFeatureError
 from polyaxon_prefect.loading import load_polyaxonfile
 from polyaxon_prefect.runtime import PrepareOptions, executor_for, new_run_context
-from polyaxon_prefect.runtime._gpu_admit import admitted
 from polyaxon_prefect.runtime._mpi import mpirun_argv
+from polyaxon_prefect.runtime.gpu._gpu_admit import admitted
 
 
 def _load(tmp_path: Path, run: str):

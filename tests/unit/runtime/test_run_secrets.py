@@ -8,7 +8,7 @@ import pytest
 
 from polyaxon_prefect.loading import load_polyaxonfile
 from polyaxon_prefect.runtime import Connection, run_secrets
-from polyaxon_prefect.runtime._masking import mask_text
+from polyaxon_prefect.runtime.logs._masking import mask_text
 
 DAG = """\
 version: 1.1

@@ -1,0 +1,1 @@
+"""Any Polyaxonfile as a Prefect deployment: typed forms and schedules."""

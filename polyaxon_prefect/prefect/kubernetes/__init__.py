@@ -1,0 +1,1 @@
+"""Ops submitted to Kubernetes through Prefect: executors, GPU slots and waits."""

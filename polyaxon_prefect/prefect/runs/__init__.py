@@ -1,0 +1,1 @@
+"""Runs read back from Prefect and their files: records, logs, stop, restart."""

@@ -1,0 +1,168 @@
+"""The background server's process: Prefect's server (API, UI, services) that stops when idle.
+
+``python -m polyaxon_prefect.prefect.server._server_process --host H --port P --idle-timeout S``
+serves
+the same app ``prefect server start`` serves (`create_app(final=True)` under uvicorn), wrapped
+in a small ASGI layer that notes when the API was last used and how many connections are open.
+A watchdog ends the server once, for ``S`` seconds, no request came in (the health check
+excepted), no connection stayed open (a worker's or a run's websocket), no process that uses
+it was alive (each holds a lease, `_background_server.hold_lease`) and no flow run was
+pending, running or cancelling: a server the first command started for a new user does not
+stay up for ever, and never goes away under a run or a worker. ``S = 0`` means never.
+
+On the way out it removes the record `_background_server` keeps of it, when the record is its
+own, so the next command starts a new one instead of waiting on a dead address.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import threading
+import time
+import urllib.request
+from collections.abc import Awaitable, Callable, MutableMapping
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ActivityTracker", "main"]
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+IDLE_CHECK_HEADER = b"x-polyaxon-prefect-idle-check"
+"""Requests carrying this header (the watchdog's own) are not use."""
+_BUSY_TYPES = ["PENDING", "RUNNING", "CANCELLING"]
+
+
+class ActivityTracker:
+    """ASGI middleware: when the API was last used, and how many connections are open now."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]]) -> None:
+        self.app = app
+        self.last_use = time.monotonic()
+        self.open = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket") or not self._counts(scope):
+            await self.app(scope, receive, send)
+            return
+        self.open += 1
+        self.last_use = time.monotonic()
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.open -= 1
+            self.last_use = time.monotonic()
+
+    @staticmethod
+    def _counts(scope: Scope) -> bool:
+        if str(scope.get("path", "")).rstrip("/").endswith("/health"):
+            return False
+        return all(name != IDLE_CHECK_HEADER for name, _ in scope.get("headers") or [])
+
+    def idle_for(self) -> float:
+        """Seconds since the API was last used; 0 while a connection is open."""
+        return 0.0 if self.open > 0 else time.monotonic() - self.last_use
+
+
+def _busy_runs(api_url: str) -> int:
+    """How many flow runs are pending, running or cancelling (-1 when the API did not say)."""
+    body = json.dumps({"flow_runs": {"state": {"type": {"any_": _BUSY_TYPES}}}}).encode()
+    request = urllib.request.Request(
+        f"{api_url}/flow_runs/count",
+        data=body,
+        headers={"Content-Type": "application/json", IDLE_CHECK_HEADER.decode(): "1"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return int(json.loads(response.read()))
+    except (OSError, ValueError):
+        return -1
+
+
+def _live_leases(leases: Path | None) -> int:
+    """How many processes that use this server are alive (their files name their pids); the
+    files of dead ones are removed."""
+    if leases is None or not leases.is_dir():
+        return 0
+    alive = 0
+    for entry in leases.iterdir():
+        try:
+            os.kill(int(entry.name), 0)
+        except (ValueError, ProcessLookupError):
+            entry.unlink(missing_ok=True)
+            continue
+        except PermissionError:
+            pass
+        alive += 1
+    return alive
+
+
+def _watch(
+    tracker: ActivityTracker, server: Any, api_url: str, idle_timeout: float, leases: Path | None
+) -> None:
+    """End ``server`` once it has been idle for ``idle_timeout`` seconds: no API use, no
+    process holding a lease on it, no run going."""
+    step = max(0.2, min(15.0, idle_timeout / 4))
+    while not server.started and not server.should_exit:  # a first start migrates a database
+        time.sleep(0.2)
+    tracker.last_use = time.monotonic()
+    while not server.should_exit:
+        time.sleep(step)
+        if _live_leases(leases):
+            tracker.last_use = time.monotonic()  # a command using it counts as use
+            continue
+        if tracker.idle_for() < idle_timeout:
+            continue
+        if _busy_runs(api_url) == 0:
+            server.should_exit = True
+
+
+def _forget_record(record: Path) -> None:
+    """Remove the background server's record if it names this process."""
+    with contextlib.suppress(OSError, ValueError, TypeError):
+        if json.loads(record.read_text(encoding="utf-8")).get("pid") == os.getpid():
+            record.unlink()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="polyaxon-prefect-server")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--idle-timeout", type=float, default=0.0)
+    parser.add_argument("--record", default=None, help="the record to remove on the way out")
+    parser.add_argument("--leases", default=None, help="the processes that hold it up")
+    args = parser.parse_args(argv)
+
+    import uvicorn
+    from prefect.server.api.server import create_app
+
+    tracker = ActivityTracker(create_app(final=True))
+    config = uvicorn.Config(
+        tracker, host=args.host, port=args.port, log_level="error", lifespan="on"
+    )
+    server = uvicorn.Server(config)
+    leases = Path(args.leases) if args.leases else None
+    if args.idle_timeout > 0:
+        api_url = f"http://{args.host}:{args.port}/api"
+        threading.Thread(
+            target=_watch,
+            args=(tracker, server, api_url, args.idle_timeout, leases),
+            name="idle-watchdog",
+            daemon=True,
+        ).start()
+    try:
+        server.run()
+    finally:
+        if args.record:
+            _forget_record(Path(args.record))
+    return 0 if server.started else 3  # 3: could not bind, as uvicorn says it
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,103 @@
+"""Noticing, within seconds, that the Prefect server a run uses went away.
+
+Without this, a server killed under a run left the CLI in Prefect's client retries for minutes,
+then two connection tracebacks and exit 1, although the job itself had succeeded. With it, the
+CLI says so in one line at once, lets the running job finish (its run directory holds what it
+wrote), and ends with the job's own status; the flow run it could no longer finish stays in the
+session's journal with how it ended, so the next command on that database writes that
+(`_settle`), or marks it crashed when the run could not report.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from polyaxon_prefect.prefect.server._server import healthy
+
+__all__ = ["ServerGone", "ServerWatch", "server_gone", "wait_for_job"]
+
+_GONE: list[str] = []
+"""The address of the run's server once it is known to be gone (this process's, at most one):
+the runners read it (`server_gone`) to start nothing more."""
+
+
+def server_gone() -> str | None:
+    """The address of the run's server when it stopped answering during the run, else None.
+    A DAG starts no further op then: one would run unseen by any server, be marked crashed by
+    the next command while it runs, and could not be stopped through the API."""
+    return _GONE[0] if _GONE else None
+
+
+class ServerGone(Exception):
+    """The server stopped answering during the run."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.url = url
+
+
+class ServerWatch:
+    """Checks, at most once per ``interval`` seconds, that the run's server is alive: a
+    temporary server by its process, any other by its health check (``misses`` failures in a
+    row, so a busy server is not taken for a dead one).
+
+    Only a server that answered can go away: one we started answered before the run began; a
+    server the user chose counts once a health check has reached it. A user's server that was
+    never reachable is not "gone mid-run": the run's first request fails and says why.
+    """
+
+    def __init__(self, connection: Any, *, interval: float = 1.0, misses: int = 3) -> None:
+        self.connection = connection
+        self.interval = interval
+        self.misses = misses
+        self._failed = 0
+        self._answered = not connection.user_chosen
+        self._next = time.monotonic() + interval
+
+    def check(self) -> None:
+        """Raise `ServerGone` once the server is known to be gone."""
+        now = time.monotonic()
+        if now < self._next:
+            return
+        self._next = now + self.interval
+        temporary = self.connection.temporary
+        if temporary is not None:
+            if temporary.process.poll() is not None:
+                raise _gone(self.connection.ui_url)
+            return
+        if healthy(self.connection.api_url):
+            self._failed = 0
+            self._answered = True
+        else:
+            self._failed += 1
+        if self._answered and self._failed >= self.misses:
+            raise _gone(self.connection.ui_url)
+
+
+def _gone(url: str) -> ServerGone:
+    if not _GONE:
+        _GONE.append(url)
+    return ServerGone(url)
+
+
+def wait_for_job(
+    outcomes: list[Any], jobs_running: Callable[[], bool], *, settle: float = 3.0
+) -> Any:
+    """Wait for the run's own result (``outcomes`` gets it when the op ends), or, for a run
+    that cannot report one without the server (a sweep, an op stuck in the client's retries),
+    until ``jobs_running`` (a job process of this session, a DAG still deciding) has been
+    false for ``settle`` seconds; the result, or None."""
+    quiet_since: float | None = None
+    while not outcomes:
+        if jobs_running():
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since >= settle:
+            return None
+        time.sleep(0.1)
+    return outcomes[-1]

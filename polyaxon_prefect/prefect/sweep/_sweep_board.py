@@ -1,0 +1,84 @@
+"""What a sweep shows in the Prefect UI: a progress artifact updated in place while trials
+finish, then a leaderboard table (best first by the matrix metric) and a markdown summary of
+the best trial.
+
+Apart from the sweep loop, which only says how far it is; this decides how often and in what
+form that is published (values masked: a secret in a param never reaches an artifact).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from polyaxon_prefect.prefect._artifacts import (
+    artifact_key,
+    markdown_artifact,
+    progress_artifact,
+    table_artifact,
+)
+from polyaxon_prefect.prefect.watch import _live as live
+from polyaxon_prefect.prefect.watch._progress import publish_label
+from polyaxon_prefect.runtime.logs._masking import mask_value
+from polyaxon_prefect.search import SweepProgress, ranked_by
+from polyaxon_prefect.search._sweep import best_markdown, leaderboard_rows, trial_dict
+
+if TYPE_CHECKING:
+    from polyaxon_prefect.search import SweepStudy
+
+__all__ = ["SweepBoard"]
+
+_PROGRESS_EVERY_SECONDS = 0.5
+
+
+class SweepBoard:
+    """The artifacts of the sweep of op ``name``, whose run has uuid ``run_uuid``."""
+
+    def __init__(self, name: str, run_uuid: str, flow_run_id: Any = None) -> None:
+        self.name = name
+        self.run_uuid = run_uuid
+        self.flow_run_id = flow_run_id
+        self.progress_id: Any = None
+        self.progress_at = 0.0
+        self.shown: SweepProgress | None = None
+
+    def progress(self, progress: SweepProgress, *, final: bool, client: Any = None) -> None:
+        """How far the sweep is: to the terminal's live block when it changed, to the progress
+        artifact (its description carries the best and the ETA) and the flow run's progress
+        label (what ``get --json`` reads) at most every half second, always when ``final``
+        (``client``: the sweep's open client, when it has one)."""
+        if progress != self.shown:
+            live.notify_sweep(self.name, progress, final=final)
+        now = time.monotonic()
+        if not final and (
+            progress == self.shown or now - self.progress_at < _PROGRESS_EVERY_SECONDS
+        ):
+            return
+        self.progress_at, self.shown = now, progress
+        total = progress.total or (progress.done + progress.running) or 1
+        value = 100.0 if final else min(100.0, 100.0 * progress.done / total)
+        self.progress_id = progress_artifact(
+            value,
+            key=artifact_key(self.name, "progress"),
+            description=progress.description(),
+            artifact_id=self.progress_id,
+        )
+        publish_label(self.flow_run_id, progress.to_dict(), client)
+
+    def results(self, study: SweepStudy, history: list[Any], best: Any, over_steps: Any) -> None:
+        """The leaderboard and the best trial, once the sweep is over; both say which value of
+        the metric ranks the trials (``over_steps``: the matrix's ``metricOverSteps``)."""
+        metric = study.metric_name
+        rows = mask_value(leaderboard_rows(history, metric, study.maximize))
+        ranked = f", best {metric} first ({ranked_by(over_steps)} value)" if metric else ""
+        table_artifact(
+            rows or [{"rank": None, "trial": None}],
+            key=artifact_key(self.name, "leaderboard"),
+            description=f"trials of `{self.name}`{ranked}",
+        )
+        trials = mask_value([trial_dict(record) for record in history])
+        markdown_artifact(
+            best_markdown(self.name, mask_value(best), metric, trials, ranked_by(over_steps)),
+            key=artifact_key(self.name, "best"),
+            description=f"best trial of `{self.name}` (run {self.run_uuid})",
+        )

@@ -1,0 +1,1 @@
+"""Watching a run as it goes: progress, the terminal's live block, metric charts, MLflow."""

@@ -1,0 +1,1 @@
+"""Ops prepared for a Kubernetes backend, and what their pods hand back."""

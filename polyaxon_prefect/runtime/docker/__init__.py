@@ -1,0 +1,1 @@
+"""The ``docker`` backend: ops, replicas, services and builds in containers."""

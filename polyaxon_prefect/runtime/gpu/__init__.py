@@ -1,0 +1,1 @@
+"""GPUs of local ops: requests admitted and held across every CLI of the machine."""

@@ -1,0 +1,1 @@
+"""A run's log lines: written, read back, and masked of secrets."""

@@ -1,0 +1,1 @@
+"""A run's metric history read back, and written as TensorBoard event files."""

@@ -1,0 +1,1 @@
+"""Preparing a job: params, templates, init steps and connections rendered once."""

@@ -1,0 +1,214 @@
+"""A job's params at run time: loaded values merged with overrides, typed, and the values
+written as templates rendered.
+
+Checked with the problems of `polyaxon_prefect.specs._validate_params`, so a param is reported
+with the same rule whether the file, ``-P``, a DAG ref or a sweep suggestion gave it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from polyaxon_prefect.exceptions import PolyaxonfileError
+from polyaxon_prefect.loading import (
+    ParamValue,
+    TemplateError,
+    as_str,
+    build_context,
+    render_value,
+)
+from polyaxon_prefect.runtime.render._problems import Problems, first
+from polyaxon_prefect.runtime.render._render import has_template
+from polyaxon_prefect.specs._validate_params import (
+    missing_param,
+    null_param,
+    run_value,
+    unexpected_param,
+)
+
+__all__ = [
+    "check_data_values",
+    "jsonable_params",
+    "merge_params",
+    "param_values",
+    "params_env",
+    "render_params",
+    "set_values",
+    "template_params",
+    "written_templates",
+]
+
+_DATA_HINT = (
+    "a value given with -P, read by a ref or produced by an op is data: `{{ }}` in it is not "
+    "rendered"
+)
+
+
+def merge_params(
+    component: Any, operation: Any, loaded_params: Mapping[str, Any], overrides: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Loaded (typed) values, overridden by ``overrides`` parsed by each input's type."""
+    values = dict(loaded_params)
+    problems = Problems()
+    op_params = operation.params or {}
+    for name, value in overrides.items():
+        io = component.get_io(name)
+        if io is None:
+            if name in op_params and op_params[name].is_context_only:
+                values[name] = value
+                continue
+            declared = ", ".join(f"`{io.name}`" for io in component.ios) or "none"
+            problems.items.append(unexpected_param(name, declared))
+            continue
+        typed, found = run_value(name, io, value, ("params", name))
+        if found:
+            problems.items.extend(found)
+        else:
+            values[name] = typed
+    for io in component.inputs or []:
+        if values.get(io.name) is None and io.is_optional is not True:
+            problem = (
+                null_param(io.name, ("params", io.name)) if io.name in values else missing_param(io)
+            )
+            problems.items.append(problem)
+    if problems.items:
+        raise PolyaxonfileError(problems.items)
+    return values
+
+
+def param_values(
+    component: Any, operation: Any, values: Mapping[str, Any]
+) -> dict[str, ParamValue]:
+    op_params = operation.params or {}
+    out: dict[str, ParamValue] = {}
+    outputs = {io.name for io in component.outputs or []}
+    for io in component.ios:
+        if io.name not in values or (io.name in outputs and values[io.name] is None):
+            continue
+        param = op_params.get(io.name)
+        out[io.name] = ParamValue(
+            value=values[io.name],
+            type=io.type,
+            is_flag=io.is_flag is True,
+            arg_format=io.arg_format,
+            connection=first(getattr(param, "connection", None), io.connection),
+        )
+    for name, value in values.items():
+        if name not in out and component.get_io(name) is None:
+            out[name] = ParamValue(
+                value=value, connection=getattr(op_params.get(name), "connection", None)
+            )
+    return out
+
+
+def written_templates(component: Any, operation: Any, given: frozenset[str]) -> dict[str, Any]:
+    """The param values written as templates in the Polyaxonfile, by name: a literal param's
+    value or an input's default (``{{ globals.run_outputs_path }}/model``).
+
+    Only these are rendered. A value given by the caller (``-P``), read by a ref, produced by
+    an upstream op or suggested by a sweep is data: ``{{`` in it arrives as written.
+    """
+    op_params = operation.params or {}
+    written: dict[str, Any] = {}
+    for io in component.ios:
+        param = op_params.get(io.name)
+        if param is None:
+            value = io.value
+        elif param.is_ref or io.name in given:
+            continue
+        else:
+            value = param.value
+        if has_template(value):
+            written[io.name] = value
+    for name, param in op_params.items():
+        if name in written or component.get_io(name) is not None or name in given:
+            continue
+        if not param.is_ref and has_template(param.value):
+            written[name] = param.value
+    return written
+
+
+def render_params(
+    params: dict[str, ParamValue],
+    values: dict[str, Any],
+    globals_: dict[str, Any],
+    written: Mapping[str, Any],
+) -> set[str]:
+    """Render the param values written as templates (`written_templates`) that are still the
+    ones in use (an override replaces them with data); return the names rendered."""
+    templated = [
+        name
+        for name, param in params.items()
+        if name in written and has_template(param.value) and param.value == written[name]
+    ]
+    if not templated:
+        return set()
+    context = build_context(params, globals=globals_)
+    problems = Problems()
+    for name in templated:
+        try:
+            rendered = render_value(params[name].value, context)
+        except TemplateError as exc:
+            problems.template(exc, ("params", name, "value"))
+            continue
+        values[name] = rendered
+        param = params[name]
+        params[name] = ParamValue(
+            rendered, param.type, param.is_flag, param.arg_format, param.connection
+        )
+    if problems.items:
+        raise PolyaxonfileError(problems.items)
+    return set(templated)
+
+
+def check_data_values(component: Any, params: Mapping[str, ParamValue], rendered: set[str]) -> None:
+    """Type the values that hold ``{{`` but are data (not rendered): typing skipped them as
+    "rendered later", and a ``{{ 7*7 }}`` given for an ``int`` input is no integer."""
+    problems = Problems()
+    for name, param in params.items():
+        io = component.get_io(name)
+        if name in rendered or io is None or not io.type or not has_template(param.value):
+            continue
+        _, found = run_value(name, io, param.value, ("params", name), data=True, hint=_DATA_HINT)
+        problems.items.extend(found)
+    if problems.items:
+        raise PolyaxonfileError(problems.items)
+
+
+def template_params(
+    component: Any,
+    operation: Any,
+    values: dict[str, Any],
+    globals_: dict[str, Any],
+    given: frozenset[str],
+) -> dict[str, ParamValue]:
+    """The params as template values, the ones written as templates rendered (into ``values``
+    too) and the data values typed; raises `PolyaxonfileError` with every problem."""
+    params = param_values(component, operation, values)
+    written = written_templates(component, operation, given)
+    rendered = render_params(params, values, globals_, written)
+    check_data_values(component, params, rendered)
+    return params
+
+
+def params_env(component: Any, operation: Any, values: Mapping[str, Any]) -> dict[str, str]:
+    """The env vars of the params with ``toEnv`` (the op's setting first, then the input's)."""
+    env: dict[str, str] = {}
+    op_params = operation.params or {}
+    for name, value in values.items():
+        io = component.get_io(name)
+        to_env = first(getattr(op_params.get(name), "to_env", None), getattr(io, "to_env", None))
+        if to_env and value is not None:
+            env[to_env] = as_str(value.to_dict() if hasattr(value, "to_dict") else value)
+    return env
+
+
+def set_values(component: Any, values: Mapping[str, Any]) -> dict[str, Any]:
+    """Every input and context value, and the outputs that have a value (as Polyaxon passes)."""
+    outputs = {io.name for io in component.outputs or []}
+    return {k: v for k, v in values.items() if k not in outputs or v is not None}
+
+
+def jsonable_params(values: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v.to_dict() if hasattr(v, "to_dict") else v for k, v in values.items()}

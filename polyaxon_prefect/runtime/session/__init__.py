@@ -1,0 +1,1 @@
+"""Processes a run starts, and the guarantee that none outlives it."""
