@@ -78,7 +78,7 @@ def write_dag(folder: Path, name: str, operations: list[dict[str, Any]], **extra
 def settled_task_runs(api: Any, flow_run_id: str, names: set[str]) -> dict[str, Any]:
     """Task runs by name once the server recorded every final state (it does so from events,
     in the background)."""
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 120  # a loaded machine records them late; settled ends it
     while True:
         task_runs = {t.name: t for t in api.task_runs(flow_run_id)}
         if names <= set(task_runs) and all(task_runs[n].state.is_final() for n in names):

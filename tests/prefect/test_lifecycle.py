@@ -349,6 +349,15 @@ def _session_of(mark: str) -> str:
     raise AssertionError("no process of the run carries the session")
 
 
+def _cmdline(entry: Path) -> bytes:
+    """A process's command line; empty when it ended while /proc was being listed (other
+    tests' processes come and go meanwhile)."""
+    try:
+        return (entry / "cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
 def test_the_next_run_marks_a_run_crashed_whose_process_and_reaper_were_killed(
     tmp_path: Path, prefect_server: str, api: Any
 ):
@@ -367,8 +376,8 @@ def test_the_next_run_marks_a_run_crashed_whose_process_and_reaper_were_killed(
         int(entry.name)
         for entry in Path("/proc").iterdir()
         if entry.name.isdigit()
-        and session.encode() in (entry / "cmdline").read_bytes()
-        and b"_reaper.py" in (entry / "cmdline").read_bytes()
+        and session.encode() in (cmdline := _cmdline(entry))
+        and b"_reaper.py" in cmdline
     ]
     assert len(reapers) == 1
     os.kill(reapers[0], signal.SIGKILL)  # the reaper first, then the CLI: nobody cleans up

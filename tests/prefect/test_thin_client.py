@@ -15,6 +15,7 @@ import subprocess
 import sys
 import urllib.request
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -41,14 +42,16 @@ def recorded(prefect_server: str) -> list[RecordedRun]:
     return runs
 
 
-def _thin(api: str, argv: list[str]) -> subprocess.CompletedProcess[str]:
+def _thin(api: str, argv: list[str], home: str) -> subprocess.CompletedProcess[str]:
     import os
 
+    # A Prefect home of its own: earlier tests of this worker may have left a dead session's
+    # journal in the shared one, and the thin way then rightly leaves the command to Prefect.
     return subprocess.run(
         [sys.executable, "-c", _THIN, *argv],
         capture_output=True,
         text=True,
-        env={**os.environ, "PREFECT_API_URL": api},
+        env={**os.environ, "PREFECT_API_URL": api, "PREFECT_HOME": home},
         timeout=120,
         check=False,
     )
@@ -66,8 +69,10 @@ def test_ls_get_statuses_print_the_same_both_ways_and_the_thin_way_imports_no_pr
     recorded: list[RecordedRun],
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
 ) -> None:
     monkeypatch.setenv("PREFECT_API_URL", prefect_server)
+    home = str(tmp_path / "prefect-home")
     names = [r.name for r in recorded]
     failed = next(r.name for r in recorded if r.status == "failed")
     lines = [
@@ -82,7 +87,7 @@ def test_ls_get_statuses_print_the_same_both_ways_and_the_thin_way_imports_no_pr
         ["statuses", f"no-such-run-{uuid.uuid4().hex}", "--json"],
     ]
     for argv in lines:
-        thin = _thin(prefect_server, argv)
+        thin = _thin(prefect_server, argv, home)
         assert thin.stderr.splitlines()[-1] == "LOADED", (argv, thin.stderr)
         code = main(argv)
         flow = capsys.readouterr()
@@ -94,7 +99,7 @@ def test_ls_get_statuses_print_the_same_both_ways_and_the_thin_way_imports_no_pr
         else:
             assert thin.stdout == flow.out, argv
             assert thin.stderr.splitlines()[:-1] == flow.err.splitlines(), argv
-    shown = json.loads(_thin(prefect_server, ["get", failed, "--json"]).stdout)
+    shown = json.loads(_thin(prefect_server, ["get", failed, "--json"], home).stdout)
     assert shown["status"] == "failed" and shown["kind"] == "job"
     assert shown["metrics"] == next(r.metrics for r in recorded if r.name == failed)
 
