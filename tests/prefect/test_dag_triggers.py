@@ -48,7 +48,7 @@ def expected(trigger: str, upstreams: tuple[str, ...], skip_on_upstream_skip: bo
 def settled_task_runs(api: Any, flow_run_id: str, names: set[str]) -> dict[str, Any]:
     """The flow run's task runs by name, once the server has recorded every final state (it
     records task-run states from events, in the background)."""
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 120  # a loaded machine records them late; settled ends it
     while True:
         task_runs = {t.name: t for t in api.task_runs(flow_run_id)}
         settled = names <= set(task_runs) and all(
