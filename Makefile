@@ -71,3 +71,4 @@ bench: setup-test
 	$(BIN)/python benchmarks/yaml_speed.py
 	$(BIN)/python benchmarks/replicas_startup.py
 	$(BIN)/python benchmarks/code_hash.py
+	$(BIN)/python benchmarks/thin_client.py

@@ -313,11 +313,13 @@ def main(argv: list[str]) -> int:
     _stop_groups(groups, session)
     for cli in clis:
         _remove_containers(cli, session)
+    if session:
+        # every process of the session but its server first: marking the runs crashed talks
+        # to a server that may answer slowly, and nothing of the run may wait on that
+        _stop_pids([p for p in _session_pids(session) if _group_of(p) not in servers])
     if api:
         with contextlib.suppress(Exception):
             mark_crashed(api, flow_runs[-200:])
-    if session:
-        _stop_pids([p for p in _session_pids(session) if _group_of(p) not in servers])
     _stop_groups(servers, session)
     if session:
         _stop_pids(_session_pids(session))
