@@ -212,7 +212,10 @@ def run_process(
     log_file = JobLog(log_path) if log_path is not None else None
     started = time.monotonic()
     try:
-        proc = _spawn(argv, executable, {SESSION_ENV: session.id, **env}, cwd)
+        # this process's session, whatever the job's env copied: a session id inherited from a
+        # parent run (a job that itself calls `polyaxon-prefect run`) would hide the job from
+        # this session's reaper
+        proc = _spawn(argv, executable, {**env, SESSION_ENV: session.id}, cwd)
     except ProcessStartError:
         if log_file is not None:
             log_file.close()
