@@ -34,7 +34,7 @@ import numpy as np
 from pydantic import TypeAdapter
 
 from polyaxon_prefect.search._study import SweepStudy
-from polyaxon_prefect.specs._matrix import Matrix
+from polyaxon_prefect.specs.matrix._matrix import Matrix
 
 BRANIN_OPTIMUM = 0.397887
 HARTMANN_OPTIMUM = -3.32237

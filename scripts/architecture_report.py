@@ -32,7 +32,8 @@ from layer_table import layer_mismatches
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "polyaxon_prefect"
-GENERATED = {PACKAGE / "specs" / "_k8s.py", PACKAGE / "specs" / "_k8s_objects.py"}
+KUBERNETES_SPECS = PACKAGE / "specs" / "kubernetes"
+GENERATED = {KUBERNETES_SPECS / "_k8s.py", KUBERNETES_SPECS / "_k8s_objects.py"}
 SHOWN_SIZES = 5
 """How many of the longest modules, functions and classes the report prints."""
 

@@ -77,7 +77,7 @@ def test_corpus_verdict(name: str, verdict: str) -> None:
     assert problems == [], [p.format() for p in problems]
     if "DAG validation must fail (cycle)" in verdict:
         from polyaxon_prefect.dag import validate_dag
-        from polyaxon_prefect.specs._validate_params import validate_params
+        from polyaxon_prefect.specs.params._validate_params import validate_params
 
         component = Component.model_validate(parse_yaml((CORPUS / name).read_text()).data)
         dag_problems = validate_dag(component, validate_params=validate_params)

@@ -9,7 +9,7 @@ from typing import Any
 
 from polyaxon_prefect.exceptions import Problem
 from polyaxon_prefect.specs import KFReplica, Termination, main_replica, replica_fields
-from polyaxon_prefect.specs._runs import NonDagRuntime
+from polyaxon_prefect.specs.sections._run_spec import NonDagRuntime
 
 from ._names import LABEL_MANAGED_BY, LABEL_REPLICA, LABEL_RUN, label_value
 

@@ -20,7 +20,7 @@ from polyaxon_prefect.specs import (
     Termination,
     TFJob,
 )
-from polyaxon_prefect.specs._runs import NonDagRuntime
+from polyaxon_prefect.specs.sections._run_spec import NonDagRuntime
 
 from ._groups import Group, Target, main_group, replica_groups
 from ._job import hand_back_from

@@ -16,7 +16,7 @@ from typing import Any
 from polyaxon_prefect.distributed import Cluster, ReplicaPlan, plan_replicas
 from polyaxon_prefect.exceptions import Problem
 from polyaxon_prefect.specs import ReplicaOverride, Termination
-from polyaxon_prefect.specs._runs import NonDagRuntime
+from polyaxon_prefect.specs.sections._run_spec import NonDagRuntime
 
 from ._env import NATIVE_KINDS, native_contract, service_hosts, wrap_command
 from ._groups import RUN_PATH, Group, Target, main_group, replica_groups

@@ -46,7 +46,7 @@ from polyaxon_prefect.specs import (
     validate_dag,
     validate_params,
 )
-from polyaxon_prefect.specs._matrix_warnings import matrix_warnings
+from polyaxon_prefect.specs.matrix._matrix_warnings import matrix_warnings
 
 __all__ = ["LoadedPolyaxonfile", "load_polyaxonfile", "parse_cli_params"]
 

@@ -344,8 +344,8 @@ def _run_settings(
 ) -> tuple[Any, Any, tuple[str, ...]]:
     """The rendered ``termination``, ``cache`` and ``tags`` (the operation's over the
     component's)."""
-    from polyaxon_prefect.specs._cache import Cache
-    from polyaxon_prefect.specs._termination import Termination
+    from polyaxon_prefect.specs.sections._cache import Cache
+    from polyaxon_prefect.specs.sections._termination import Termination
 
     termination = render_model(
         first(operation.termination, component.termination),

@@ -75,8 +75,8 @@ def _is_optional(io: DeclaredOutput) -> bool:
 
 def _check_type(io: DeclaredOutput, value: Any) -> tuple[Any, list[str]]:
     """The typed value and the rules it breaks (type first, then ``validation``)."""
-    from polyaxon_prefect.specs._io import check_validation
-    from polyaxon_prefect.specs._types import parse_value
+    from polyaxon_prefect.specs.params._io import check_validation
+    from polyaxon_prefect.specs.params._types import parse_value
 
     io_type = getattr(io, "type", None)
     is_list = getattr(io, "is_list", None) is True

@@ -90,7 +90,7 @@ def _sampler(
 ) -> tuple[BaseSampler, dict[str, Dimension], list[str]]:
     """The kind's sampler, the search space it samples (empty for a queued kind), and what
     the sampler cannot honour here (torch missing); what the file itself asks for that the
-    search approximates is warned about when it is loaded (``specs/_matrix_warnings``)."""
+    search approximates is warned about when it is loaded (``specs/matrix/_matrix_warnings``)."""
     space = optuna_space(matrix.hp_params()) if kind.searched else {}
     sampler, warnings = kind.sampler(matrix, space, seed=seed, deterministic=True)
     return sampler, space, warnings

@@ -6,38 +6,76 @@ declared with forward references in separate modules and rebuilt here, once all 
 
 from __future__ import annotations
 
-from . import _dag as _dag_module
-from ._base import (
+from polyaxon_prefect.specs import _dag as _dag_module
+from polyaxon_prefect.specs._base import (
     BaseSpec,
     Ref,
     is_template,
     split_csv,
 )
-from ._build import (
-    Build,
-    PatchStrategy,
-)
-from ._cache import (
-    Cache,
-    CacheSection,
-)
-from ._component import (
+from polyaxon_prefect.specs._component import (
     NAME_CHARACTERS,
     NAME_REGEX,
     SCHEMA_VERSION,
     Component,
     Runtime,
 )
-from ._dag import (
+from polyaxon_prefect.specs._dag import (
     Dag,
 )
-from ._dag_graph import (
+from polyaxon_prefect.specs._kinds import (
+    BACKENDS,
+    LOCAL,
+    ONE_PROCESS_KINDS,
+    OpKind,
+    backend_for,
+    context_kind,
+    dag_of,
+    is_dag_kind,
+    is_service_op,
+    op_kind,
+    record_kind,
+    run_kind,
+    runs_as_one_process,
+    service_run,
+)
+from polyaxon_prefect.specs._loaded import (
+    LoadedPolyaxonfile,
+)
+from polyaxon_prefect.specs._names import (
+    slug,
+)
+from polyaxon_prefect.specs._operation import (
+    REFERENCE_FIELDS,
+    Operation,
+)
+from polyaxon_prefect.specs._run_kinds import (
+    RUN_MODELS,
+    main_replica,
+    replica_names,
+    replica_patch_keys,
+    replica_paths,
+    run_keys,
+    spec_keys,
+)
+from polyaxon_prefect.specs._status import (
+    DONE_STATUSES,
+    FAILED_STATUSES,
+    Status,
+)
+from polyaxon_prefect.specs.dag._dag_graph import (
     find_cycle,
     op_upstreams,
     ref_op_name,
     topological_stages,
 )
-from ._early_stopping import (
+from polyaxon_prefect.specs.dag._validate_dag import (
+    GLOBALS_CONTEXTS,
+    ParamValidator,
+    dag_context,
+    validate_dag,
+)
+from polyaxon_prefect.specs.matrix._early_stopping import (
     DiffStoppingPolicy,
     EarlyStopping,
     FailureEarlyStopping,
@@ -49,20 +87,7 @@ from ._early_stopping import (
     StoppingPolicy,
     TruncationStoppingPolicy,
 )
-from ._environment import (
-    Environment,
-    RestartPolicy,
-)
-from ._events import (
-    WIRED_EVENT_KINDS,
-    EventKind,
-    EventTrigger,
-)
-from ._hook_spec import (
-    Hook,
-    HookTrigger,
-)
-from ._hyperparams import (
+from polyaxon_prefect.specs.matrix._hyperparams import (
     ChoiceSpec,
     DistSpec,
     HpChoice,
@@ -87,41 +112,7 @@ from ._hyperparams import (
     RangeSpec,
     SpaceSpec,
 )
-from ._init import (
-    INIT_SOURCES,
-    Init,
-)
-from ._io import (
-    IO,
-    IO_NAME_BLACK_LIST,
-    Validation,
-    check_validation,
-    contains_template,
-)
-from ._joins import (
-    Join,
-    JoinParam,
-)
-from ._kinds import (
-    BACKENDS,
-    LOCAL,
-    ONE_PROCESS_KINDS,
-    OpKind,
-    backend_for,
-    context_kind,
-    dag_of,
-    is_dag_kind,
-    is_service_op,
-    op_kind,
-    record_kind,
-    run_kind,
-    runs_as_one_process,
-    service_run,
-)
-from ._loaded import (
-    LoadedPolyaxonfile,
-)
-from ._matrix import (
+from polyaxon_prefect.specs.matrix._matrix import (
     MATRIX_KINDS,
     MATRIX_MODELS,
     MATRIX_SECTION_KINDS,
@@ -139,18 +130,14 @@ from ._matrix import (
     UtilityFunction,
     max_grid,
 )
-from ._mount import (
-    Mount,
-    Template,
+from polyaxon_prefect.specs.params._io import (
+    IO,
+    IO_NAME_BLACK_LIST,
+    Validation,
+    check_validation,
+    contains_template,
 )
-from ._names import (
-    slug,
-)
-from ._operation import (
-    REFERENCE_FIELDS,
-    Operation,
-)
-from ._param_spec import (
+from polyaxon_prefect.specs.params._param_spec import (
     CONTEXTS,
     CONTEXTS_WITH_NESTING,
     FULL_FORM_KEYS,
@@ -160,23 +147,72 @@ from ._param_spec import (
     validate_ref,
     validate_ref_value,
 )
-from ._plugins import (
+from polyaxon_prefect.specs.params._types import (
+    LINEAGE_TYPES,
+    NAMED_TYPES,
+    OBJECT_TYPES,
+    TypeSpec,
+    are_compatible,
+    is_list_type,
+    list_item_type,
+    parse_type,
+    parse_value,
+)
+from polyaxon_prefect.specs.params._types_objects import (
+    ArtifactsType,
+    DockerfileType,
+    EventType,
+    FileType,
+    GitType,
+    InitSource,
+    PathItem,
+    TensorboardType,
+)
+from polyaxon_prefect.specs.params._validate_params import (
+    typed_params,
+    validate_params,
+)
+from polyaxon_prefect.specs.sections._build import (
+    Build,
+    PatchStrategy,
+)
+from polyaxon_prefect.specs.sections._cache import (
+    Cache,
+    CacheSection,
+)
+from polyaxon_prefect.specs.sections._environment import (
+    Environment,
+    RestartPolicy,
+)
+from polyaxon_prefect.specs.sections._events import (
+    WIRED_EVENT_KINDS,
+    EventKind,
+    EventTrigger,
+)
+from polyaxon_prefect.specs.sections._hook_spec import (
+    Hook,
+    HookTrigger,
+)
+from polyaxon_prefect.specs.sections._init import (
+    INIT_SOURCES,
+    Init,
+)
+from polyaxon_prefect.specs.sections._joins import (
+    Join,
+    JoinParam,
+)
+from polyaxon_prefect.specs.sections._mount import (
+    Mount,
+    Template,
+)
+from polyaxon_prefect.specs.sections._plugins import (
     PLUGIN_DEFAULTS,
     Notification,
     NotificationTrigger,
     Plugins,
     SidecarContainer,
 )
-from ._run_kinds import (
-    RUN_MODELS,
-    main_replica,
-    replica_names,
-    replica_patch_keys,
-    replica_paths,
-    run_keys,
-    spec_keys,
-)
-from ._runs import (
+from polyaxon_prefect.specs.sections._run_spec import (
     DISTRIBUTED_KINDS,
     DISTRIBUTED_RUNTIMES,
     KUBEFLOW_KINDS,
@@ -208,56 +244,20 @@ from ._runs import (
     XGBoostJob,
     replica_fields,
 )
-from ._schedules import (
+from polyaxon_prefect.specs.sections._schedules import (
     CRON_MACROS,
     CronSchedule,
     DateTimeSchedule,
     IntervalSchedule,
     Schedule,
 )
-from ._status import (
-    DONE_STATUSES,
-    FAILED_STATUSES,
-    Status,
-)
-from ._termination import (
+from polyaxon_prefect.specs.sections._termination import (
     ActivityProbe,
     Culling,
     Termination,
 )
-from ._triggers import (
+from polyaxon_prefect.specs.sections._triggers import (
     TriggerPolicy,
-)
-from ._types import (
-    LINEAGE_TYPES,
-    NAMED_TYPES,
-    OBJECT_TYPES,
-    TypeSpec,
-    are_compatible,
-    is_list_type,
-    list_item_type,
-    parse_type,
-    parse_value,
-)
-from ._types_objects import (
-    ArtifactsType,
-    DockerfileType,
-    EventType,
-    FileType,
-    GitType,
-    InitSource,
-    PathItem,
-    TensorboardType,
-)
-from ._validate_dag import (
-    GLOBALS_CONTEXTS,
-    ParamValidator,
-    dag_context,
-    validate_dag,
-)
-from ._validate_params import (
-    typed_params,
-    validate_params,
 )
 
 # `Dag` names `Operation` and `Component` under TYPE_CHECKING only (they import `Dag`); its

@@ -10,18 +10,18 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field, StrictStr, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
-from ._base import BaseSpec, is_template, split_csv
-from ._build import Build
-from ._cache import Cache
-from ._dag import Dag
-from ._hook_spec import Hook
-from ._io import IO
-from ._mount import Mount, Template
-from ._or_ref import BoolOrRef, FloatOrRef, as_number
-from ._plugins import Plugins
-from ._runs import NonDagRuntime
-from ._templated import Templated
-from ._termination import Termination
+from polyaxon_prefect.specs._base import BaseSpec, is_template, split_csv
+from polyaxon_prefect.specs._dag import Dag
+from polyaxon_prefect.specs._or_ref import BoolOrRef, FloatOrRef, as_number
+from polyaxon_prefect.specs._templated import Templated
+from polyaxon_prefect.specs.params._io import IO
+from polyaxon_prefect.specs.sections._build import Build
+from polyaxon_prefect.specs.sections._cache import Cache
+from polyaxon_prefect.specs.sections._hook_spec import Hook
+from polyaxon_prefect.specs.sections._mount import Mount, Template
+from polyaxon_prefect.specs.sections._plugins import Plugins
+from polyaxon_prefect.specs.sections._run_spec import NonDagRuntime
+from polyaxon_prefect.specs.sections._termination import Termination
 
 __all__ = ["NAME_REGEX", "SCHEMA_VERSION", "Component", "Runtime"]
 

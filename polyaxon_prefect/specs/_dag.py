@@ -11,16 +11,16 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, StrictStr, field_validator
 from pydantic_core import PydanticCustomError
 
-from ._base import BaseSpec, is_template
-from ._early_stopping import EarlyStopping
-from ._environment import Environment
-from ._k8s import Volume
-from ._or_ref import PositiveIntOrRef
-from ._templated import Templated
+from polyaxon_prefect.specs._base import BaseSpec, is_template
+from polyaxon_prefect.specs._or_ref import PositiveIntOrRef
+from polyaxon_prefect.specs._templated import Templated
+from polyaxon_prefect.specs.kubernetes._k8s import Volume
+from polyaxon_prefect.specs.matrix._early_stopping import EarlyStopping
+from polyaxon_prefect.specs.sections._environment import Environment
 
 if TYPE_CHECKING:  # set in ``_all`` once they exist (Dag <-> Operation <-> Component)
-    from ._component import Component
-    from ._operation import Operation
+    from polyaxon_prefect.specs._component import Component
+    from polyaxon_prefect.specs._operation import Operation
 
 __all__ = ["Dag"]
 

@@ -12,7 +12,7 @@ from polyaxon_prefect.specs._component import Component
 from polyaxon_prefect.specs._dag import Dag
 from polyaxon_prefect.specs._operation import Operation
 from polyaxon_prefect.specs._run_kinds import RUN_MODELS
-from polyaxon_prefect.specs._runs import KUBEFLOW_KINDS, Service
+from polyaxon_prefect.specs.sections._run_spec import KUBEFLOW_KINDS, Service
 
 __all__ = [
     "BACKENDS",

@@ -10,9 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from polyaxon_prefect.exceptions import Problem
-
-from ._component import Component
-from ._operation import Operation
+from polyaxon_prefect.specs._component import Component
+from polyaxon_prefect.specs._operation import Operation
 
 __all__ = ["LoadedPolyaxonfile"]
 

@@ -5,18 +5,18 @@ from typing import Any, ClassVar, Literal, Self
 from pydantic import StrictBool, StrictStr, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from ._base import is_template
-from ._build import PatchStrategy
-from ._component import Component, _ComponentFields
-from ._dag import Dag
-from ._events import EventTrigger
-from ._joins import Join
-from ._matrix import Matrix
-from ._or_ref import BoolOrRef
-from ._param_spec import Param, normalize_params
-from ._schedules import Schedule
-from ._templated import Templated
-from ._triggers import TriggerPolicy
+from polyaxon_prefect.specs._base import is_template
+from polyaxon_prefect.specs._component import Component, _ComponentFields
+from polyaxon_prefect.specs._dag import Dag
+from polyaxon_prefect.specs._or_ref import BoolOrRef
+from polyaxon_prefect.specs._templated import Templated
+from polyaxon_prefect.specs.matrix._matrix import Matrix
+from polyaxon_prefect.specs.params._param_spec import Param, normalize_params
+from polyaxon_prefect.specs.sections._build import PatchStrategy
+from polyaxon_prefect.specs.sections._events import EventTrigger
+from polyaxon_prefect.specs.sections._joins import Join
+from polyaxon_prefect.specs.sections._schedules import Schedule
+from polyaxon_prefect.specs.sections._triggers import TriggerPolicy
 
 __all__ = ["REFERENCE_FIELDS", "Operation"]
 

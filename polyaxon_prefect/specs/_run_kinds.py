@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
-from ._base import BaseSpec
-from ._dag import Dag
-from ._runs import (
+from polyaxon_prefect.specs._base import BaseSpec
+from polyaxon_prefect.specs._dag import Dag
+from polyaxon_prefect.specs.sections._run_spec import (
     MAIN_REPLICAS,
     NON_DAG_RUNTIMES,
     REPLICA_NAMES,

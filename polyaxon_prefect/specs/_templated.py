@@ -16,7 +16,7 @@ from pydantic import GetCoreSchemaHandler, ValidationError, ValidationInfo
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError, core_schema
 
-from ._base import Check, Ref, is_template
+from polyaxon_prefect.specs._base import Check, Ref, is_template
 
 __all__ = ["NonNegativeIntOrRef", "Templated"]
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Optional, Union
 
 from polyaxon_prefect.specs._base import is_template
-from polyaxon_prefect.specs._types import TEXT_TYPES, TypeSpec, parse_type
+from polyaxon_prefect.specs.params._types import TEXT_TYPES, TypeSpec, parse_type
 
 __all__ = ["FlowParam", "flow_params", "flow_signature", "python_name"]
 

@@ -29,7 +29,7 @@ from polyaxon_prefect.runtime.render._git import init_git
 from polyaxon_prefect.runtime.render._problems import PathT, Problems, first
 from polyaxon_prefect.runtime.render._render import python_argv, render_argv, render_model
 from polyaxon_prefect.runtime.session._process import run_process
-from polyaxon_prefect.specs._validate_params import to_init_problem
+from polyaxon_prefect.specs.params._validate_params import to_init_problem
 
 if TYPE_CHECKING:
     from polyaxon_prefect.runtime._prepared import PreparedJob
@@ -55,7 +55,7 @@ _SERVER_SOURCES = ("tensorboard", "lineage_ref", "model_ref", "artifact_ref")
 
 def to_init_entries(component: Any, operation: Any, values: Mapping[str, Any]) -> list[Any]:
     """Params with ``toInit`` become init entries, prepended to ``run.init`` (Polyaxon's rule)."""
-    from polyaxon_prefect.specs._init import Init
+    from polyaxon_prefect.specs.sections._init import Init
 
     entries: list[Any] = []
     problems = Problems()
@@ -129,8 +129,8 @@ def _render_entry(
     raw: Any, context: Mapping[str, Any], where: PathT, problems: Problems
 ) -> Any | None:
     """One entry rendered into an ``Init`` model, or None (the problem recorded)."""
-    from polyaxon_prefect.specs._init import Init
-    from polyaxon_prefect.specs._k8s import Container
+    from polyaxon_prefect.specs.kubernetes._k8s import Container
+    from polyaxon_prefect.specs.sections._init import Init
 
     data = raw.to_dict() if hasattr(raw, "to_dict") else raw
     # A custom container's command/args are rendered as argv below, not as literals.

@@ -1,8 +1,8 @@
 """A job's params at run time: loaded values merged with overrides, typed, and the values
 written as templates rendered.
 
-Checked with the problems of `polyaxon_prefect.specs._validate_params`, so a param is reported
-with the same rule whether the file, ``-P``, a DAG ref or a sweep suggestion gave it.
+Checked with the problems of `polyaxon_prefect.specs.params._validate_params`, so a param is
+reported with the same rule whether the file, ``-P``, a DAG ref or a sweep suggestion gave it.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from polyaxon_prefect.loading import (
 )
 from polyaxon_prefect.runtime.render._problems import Problems, first
 from polyaxon_prefect.runtime.render._render import has_template
-from polyaxon_prefect.specs._validate_params import (
+from polyaxon_prefect.specs.params._validate_params import (
     missing_param,
     null_param,
     run_value,

@@ -218,7 +218,7 @@ def render_container(
     Only a whole-section template is rendered as a model; the fields are rendered one by one,
     as text, so the arguments keep the user's spelling.
     """
-    from polyaxon_prefect.specs._k8s import Container
+    from polyaxon_prefect.specs.kubernetes._k8s import Container
 
     path: PathT = ("component", "run", "container")
     container = run.container

@@ -19,8 +19,8 @@ It searches as well as ``GPSampler`` and clearly better than TPE, the alternativ
 torch; so it stays, as that fallback only. It no longer honours a ``utilityFunction``'s other
 acquisitions and kernels (``ucb``, ``poi``, ``eps``, RBF, another ``nu``, restarts): with or
 without torch, bayes searches with this one model, and loading warns about what a file asks for
-beyond it (``specs/_matrix_warnings``). On five seeds, this process with Polyaxon's documented
-``ucb``, ``kappa: 1.2``, ``nu: 1.9`` found 0.40075 and -3.20313, no better than log-EI
+beyond it (``specs/matrix/_matrix_warnings``). On five seeds, this process with Polyaxon's
+documented ``ucb``, ``kappa: 1.2``, ``nu: 1.9`` found 0.40075 and -3.20313, no better than log-EI
 (0.39806 and -3.20312 on the same seeds) nor than ``GPSampler`` (0.39792 and -3.32230).
 """
 

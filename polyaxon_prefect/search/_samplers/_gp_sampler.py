@@ -7,8 +7,8 @@ bayes matrix when torch is installed (the ``bayes`` extra). Without torch,
 kept, with the measurements), and the study says so. What a ``utilityFunction`` asks for beyond
 that model (``ucb`` with ``kappa``, ``poi``, ``eps`` > 0, the RBF kernel, another ``nu``, a
 ``lengthScale``, restarts) is approximated by both, and loading says so with a located warning
-(``specs/_matrix_warnings``). ``numWarmup`` and ``numIterations`` set the random candidates and
-local searches of the acquisition in both.
+(``specs/matrix/_matrix_warnings``). ``numWarmup`` and ``numIterations`` set the random candidates
+and local searches of the acquisition in both.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Laws Optuna cannot express are still honoured where it matters: ``normal``-famil
 searched through their quantile (a uniform ``u`` that decodes to ``loc + scale *
 inverse_cdf(u)``, so a random draw has exactly the normal law), the ``q`` kinds floor after
 drawing, ``loguniform`` bounds are natural logs. What this only approximates is warned about
-when the file is loaded (``specs/_matrix_warnings``), so ``check`` says it too.
+when the file is loaded (``specs/matrix/_matrix_warnings``), so ``check`` says it too.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution
 
 from polyaxon_prefect.search._space import hp_values
-from polyaxon_prefect.specs._matrix_warnings import QUANTILE_EPS as _QUANTILE_EPS
+from polyaxon_prefect.specs.matrix._matrix_warnings import QUANTILE_EPS as _QUANTILE_EPS
 
 __all__ = ["OPTUNA_SCALARS", "Dimension", "optuna_space"]
 

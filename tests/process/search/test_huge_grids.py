@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from polyaxon_prefect.specs._matrix import MAX_GRID_ENV
+from polyaxon_prefect.specs.matrix._matrix import MAX_GRID_ENV
 from tests.unit.search.test_huge_grids import _grid_file
 
 pytestmark = pytest.mark.process

@@ -15,7 +15,8 @@ pytestmark = pytest.mark.process
 
 def test_module_does_not_import_numpy() -> None:
     code = (
-        "import sys; import polyaxon_prefect.specs._hyperparams, polyaxon_prefect.specs._matrix; "
+        "import sys; import polyaxon_prefect.specs.matrix._hyperparams, "
+        "polyaxon_prefect.specs.matrix._matrix; "
         "print('numpy' in sys.modules)"
     )
     out = subprocess.run(

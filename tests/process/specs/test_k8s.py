@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from polyaxon_prefect.specs import _k8s
+from polyaxon_prefect.specs.kubernetes import _k8s
 
 pytestmark = pytest.mark.process
 
@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[3]
 
 def test_import_is_light() -> None:
     code = (
-        "import sys, polyaxon_prefect.specs._k8s\n"
+        "import sys, polyaxon_prefect.specs.kubernetes._k8s\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
         "('kubernetes', 'kubernetes_asyncio', 'kubernetes_validate', 'prefect', 'optuna'))\n"
         "assert not bad, bad\n"
@@ -49,11 +49,11 @@ def test_generated_module_is_up_to_date(tmp_path: Path) -> None:
     target = tmp_path / "_k8s.py"
     assert generator.main(["--output", str(target)]) == 0
     assert target.read_text() == Path(_k8s.__file__).read_text(), (
-        "polyaxon_prefect/specs/_k8s.py is stale: run scripts/gen_k8s_models.py"
+        "polyaxon_prefect/specs/kubernetes/_k8s.py is stale: run scripts/gen_k8s_models.py"
     )
     objects = Path(_k8s.__file__).with_name("_k8s_objects.py")
     assert target.with_name(objects.name).read_text() == objects.read_text(), (
-        "polyaxon_prefect/specs/_k8s_objects.py is stale: run scripts/gen_k8s_models.py"
+        "polyaxon_prefect/specs/kubernetes/_k8s_objects.py is stale: run scripts/gen_k8s_models.py"
     )
 
 
@@ -71,7 +71,7 @@ def test_nested_objects_are_imported_only_when_a_file_writes_one(tmp_path: Path)
         "import sys\n"
         "from polyaxon_prefect.cli import main\n"
         "assert main(['check', '-f', sys.argv[1]]) == 0\n"
-        "print('polyaxon_prefect.specs._k8s_objects' in sys.modules)\n"
+        "print('polyaxon_prefect.specs.kubernetes._k8s_objects' in sys.modules)\n"
     )
     for path, imported in ((plain, "False"), (with_env, "True")):
         result = subprocess.run(

@@ -19,7 +19,7 @@ from polyaxon_prefect.runtime._job import (
     prepare_job,
     render_dockerfile,
 )
-from polyaxon_prefect.specs._types_objects import DockerfileType
+from polyaxon_prefect.specs.params._types_objects import DockerfileType
 
 
 def write(tmp_path: Path, body: str, name: str = "polyaxonfile.yaml") -> Path:

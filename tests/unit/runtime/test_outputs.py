@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from polyaxon_prefect.runtime import OutputsError, read_outputs, validate_outputs
-from polyaxon_prefect.specs._io import IO
+from polyaxon_prefect.specs.params._io import IO
 
 
 def _io(**data) -> IO:

@@ -1,4 +1,4 @@
-"""Run-time params are checked with the load-time rules (`specs._validate_params`)."""
+"""Run-time params are checked with the load-time rules (`specs.params._validate_params`)."""
 
 from __future__ import annotations
 

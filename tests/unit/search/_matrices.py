@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from polyaxon_prefect.specs._matrix import Matrix
+from polyaxon_prefect.specs.matrix._matrix import Matrix
 
 _ADAPTER: TypeAdapter[Any] = TypeAdapter(Matrix)
 

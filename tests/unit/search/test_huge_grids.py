@@ -23,8 +23,8 @@ from polyaxon_prefect.exceptions import PolyaxonfileError
 from polyaxon_prefect.loading import load_polyaxonfile
 from polyaxon_prefect.search import KINDS, SweepStudy, grid_points, matrix_plan
 from polyaxon_prefect.search._kinds import _grid
-from polyaxon_prefect.specs._hyperparams import HpParam
-from polyaxon_prefect.specs._matrix import MAX_GRID_DEFAULT, MAX_GRID_ENV, Matrix
+from polyaxon_prefect.specs.matrix._hyperparams import HpParam
+from polyaxon_prefect.specs.matrix._matrix import MAX_GRID_DEFAULT, MAX_GRID_ENV, Matrix
 
 MATRIX = TypeAdapter(Matrix)
 HP = TypeAdapter(HpParam)

@@ -17,7 +17,7 @@ from polyaxon_prefect.search import (
     mapping_suggestions,
     matrix_plan,
 )
-from polyaxon_prefect.specs._matrix import Matrix
+from polyaxon_prefect.specs.matrix._matrix import Matrix
 
 ADAPTER = TypeAdapter(Matrix)
 

@@ -21,8 +21,8 @@ from pydantic import TypeAdapter
 from scipy import stats
 
 from polyaxon_prefect.search import random_suggestions, sample_hp
-from polyaxon_prefect.specs._hyperparams import HpParam
-from polyaxon_prefect.specs._matrix import Matrix
+from polyaxon_prefect.specs.matrix._hyperparams import HpParam
+from polyaxon_prefect.specs.matrix._matrix import Matrix
 
 HP = TypeAdapter(HpParam)
 MATRIX = TypeAdapter(Matrix)

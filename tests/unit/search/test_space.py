@@ -10,7 +10,7 @@ import pytest
 from pydantic import TypeAdapter
 
 from polyaxon_prefect.search import hp_values, reachable_values, sample_hp, space_size
-from polyaxon_prefect.specs._hyperparams import HpParam
+from polyaxon_prefect.specs.matrix._hyperparams import HpParam
 
 HP = TypeAdapter(HpParam)
 

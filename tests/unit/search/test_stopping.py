@@ -9,7 +9,7 @@ import pytest
 from pydantic import TypeAdapter
 
 from polyaxon_prefect.search import RunSummary, StopDecision, check_early_stopping
-from polyaxon_prefect.specs._early_stopping import EarlyStopping
+from polyaxon_prefect.specs.matrix._early_stopping import EarlyStopping
 
 POLICY = TypeAdapter(EarlyStopping)
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from polyaxon_prefect.specs._early_stopping import (
+from polyaxon_prefect.specs.matrix._early_stopping import (
     DiffStoppingPolicy,
     EarlyStopping,
     FailureEarlyStopping,

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from polyaxon_prefect.specs._hyperparams import (
+from polyaxon_prefect.specs.matrix._hyperparams import (
     ChoiceSpec,
     DistSpec,
     HpChoice,

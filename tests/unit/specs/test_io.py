@@ -8,8 +8,8 @@ import pytest
 from pydantic import ValidationError
 
 from polyaxon_prefect.specs import IO, GitType, Validation
-from polyaxon_prefect.specs._io import check_validation
-from polyaxon_prefect.specs._types import (
+from polyaxon_prefect.specs.params._io import check_validation
+from polyaxon_prefect.specs.params._types import (
     are_compatible,
     is_list_type,
     list_item_type,

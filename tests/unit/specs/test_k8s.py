@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from polyaxon_prefect.specs import _k8s, _k8s_objects
-from polyaxon_prefect.specs._k8s import (
+from polyaxon_prefect.specs.kubernetes import _k8s, _k8s_objects
+from polyaxon_prefect.specs.kubernetes._k8s import (
     Affinity,
     Container,
     HTTPGetAction,

@@ -14,10 +14,10 @@ from pydantic import BaseModel, ValidationError
 from polyaxon_prefect.exceptions import PolyaxonfileError
 from polyaxon_prefect.loading import load_polyaxonfile
 from polyaxon_prefect.specs._base import BaseSpec
-from polyaxon_prefect.specs._k8s import Container
-from polyaxon_prefect.specs._lazy_model import LazyModel, lazy_model
+from polyaxon_prefect.specs.kubernetes._k8s import Container
+from polyaxon_prefect.specs.kubernetes._lazy_model import LazyModel, lazy_model
 
-_MODULE = "polyaxon_prefect.specs._k8s_objects"
+_MODULE = "polyaxon_prefect.specs.kubernetes._k8s_objects"
 
 
 class _Holder(BaseSpec):
@@ -44,7 +44,7 @@ def test_errors_inside_keep_their_location_and_type() -> None:
 
 def test_a_name_that_is_not_a_model_is_refused() -> None:
     with pytest.raises(TypeError, match="not a pydantic model"):
-        LazyModel("polyaxon_prefect.specs._k8s", "Quantity").resolve_model()
+        LazyModel("polyaxon_prefect.specs.kubernetes._k8s", "Quantity").resolve_model()
     model = LazyModel(_MODULE, "EnvVar").resolve_model()
     assert issubclass(model, BaseModel) and model.__module__ == _MODULE
 

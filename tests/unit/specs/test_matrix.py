@@ -10,9 +10,9 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from polyaxon_prefect._source._yaml import parse_yaml
-from polyaxon_prefect.specs._early_stopping import FailureEarlyStopping, MetricEarlyStopping
-from polyaxon_prefect.specs._hyperparams import HpChoice, HpLinSpace, HpUniform
-from polyaxon_prefect.specs._matrix import (
+from polyaxon_prefect.specs.matrix._early_stopping import FailureEarlyStopping, MetricEarlyStopping
+from polyaxon_prefect.specs.matrix._hyperparams import HpChoice, HpLinSpace, HpUniform
+from polyaxon_prefect.specs.matrix._matrix import (
     Bayes,
     GridSearch,
     Hyperband,

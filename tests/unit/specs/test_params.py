@@ -13,7 +13,7 @@ from polyaxon_prefect.specs import (
     typed_params,
     validate_params,
 )
-from polyaxon_prefect.specs._matrix import Mapping, RandomSearch
+from polyaxon_prefect.specs.matrix._matrix import Mapping, RandomSearch
 
 JOB = {"kind": "job", "container": {"image": "busybox"}}
 

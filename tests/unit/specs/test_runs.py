@@ -10,7 +10,7 @@ import pytest
 from pydantic import Field, TypeAdapter, ValidationError
 
 from polyaxon_prefect._source._yaml import parse_yaml
-from polyaxon_prefect.specs._runs import (
+from polyaxon_prefect.specs.sections._run_spec import (
     DISTRIBUTED_KINDS,
     NON_DAG_RUNTIMES,
     REPLICA_NAMES,

@@ -12,28 +12,28 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from polyaxon_prefect._source._yaml import parse_yaml
-from polyaxon_prefect.specs._build import Build
-from polyaxon_prefect.specs._cache import Cache
-from polyaxon_prefect.specs._environment import Environment
-from polyaxon_prefect.specs._events import WIRED_EVENT_KINDS, EventKind, EventTrigger
-from polyaxon_prefect.specs._hook_spec import Hook
-from polyaxon_prefect.specs._init import Init
-from polyaxon_prefect.specs._joins import Join, JoinParam
-from polyaxon_prefect.specs._mount import Mount, Template
-from polyaxon_prefect.specs._plugins import Plugins
-from polyaxon_prefect.specs._schedules import (
-    CronSchedule,
-    DateTimeSchedule,
-    IntervalSchedule,
-    Schedule,
-)
-from polyaxon_prefect.specs._termination import Termination
-from polyaxon_prefect.specs._types_objects import (
+from polyaxon_prefect.specs.params._types_objects import (
     ArtifactsType,
     DockerfileType,
     FileType,
     TensorboardType,
 )
+from polyaxon_prefect.specs.sections._build import Build
+from polyaxon_prefect.specs.sections._cache import Cache
+from polyaxon_prefect.specs.sections._environment import Environment
+from polyaxon_prefect.specs.sections._events import WIRED_EVENT_KINDS, EventKind, EventTrigger
+from polyaxon_prefect.specs.sections._hook_spec import Hook
+from polyaxon_prefect.specs.sections._init import Init
+from polyaxon_prefect.specs.sections._joins import Join, JoinParam
+from polyaxon_prefect.specs.sections._mount import Mount, Template
+from polyaxon_prefect.specs.sections._plugins import Plugins
+from polyaxon_prefect.specs.sections._schedules import (
+    CronSchedule,
+    DateTimeSchedule,
+    IntervalSchedule,
+    Schedule,
+)
+from polyaxon_prefect.specs.sections._termination import Termination
 
 CORPUS = Path(__file__).resolve().parents[2] / "corpus"
 SCHEDULE = TypeAdapter(Schedule)

@@ -3,7 +3,7 @@ the quick-start DAG's ``max_loss``), and lists them all either way."""
 
 from __future__ import annotations
 
-from polyaxon_prefect.specs._validate_params import unexpected_param
+from polyaxon_prefect.specs.params._validate_params import unexpected_param
 
 
 def test_the_closest_input_is_suggested() -> None:

@@ -3,7 +3,7 @@
 
 from typing import Any, ClassVar, Literal
 
-from polyaxon_prefect.specs._hp_base import (
+from polyaxon_prefect.specs.matrix._hp_base import (
     DistSpec,
     NormalSpec,
     _fields,

@@ -5,10 +5,10 @@ from typing import Any, ClassVar, Self
 from pydantic import StrictStr, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from ._base import BaseSpec, is_template
-from ._k8s import Container
-from ._templated import Templated
-from ._types_objects import (
+from polyaxon_prefect.specs._base import BaseSpec, is_template
+from polyaxon_prefect.specs._templated import Templated
+from polyaxon_prefect.specs.kubernetes._k8s import Container
+from polyaxon_prefect.specs.params._types_objects import (
     ArtifactsType,
     DockerfileType,
     FileType,

@@ -4,8 +4,8 @@ from typing import Any, Literal
 
 from pydantic import StrictStr, field_validator
 
-from ._base import BaseSpec, split_csv
-from ._cache import Cache
+from polyaxon_prefect.specs._base import BaseSpec, split_csv
+from polyaxon_prefect.specs.sections._cache import Cache
 
 __all__ = ["Build", "PatchStrategy"]
 

@@ -7,10 +7,10 @@ from typing import Any
 from pydantic import StrictStr, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from ._base import BaseSpec, is_template
-from ._or_ref import BoolOrRef, IntOrRef
-from ._templated import Templated
-from ._types import is_list_type, parse_value
+from polyaxon_prefect.specs._base import BaseSpec, is_template
+from polyaxon_prefect.specs._or_ref import BoolOrRef, IntOrRef
+from polyaxon_prefect.specs._templated import Templated
+from polyaxon_prefect.specs.params._types import is_list_type, parse_value
 
 __all__ = ["IO", "IO_NAME_BLACK_LIST", "Validation", "check_validation", "contains_template"]
 

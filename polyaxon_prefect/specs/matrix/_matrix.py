@@ -17,19 +17,19 @@ from pydantic_core import PydanticCustomError
 
 from polyaxon_prefect._source import SectionKind
 from polyaxon_prefect.specs._base import BaseSpec, Ref, is_template, split_csv
-from polyaxon_prefect.specs._early_stopping import (
-    EarlyStopping,
-    MetricEarlyStopping,
-    OptimizationMetric,
-    OptimizationResource,
-)
-from polyaxon_prefect.specs._hyperparams import HpParam
 from polyaxon_prefect.specs._or_ref import (
     BoolOrRef,
     FloatOrRef,
     IntOrRef,
     PositiveIntOrRef,
 )
+from polyaxon_prefect.specs.matrix._early_stopping import (
+    EarlyStopping,
+    MetricEarlyStopping,
+    OptimizationMetric,
+    OptimizationResource,
+)
+from polyaxon_prefect.specs.matrix._hyperparams import HpParam
 
 __all__ = [
     "MATRIX_KINDS",
@@ -133,7 +133,8 @@ class _Matrix(BaseSpec):
     searches_params: ClassVar[bool] = False
     """Whether a model-based sampler searches this kind's params over their ranges (so a
     param of another distribution, a normal, is approximated: `check` warns about each, see
-    `specs/_matrix_warnings.py`); the kinds that enumerate or draw their params leave it off."""
+    `specs/matrix/_matrix_warnings.py`); the kinds that enumerate or draw their params leave it
+    off."""
 
     concurrency: PositiveIntOrRef | None = None
     early_stopping: list[EarlyStopping] | None = None

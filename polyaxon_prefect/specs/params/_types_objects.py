@@ -8,9 +8,9 @@ from typing import Any, ClassVar
 
 from pydantic import Field, StrictInt, StrictStr, field_validator
 
-from ._base import BaseSpec, is_template, split_csv
-from ._or_ref import BoolOrRef, IntOrRef
-from ._templated import Templated
+from polyaxon_prefect.specs._base import BaseSpec, is_template, split_csv
+from polyaxon_prefect.specs._or_ref import BoolOrRef, IntOrRef
+from polyaxon_prefect.specs._templated import Templated
 
 __all__ = [
     "ArtifactsType",

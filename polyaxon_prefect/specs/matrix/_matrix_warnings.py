@@ -14,11 +14,10 @@ from datetime import date
 from typing import Any
 
 from polyaxon_prefect.exceptions import Problem
-
-from ._dag import Dag
-from ._hp_base import PCHOICE_TOLERANCE
-from ._matrix import Bayes, Matrix
-from ._operation import Operation
+from polyaxon_prefect.specs._dag import Dag
+from polyaxon_prefect.specs._operation import Operation
+from polyaxon_prefect.specs.matrix._hp_base import PCHOICE_TOLERANCE
+from polyaxon_prefect.specs.matrix._matrix import Bayes, Matrix
 
 __all__ = ["QUANTILE_EPS", "matrix_warnings", "utility_gaps"]
 

@@ -4,8 +4,8 @@ from typing import Any, Literal
 
 from pydantic import StrictStr, field_validator
 
-from ._base import BaseSpec, split_csv
-from ._or_ref import BoolOrRef
+from polyaxon_prefect.specs._base import BaseSpec, split_csv
+from polyaxon_prefect.specs._or_ref import BoolOrRef
 
 __all__ = ["Hook", "HookTrigger"]
 

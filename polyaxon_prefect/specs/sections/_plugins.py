@@ -4,9 +4,9 @@ from typing import Any, Literal
 
 from pydantic import StrictStr, field_validator
 
-from ._base import BaseSpec, split_csv
-from ._or_ref import BoolOrRef, IntOrRef
-from ._templated import Templated
+from polyaxon_prefect.specs._base import BaseSpec, split_csv
+from polyaxon_prefect.specs._or_ref import BoolOrRef, IntOrRef
+from polyaxon_prefect.specs._templated import Templated
 
 __all__ = [
     "PLUGIN_DEFAULTS",

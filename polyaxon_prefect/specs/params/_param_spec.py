@@ -7,8 +7,8 @@ from typing import Any
 from pydantic import StrictStr, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
-from ._base import PARAM_REGEX, BaseSpec, is_template
-from ._or_ref import BoolOrRef
+from polyaxon_prefect.specs._base import PARAM_REGEX, BaseSpec, is_template
+from polyaxon_prefect.specs._or_ref import BoolOrRef
 
 __all__ = [
     "CONTEXTS",

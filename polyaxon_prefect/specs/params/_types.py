@@ -19,8 +19,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._type_coercions import SCALARS, Mismatch, json_load, short, to_dict, to_list, to_object
-from ._type_syntax import (
+from polyaxon_prefect.specs.params._type_coercions import (
+    SCALARS,
+    Mismatch,
+    json_load,
+    short,
+    to_dict,
+    to_list,
+    to_object,
+)
+from polyaxon_prefect.specs.params._type_syntax import (
     CONSTRAINED,
     LINEAGE_TYPES,
     NAMED_TYPES,

@@ -287,7 +287,7 @@ def _to_json(value: Any) -> Any:
 
 def _object_model(name: str) -> Any:
     # Imported here: the object models are only needed when such a value is actually checked.
-    from . import _types_objects as objects
+    from polyaxon_prefect.specs.params import _types_objects as objects
 
     return {
         "git": objects.GitType,

@@ -19,12 +19,12 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from ._base import BaseSpec
-from ._environment import Environment
-from ._init import Init
-from ._k8s import Container, ResourceRequirements, Volume
-from ._or_ref import BoolOrRef, IntOrRef, PositiveIntOrRef
-from ._templated import NonNegativeIntOrRef, Templated
+from polyaxon_prefect.specs._base import BaseSpec
+from polyaxon_prefect.specs._or_ref import BoolOrRef, IntOrRef, PositiveIntOrRef
+from polyaxon_prefect.specs._templated import NonNegativeIntOrRef, Templated
+from polyaxon_prefect.specs.kubernetes._k8s import Container, ResourceRequirements, Volume
+from polyaxon_prefect.specs.sections._environment import Environment
+from polyaxon_prefect.specs.sections._init import Init
 
 __all__ = [
     "DISTRIBUTED_KINDS",

@@ -4,10 +4,16 @@ from typing import Literal
 
 from pydantic import Field, StrictStr
 
-from ._base import BaseSpec
-from ._k8s import Affinity, HostAlias, PodDNSConfig, PodSecurityContext, Toleration
-from ._or_ref import BoolOrRef, IntOrRef
-from ._templated import Templated
+from polyaxon_prefect.specs._base import BaseSpec
+from polyaxon_prefect.specs._or_ref import BoolOrRef, IntOrRef
+from polyaxon_prefect.specs._templated import Templated
+from polyaxon_prefect.specs.kubernetes._k8s import (
+    Affinity,
+    HostAlias,
+    PodDNSConfig,
+    PodSecurityContext,
+    Toleration,
+)
 
 __all__ = ["Environment", "RestartPolicy"]
 

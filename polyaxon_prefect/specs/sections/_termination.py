@@ -5,9 +5,9 @@ from typing import Annotated, Self
 from annotated_types import Ge
 from pydantic import StrictInt, model_validator
 
-from ._base import BaseSpec
-from ._k8s import ExecAction, HTTPGetAction, PodFailurePolicy
-from ._templated import NonNegativeIntOrRef, Templated
+from polyaxon_prefect.specs._base import BaseSpec
+from polyaxon_prefect.specs._templated import NonNegativeIntOrRef, Templated
+from polyaxon_prefect.specs.kubernetes._k8s import ExecAction, HTTPGetAction, PodFailurePolicy
 
 __all__ = ["ActivityProbe", "Culling", "Termination"]
 

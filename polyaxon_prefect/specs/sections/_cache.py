@@ -4,9 +4,9 @@ from typing import Any, Literal
 
 from pydantic import StrictStr, field_validator
 
-from ._base import BaseSpec, split_csv
-from ._or_ref import BoolOrRef
-from ._templated import NonNegativeIntOrRef
+from polyaxon_prefect.specs._base import BaseSpec, split_csv
+from polyaxon_prefect.specs._or_ref import BoolOrRef
+from polyaxon_prefect.specs._templated import NonNegativeIntOrRef
 
 __all__ = ["Cache", "CacheSection"]
 

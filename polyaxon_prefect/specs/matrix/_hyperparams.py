@@ -21,7 +21,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field
 
 from polyaxon_prefect.specs._base import Ref
-from polyaxon_prefect.specs._hp_base import (
+from polyaxon_prefect.specs.matrix._hp_base import (
     _DATE,
     _DATETIME,
     _TIMEDELTA,
@@ -42,7 +42,7 @@ from polyaxon_prefect.specs._hp_base import (
     _parse_as,
     _positive,
 )
-from polyaxon_prefect.specs._hp_continuous import (
+from polyaxon_prefect.specs.matrix._hp_continuous import (
     HpLogNormal,
     HpLogUniform,
     HpNormal,

@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import StrictStr, field_validator
 from pydantic_core import PydanticCustomError
 
-from ._base import BaseSpec
+from polyaxon_prefect.specs._base import BaseSpec
 
 __all__ = ["WIRED_EVENT_KINDS", "EventKind", "EventTrigger"]
 

@@ -5,10 +5,10 @@ from typing import Any
 from pydantic import StrictStr, model_validator
 from pydantic_core import PydanticCustomError
 
-from ._base import BaseSpec
-from ._or_ref import BoolOrRef
-from ._param_spec import FULL_FORM_KEYS
-from ._templated import NonNegativeIntOrRef, Templated
+from polyaxon_prefect.specs._base import BaseSpec
+from polyaxon_prefect.specs._or_ref import BoolOrRef
+from polyaxon_prefect.specs._templated import NonNegativeIntOrRef, Templated
+from polyaxon_prefect.specs.params._param_spec import FULL_FORM_KEYS
 
 __all__ = ["Join", "JoinParam"]
 

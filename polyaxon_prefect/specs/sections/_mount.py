@@ -4,9 +4,9 @@ from typing import Any
 
 from pydantic import AliasChoices, Field, StrictStr, field_validator, model_validator
 
-from ._base import BaseSpec, split_csv
-from ._or_ref import BoolOrRef
-from ._templated import Templated
+from polyaxon_prefect.specs._base import BaseSpec, split_csv
+from polyaxon_prefect.specs._or_ref import BoolOrRef
+from polyaxon_prefect.specs._templated import Templated
 
 __all__ = ["Mount", "Template"]
 

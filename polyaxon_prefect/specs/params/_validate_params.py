@@ -13,14 +13,18 @@ from typing import Any
 
 from polyaxon_prefect._source import suggest
 from polyaxon_prefect.exceptions import Problem
-
-from ._component import Component
-from ._io import IO, check_validation, contains_template
-from ._joins import Join, JoinParam
-from ._matrix import Hyperband, Matrix
-from ._matrix import Mapping as MappingMatrix
-from ._param_spec import Param
-from ._types import are_compatible, is_list_type, list_item_type, parse_value
+from polyaxon_prefect.specs._component import Component
+from polyaxon_prefect.specs.matrix._matrix import Hyperband, Matrix
+from polyaxon_prefect.specs.matrix._matrix import Mapping as MappingMatrix
+from polyaxon_prefect.specs.params._io import IO, check_validation, contains_template
+from polyaxon_prefect.specs.params._param_spec import Param
+from polyaxon_prefect.specs.params._types import (
+    are_compatible,
+    is_list_type,
+    list_item_type,
+    parse_value,
+)
+from polyaxon_prefect.specs.sections._joins import Join, JoinParam
 
 
 def unexpected_param(name: str, declared: str) -> Problem:

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import Field
 
 from polyaxon_prefect.specs._base import BaseSpec, Ref
-from polyaxon_prefect.specs._k8s import EnvValue, ExecAction, HTTPGetAction, Quantity
+from polyaxon_prefect.specs.kubernetes._k8s import EnvValue, ExecAction, HTTPGetAction, Quantity
 
 __all__ = [
     "AWSElasticBlockStoreVolumeSource",

@@ -18,7 +18,7 @@ from pydantic import BeforeValidator, Field
 from pydantic_core import PydanticCustomError
 
 from polyaxon_prefect.specs._base import BaseSpec, Ref, is_template
-from polyaxon_prefect.specs._lazy_model import lazy_model
+from polyaxon_prefect.specs.kubernetes._lazy_model import lazy_model
 
 __all__ = [
     "Affinity",
@@ -111,7 +111,7 @@ EnvValue = Annotated[str, BeforeValidator(_env_value)]
 
 
 if TYPE_CHECKING:
-    from polyaxon_prefect.specs._k8s_objects import (
+    from polyaxon_prefect.specs.kubernetes._k8s_objects import (
         AppArmorProfile,
         AWSElasticBlockStoreVolumeSource,
         AzureDiskVolumeSource,
@@ -166,7 +166,7 @@ if TYPE_CHECKING:
         WindowsSecurityContextOptions,
     )
 else:
-    _OBJECTS = "polyaxon_prefect.specs._k8s_objects"
+    _OBJECTS = "polyaxon_prefect.specs.kubernetes._k8s_objects"
     AWSElasticBlockStoreVolumeSource = lazy_model(_OBJECTS, "AWSElasticBlockStoreVolumeSource")
     AppArmorProfile = lazy_model(_OBJECTS, "AppArmorProfile")
     AzureDiskVolumeSource = lazy_model(_OBJECTS, "AzureDiskVolumeSource")

@@ -9,9 +9,9 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import Field, StrictStr, field_validator, model_validator
 
-from ._base import BaseSpec, is_template
-from ._or_ref import BoolOrRef, PositiveIntOrRef
-from ._templated import Templated
+from polyaxon_prefect.specs._base import BaseSpec, is_template
+from polyaxon_prefect.specs._or_ref import BoolOrRef, PositiveIntOrRef
+from polyaxon_prefect.specs._templated import Templated
 
 __all__ = [
     "CRON_MACROS",

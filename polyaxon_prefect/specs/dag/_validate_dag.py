@@ -12,13 +12,12 @@ from typing import Any, Protocol
 
 from polyaxon_prefect._source import suggest
 from polyaxon_prefect.exceptions import Problem
-
-from ._component import Component
-from ._dag import Dag
-from ._dag_graph import find_cycle, op_upstreams
-from ._io import IO
-from ._operation import Operation
-from ._param_spec import Param
+from polyaxon_prefect.specs._component import Component
+from polyaxon_prefect.specs._dag import Dag
+from polyaxon_prefect.specs._operation import Operation
+from polyaxon_prefect.specs.dag._dag_graph import find_cycle, op_upstreams
+from polyaxon_prefect.specs.params._io import IO
+from polyaxon_prefect.specs.params._param_spec import Param
 
 __all__ = ["GLOBALS_CONTEXTS", "ParamValidator", "dag_context", "validate_dag"]
 

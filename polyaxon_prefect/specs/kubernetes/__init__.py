@@ -1,0 +1,1 @@
+"""The Kubernetes objects a Polyaxonfile embeds, as generated strict models."""

@@ -1,0 +1,1 @@
+"""Typed inputs and outputs, the IO type language, and params checked against them."""

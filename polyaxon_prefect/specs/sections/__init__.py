@@ -1,0 +1,1 @@
+"""One module per section of a component or operation (``run``, ``init``, ...)."""
