@@ -1,27 +1,12 @@
-"""Every public spec name in one place, with the recursive models made whole.
-
-``Dag`` holds ``Operation``s and ``Component``s, which hold a ``Dag`` again: the three are
-declared with forward references in separate modules and rebuilt here, once all exist.
-"""
+"""Every public spec name in one place."""
 
 from __future__ import annotations
 
-from polyaxon_prefect.specs import _dag as _dag_module
 from polyaxon_prefect.specs._base import (
     BaseSpec,
     Ref,
     is_template,
     split_csv,
-)
-from polyaxon_prefect.specs._component import (
-    NAME_CHARACTERS,
-    NAME_REGEX,
-    SCHEMA_VERSION,
-    Component,
-    Runtime,
-)
-from polyaxon_prefect.specs._dag import (
-    Dag,
 )
 from polyaxon_prefect.specs._kinds import (
     BACKENDS,
@@ -45,9 +30,15 @@ from polyaxon_prefect.specs._loaded import (
 from polyaxon_prefect.specs._names import (
     slug,
 )
-from polyaxon_prefect.specs._operation import (
+from polyaxon_prefect.specs._polyaxonfile import (
+    NAME_CHARACTERS,
+    NAME_REGEX,
     REFERENCE_FIELDS,
+    SCHEMA_VERSION,
+    Component,
+    Dag,
     Operation,
+    Runtime,
 )
 from polyaxon_prefect.specs._run_kinds import (
     RUN_MODELS,
@@ -259,11 +250,6 @@ from polyaxon_prefect.specs.sections._termination import (
 from polyaxon_prefect.specs.sections._triggers import (
     TriggerPolicy,
 )
-
-# `Dag` names `Operation` and `Component` under TYPE_CHECKING only (they import `Dag`); its
-# deferred build resolves them in its own module, so the module gets them here, once they exist.
-# No `model_rebuild`: it would build the whole tree now, for commands that never validate.
-vars(_dag_module).update(Component=Component, Operation=Operation)
 
 __all__ = [
     "BACKENDS",

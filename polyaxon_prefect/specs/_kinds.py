@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from polyaxon_prefect.specs._component import Component
-from polyaxon_prefect.specs._dag import Dag
-from polyaxon_prefect.specs._operation import Operation
+from polyaxon_prefect.specs._polyaxonfile import Component, Dag, Operation
 from polyaxon_prefect.specs._run_kinds import RUN_MODELS
 from polyaxon_prefect.specs.sections._run_spec import KUBEFLOW_KINDS, Service
 

@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from polyaxon_prefect.exceptions import Problem
-from polyaxon_prefect.specs._component import Component
-from polyaxon_prefect.specs._operation import Operation
+from polyaxon_prefect.specs._polyaxonfile import Component, Operation
 
 __all__ = ["LoadedPolyaxonfile"]
 

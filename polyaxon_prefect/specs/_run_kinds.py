@@ -12,7 +12,7 @@ from functools import cache
 from typing import Any
 
 from polyaxon_prefect.specs._base import BaseSpec
-from polyaxon_prefect.specs._dag import Dag
+from polyaxon_prefect.specs._polyaxonfile import Dag
 from polyaxon_prefect.specs.sections._run_spec import (
     MAIN_REPLICAS,
     NON_DAG_RUNTIMES,

@@ -12,9 +12,7 @@ from typing import Any, Protocol
 
 from polyaxon_prefect._source import suggest
 from polyaxon_prefect.exceptions import Problem
-from polyaxon_prefect.specs._component import Component
-from polyaxon_prefect.specs._dag import Dag
-from polyaxon_prefect.specs._operation import Operation
+from polyaxon_prefect.specs._polyaxonfile import Component, Dag, Operation
 from polyaxon_prefect.specs.dag._dag_graph import find_cycle, op_upstreams
 from polyaxon_prefect.specs.params._io import IO
 from polyaxon_prefect.specs.params._param_spec import Param

@@ -14,8 +14,7 @@ from datetime import date
 from typing import Any
 
 from polyaxon_prefect.exceptions import Problem
-from polyaxon_prefect.specs._dag import Dag
-from polyaxon_prefect.specs._operation import Operation
+from polyaxon_prefect.specs._polyaxonfile import Dag, Operation
 from polyaxon_prefect.specs.matrix._hp_base import PCHOICE_TOLERANCE
 from polyaxon_prefect.specs.matrix._matrix import Bayes, Matrix
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from polyaxon_prefect._source import suggest
 from polyaxon_prefect.exceptions import Problem
-from polyaxon_prefect.specs._component import Component
+from polyaxon_prefect.specs._polyaxonfile import Component
 from polyaxon_prefect.specs.matrix._matrix import Hyperband, Matrix
 from polyaxon_prefect.specs.matrix._matrix import Mapping as MappingMatrix
 from polyaxon_prefect.specs.params._io import IO, check_validation, contains_template
