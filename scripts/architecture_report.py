@@ -33,7 +33,7 @@ from layer_table import layer_mismatches
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "polyaxon_prefect"
 KUBERNETES_SPECS = PACKAGE / "specs" / "kubernetes"
-GENERATED = {KUBERNETES_SPECS / "_k8s.py", KUBERNETES_SPECS / "_k8s_objects.py"}
+GENERATED = {KUBERNETES_SPECS / name for name in ("_k8s.py", "_k8s_objects.py", "_k8s_values.py")}
 SHOWN_SIZES = 5
 """How many of the longest modules, functions and classes the report prints."""
 

@@ -1,6 +1,6 @@
-"""Write ``polyaxon_prefect/specs/kubernetes/_k8s.py`` and ``_k8s_objects.py``: static pydantic
-models of the Kubernetes objects that a Polyaxonfile embeds (container, volumes, tolerations,
-affinity, ...).
+"""Write ``polyaxon_prefect/specs/kubernetes/_k8s.py``, ``_k8s_objects.py`` and ``_k8s_values.py``:
+static pydantic models of the Kubernetes objects that a Polyaxonfile embeds (container,
+volumes, tolerations, affinity, ...).
 
 Why generate instead of importing the Kubernetes client at run time: the client packages take
 over half a second to import and check nothing (their models accept any type and ignore
@@ -38,6 +38,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUTPUT = REPO / "polyaxon_prefect" / "specs" / "kubernetes" / "_k8s.py"
 OBJECTS_NAME = "_k8s_objects.py"
+VALUES_NAME = "_k8s_values.py"
+"""The module both others import: the leniently read values (`Quantity`, `CommandList`,
+`EnvValue`) and the roots that nested objects hold too (a probe's `ExecAction`), with what
+those nest, so neither of the other two modules imports the other back."""
 """The module of the objects the roots nest, written next to the output: the roots (in
 ``_k8s.py``) reference them with `lazy_model`, so a file pays for importing and building them
 only when it writes one (``check`` of a container with an image and a command needs none)."""
@@ -92,16 +96,15 @@ OVERRIDES = {
     ("io.k8s.api.core.v1.EnvVar", "value"): "EnvValue",
 }
 
-PREAMBLE = '''
+VALUES_PREAMBLE = '''
 import json
 import re
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field
+from pydantic import BeforeValidator{field}
 from pydantic_core import PydanticCustomError
 
 from polyaxon_prefect.specs._base import BaseSpec, Ref, is_template
-from polyaxon_prefect.specs.kubernetes._lazy_model import lazy_model
 
 __all__ = [
 {all_names}
@@ -264,8 +267,8 @@ def first_sentence(text: str) -> str:
     return sentence.replace("\\", "\\\\").replace('"""', "'''")
 
 
-def reachable(definitions: dict[str, Any]) -> list[str]:
-    """Model definitions reachable from the roots, dependencies before dependants."""
+def reachable(definitions: dict[str, Any], starts: list[str] | None = None) -> list[str]:
+    """Model definitions reachable from ``starts`` (the roots), dependencies before dependants."""
     order: list[str] = []
     state: dict[str, str] = {}
 
@@ -283,7 +286,7 @@ def reachable(definitions: dict[str, Any]) -> list[str]:
         state[name] = "done"
         order.append(name)
 
-    for root in ROOTS.values():
+    for root in starts if starts is not None else ROOTS.values():
         visit(root)
     return order
 
@@ -329,6 +332,8 @@ HEADER = [
     "# (the JSON schemas shipped with kubernetes-validate). Do not edit: regenerate instead.",
 ]
 OBJECTS_MODULE = "polyaxon_prefect.specs.kubernetes." + OBJECTS_NAME.removesuffix(".py")
+VALUES_MODULE = "polyaxon_prefect.specs.kubernetes." + VALUES_NAME.removesuffix(".py")
+HELPERS = ["CommandList", "EnvValue", "Quantity"]
 
 
 def _used(names: list[str], lines: list[str]) -> list[str]:
@@ -338,8 +343,8 @@ def _used(names: list[str], lines: list[str]) -> list[str]:
     return sorted(name for name in names if re.search(rf"\b{re.escape(name)}\b", fields))
 
 
-def generate(version: str) -> tuple[str, str]:
-    """The roots' module and the nested objects' module, unformatted."""
+def generate(version: str) -> tuple[str, str, str]:
+    """The roots', the nested objects' and the shared values' modules, unformatted."""
     schema_file = find_schema_file(version)
     definitions = json.loads(schema_file.read_text())["$defs"]
     from pydantic import BaseModel
@@ -353,14 +358,25 @@ def generate(version: str) -> tuple[str, str]:
     for public, definition in ROOTS.items():
         if class_name(definition) != public:
             raise SystemExit(f"root {definition} would not be exported as {public}")
+    rendered = {n: render_class(n, definitions, reserved) for n in names}
     roots = [n for n in names if n in ROOTS.values()]
     objects = [n for n in names if n not in ROOTS.values()]
+    # roots that a nested object holds too, and what they nest: shared through the values module
+    nested_roots = _used(
+        [class_name(n) for n in roots], [line for n in objects for line in rendered[n]]
+    )
+    shared = reachable(definitions, [ROOTS[name] for name in nested_roots])
+    roots = [n for n in roots if n not in shared]
+    objects = [n for n in objects if n not in shared]
+    shared_names = [class_name(n) for n in shared]
 
     root_classes: list[str] = []
     for name in roots:
-        root_classes.extend(["", ""])
-        root_classes.extend(render_class(name, definitions, reserved))
+        root_classes.extend(["", "", *rendered[name]])
     lazy = _used([class_name(n) for n in objects], root_classes)
+    from_values = sorted(
+        {*_used([*HELPERS, *shared_names], root_classes), *nested_roots}, key=str.lower
+    )
 
     out = [
         *(line.format(version=version) for line in HEADER),
@@ -371,11 +387,23 @@ def generate(version: str) -> tuple[str, str]:
         "every integer/boolean field may also hold a Polyaxon ``{{ template }}`` string.",
         "",
         f"The roots live here; the objects they nest live in `{OBJECTS_NAME[:-3]}`,",
-        "referenced with `lazy_model`: imported and built only when a file writes one.",
+        "referenced with `lazy_model`: imported and built only when a file writes one. What",
+        f"both hold (quantities, env values, a probe's actions) is in `{VALUES_NAME[:-3]}`.",
         '"""',
+        "",
+        "from typing import TYPE_CHECKING" + (", Any" if _used(["Any"], root_classes) else ""),
+        "",
+        "from pydantic import Field" if "Field(" in "\n".join(root_classes) else "",
+        "",
+        "from polyaxon_prefect.specs._base import BaseSpec"
+        + (", Ref" if _used(["Ref"], root_classes) else ""),
+        f"from {VALUES_MODULE} import {', '.join(from_values)}",
+        "from polyaxon_prefect.specs.kubernetes._lazy_model import lazy_model",
+        "",
+        "__all__ = [",
+        *(f'    "{public}",' for public in sorted(ROOTS)),
+        "]",
     ]
-    all_names = "\n".join(f'    "{public}",' for public in sorted(ROOTS))
-    out.extend(PREAMBLE.format(all_names=all_names).split("\n"))
     out.extend(["", "if TYPE_CHECKING:"])
     out.append(f"    from {OBJECTS_MODULE} import (")
     out.extend(f"        {name}," for name in lazy)
@@ -386,10 +414,9 @@ def generate(version: str) -> tuple[str, str]:
 
     body: list[str] = []
     for name in objects:
-        body.extend(["", ""])
-        body.extend(render_class(name, definitions, reserved))
+        body.extend(["", "", *rendered[name]])
     body_text = "\n".join(body)
-    helpers = _used(["CommandList", "EnvValue", "Quantity", *sorted(ROOTS)], body)
+    helpers = _used([*HELPERS, *shared_names], body)
     objects_out = [
         *(line.format(version=version) for line in HEADER),
         '"""The Kubernetes objects that the roots of `_k8s` nest (probes, volume sources, env',
@@ -402,16 +429,34 @@ def generate(version: str) -> tuple[str, str]:
         "",
         "from polyaxon_prefect.specs._base import BaseSpec"
         + (", Ref" if _used(["Ref"], body) else ""),
-        f"from polyaxon_prefect.specs.kubernetes._k8s import {', '.join(helpers)}"
-        if helpers
-        else "",
+        f"from {VALUES_MODULE} import {', '.join(helpers)}" if helpers else "",
         "",
         "__all__ = [",
         *(f'    "{class_name(n)}",' for n in sorted(objects, key=class_name)),
         "]",
         *body,
     ]
-    return roots_text, "\n".join(objects_out).rstrip() + "\n"
+
+    shared_classes: list[str] = []
+    for name in shared:
+        shared_classes.extend(["", "", *rendered[name]])
+    values_out = [
+        *(line.format(version=version) for line in HEADER),
+        '"""What the Kubernetes roots (`_k8s`) and the objects they nest (`_k8s_objects`) both',
+        "hold: the values Polyaxon reads leniently (quantities, command lists, env values) and the",
+        "roots a nested object holds too (a probe's actions), with what they nest.",
+        '"""',
+        *VALUES_PREAMBLE.format(
+            field=", Field" if "Field(" in "\n".join(shared_classes) else "",
+            all_names="\n".join(f'    "{n}",' for n in sorted([*HELPERS, *shared_names])),
+        ).split("\n"),
+        *shared_classes,
+    ]
+    return (
+        roots_text,
+        "\n".join(objects_out).rstrip() + "\n",
+        "\n".join(values_out).rstrip() + "\n",
+    )
 
 
 def ruff_format(text: str, target: Path) -> str:
@@ -449,11 +494,14 @@ def main(argv: list[str] | None = None) -> int:
         "--check", action="store_true", help="exit 1 if the output file is not up to date"
     )
     args = parser.parse_args(argv)
-    roots, objects = generate(args.k8s_version)
+    roots, objects, values = generate(args.k8s_version)
     outputs = {
         args.output: ruff_format(roots, DEFAULT_OUTPUT),
         args.output.with_name(OBJECTS_NAME): ruff_format(
             objects, DEFAULT_OUTPUT.with_name(OBJECTS_NAME)
+        ),
+        args.output.with_name(VALUES_NAME): ruff_format(
+            values, DEFAULT_OUTPUT.with_name(VALUES_NAME)
         ),
     }
     if args.check:

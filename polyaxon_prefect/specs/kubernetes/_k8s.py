@@ -7,17 +7,21 @@ rejected, camelCase (YAML) and snake_case (Python client) keys are both accepted
 every integer/boolean field may also hold a Polyaxon ``{{ template }}`` string.
 
 The roots live here; the objects they nest live in `_k8s_objects`,
-referenced with `lazy_model`: imported and built only when a file writes one.
+referenced with `lazy_model`: imported and built only when a file writes one. What
+both hold (quantities, env values, a probe's actions) is in `_k8s_values`.
 """
 
-import json
-import re
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING
 
-from pydantic import BeforeValidator, Field
-from pydantic_core import PydanticCustomError
+from pydantic import Field
 
-from polyaxon_prefect.specs._base import BaseSpec, Ref, is_template
+from polyaxon_prefect.specs._base import BaseSpec, Ref
+from polyaxon_prefect.specs.kubernetes._k8s_values import (
+    CommandList,
+    ExecAction,
+    HTTPGetAction,
+    Quantity,
+)
 from polyaxon_prefect.specs.kubernetes._lazy_model import lazy_model
 
 __all__ = [
@@ -33,82 +37,6 @@ __all__ = [
     "Toleration",
     "Volume",
 ]
-
-# The Kubernetes resource.Quantity grammar (apimachinery), e.g. 500m, 2Gi, 1.5, 1e3.
-QUANTITY_REGEX = re.compile(
-    r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
-    r"(?:[KMGTPE]i|[numkMGTPE]|[eE][+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))?$"
-)
-
-
-def _check_quantity(value: Any) -> Any:
-    """Numbers and quantity strings pass; a `{{ template }}` is checked once rendered."""
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise PydanticCustomError(
-            "quantity",
-            "expected a resource quantity such as 2, 0.5, 500m or 4Gi",
-            {"hint": "write a number, or a string with a unit like 500m or 4Gi"},
-        )
-    if isinstance(value, str) and not is_template(value) and not QUANTITY_REGEX.match(value):
-        raise PydanticCustomError(
-            "quantity",
-            "expected a resource quantity: a number with an optional unit suffix",
-            {"hint": "write it like 2, 0.5, 500m, 4Gi or 1e3"},
-        )
-    return value
-
-
-Quantity = Annotated[int | float | str, BeforeValidator(_check_quantity)]
-"""A Kubernetes resource quantity (``2``, ``0.5``, ``"500m"``, ``"4Gi"``) or a template."""
-
-
-def _to_command_list(value: Any) -> Any:
-    """Polyaxon's reading of `command`/`args`: a plain string is a one-item list and empty items
-    are dropped; a `{{ template }}` string stays as it is because it may render to a whole list
-    (``args: "{{ params.as_args }}"``). A YAML boolean, number or null where a word is expected
-    is refused, located at its item: ``true`` would run as ``True`` and ``1.0e3`` as ``1000.0``,
-    not as written."""
-    if isinstance(value, str):
-        return value if is_template(value) else [value]
-    if isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            if item is None or isinstance(item, bool | int | float):
-                raise PydanticCustomError(
-                    "command_word",
-                    "a command or args word must be a string, not the YAML {kind} {written}",
-                    _word_context(index, item),
-                )
-        return [item for item in value if item != ""]
-    return value
-
-
-def _word_context(index: int, item: Any) -> dict[str, Any]:
-    """Where the `command_word` problem points, and how to write the word as meant."""
-    if item is None or isinstance(item, bool):
-        written = "null" if item is None else str(item).lower()
-        kind = "null" if item is None else "boolean"
-        return {"at": index, "kind": kind, "written": written, "hint": f"quote it: '{written}'"}
-    # YAML has already turned the number into a float or int: its spelling is lost
-    hint = "quote it as you mean it to be passed (1e3 is read as the number 1000.0)"
-    return {"at": index, "kind": "number", "written": str(item), "hint": hint}
-
-
-CommandList = Annotated[list[str] | Ref, BeforeValidator(_to_command_list)]
-"""A container's `command`/`args`: a list of strings, or a template that renders to one."""
-
-
-def _env_value(value: Any) -> Any:
-    """Polyaxon JSON-encodes non-string env values (``1`` -> ``"1"``, ``true`` -> ``"true"``)."""
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, int | float | bool | list | dict):
-        return json.dumps(value)
-    return value
-
-
-EnvValue = Annotated[str, BeforeValidator(_env_value)]
-"""An env var value: a string; numbers, booleans, lists and maps are stored as JSON text."""
-
 
 if TYPE_CHECKING:
     from polyaxon_prefect.specs.kubernetes._k8s_objects import (
@@ -135,7 +63,6 @@ if TYPE_CHECKING:
         GitRepoVolumeSource,
         GlusterfsVolumeSource,
         HostPathVolumeSource,
-        HTTPHeader,
         ImageVolumeSource,
         ISCSIVolumeSource,
         Lifecycle,
@@ -189,7 +116,6 @@ else:
     GCEPersistentDiskVolumeSource = lazy_model(_OBJECTS, "GCEPersistentDiskVolumeSource")
     GitRepoVolumeSource = lazy_model(_OBJECTS, "GitRepoVolumeSource")
     GlusterfsVolumeSource = lazy_model(_OBJECTS, "GlusterfsVolumeSource")
-    HTTPHeader = lazy_model(_OBJECTS, "HTTPHeader")
     HostPathVolumeSource = lazy_model(_OBJECTS, "HostPathVolumeSource")
     ISCSIVolumeSource = lazy_model(_OBJECTS, "ISCSIVolumeSource")
     ImageVolumeSource = lazy_model(_OBJECTS, "ImageVolumeSource")
@@ -219,22 +145,6 @@ else:
     VolumeMount = lazy_model(_OBJECTS, "VolumeMount")
     VsphereVirtualDiskVolumeSource = lazy_model(_OBJECTS, "VsphereVirtualDiskVolumeSource")
     WindowsSecurityContextOptions = lazy_model(_OBJECTS, "WindowsSecurityContextOptions")
-
-
-class ExecAction(BaseSpec):
-    """ExecAction describes a "run in container" action."""
-
-    command: list[str] | None = None
-
-
-class HTTPGetAction(BaseSpec):
-    """HTTPGetAction describes an action based on HTTP Get requests."""
-
-    host: str | None = None
-    http_headers: list[HTTPHeader] | None = None
-    path: str | None = None
-    port: int | str
-    scheme: str | None = None
 
 
 class ResourceRequirements(BaseSpec):

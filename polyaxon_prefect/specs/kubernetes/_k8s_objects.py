@@ -9,7 +9,12 @@ from typing import Any
 from pydantic import Field
 
 from polyaxon_prefect.specs._base import BaseSpec, Ref
-from polyaxon_prefect.specs.kubernetes._k8s import EnvValue, ExecAction, HTTPGetAction, Quantity
+from polyaxon_prefect.specs.kubernetes._k8s_values import (
+    EnvValue,
+    ExecAction,
+    HTTPGetAction,
+    Quantity,
+)
 
 __all__ = [
     "AWSElasticBlockStoreVolumeSource",
@@ -45,7 +50,6 @@ __all__ = [
     "GRPCAction",
     "GitRepoVolumeSource",
     "GlusterfsVolumeSource",
-    "HTTPHeader",
     "HostPathVolumeSource",
     "ISCSIVolumeSource",
     "ImageVolumeSource",
@@ -222,13 +226,6 @@ class EnvVar(BaseSpec):
     name: str
     value: EnvValue | None = None
     value_from: EnvVarSource | None = None
-
-
-class HTTPHeader(BaseSpec):
-    """HTTPHeader describes a custom header to be used in HTTP probes"""
-
-    name: str
-    value: str
 
 
 class SleepAction(BaseSpec):

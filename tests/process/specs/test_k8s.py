@@ -51,10 +51,11 @@ def test_generated_module_is_up_to_date(tmp_path: Path) -> None:
     assert target.read_text() == Path(_k8s.__file__).read_text(), (
         "polyaxon_prefect/specs/kubernetes/_k8s.py is stale: run scripts/gen_k8s_models.py"
     )
-    objects = Path(_k8s.__file__).with_name("_k8s_objects.py")
-    assert target.with_name(objects.name).read_text() == objects.read_text(), (
-        "polyaxon_prefect/specs/kubernetes/_k8s_objects.py is stale: run scripts/gen_k8s_models.py"
-    )
+    for name in ("_k8s_objects.py", "_k8s_values.py"):
+        written = Path(_k8s.__file__).with_name(name)
+        assert target.with_name(name).read_text() == written.read_text(), (
+            f"polyaxon_prefect/specs/kubernetes/{name} is stale: run scripts/gen_k8s_models.py"
+        )
 
 
 def test_nested_objects_are_imported_only_when_a_file_writes_one(tmp_path: Path) -> None:
