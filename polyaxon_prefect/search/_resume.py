@@ -16,31 +16,70 @@ again whole (``recreate``).
 A study stopped by early stopping (its ``stop_reason``) is over: nothing is queued again.
 
 The companion of `SweepStudy` (kept apart so the class stays one job: asking and telling); it
-reads the study's storage directly.
+reads the study's storage directly, through the `ResumedStudy` it is given.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from optuna.exceptions import UpdateFinishedTrialError
-from optuna.trial import TrialState
+from optuna.storages import BaseStorage
+from optuna.trial import FrozenTrial, TrialState
 
 from polyaxon_prefect.search._attrs import decode
-from polyaxon_prefect.search._kinds import IndexedKind, TunedKind
+from polyaxon_prefect.search._kinds import IndexedKind, MatrixKind, StudyHandle, TunedKind
 from polyaxon_prefect.search._records import PENDING, TrialRecord
 from polyaxon_prefect.search._storage import finish_trial
+from polyaxon_prefect.search._trial_params import OptunaParam
 from polyaxon_prefect.specs import Status
 
-if TYPE_CHECKING:
-    from polyaxon_prefect.search._study import SweepStudy
+__all__ = ["ResumedStudy", "not_run", "recover", "recreate"]
 
-__all__ = ["not_run", "recover", "recreate"]
+
+class ResumedStudy(StudyHandle, Protocol):
+    """What resuming reads and changes in a study (``SweepStudy`` implements it): named here,
+    so this module needs no import of the study that calls it."""
+
+    @property
+    def seed(self) -> int: ...
+
+    @property
+    def total(self) -> int | None: ...
+
+    @property
+    def stop_reason(self) -> str | None: ...
+
+    @property
+    def _kind(self) -> MatrixKind[Any]: ...
+
+    @property
+    def _storage(self) -> BaseStorage: ...
+
+    def enqueue(
+        self,
+        index: int,
+        params: Mapping[str, Any],
+        attrs: Mapping[str, Any],
+        *,
+        fixed: Mapping[str, Any] | None = None,
+        retry_of: int | None = None,
+    ) -> None: ...
+
+    def _trials(self, states: tuple[TrialState, ...] | None = None) -> list[FrozenTrial]: ...
+
+    def _trial_id(self, number: int) -> int: ...
+
+    def _optuna_params(self, trial_id: int) -> dict[str, OptunaParam]: ...
+
+    def _create(self, seed: int) -> None: ...
+
 
 _CRASHED = "still running when the sweep's parent stopped; retried"
 
 
-def recover(study: SweepStudy) -> list[int]:
+def recover(study: ResumedStudy) -> list[int]:
     """Fail the trials a dead parent left running, and queue them and the trials a stop of
     the sweep left unfinished again (same index and params); the indexes queued again.
     Only call it while no other process runs this study."""
@@ -57,7 +96,7 @@ def recover(study: SweepStudy) -> list[int]:
     return indexes
 
 
-def recreate(study: SweepStudy) -> str | None:
+def recreate(study: ResumedStudy) -> str | None:
     """Create ``study`` over again when its creation was cut short (a full disk or a kill
     before ``ready``, which no ask goes past); a sentence saying so, or None.
 
@@ -80,7 +119,7 @@ def recreate(study: SweepStudy) -> str | None:
     )
 
 
-def _fail_running(study: SweepStudy) -> list[int]:
+def _fail_running(study: ResumedStudy) -> list[int]:
     """Tell ``FAIL`` to every trial still ``RUNNING``; the indexes of those to queue again."""
     indexes = []
     stopped = study.stop_reason is not None
@@ -108,7 +147,7 @@ def _fail_running(study: SweepStudy) -> list[int]:
     return indexes
 
 
-def _retry(study: SweepStudy, record: TrialRecord) -> None:
+def _retry(study: ResumedStudy, record: TrialRecord) -> None:
     """Queue ``record``'s point again: a stop of the sweep left it unfinished."""
     fixed = None
     if study._kind.searched:  # the sampler's own params, as the first attempt drew them
@@ -116,7 +155,7 @@ def _retry(study: SweepStudy, record: TrialRecord) -> None:
     study.enqueue(record.index, record.params, record.attrs, fixed=fixed, retry_of=record.number)
 
 
-def not_run(study: SweepStudy) -> int:
+def not_run(study: ResumedStudy) -> int:
     """How many of the sweep's points have not run to their end: unfinished, queued or
     running trials, and (for a kind with a known total of asked trials) those never asked."""
     history = study.history()
