@@ -120,7 +120,7 @@ class Problem:
         return replace(self, path=tuple(path), file=file, line=line, column=column)
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: object) -> Any:
     try:
         json.dumps(value)
         return value

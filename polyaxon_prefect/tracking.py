@@ -196,7 +196,7 @@ def get_params() -> dict[str, Any]:
     return params
 
 
-def _to_json(value: Any) -> Any:
+def _to_json(value: object) -> Any:
     # numpy/torch scalars and arrays are the common non-JSON values in training code.
     if hasattr(value, "tolist") and callable(value.tolist):
         return value.tolist()
@@ -205,7 +205,7 @@ def _to_json(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
-def _dumps_output(name: str, value: Any) -> str:
+def _dumps_output(name: str, value: object) -> str:
     try:
         return json.dumps(value, default=_to_json, allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -256,7 +256,7 @@ def _write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def log_outputs(**values: Any) -> None:
+def log_outputs(**values: object) -> None:
     """Record output values; merged into ``outputs.json`` (a later value for a name wins)."""
     encoded = {name: json.loads(_dumps_output(name, value)) for name, value in values.items()}
     directory = Path(get_outputs_path())
@@ -290,7 +290,9 @@ def _metric_number(name: str, value: Any) -> int | float | str:
     return number
 
 
-def log_metrics(step: int | None = None, timestamp: datetime | None = None, **values: Any) -> None:
+def log_metrics(
+    step: int | None = None, timestamp: datetime | None = None, **values: object
+) -> None:
     """Append one line to ``metrics.jsonl`` with every metric value given (numbers only)."""
     if not values:
         return
@@ -313,13 +315,13 @@ def log_metrics(step: int | None = None, timestamp: datetime | None = None, **va
 
 
 def log_metric(
-    name: str, value: Any, step: int | None = None, timestamp: datetime | None = None
+    name: str, value: object, step: int | None = None, timestamp: datetime | None = None
 ) -> None:
     """Log one metric value; same as ``log_metrics(step=step, **{name: value})``."""
     log_metrics(step=step, timestamp=timestamp, **{name: value})
 
 
-def _decode_metric(value: Any) -> Any:
+def _decode_metric(value: object) -> Any:
     if isinstance(value, str) and value in _NON_FINITE:
         return _NON_FINITE[value]
     return value

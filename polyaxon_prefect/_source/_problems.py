@@ -36,7 +36,7 @@ def suggest(word: str, candidates: Sequence[str]) -> str | None:
     return matches[0] if matches else None
 
 
-def _data_path(data: Any, loc: Sequence[str | int]) -> tuple[tuple[str | int, ...], Any, bool]:
+def _data_path(data: object, loc: Sequence[str | int]) -> tuple[tuple[str | int, ...], Any, bool]:
     """Walk ``loc`` through ``data``; return the data path, the value there, and whether the
     whole loc was consumed by data steps (False when the last step is a missing key)."""
     path: list[str | int] = []
@@ -80,7 +80,7 @@ def _snake_hit(mapping: dict[Any, Any], step: str) -> str | None:
     return None
 
 
-def _unwrap(tp: Any) -> list[Any]:
+def _unwrap(tp: object) -> list[Any]:
     """The concrete alternatives of a type annotation (Annotated, Optional and unions removed)."""
     origin = typing.get_origin(tp)
     if origin is typing.Annotated:
@@ -121,7 +121,7 @@ def _field_by_key(model: type[BaseModel], key: str) -> Any:
     return _MISSING
 
 
-def _allowed_keys(root: Any, loc: Sequence[str | int]) -> list[str]:
+def _allowed_keys(root: object, loc: Sequence[str | int]) -> list[str]:
     """The keys the model at ``loc[:-1]`` accepts, found by walking type annotations."""
     candidates = _unwrap(root)
     for step in loc[:-1]:
@@ -161,12 +161,12 @@ def _allowed_keys(root: Any, loc: Sequence[str | int]) -> list[str]:
     return [field.alias or name for name, field in models[0].model_fields.items()]
 
 
-def _says_value(message: str, value: Any) -> bool:
+def _says_value(message: str, value: object) -> bool:
     """Whether ``message`` already quotes the value (``..., got -2``): say a value once."""
     return any(f"got {shown}" in message for shown in {_short(value), str(value), repr(value)})
 
 
-def _reported_value(value: Any, rule: str) -> Any:
+def _reported_value(value: object, rule: str) -> Any:
     """The value a problem carries (``check --json``): none for an unknown key, whose value may
     be anything, a secret of a file a ``pathRef`` pointed at included; long strings cut."""
     if value is _MISSING or rule == "extra_forbidden":
@@ -176,12 +176,12 @@ def _reported_value(value: Any, rule: str) -> Any:
     return value
 
 
-def _short(value: Any) -> str:
+def _short(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _message(error: ErrorDetails, root: Any, value: Any) -> tuple[str, str | None]:
+def _message(error: ErrorDetails, root: object, value: object) -> tuple[str, str | None]:
     kind = error["type"]
     loc = error["loc"]
     ctx = error.get("ctx") or {}
@@ -218,10 +218,10 @@ def _message(error: ErrorDetails, root: Any, value: Any) -> tuple[str, str | Non
 
 def problems_from_validation_error(
     exc: ValidationError,
-    data: Any,
+    data: object,
     positions: Positions,
     *,
-    root: Any = None,
+    root: object = None,
     prefix: tuple[str | int, ...] = (),
 ) -> list[Problem]:
     """Every error of ``exc`` as a located `Problem`, union-member duplicates merged.

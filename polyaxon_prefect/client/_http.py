@@ -27,7 +27,7 @@ class HttpApi:
         self._connection = kind(parts.hostname, parts.port, timeout=timeout)
         self._base = parts.path.rstrip("/")
 
-    def _send(self, method: str, path: str, body: Any) -> Any:
+    def _send(self, method: str, path: str, body: object) -> Any:
         data = None if body is None else json.dumps(body).encode()
         headers = {"Accept": "application/json"}
         if data is not None:

@@ -24,7 +24,7 @@ DISPLAY_DIGITS = 6
 people; ``--json`` and the `RunResult` keep the exact values)."""
 
 
-def display(value: Any) -> Any:
+def display(value: object) -> Any:
     """``value`` for a table a person reads: floats (also inside lists and dicts) rounded to
     `DISPLAY_DIGITS` significant digits, so ``0.30000000000000004`` reads ``0.3``."""
     if isinstance(value, float) and math.isfinite(value):

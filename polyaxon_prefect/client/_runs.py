@@ -138,7 +138,7 @@ def _uuid(artifact: dict[str, Any] | None) -> str | None:
     return text[head + len("(run ") :].split(")", 1)[0] or None
 
 
-def _number(text: Any) -> Any:
+def _number(text: object) -> Any:
     try:
         return json.loads(text) if isinstance(text, str) else text
     except ValueError:

@@ -15,7 +15,7 @@ _NAME_WIDTH = 40
 """The widest name `ls` shows (longer ones end in `…`; `get` and `--json` show them whole)."""
 
 
-def _clipped(text: Any, width: int = _NAME_WIDTH) -> str:
+def _clipped(text: object, width: int = _NAME_WIDTH) -> str:
     text = str(text)
     return text if len(text) <= width else text[: width - 1] + "\u2026"
 
@@ -35,7 +35,7 @@ def _ls_status(row: dict[str, Any]) -> str:
     return str(row["status"])
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     if value is None:
         return "-"
     return value if isinstance(value, str) else json.dumps(value, default=str)

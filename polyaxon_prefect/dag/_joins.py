@@ -145,7 +145,7 @@ def _field_getter(
     )
 
 
-def _number(text: Any, *, time: bool = False) -> float | None:
+def _number(text: object, *, time: bool = False) -> float | None:
     if isinstance(text, bool):
         return None
     if isinstance(text, int | float):
@@ -167,7 +167,7 @@ def _number(text: Any, *, time: bool = False) -> float | None:
     return None
 
 
-def _equal(value: Any, token: str, *, time: bool) -> bool:
+def _equal(value: object, token: str, *, time: bool) -> bool:
     if isinstance(value, list | tuple | set):
         return any(_equal(v, token, time=time) for v in value)
     if isinstance(value, bool):
@@ -178,7 +178,7 @@ def _equal(value: Any, token: str, *, time: bool) -> bool:
     return str(value) == token
 
 
-def _holds(term: QueryTerm, value: Any) -> bool:
+def _holds(term: QueryTerm, value: object) -> bool:
     absent = value is MISSING or value is None
     if term.op == "nil":
         return absent != term.negate
@@ -273,7 +273,7 @@ def _join_context(params: Mapping[str, Any] | None, scope: DagScope) -> dict[str
     return build_context(values, globals=scope.globals, dag_inputs=scope.inputs)
 
 
-def _render(value: Any, context: Mapping[str, Any], path: tuple[str | int, ...]) -> Any:
+def _render(value: object, context: Mapping[str, Any], path: tuple[str | int, ...]) -> Any:
     from polyaxon_prefect.loading import TemplateError, render_value
 
     try:
@@ -282,7 +282,9 @@ def _render(value: Any, context: Mapping[str, Any], path: tuple[str | int, ...])
         raise PolyaxonfileError([exc.problem(path)]) from None
 
 
-def _count(value: Any, name: str, context: Mapping[str, Any], path: tuple[str | int, ...]) -> int:
+def _count(
+    value: object, name: str, context: Mapping[str, Any], path: tuple[str | int, ...]
+) -> int:
     rendered = _render(value, context, path)
     if isinstance(rendered, bool) or not isinstance(rendered, int) or rendered < 0:
         raise PolyaxonfileError(
@@ -298,7 +300,7 @@ def _count(value: Any, name: str, context: Mapping[str, Any], path: tuple[str | 
     return rendered
 
 
-def _gather(selected: Sequence[OpRecord], value: Any) -> Any:
+def _gather(selected: Sequence[OpRecord], value: object) -> Any:
     """The values of one join param over the selected runs (ArtifactsType dicts are merged)."""
     from polyaxon_prefect.specs import parse_ref_value
 
@@ -338,7 +340,7 @@ def _select(
 
 
 def _typed(
-    name: str, values: Any, io: IO, join_param: JoinParam, path: tuple[str | int, ...]
+    name: str, values: object, io: IO, join_param: JoinParam, path: tuple[str | int, ...]
 ) -> Any:
     """The gathered ``values`` typed by the receiving input."""
     try:

@@ -59,7 +59,7 @@ class DagPlan:
     early_stopping: tuple[EarlyStopping, ...]
 
 
-def _no_param_checks(*_args: Any, **_kwargs: Any) -> list[Problem]:
+def _no_param_checks(*_args: object, **_kwargs: object) -> list[Problem]:
     """Params were checked when the file was loaded; the plan only needs the graph checks."""
     return []
 
@@ -166,7 +166,7 @@ def _split(source: Operation | Component) -> tuple[Operation | None, Component]:
     return source, source.component
 
 
-def _render_setting(value: Any, name: str, params: Mapping[str, Any] | None) -> Any:
+def _render_setting(value: object, name: str, params: Mapping[str, Any] | None) -> Any:
     """A DAG setting written as ``{{ }}``, rendered with the DAG's params."""
     from polyaxon_prefect.loading import (
         ParamValue,
@@ -194,7 +194,7 @@ def _render_setting(value: Any, name: str, params: Mapping[str, Any] | None) -> 
         raise DagError([exc.problem(("run", name))]) from None
 
 
-def _concurrency(value: Any, params: Mapping[str, Any] | None) -> int | None:
+def _concurrency(value: object, params: Mapping[str, Any] | None) -> int | None:
     if value is None:
         return None
     if is_template(value):

@@ -100,7 +100,7 @@ def dag_summary(name: str, status: str, statuses: Mapping[str, str], reason: str
     return message
 
 
-def _cell(text: Any, mask: Callable[[str], str]) -> str:
+def _cell(text: object, mask: Callable[[str], str]) -> str:
     return mask(str(text)).replace("|", "\\|").replace("\n", " ")[:200]
 
 

@@ -79,7 +79,7 @@ def _numbers(values: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _render_flag(value: Any, inputs: Mapping[str, Any]) -> bool:
+def _render_flag(value: object, inputs: Mapping[str, Any]) -> bool:
     if value is None or isinstance(value, bool):
         return bool(value)
     from polyaxon_prefect.loading._render import ParamValue, build_context, render_bool
@@ -295,7 +295,7 @@ class DagRun:
             return Status.FAILED
         return self.decision.status
 
-    def outputs(self, operation: Any) -> dict[str, Any]:
+    def outputs(self, operation: object) -> dict[str, Any]:
         """The DAG component's declared outputs (see `dag_outputs`)."""
         return dag_outputs(operation, self.plan, self._records)
 

@@ -79,7 +79,7 @@ class ReplicaPlan:
         return len(self.replicas)
 
 
-def plan_replicas(run: Any) -> ReplicaPlan:
+def plan_replicas(run: object) -> ReplicaPlan:
     """The replicas of ``run`` (a Kubeflow run model: `TFJob`, `PytorchJob`, ...).
 
     Raises:

@@ -40,7 +40,7 @@ _NEEDS: dict[str, tuple[str, ...]] = {
 
 
 def _problem(
-    name: str, path: tuple[str | int, ...], message: str, rule: str, hint: str, value: Any = None
+    name: str, path: tuple[str | int, ...], message: str, rule: str, hint: str, value: object = None
 ) -> Problem:
     return Problem(
         f"connection `{name}` {message}",

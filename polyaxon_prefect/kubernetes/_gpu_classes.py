@@ -69,7 +69,7 @@ def gpu_class_name(resource: str, accelerator: str | None = None) -> str:
     return name
 
 
-def _count(value: Any) -> int:
+def _count(value: object) -> int:
     text = str(value).strip()
     return int(text) if text.isdigit() else 0
 

@@ -131,12 +131,12 @@ def _elastic(policy: Any) -> dict[str, Any]:
     return {_ELASTIC_NAMES.get(k, k): v for k, v in policy.to_dict().items()}
 
 
-def _tf_fields(run: Any) -> dict[str, Any]:
+def _tf_fields(run: object) -> dict[str, Any]:
     assert isinstance(run, TFJob)
     return {"successPolicy": run.success_policy, "enableDynamicWorker": run.enable_dynamic_worker}
 
 
-def _pytorch_fields(run: Any) -> dict[str, Any]:
+def _pytorch_fields(run: object) -> dict[str, Any]:
     assert isinstance(run, PytorchJob)
     nproc = run.n_proc_per_node
     return {
@@ -146,17 +146,17 @@ def _pytorch_fields(run: Any) -> dict[str, Any]:
     }
 
 
-def _mpi_fields(run: Any) -> dict[str, Any]:
+def _mpi_fields(run: object) -> dict[str, Any]:
     assert isinstance(run, MPIJob)
     return {"slotsPerWorker": run.slots_per_worker}
 
 
-def _mx_fields(run: Any) -> dict[str, Any]:
+def _mx_fields(run: object) -> dict[str, Any]:
     assert isinstance(run, MXJob)
     return {"jobMode": run.mode or "MXTrain"}  # required by the CRD
 
 
-def _paddle_fields(run: Any) -> dict[str, Any]:
+def _paddle_fields(run: object) -> dict[str, Any]:
     assert isinstance(run, PaddleJob)
     return {"elasticPolicy": _elastic(run.elastic_policy) if run.elastic_policy else None}
 

@@ -60,7 +60,7 @@ class PodInput:
     """Mount the run context volume in the main container even with no init step."""
 
 
-def _quantity(value: Any) -> Any:
+def _quantity(value: object) -> Any:
     """Numbers as Kubernetes quantity strings (``2`` -> ``"2"``, ``0.5`` -> ``"0.5"``)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return value

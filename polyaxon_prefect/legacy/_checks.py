@@ -173,7 +173,7 @@ def _check_distribution(data: dict[str, Any]) -> list[Problem]:
     return problems
 
 
-def _matrix_key(entry: Any) -> str | None:
+def _matrix_key(entry: object) -> str | None:
     if isinstance(entry, dict) and len(entry) == 1:
         return next(iter(entry))
     return None

@@ -65,7 +65,7 @@ RESOURCE_NAMES = {
 }
 
 
-def infer_type(value: Any) -> str | None:
+def infer_type(value: object) -> str | None:
     if isinstance(value, bool):
         return "bool"
     if isinstance(value, int):

@@ -338,7 +338,7 @@ class RunConverter(ConverterBase):
         return out
 
 
-def _env_value(value: Any) -> str:
+def _env_value(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)

@@ -6,8 +6,6 @@ costs tens of milliseconds that a v1.1 `check` should not pay.
 
 from __future__ import annotations
 
-from typing import Any
-
 __all__ = ["LEGACY_KINDS", "is_legacy", "looks_legacy"]
 
 LEGACY_KINDS = ("experiment", "group", "job", "notebook", "tensorboard", "build", "pipeline")
@@ -23,15 +21,15 @@ _LEGACY_ONLY_SECTIONS = (
 )
 
 
-def _is_version_one(value: Any) -> bool:
+def _is_version_one(value: object) -> bool:
     return not isinstance(value, bool) and value in (1, "1", "1.0")
 
 
-def _is_version_one_one(value: Any) -> bool:
+def _is_version_one_one(value: object) -> bool:
     return not isinstance(value, bool) and str(value).strip() == "1.1"
 
 
-def is_legacy(data: Any) -> bool:
+def is_legacy(data: object) -> bool:
     """Whether ``data`` is a v0.x Polyaxonfile rather than a v1.1 one.
 
     The ``version`` decides first: ``1.1`` is never legacy, even with a top-level
@@ -49,7 +47,7 @@ def is_legacy(data: Any) -> bool:
     return any(key in data for key in _LEGACY_ONLY_SECTIONS)
 
 
-def looks_legacy(data: Any) -> list[str]:
+def looks_legacy(data: object) -> list[str]:
     """The legacy-only features of ``data`` (``kind: experiment``, ``run.cmd``...), for hints."""
     if not isinstance(data, dict):
         return []

@@ -196,7 +196,7 @@ class Environment(PodEnvironment):
 EnvVars = list[Annotated[list[Any], Field(min_length=2, max_length=2)]]
 
 
-def _scalar_ref(value: Any) -> Any:
+def _scalar_ref(value: object) -> object:
     """A ref written as a YAML number (``ref: 1``) is the ref ``"1"``, as v0.x read it (a git
     ref beside an image; alone, polyaxon-schemas 0.5's reference to an earlier build job)."""
     if isinstance(value, int | float) and not isinstance(value, bool):
@@ -250,7 +250,7 @@ class IfCmd(LegacySpec):
     if_: IfOperator = Field(alias="if")
 
 
-def _cmd_form(value: Any) -> str:
+def _cmd_form(value: object) -> str:
     if isinstance(value, dict | IfCmd):
         return "operator"
     return "list" if isinstance(value, list) else "text"
@@ -296,7 +296,7 @@ class LegacyIO(LegacySpec):
     options: list[Any] | None = None
 
 
-def _version(value: Any) -> Any:
+def _version(value: object) -> object:
     if value in (1, "1", "1.0") and not isinstance(value, bool):
         return 1
     raise ValueError(f"a legacy Polyaxonfile has `version: 1`, got {value!r}")

@@ -50,7 +50,7 @@ DISTRIBUTION_KEYS = ("pvalues", *(k for k in SPACE_KEYS if k not in RANGE_KEYS))
 MATRIX_KEYS = (*DISCRETE_KEYS, *DISTRIBUTION_KEYS)
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
@@ -66,7 +66,7 @@ def _to_number(value: Any) -> int | float:
     raise ValueError(f"expected a number, got {value!r}")
 
 
-def space_items(kind: str, value: Any) -> dict[str, int | float]:
+def space_items(kind: str, value: object) -> dict[str, int | float]:
     """The named numbers of a ``range``/``uniform``/... value written as string, list or dict.
 
     Legacy accepted ``'1:10:2'``, ``[1, 10, 2]`` and ``{start: 1, stop: 10, step: 2}``; all three
@@ -117,7 +117,7 @@ def space_items(kind: str, value: Any) -> dict[str, int | float]:
     return out
 
 
-def _loose_range(value: Any) -> bool:
+def _loose_range(value: object) -> bool:
     """A ``range`` written as a plain list of 4+ numbers: legacy rejected it, but the intent
     (an explicit list of values) is unambiguous, so the converter reads it as ``values``."""
     return isinstance(value, list) and len(value) >= 4 and all(_is_number(v) for v in value)
@@ -199,7 +199,7 @@ class MatrixEntry(LegacySpec):
 # --- environment -------------------------------------------------------------------------
 
 
-def _lower(value: Any) -> Any:
+def _lower(value: object) -> object:
     return value.lower() if isinstance(value, str) else value
 
 

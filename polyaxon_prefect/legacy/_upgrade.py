@@ -8,8 +8,6 @@ a glance what to check by hand.
 
 from __future__ import annotations
 
-from typing import Any
-
 import yaml
 
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
@@ -21,7 +19,7 @@ __all__ = ["dump_yaml", "render_upgrade", "upgrade_text"]
 class _Dumper(yaml.SafeDumper):
     """Block style, no ``&id001`` anchors, multi-line strings as ``|`` blocks."""
 
-    def ignore_aliases(self, data: Any) -> bool:
+    def ignore_aliases(self, data: object) -> bool:
         return True
 
 
@@ -34,7 +32,7 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
 _Dumper.add_representer(str, _str)
 
 
-def dump_yaml(data: Any) -> str:
+def dump_yaml(data: object) -> str:
     """``data`` as block-style YAML, keys in insertion order, long lines never folded."""
     return yaml.dump(
         data,

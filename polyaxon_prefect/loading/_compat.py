@@ -23,7 +23,7 @@ __all__ = ["normalize_image_params"]
 _IMAGE_KEYS = frozenset({"name", "connection"})
 
 
-def _image_ios(component: Any) -> set[str]:
+def _image_ios(component: object) -> set[str]:
     if not isinstance(component, Mapping):
         return set()
     names: set[str] = set()
@@ -34,7 +34,7 @@ def _image_ios(component: Any) -> set[str]:
     return names
 
 
-def _as_image(value: Any) -> dict[str, Any] | None:
+def _as_image(value: object) -> dict[str, Any] | None:
     """``{name, connection?}`` (nothing else, ``name`` a string) or None."""
     if (
         isinstance(value, Mapping)

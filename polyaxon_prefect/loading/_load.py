@@ -336,7 +336,7 @@ class _Loader:
             self.problems.append(self.sources.locate(problem))
         return op
 
-    def _locate_patch(self, op: dict[str, Any], patch: Any, positions: Positions) -> None:
+    def _locate_patch(self, op: dict[str, Any], patch: object, positions: Positions) -> None:
         """Point problems in values a preset (or a ``runPatch``) put there back at its file.
 
         A value is the patch's where the assembled operation still holds it unchanged (a merge
@@ -344,7 +344,7 @@ class _Loader:
         ``component.run`` once applied.
         """
 
-        def walk(value: Any, source: PathT) -> None:
+        def walk(value: object, source: PathT) -> None:
             if not isinstance(value, dict):
                 return
             for key, item in value.items():
@@ -426,7 +426,7 @@ def _apply_command_line(
 _ABSENT = object()
 
 
-def _value_at(data: Any, path: PathT) -> Any:
+def _value_at(data: object, path: PathT) -> Any:
     for step in path:
         if not isinstance(data, dict) or step not in data:
             return _ABSENT

@@ -65,7 +65,7 @@ FREE_FORM_KEYS = frozenset(
 )
 
 
-def _check_strategy(strategy: Any, path: tuple[str | int, ...] = ("patchStrategy",)) -> str:
+def _check_strategy(strategy: object, path: tuple[str | int, ...] = ("patchStrategy",)) -> str:
     if strategy not in PATCH_STRATEGIES:
         raise PolyaxonfileError(
             [
@@ -81,13 +81,13 @@ def _check_strategy(strategy: Any, path: tuple[str | int, ...] = ("patchStrategy
     return str(strategy)
 
 
-def patch(current: Any, new: Any, strategy: str = "post_merge") -> Any:
+def patch(current: object, new: object, strategy: str = "post_merge") -> Any:
     """Patch ``current`` with ``new`` using a Polyaxon patch strategy; inputs are not modified."""
     _check_strategy(strategy)
     return _patch(current, new, strategy, None)
 
 
-def _patch(current: Any, new: Any, strategy: str, key: Any) -> Any:
+def _patch(current: object, new: object, strategy: str, key: object) -> Any:
     if new is None:
         return copy.deepcopy(current)
     if current is None:
@@ -106,7 +106,7 @@ def _patch(current: Any, new: Any, strategy: str, key: Any) -> Any:
 
 
 def _patch_mapping(
-    current: Mapping[Any, Any], new: Mapping[Any, Any], strategy: str, key: Any
+    current: Mapping[Any, Any], new: Mapping[Any, Any], strategy: str, key: object
 ) -> dict[Any, Any]:
     if key in SAME_KIND_KEYS and current.get("kind") != new.get("kind"):
         keep_current = strategy in ("isnull", "pre_merge")

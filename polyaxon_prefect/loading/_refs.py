@@ -76,7 +76,7 @@ def _fail(
     file: str | None,
     hint: str | None = None,
     rule: str = "component_ref",
-    value: Any = None,
+    value: object = None,
 ) -> PolyaxonfileError:
     return PolyaxonfileError(
         [Problem(message, rule=rule, path=(*at, key), file=file, hint=hint, value=value)]
@@ -414,7 +414,7 @@ def _resolve_hub(
 def _resolve_dag(
     ref: str,
     dag_components: Mapping[str, dict[str, Any]] | None,
-    op_name: Any,
+    op_name: object,
     *,
     at: tuple[str | int, ...],
     file: str | None,

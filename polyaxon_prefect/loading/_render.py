@@ -93,7 +93,7 @@ class TemplateError(PolyaxonPrefectError, ValueError):
         return Problem(self.message, rule="template", path=(*prefix, *self.path), hint=self.hint)
 
 
-def map_format(value: Any, pattern: str, variable_name: str | None = None) -> str:
+def map_format(value: object, pattern: str, variable_name: str | None = None) -> str:
     """Polyaxon's one custom filter: ``pattern % value`` or ``pattern % {variable_name: value}``.
 
     Meant for ``{{ items | map('map_format', '--x=%s') | join(' ') }}``.
@@ -109,7 +109,7 @@ def map_format(value: Any, pattern: str, variable_name: str | None = None) -> st
 # Context objects
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> Any:
     """Unwrap namespaces so ``str()`` and ``|tojson`` show ordinary dicts."""
     if isinstance(value, _Namespace):
         return {key: _plain(item) for key, item in value._data.items()}
@@ -131,7 +131,7 @@ class _Namespace:
         self._data = dict(data)
         self._label = label
 
-    def _wrap(self, key: str, value: Any) -> Any:
+    def _wrap(self, key: str, value: object) -> Any:
         if isinstance(value, Mapping) and not isinstance(value, _Namespace):
             return _Namespace(value, f"{self._label}.{key}")
         return value
@@ -186,7 +186,7 @@ class _Undefined(StrictUndefined):
     def __init__(
         self,
         hint: str | None = None,
-        obj: Any = missing,
+        obj: object = missing,
         name: str | None = None,
         exc: type[Exception] = UndefinedError,
     ) -> None:
@@ -209,7 +209,7 @@ class _Undefined(StrictUndefined):
         return super()._undefined_message
 
 
-def _json_default(value: Any) -> Any:
+def _json_default(value: object) -> Any:
     if isinstance(value, _Namespace):
         return _plain(value)
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
@@ -300,11 +300,11 @@ def read_literal(text: str) -> Any:
     return text  # complex numbers, sets, bytes, Ellipsis: not values a Polyaxonfile holds
 
 
-def _is_template(value: Any) -> bool:
+def _is_template(value: object) -> bool:
     return isinstance(value, str) and ("{{" in value or "{%" in value)
 
 
-def render_value(value: Any, context: Mapping[str, Any]) -> Any:
+def render_value(value: object, context: Mapping[str, Any]) -> Any:
     """Render every template string inside ``value`` (recursing into dicts and lists).
 
     A rendered string is read back as a Python literal like Polyaxon does: ``"{{ lr }}"`` gives
@@ -336,7 +336,7 @@ def render_value(value: Any, context: Mapping[str, Any]) -> Any:
     return value
 
 
-def render_bool(expr: Any, context: Mapping[str, Any]) -> bool:
+def render_bool(expr: object, context: Mapping[str, Any]) -> bool:
     """Evaluate a ``conditions`` expression to a bool.
 
     The rendered text must be a boolean word (true: y yes t true on 1; false: n no f false off
@@ -372,7 +372,7 @@ def render_bool(expr: Any, context: Mapping[str, Any]) -> bool:
 # Params: display value, as_str, as_arg
 
 
-def as_str(value: Any) -> str:
+def as_str(value: object) -> str:
     """How a param value is written on a command line.
 
     bool -> ``true``/``false``; lists and dicts -> compact JSON (``[1,2]``, ``{"a":1}``); None ->

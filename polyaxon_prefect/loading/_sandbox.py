@@ -97,7 +97,7 @@ def _bounded_filter(function: Any) -> Any:
     return bounded
 
 
-def _huge_power(left: Any, right: Any) -> bool:
+def _huge_power(left: object, right: object) -> bool:
     if not (isinstance(left, int) and isinstance(right, int)) or right <= 0 or abs(left) <= 1:
         return False
     return left.bit_length() * right > _MAX_POWER_BITS
@@ -147,7 +147,7 @@ def start_budget() -> None:
     _BUDGET.iterations = 0
 
 
-def bounded_environment(**options: Any) -> _BoundedEnvironment:
+def bounded_environment(**options: object) -> _BoundedEnvironment:
     """A sandboxed environment with the budget on; add filters with `bounded_filter` (or
     before calling `bound_filters`)."""
     environment = _BoundedEnvironment(finalize=_finalize, **options)
@@ -161,6 +161,6 @@ def bound_filters(environment: ImmutableSandboxedEnvironment) -> None:
         environment.filters[name] = _bounded_filter(function)
 
 
-def _finalize(value: Any) -> Any:
+def _finalize(value: object) -> Any:
     _tick()
     return value

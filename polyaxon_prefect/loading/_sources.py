@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from polyaxon_prefect._source import Positions
 from polyaxon_prefect.exceptions import Problem
@@ -69,7 +68,7 @@ class Sources:
         return problem.relocated(source_path, file=best.positions.file, line=line, column=column)
 
 
-def source_identity(file: str | None, ref: Any) -> str:
+def source_identity(file: str | None, ref: object) -> str:
     """What makes two references the same source: the resolved file or URL."""
     if file and "://" not in str(file):
         return str(Path(file).resolve())

@@ -46,7 +46,7 @@ def undefined_template_names(
     return list(_operation(op, (), in_dag=False, given=given))
 
 
-def _is_template(value: Any) -> bool:
+def _is_template(value: object) -> bool:
     return isinstance(value, str) and ("{{" in value or "{%" in value)
 
 
@@ -171,9 +171,9 @@ def _is_params(node: jinja_nodes.Node) -> bool:
     return isinstance(node, jinja_nodes.Name) and node.name == "params"
 
 
-def _dict(value: Any) -> Mapping[str, Any]:
+def _dict(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _list(value: Any) -> list[Any]:
+def _list(value: object) -> list[Any]:
     return value if isinstance(value, list) else []

@@ -211,7 +211,7 @@ def _number(text: str, at: int, field: str) -> float:
     return value
 
 
-def _check_word(base: str, value: Any, text: str, at: int) -> None:
+def _check_word(base: str, value: object, text: str, at: int) -> None:
     """A status or kind that no run can have is a typo: say so rather than match nothing."""
     for field, known in (("status", _STATUSES), ("kind", _KINDS)):
         if base == field and text not in known:

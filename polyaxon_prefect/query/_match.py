@@ -34,11 +34,11 @@ def row_value(row: dict[str, Any], column: str, key: str | None) -> Any:
     return value
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
 
 
-def _decoded(value: Any) -> Any:
+def _decoded(value: object) -> Any:
     """A recorded value as a number where its text is one (a param table stores text)."""
     if isinstance(value, str):
         try:
@@ -48,14 +48,14 @@ def _decoded(value: Any) -> Any:
     return value
 
 
-def _numeric(value: Any) -> float | None:
+def _numeric(value: object) -> float | None:
     value = _decoded(value)
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return None if math.isnan(value) else float(value)
 
 
-def _equal(actual: Any, wanted: Any, text: str) -> bool:
+def _equal(actual: object, wanted: object, text: str) -> bool:
     if _text(actual) == text:
         return True
     left, right = _numeric(actual), _numeric(wanted)
@@ -74,7 +74,7 @@ def _ordered(op: str, left: Any, right: Any) -> bool:
     return bool(left >= right)
 
 
-def _compare(op: str, actual: Any, wanted: Any) -> bool | None:
+def _compare(op: str, actual: object, wanted: object) -> bool | None:
     """``actual op wanted`` for numbers or texts alike; None where they do not compare."""
     left, right = _numeric(actual), _numeric(wanted)
     if left is not None and right is not None:
@@ -109,7 +109,7 @@ def _like(op: str, actual: str, part: str) -> bool:
     return actual.endswith(part)
 
 
-def _one(condition: Condition, actual: Any) -> bool | None:
+def _one(condition: Condition, actual: object) -> bool | None:
     """Whether the single value ``actual`` meets ``condition`` (before negation); None: it
     cannot say (no such value, or not comparable), which keeps no row either way."""
     op, values, texts = condition.op, condition.values, condition.texts
@@ -164,7 +164,7 @@ def select(rows: Iterable[dict[str, Any]], conditions: Iterable[Condition]) -> l
     return [row for row in rows if matches(row, conditions)]
 
 
-def _sortable(value: Any) -> tuple[int, Any]:
+def _sortable(value: object) -> tuple[int, Any]:
     """A key that orders numbers (by value), then dates, then texts, never raising."""
     number = _numeric(value)
     if number is not None:

@@ -22,7 +22,7 @@ __all__ = ["DEFAULT_PARAMS", "hook_context", "hook_document", "hook_due", "hooks
 DEFAULT_PARAMS = ("uuid", "kind", "name", "inputs", "outputs", "status", "condition")
 
 
-def hooks_of(operation: Any) -> list[Any]:
+def hooks_of(operation: object) -> list[Any]:
     """The op's hooks (the operation's, else its component's); none while still a template."""
     component = getattr(operation, "component", None)
     hooks = getattr(operation, "hooks", None) or getattr(component, "hooks", None) or []
@@ -51,7 +51,7 @@ def hook_context(
     }
 
 
-def hook_due(hook: Any, context: Mapping[str, Any]) -> bool:
+def hook_due(hook: object, context: Mapping[str, Any]) -> bool:
     """Whether ``hook`` runs for an op that ended as ``context`` says: its trigger matches the
     status and its ``conditions`` (rendered with the context) are true.
 

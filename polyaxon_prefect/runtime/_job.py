@@ -158,7 +158,7 @@ def _not_one_process(kind: str | None) -> Problem:
 
 
 def prepare_container(
-    loaded: LoadedPolyaxonfile, options: PrepareOptions, run: Any = None
+    loaded: LoadedPolyaxonfile, options: PrepareOptions, run: object = None
 ) -> tuple[PreparedJob, Mapping[str, Any]]:
     """Prepare ``run`` (default: the component's run), one container, as a local process:
     the step every single-container kind shares, whatever its kind (a job, each replica of a
@@ -260,7 +260,7 @@ def _component_of(operation: Any) -> Any:
     return operation.component
 
 
-def _base_dir(loaded: Any, base_dir: Path | None) -> Path:
+def _base_dir(loaded: object, base_dir: Path | None) -> Path:
     if base_dir is not None:
         return Path(base_dir).absolute()
     files = getattr(loaded, "files", ()) or ()
@@ -290,7 +290,7 @@ class _RenderedJob:
 
 def _render_job(
     loaded: LoadedPolyaxonfile,
-    run: Any,
+    run: object,
     values: Mapping[str, Any],
     params: dict[str, ParamValue],
     run_context: RunContext,
@@ -377,8 +377,8 @@ def connection_names(run: Any, init: Sequence[Any], params: Mapping[str, ParamVa
 
 
 def _environment(
-    component: Any,
-    operation: Any,
+    component: object,
+    operation: object,
     values: Mapping[str, Any],
     run_context: RunContext,
     job: _RenderedJob,

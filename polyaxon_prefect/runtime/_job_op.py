@@ -222,7 +222,7 @@ def _cache_note(result: RunResult) -> str:
     return f"run {result.uuid} (a cache hit: its outputs were reused, no process was started)"
 
 
-def _cell(value: Any, secrets: tuple[str, ...]) -> Any:
+def _cell(value: object, secrets: tuple[str, ...]) -> Any:
     """A value as its JSON type (a number stays a number; the UI shows a dict or list as
     JSON), every string inside it masked."""
     return mask_value(value, secrets)

@@ -73,7 +73,7 @@ def _is_optional(io: DeclaredOutput) -> bool:
     return bool(fields_set and "value" in fields_set) or getattr(io, "value", None) is not None
 
 
-def _check_type(io: DeclaredOutput, value: Any) -> tuple[Any, list[str]]:
+def _check_type(io: DeclaredOutput, value: object) -> tuple[Any, list[str]]:
     """The typed value and the rules it breaks (type first, then ``validation``)."""
     from polyaxon_prefect.specs.params._io import check_validation
     from polyaxon_prefect.specs.params._types import parse_value

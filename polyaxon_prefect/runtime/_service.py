@@ -152,7 +152,7 @@ class ServiceSettings:
     is_external: bool
 
 
-def _render(value: Any, context: Mapping[str, Any], field: str, problems: list[Problem]) -> Any:
+def _render(value: object, context: Mapping[str, Any], field: str, problems: list[Problem]) -> Any:
     if not isinstance(value, str) or "{" not in value:
         return value
     try:
@@ -330,7 +330,7 @@ def _accepts(port: int) -> bool:
     return False
 
 
-def _write_record(service: PreparedService, **extra: Any) -> None:
+def _write_record(service: PreparedService, **extra: object) -> None:
     record = {
         "name": service.op_name,
         "uuid": service.context.uuid,

@@ -15,7 +15,7 @@ from typing import Any
 __all__ = ["decode", "encode"]
 
 
-def encode(value: Any) -> Any:
+def encode(value: object) -> Any:
     """``value`` as JSON-safe data that ``decode`` turns back into it."""
     if isinstance(value, datetime):
         return {"__datetime__": value.isoformat()}
@@ -35,7 +35,7 @@ def encode(value: Any) -> Any:
     return repr(value)
 
 
-def decode(value: Any) -> Any:
+def decode(value: object) -> Any:
     """The value ``encode`` was given (tuples come back as lists, as JSON has no tuple)."""
     if isinstance(value, dict):
         if len(value) == 1:

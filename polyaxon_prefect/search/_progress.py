@@ -192,7 +192,7 @@ class SweepProgress:
         return data
 
 
-def trial_line(index: int, status: str, value: Any, progress: SweepProgress) -> str:
+def trial_line(index: int, status: str, value: object, progress: SweepProgress) -> str:
     """The line a sweep logs when a trial ends: ``trial 3 succeeded (7/20) loss=0.31 (best
     0.29, trial 4) eta 1m20s``: the trial's index and status first (as before), then the
     sweep's trials done of its total (this one included), its value, the best so far and the
@@ -253,7 +253,7 @@ class SweepTracker:
         self,
         index: int,
         status: str,
-        value: Any,
+        value: object,
         params: Mapping[str, Any],
         duration: float | None,
     ) -> None:

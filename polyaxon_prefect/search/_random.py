@@ -31,7 +31,7 @@ _ENUMERATE_LIMIT = 1_000_000
 """Largest discrete space enumerated to finish a draw that rejection could not."""
 
 
-def _freeze(value: Any) -> Any:
+def _freeze(value: object) -> Any:
     """A hashable stand-in with the same equality as the value (lists and dicts included)."""
     if isinstance(value, dict):
         return ("__dict__", frozenset((k, _freeze(v)) for k, v in value.items()))

@@ -53,7 +53,7 @@ class StopDecision:
     status: Status
 
 
-def _number(value: Any) -> float | None:
+def _number(value: object) -> float | None:
     """A finite metric value as a float, or None (missing, not a number, NaN)."""
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         return None

@@ -303,7 +303,7 @@ class SweepStudy:
         raw = self._storage.get_study_user_attrs(self._study_id)
         return {k[len(_PREFIX) :]: v for k, v in raw.items() if k.startswith(_PREFIX)}
 
-    def set_study_attr(self, key: str, value: Any) -> None:
+    def set_study_attr(self, key: str, value: object) -> None:
         self._storage.set_study_user_attr(self._study_id, _PREFIX + key, value)
 
     def _trials(self, states: tuple[TrialState, ...] | None = None) -> list[FrozenTrial]:

@@ -54,7 +54,7 @@ UUID_CHARS = 8
 """How much of a trial's uuid the leaderboard shows: enough to find it, narrow enough to read."""
 
 
-def jsonable(value: Any) -> Any:
+def jsonable(value: object) -> Any:
     """``value`` as plain JSON data (what a flow run parameter, a plan or ``--json`` can hold):
     dates as ISO strings, durations as seconds, containers recursively, anything else JSON
     cannot hold as its text."""
@@ -71,7 +71,7 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
-def finite(value: Any) -> float | None:
+def finite(value: object) -> float | None:
     """A finite number as a float, else None (a bool, a string, NaN or inf)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
@@ -96,7 +96,7 @@ def study_prefix(
     return f"{slug(op_name)}-{digest}"
 
 
-def _format_value(value: Any) -> str:
+def _format_value(value: object) -> str:
     if isinstance(value, float):
         return f"{value:.6g}"
     return str(value)
@@ -125,7 +125,7 @@ def trial_loaded(loaded: Any, params: Mapping[str, Any]) -> Any:
     return dataclasses.replace(loaded, operation=operation.model_copy(update=update))
 
 
-def gpu_budget_spent(matrix: Any, spent: float) -> str | None:
+def gpu_budget_spent(matrix: object, spent: float) -> str | None:
     """Why the sweep stops for its GPU budget (``maxGpuHours``, our extension beside
     ``earlyStopping``), or None: its ended trials held GPUs for ``spent`` GPU-hours, at or past
     the budget. The sweep then ends as when a metric reached its target (``succeeded``, the
@@ -153,14 +153,14 @@ def trial_dict(record: Any) -> dict[str, Any]:
     } | _gpu_hours(record)
 
 
-def _gpu_hours(record: Any) -> dict[str, Any]:
+def _gpu_hours(record: object) -> dict[str, Any]:
     """``{"gpu_hours": h}`` for a trial that held GPUs, else nothing (records of other kinds of
     run, and of older sweeps, have none)."""
     hours = getattr(record, "gpu_hours", None)
     return {"gpu_hours": hours} if hours is not None else {}
 
 
-def _cell(value: Any) -> Any:
+def _cell(value: object) -> Any:
     value = display(value)
     if value is None or isinstance(value, bool | int | float | str):
         return value
@@ -203,7 +203,7 @@ def leaderboard_rows(
     return rows
 
 
-def _masked(value: Any, mask: Callable[[str], str]) -> Any:
+def _masked(value: object, mask: Callable[[str], str]) -> Any:
     if isinstance(value, str):
         return mask(value)
     if isinstance(value, Mapping):
@@ -213,7 +213,7 @@ def _masked(value: Any, mask: Callable[[str], str]) -> Any:
     return value
 
 
-def data_section(data: Any, mask: Callable[[str], str] = str) -> list[str]:
+def data_section(data: object, mask: Callable[[str], str] = str) -> list[str]:
     """A report's data as a fenced JSON block under `DATA_HEADING` (Markdown lines).
 
     ``get`` reads a finished DAG or sweep from it: what the flow knew when it ended, written

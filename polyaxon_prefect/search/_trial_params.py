@@ -53,12 +53,12 @@ def declared_space(params: Mapping[str, Any]) -> dict[str, Dimension]:
         return {}
 
 
-def _same(a: Any, b: Any) -> bool:
+def _same(a: object, b: object) -> bool:
     # 1, 1.0 and True are equal in Python but three different choices for Optuna
     return type(a) is type(b) and a == b
 
 
-def _categorical(dim: Dimension, value: Any) -> OptunaParam | None:
+def _categorical(dim: Dimension, value: object) -> OptunaParam | None:
     distribution = dim.distribution
     assert isinstance(distribution, CategoricalDistribution)
     for index, choice in enumerate(distribution.choices):

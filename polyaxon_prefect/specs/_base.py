@@ -16,7 +16,7 @@ __all__ = ["PARAM_REGEX", "BaseSpec", "Check", "Ref", "is_template", "split_csv"
 PARAM_REGEX = re.compile(r"{{\s*(.+?)\s*}}", re.S)
 
 
-def is_template(value: Any) -> bool:
+def is_template(value: object) -> bool:
     """Whether ``value`` is a string that holds a ``{{ }}``/``{% %}`` template."""
     return isinstance(value, str) and ("{{" in value or "{%" in value)
 
@@ -46,7 +46,7 @@ class Check:
         self.info = info
 
     def __get_pydantic_core_schema__(
-        self, source: Any, handler: GetCoreSchemaHandler
+        self, source: object, handler: GetCoreSchemaHandler
     ) -> core_schema.CoreSchema:
         schema = handler(source)
         if self.mode == "before":
@@ -62,7 +62,7 @@ Ref = Annotated[str, Check(_check_template, mode="after", info=False)]
 """A field that may hold ``"{{ expr }}"`` instead of a literal, like Polyaxon's ``RefField``."""
 
 
-def split_csv(value: Any) -> Any:
+def split_csv(value: object) -> Any:
     """Polyaxon accepts ``tags: a, b`` as well as ``tags: [a, b]``."""
     if isinstance(value, str):
         return [item.strip() for item in value.split(",") if item.strip()]

@@ -6,7 +6,7 @@ DAG scheduler can record each op's kind for join queries (``kind: job``).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from polyaxon_prefect.specs._polyaxonfile import Component, Dag, Operation
 from polyaxon_prefect.specs._run_kinds import RUN_MODELS
@@ -71,7 +71,7 @@ def record_kind(operation: Operation) -> str:
     return "matrix" if op_kind(operation) == "matrix" else run_kind(operation) or op_kind(operation)
 
 
-def dag_of(run: Any) -> Dag | None:
+def dag_of(run: object) -> Dag | None:
     """``run`` as a `Dag` when it is one (a component's ``run`` section), else None: callers
     that walk nested DAGs ask here instead of testing the model's class themselves."""
     return run if isinstance(run, Dag) else None

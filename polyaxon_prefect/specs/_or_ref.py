@@ -31,7 +31,7 @@ __all__ = [
 class OrRef:
     """``OrRef[T]`` is ``T | Ref``: a literal of type ``T`` or a ``{{ template }}``."""
 
-    def __class_getitem__(cls, item: Any) -> Any:
+    def __class_getitem__(cls, item: object) -> Any:
         return Union[item, Ref]  # noqa: UP007 -- ``item`` may be a typing form
 
 
@@ -39,7 +39,7 @@ def _name(info: ValidationInfo) -> str:
     return to_camel(info.field_name) if info.field_name else "value"
 
 
-def _as_int(value: Any) -> int | None:
+def _as_int(value: object) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, Integral):
@@ -54,7 +54,7 @@ def _as_int(value: Any) -> int | None:
     return None
 
 
-def _int_or_ref(value: Any, info: ValidationInfo) -> Any:
+def _int_or_ref(value: object, info: ValidationInfo) -> object:
     if is_template(value):
         return value
     number = _as_int(value)
@@ -65,14 +65,14 @@ def _int_or_ref(value: Any, info: ValidationInfo) -> Any:
     return number
 
 
-def _positive_int_or_ref(value: Any, info: ValidationInfo) -> Any:
+def _positive_int_or_ref(value: object, info: ValidationInfo) -> object:
     number = _int_or_ref(value, info)
     if isinstance(number, int) and number < 1:
         raise ValueError(f"`{_name(info)}` must be at least 1, got {number}")
     return number
 
 
-def as_number(value: Any) -> float | None:
+def as_number(value: object) -> float | None:
     """A number, or a string that holds one (YAML quotes), as a float; None for anything else,
     bools included."""
     if isinstance(value, Real) and not isinstance(value, bool):
@@ -85,7 +85,7 @@ def as_number(value: Any) -> float | None:
     return None
 
 
-def _float_or_ref(value: Any, info: ValidationInfo) -> Any:
+def _float_or_ref(value: object, info: ValidationInfo) -> object:
     if is_template(value):
         return value
     number = as_number(value)
@@ -96,7 +96,7 @@ def _float_or_ref(value: Any, info: ValidationInfo) -> Any:
     return number
 
 
-def _bool_or_ref(value: Any, info: ValidationInfo) -> Any:
+def _bool_or_ref(value: object, info: ValidationInfo) -> object:
     if is_template(value) or isinstance(value, bool):
         return value
     if isinstance(value, str) and value.strip().lower() in ("true", "false"):

@@ -84,7 +84,7 @@ class Dag(BaseSpec):
 
     @field_validator("operations")
     @classmethod
-    def _has_operations(cls, operations: Any) -> Any:
+    def _has_operations(cls, operations: object) -> object:
         if operations is None:
             raise PydanticCustomError(
                 "dag_no_operations",
@@ -108,7 +108,7 @@ class Dag(BaseSpec):
 
     @field_validator("components")
     @classmethod
-    def _unique_component_names(cls, components: Any) -> Any:
+    def _unique_component_names(cls, components: object) -> object:
         if not isinstance(components, list):
             return components
         seen: set[str] = set()
@@ -142,7 +142,7 @@ Runtime = Annotated[NonDagRuntime | Dag, Field(discriminator="kind")]
 """``run:``: one runtime, chosen by its ``kind`` (job, service, tfjob, ..., dag)."""
 
 
-def check_version(value: Any, kind: str) -> Any:
+def check_version(value: object, kind: str) -> Any:
     """``1.1`` (or ``"1.1"``); ``1`` gets a pointed message, anything else a plain one."""
     if value is None:
         return value
@@ -162,7 +162,7 @@ def check_version(value: Any, kind: str) -> Any:
     )
 
 
-def _csv_or_template(value: Any) -> Any:
+def _csv_or_template(value: object) -> Any:
     return value if is_template(value) else split_csv(value)
 
 
@@ -191,7 +191,7 @@ class _ComponentFields(BaseSpec):
 
     @field_validator("version", mode="before")
     @classmethod
-    def _check_version(cls, value: Any) -> Any:
+    def _check_version(cls, value: object) -> object:
         return check_version(value, cls._KIND)
 
     @field_validator("name")
@@ -212,7 +212,7 @@ class _ComponentFields(BaseSpec):
 
     @field_validator("tags", "presets", mode="before")
     @classmethod
-    def _split_csv(cls, value: Any) -> Any:
+    def _split_csv(cls, value: object) -> object:
         return _csv_or_template(value)
 
 
@@ -244,7 +244,7 @@ class Component(_ComponentFields):
 
     @field_validator("run")
     @classmethod
-    def _no_build_with_dag(cls, run: Any, info: ValidationInfo) -> Any:
+    def _no_build_with_dag(cls, run: object, info: ValidationInfo) -> object:
         if isinstance(run, Dag) and info.data.get("build") is not None:
             raise PydanticCustomError(
                 "dag_build",
@@ -317,7 +317,7 @@ class Operation(_ComponentFields):
 
     @model_validator(mode="before")
     @classmethod
-    def _condition_alias(cls, data: Any) -> Any:
+    def _condition_alias(cls, data: object) -> object:
         if not isinstance(data, dict) or "condition" not in data:
             return data
         if "conditions" in data:
@@ -332,7 +332,7 @@ class Operation(_ComponentFields):
 
     @field_validator("params", mode="before")
     @classmethod
-    def _normalize_params(cls, params: Any) -> Any:
+    def _normalize_params(cls, params: object) -> object:
         return normalize_params(params)
 
     @model_validator(mode="after")

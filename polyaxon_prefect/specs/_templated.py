@@ -27,13 +27,15 @@ class _TemplateOr:
     """Schema marker: a ``{{ }}`` string short-circuits validation of the wrapped type."""
 
     def __get_pydantic_core_schema__(
-        self, source: Any, handler: GetCoreSchemaHandler
+        self, source: object, handler: GetCoreSchemaHandler
     ) -> core_schema.CoreSchema:
         members = [arg for arg in get_args(source) if arg is not str]
         inner_type: Any = members[0] if len(members) == 1 else Union[tuple(members)]  # noqa: UP007
         inner = handler.generate_schema(inner_type)
 
-        def validate(value: Any, validate_inner: core_schema.ValidatorFunctionWrapHandler) -> Any:
+        def validate(
+            value: object, validate_inner: core_schema.ValidatorFunctionWrapHandler
+        ) -> object:
             if is_template(value):
                 return value
             try:
@@ -51,7 +53,7 @@ class _TemplateOr:
                 ) from None
 
         def serialize(
-            value: Any, serialize_inner: core_schema.SerializerFunctionWrapHandler
+            value: object, serialize_inner: core_schema.SerializerFunctionWrapHandler
         ) -> Any:
             return value if is_template(value) else serialize_inner(value)
 
@@ -66,7 +68,7 @@ Templated = Annotated[Union[T, str], _TemplateOr()]  # noqa: UP007
 """``Templated[T]``: a ``T``, or a string holding a ``{{ template }}`` that is resolved later."""
 
 
-def _non_negative_int_or_ref(value: Any, info: ValidationInfo) -> Any:
+def _non_negative_int_or_ref(value: object, info: ValidationInfo) -> object:
     if is_template(value):
         return value
     name = to_camel(info.field_name) if info.field_name else "value"

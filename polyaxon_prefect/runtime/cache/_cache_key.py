@@ -70,14 +70,14 @@ def cache_key(
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _json_default(value: Any) -> Any:
+def _json_default(value: object) -> Any:
     if hasattr(value, "to_dict"):
         return value.to_dict()
     return str(value)
 
 
 def cache_enabled(
-    cache: Any, in_pipeline: bool, context: Mapping[str, Any], problems: Problems
+    cache: object, in_pipeline: bool, context: Mapping[str, Any], problems: Problems
 ) -> bool:
     disable = getattr(cache, "disable", None)
     if isinstance(disable, str):

@@ -80,7 +80,7 @@ def cluster_context(run_context: RunContext) -> RunContext:
 
 
 def _render(
-    value: Any, context: Mapping[str, Any], path: PathT, problems: Problems, key: Any = None
+    value: object, context: Mapping[str, Any], path: PathT, problems: Problems, key: object = None
 ) -> Any:
     """Render every template under ``value``: ``command``/``args`` one argument per element
     (as a job's), ``env`` values as text, anything else read back as a literal (so
@@ -107,7 +107,7 @@ def _render(
     return value
 
 
-def _text(value: Any, context: Mapping[str, Any], path: PathT, problems: Problems) -> Any:
+def _text(value: object, context: Mapping[str, Any], path: PathT, problems: Problems) -> Any:
     if not has_template(value):
         return value
     try:
@@ -242,7 +242,7 @@ def prepare_cluster(
 
 
 def _handback(
-    run: Any, run_context: RunContext, params: Mapping[str, Any]
+    run: object, run_context: RunContext, params: Mapping[str, Any]
 ) -> tuple[PodHandback | None, dict[str, str]]:
     """How the run's pod hands its outputs back (its block's marker, the pod that prints it)
     and the tracking env it writes them with; none for a run whose pods do not."""
@@ -257,7 +257,7 @@ def _handback(
     return handback, run_context.env_vars(params)
 
 
-def _image(run: Any) -> str | None:
+def _image(run: object) -> str | None:
     container = getattr(run, "container", None)
     image = getattr(container, "image", None)
     return image if isinstance(image, str) else None

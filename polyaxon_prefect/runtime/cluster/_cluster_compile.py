@@ -74,7 +74,7 @@ def _with_params_rendered(loaded: Any, op_name: str) -> Any:
     return replace(loaded, operation=operation.model_copy(update={"component": component}))
 
 
-def _rendered(value: Any, context: Mapping[str, Any], key: Any = None) -> Any:
+def _rendered(value: object, context: Mapping[str, Any], key: object = None) -> Any:
     """`runtime._cluster`'s rendering rules (argv one argument per element, env values as
     text, the rest read back as literals), each template on its own: one that cannot render
     yet is kept as written."""
@@ -100,13 +100,13 @@ def _rendered(value: Any, context: Mapping[str, Any], key: Any = None) -> Any:
     return value
 
 
-def _argv_item(item: Any, context: Mapping[str, Any]) -> list[Any]:
+def _argv_item(item: object, context: Mapping[str, Any]) -> list[Any]:
     problems = Problems()
     argv = render_argv([item], context, (), problems)
     return [item] if problems.items else argv
 
 
-def _text(value: Any, context: Mapping[str, Any]) -> Any:
+def _text(value: object, context: Mapping[str, Any]) -> Any:
     if not has_template(value):
         return value
     try:

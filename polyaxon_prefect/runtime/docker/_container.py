@@ -131,7 +131,7 @@ def _container_spec(loaded: LoadedPolyaxonfile) -> Any:
     return None if isinstance(container, str) else container
 
 
-def image_command(job: PreparedJob, spec: Any = None) -> tuple[str, ...]:
+def image_command(job: PreparedJob, spec: object = None) -> tuple[str, ...]:
     """The job's argv with the op's own interpreter name back: a local job runs ``python``
     with this process's interpreter, an image with its own."""
     argv = list(job.argv)
@@ -211,7 +211,7 @@ def _with_image_code(job: PreparedJob, cli: ContainerCli) -> dict[str, Any]:
     return {"code_hash": code, "cache_key": key}
 
 
-def container_resources(spec: Any) -> tuple[str | None, int | None, int]:
+def container_resources(spec: object) -> tuple[str | None, int | None, int]:
     """The CPUs, memory (bytes) and GPUs a container section asks for, as the container CLI
     takes them: its limits, else its requests (a pod is held to its limits)."""
     resources = getattr(spec, "resources", None)

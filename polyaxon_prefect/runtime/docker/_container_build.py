@@ -45,7 +45,7 @@ def build_operation(build: Any, op_name: str) -> dict[str, Any]:
     return op
 
 
-def load_build(build: Any, op_name: str, base_dir: Path | None) -> LoadedPolyaxonfile:
+def load_build(build: object, op_name: str, base_dir: Path | None) -> LoadedPolyaxonfile:
     """The ``build:`` section's operation loaded and validated, its problems located under
     ``build`` (its file is written next to the op's, so relative paths mean the same).
 

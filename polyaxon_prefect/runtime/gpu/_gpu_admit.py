@@ -57,7 +57,7 @@ RESOURCES: PathT = ("component", "run", "container", "resources")
 
 
 def container_gpu_request(
-    container: Any, context: Mapping[str, Any], path: PathT, loaded: Any
+    container: object, context: Mapping[str, Any], path: PathT, loaded: object
 ) -> int:
     """The GPUs a container asks for (a template rendered with ``context``).
 
@@ -91,7 +91,7 @@ def container_gpu_request(
 
 
 def check_gpu_capacity(
-    requests: Sequence[int], path: PathT, loaded: Any, names: Sequence[str] = ()
+    requests: Sequence[int], path: PathT, loaded: object, names: Sequence[str] = ()
 ) -> None:
     """Refuse, before anything starts, ``requests`` that this machine can never meet (located
     at ``path``, the ``resources`` line), and a bad ``POLYAXON_PREFECT_GPU_SHARING``.
@@ -179,7 +179,7 @@ def with_no_gpu_hint(job: PreparedJob, raw: RunResult, result: RunResult) -> Run
     return result.with_(message=f"{result.message.rstrip()}\nhint: {NO_GPU_HINT}")
 
 
-def _requests_of(run: Any, path: PathT) -> list[tuple[list[int], PathT, list[str]]]:
+def _requests_of(run: object, path: PathT) -> list[tuple[list[int], PathT, list[str]]]:
     """Each process group's literal GPU requests under ``run`` (a job, a distributed op, the
     ops of a DAG, nested), with the path of its ``resources``; templated counts are left to
     the op's own preparation."""

@@ -90,7 +90,7 @@ def mask_text(text: str, secrets: Sequence[str] = ()) -> str:
     return redact_url_credentials(mask_secrets(text, [*secrets, *known_secrets()]))
 
 
-def mask_value(value: Any, secrets: Sequence[str] = ()) -> Any:
+def mask_value(value: object, secrets: Sequence[str] = ()) -> Any:
     """A copy of ``value`` to show or store for people: every string inside it (dict keys
     included, at any depth) masked by `mask_text`; numbers, booleans and ``None`` unchanged.
     Tuples and sets come back as lists (what JSON would make of them)."""
@@ -98,7 +98,7 @@ def mask_value(value: Any, secrets: Sequence[str] = ()) -> Any:
     return _mask(value, every)
 
 
-def _mask(value: Any, secrets: Sequence[str]) -> Any:
+def _mask(value: object, secrets: Sequence[str]) -> Any:
     if isinstance(value, str):
         return redact_url_credentials(mask_secrets(value, secrets))
     if isinstance(value, Mapping):
@@ -111,12 +111,12 @@ def _mask(value: Any, secrets: Sequence[str]) -> Any:
     return value
 
 
-def with_url_credentials(secrets: tuple[str, ...], *values: Any) -> tuple[str, ...]:
+def with_url_credentials(secrets: tuple[str, ...], *values: object) -> tuple[str, ...]:
     """``secrets`` plus the credentials written into any URL inside ``values`` (a git init
     step's, a connection's, a param's): secrets too, masked wherever they appear."""
     found: list[str] = []
 
-    def walk(value: Any) -> None:
+    def walk(value: object) -> None:
         if isinstance(value, str):
             if "://" in value and "@" in value:
                 found.extend(url_credentials(value))

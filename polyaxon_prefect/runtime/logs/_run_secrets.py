@@ -55,7 +55,7 @@ def run_secrets(
     return secrets
 
 
-def _connection_names(value: Any) -> Iterator[str]:
+def _connection_names(value: object) -> Iterator[str]:
     """Literal connection names anywhere in a dumped operation: ``connections: [...]`` and
     ``connection: ...`` (an init entry's, a param's, a hook's)."""
     if isinstance(value, Mapping):

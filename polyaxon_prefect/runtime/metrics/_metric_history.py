@@ -47,7 +47,7 @@ def run_metric_history(
     return metric_history(read_metrics(Path(run_path) / "outputs"), names)
 
 
-def _finite(value: Any) -> Any:
+def _finite(value: object) -> Any:
     """A value JSON can hold: NaN and the infinities as ``metrics.jsonl`` writes them."""
     if isinstance(value, float) and not math.isfinite(value):
         return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")

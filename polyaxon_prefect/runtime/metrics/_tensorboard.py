@@ -32,7 +32,6 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from polyaxon_prefect.tracking import METRICS_FILE
 
@@ -71,7 +70,7 @@ def _enabled() -> bool:
     return os.environ.get(ENV_TENSORBOARD, "").strip().lower() not in _OFF
 
 
-def _wall_time(timestamp: Any) -> float:
+def _wall_time(timestamp: object) -> float:
     if isinstance(timestamp, str):
         with contextlib.suppress(ValueError):
             return datetime.fromisoformat(timestamp).timestamp()
@@ -231,7 +230,7 @@ class MetricEvents:
             self._writer = None
 
 
-def _number(value: Any) -> float | None:
+def _number(value: object) -> float | None:
     if isinstance(value, str):
         return {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}.get(value)
     if isinstance(value, bool) or not isinstance(value, int | float):

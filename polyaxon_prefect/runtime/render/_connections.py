@@ -199,7 +199,7 @@ class Connection(BaseSpec):
 
     @field_validator("tags", mode="before")
     @classmethod
-    def _tags(cls, value: Any) -> Any:
+    def _tags(cls, value: object) -> object:
         return split_csv(value)
 
 
@@ -494,7 +494,7 @@ def connection_env(
     return env, secret_values
 
 
-def _env_str(value: Any) -> str:
+def _env_str(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)

@@ -126,7 +126,7 @@ def init_steps(
 
 
 def _render_entry(
-    raw: Any, context: Mapping[str, Any], where: PathT, problems: Problems
+    raw: object, context: Mapping[str, Any], where: PathT, problems: Problems
 ) -> Any | None:
     """One entry rendered into an ``Init`` model, or None (the problem recorded)."""
     from polyaxon_prefect.specs.kubernetes._k8s import Container
@@ -219,7 +219,7 @@ class InitRun:
     cancel_event: threading.Event | None = None
 
 
-def _chmod(path: Path, mode: Any) -> None:
+def _chmod(path: Path, mode: object) -> None:
     text = str(mode).strip()
     if isinstance(mode, int) and not isinstance(mode, bool):
         os.chmod(path, mode)
@@ -280,7 +280,7 @@ def _copy(src: Path, dest: Path, *, want_dir: bool | None = None) -> None:
 
 
 def _copy_items(
-    items: Any, step: InitStep, ctx: RunContext, roots: Sequence[Path], want_dir: bool | None
+    items: object, step: InitStep, ctx: RunContext, roots: Sequence[Path], want_dir: bool | None
 ) -> None:
     """Copy each ``src`` or ``[src, dst]`` into the step's directory (``dst`` relative to it)."""
     for src, dst in pairs(items):

@@ -8,7 +8,6 @@ main file is parsed again, only when there is a problem to locate.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
 from polyaxon_prefect.runtime.render._problems import PathT
@@ -16,7 +15,7 @@ from polyaxon_prefect.runtime.render._problems import PathT
 __all__ = ["locate_problems"]
 
 
-def locate_problems(problems: list[Problem], loaded: Any) -> list[Problem]:
+def locate_problems(problems: list[Problem], loaded: object) -> list[Problem]:
     """Best effort: put the main file's line on ``component.*`` problems.
 
     The path stays relative to the operation (``component.run.container.args[2]``), which is

@@ -177,8 +177,8 @@ def check_data_values(component: Any, params: Mapping[str, ParamValue], rendered
 
 
 def template_params(
-    component: Any,
-    operation: Any,
+    component: object,
+    operation: object,
     values: dict[str, Any],
     globals_: dict[str, Any],
     given: frozenset[str],

@@ -29,6 +29,6 @@ class Problems:
         self.items.append(exc.problem(prefix))
 
 
-def first(*values: Any) -> Any:
+def first(*values: object) -> Any:
     """The first value that is set: the operation's setting over the component's, say."""
     return next((value for value in values if value is not None), None)

@@ -46,7 +46,7 @@ _PYTHON_NAMES = frozenset({"python", "python3"})
 _Model = TypeVar("_Model", bound=BaseModel)
 
 
-def has_template(value: Any) -> bool:
+def has_template(value: object) -> bool:
     if isinstance(value, str):
         return "{{" in value or "{%" in value
     if isinstance(value, dict):
@@ -56,7 +56,7 @@ def has_template(value: Any) -> bool:
     return False
 
 
-def render_text_value(value: Any, context: Mapping[str, Any]) -> str:
+def render_text_value(value: object, context: Mapping[str, Any]) -> str:
     """A string field rendered as text (what the user's template printed), not literal-typed."""
     if not isinstance(value, str):
         return as_str(value)
@@ -138,7 +138,7 @@ def render_argv(
 
 
 def render_model(
-    value: Any, model: type[_Model], context: Mapping[str, Any], path: PathT, problems: Problems
+    value: object, model: type[_Model], context: Mapping[str, Any], path: PathT, problems: Problems
 ) -> _Model | None:
     """Render a (possibly templated) section and validate it back into ``model``."""
     if value is None:
@@ -159,7 +159,7 @@ def render_model(
 
 
 def render_scalar(
-    value: Any, context: Mapping[str, Any], path: PathT, problems: Problems, kind: type
+    value: object, context: Mapping[str, Any], path: PathT, problems: Problems, kind: type
 ) -> Any:
     if value is None or not has_template(value):
         return value

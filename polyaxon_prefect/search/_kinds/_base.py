@@ -52,13 +52,13 @@ class TemplateError(SweepStudyError, ValueError):
     that a sweep given an unrendered matrix fails as any other unusable study does.
     """
 
-    def __init__(self, subject: str, value: Any) -> None:
+    def __init__(self, subject: str, value: object) -> None:
         super().__init__(f"{subject} is a template ({value!r}): known at run time")
         self.subject = subject
         self.value = value
 
 
-def rendered(label: str, value: Any) -> Any:
+def rendered(label: str, value: object) -> Any:
     """``value``, unless it is still a template (a string where a number belongs)."""
     if isinstance(value, str):
         raise TemplateError(f"`{label}`", value)
@@ -105,7 +105,7 @@ class StudyHandle(Protocol):
         """The sweep's own study attrs (shared by every process of the sweep)."""
         ...
 
-    def set_study_attr(self, key: str, value: Any) -> None: ...
+    def set_study_attr(self, key: str, value: object) -> None: ...
 
     def enqueue(self, index: int, params: Mapping[str, Any], attrs: Mapping[str, Any]) -> None:
         """Queue a trial; the first process to ask claims it."""

@@ -12,7 +12,7 @@ from polyaxon_prefect.specs import RandomSearch
 __all__ = ["Random", "seeded"]
 
 
-def seeded(matrix: Any) -> str:
+def seeded(matrix: object) -> str:
     """How a plan note describes the matrix's seed."""
     seed = getattr(matrix, "seed", None)
     return "unseeded" if seed is None else f"seed {seed}"

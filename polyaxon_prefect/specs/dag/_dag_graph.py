@@ -14,7 +14,7 @@ from typing import Any
 __all__ = ["find_cycle", "op_upstreams", "ref_op_name", "topological_stages"]
 
 
-def ref_op_name(ref: Any) -> str | None:
+def ref_op_name(ref: object) -> str | None:
     """``"ops.train"`` -> ``"train"``; anything else (``dag``, ``runs.<uuid>``) -> None."""
     if isinstance(ref, str) and ref.startswith("ops."):
         return ref[len("ops.") :]

@@ -8,14 +8,16 @@ again without the param checks.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from polyaxon_prefect._source import suggest
 from polyaxon_prefect.exceptions import Problem
 from polyaxon_prefect.specs._polyaxonfile import Component, Dag, Operation
 from polyaxon_prefect.specs.dag._dag_graph import find_cycle, op_upstreams
+from polyaxon_prefect.specs.matrix._matrix import Matrix
 from polyaxon_prefect.specs.params._io import IO
 from polyaxon_prefect.specs.params._param_spec import Param
+from polyaxon_prefect.specs.sections._joins import Join
 
 __all__ = ["GLOBALS_CONTEXTS", "ParamValidator", "dag_context", "validate_dag"]
 
@@ -58,8 +60,8 @@ class ParamValidator(Protocol):
         component: Component,
         params: Mapping[str, Param] | None,
         *,
-        matrix: Any = ...,
-        joins: Any = ...,
+        matrix: Matrix | None = ...,
+        joins: list[Join] | str | None = ...,
         is_template: bool = ...,
         dag_context: Mapping[str, str | None] | None = ...,
     ) -> Iterable[Problem]: ...

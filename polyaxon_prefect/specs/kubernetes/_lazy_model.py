@@ -43,9 +43,9 @@ class LazyModel:
         return self._model
 
     def __get_pydantic_core_schema__(
-        self, source: Any, handler: GetCoreSchemaHandler
+        self, source: object, handler: GetCoreSchemaHandler
     ) -> core_schema.CoreSchema:
-        def validate(value: Any) -> Any:
+        def validate(value: object) -> object:
             return self.resolve_model().model_validate(value)
 
         return core_schema.no_info_plain_validator_function(validate)

@@ -34,7 +34,7 @@ class Optimization(StrEnum):
     MINIMIZE = "minimize"
 
 
-def _lower_optimization(value: Any) -> Any:
+def _lower_optimization(value: object) -> Any:
     """Polyaxon also accepts ``MAXIMIZE`` and ``Maximize``."""
     if isinstance(value, str):
         return value.strip().lower()
@@ -49,7 +49,7 @@ class OptimizationMetric(BaseSpec):
 
     @field_validator("optimization", mode="before")
     @classmethod
-    def _lower(cls, value: Any) -> Any:
+    def _lower(cls, value: object) -> object:
         return _lower_optimization(value)
 
 
@@ -113,7 +113,7 @@ class MetricEarlyStopping(BaseSpec):
 
     @field_validator("optimization", mode="before")
     @classmethod
-    def _lower(cls, value: Any) -> Any:
+    def _lower(cls, value: object) -> object:
         return _lower_optimization(value)
 
 

@@ -102,7 +102,7 @@ def _fail(rule: str, message: str, hint: str | None = None) -> PydanticCustomErr
 
 def _fields(
     kind: str,
-    value: Any,
+    value: object,
     required: tuple[str, ...],
     optional: tuple[str, ...] = (),
     *,
@@ -150,7 +150,7 @@ def _fields(
     return dict(zip(keys, items, strict=False))
 
 
-def _number(kind: str, key: str, raw: Any) -> Number:
+def _number(kind: str, key: str, raw: object) -> Number:
     """An int stays an int (so ``range 10:600:50`` gives ints), anything else a finite float."""
     result: Number | None = None
     if isinstance(raw, bool):
@@ -173,7 +173,7 @@ def _number(kind: str, key: str, raw: Any) -> Number:
     return result
 
 
-def _integer(kind: str, key: str, raw: Any, *, hint: str | None = None) -> int:
+def _integer(kind: str, key: str, raw: object, *, hint: str | None = None) -> int:
     number: Any = raw
     if not isinstance(raw, bool):
         try:
@@ -187,7 +187,7 @@ def _integer(kind: str, key: str, raw: Any, *, hint: str | None = None) -> int:
     return number
 
 
-def _positive(kind: str, key: str, raw: Any) -> Number:
+def _positive(kind: str, key: str, raw: object) -> Number:
     number = _number(kind, key, raw)
     if number <= 0:
         raise _fail("hp_positive", f"`{kind}` {key} must be > 0, got {raw!r}")
@@ -214,7 +214,7 @@ def _adapter(target: type) -> TypeAdapter[Any]:
     return TypeAdapter(target)
 
 
-def _parse_as(target: type, kind: str, key: str, raw: Any, what: str) -> Any:
+def _parse_as(target: type, kind: str, key: str, raw: object, what: str) -> Any:
     try:
         return _adapter(target).validate_python(raw)
     except ValidationError:
@@ -242,14 +242,14 @@ class _HpParam(BaseSpec):
 
     @field_validator("value", mode="before")
     @classmethod
-    def _check_value(cls, value: Any) -> Any:
+    def _check_value(cls, value: object) -> object:
         if is_template(value):
             return value
         cls._parse(value)
         return list(value) if isinstance(value, tuple) else value
 
     @classmethod
-    def _parse(cls, value: Any) -> Any:  # pragma: no cover - every kind overrides it
+    def _parse(cls, value: object) -> Any:  # pragma: no cover - every kind overrides it
         raise NotImplementedError
 
     @property

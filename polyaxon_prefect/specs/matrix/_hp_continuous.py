@@ -49,7 +49,7 @@ def _size(kind: str, raw: dict[str, Any], quantised: bool) -> int | None:
 
 class _UniformFamily(_Continuous):
     @classmethod
-    def _parse(cls, value: Any) -> DistSpec:
+    def _parse(cls, value: object) -> DistSpec:
         kind = cls.model_fields["kind"].default
         required = ("low", "high", "q") if cls.QUANTISED else ("low", "high")
         raw = _fields(kind, value, required, ("size",))
@@ -94,7 +94,7 @@ class HpQLogUniform(_UniformFamily):
 
 class _NormalFamily(_Continuous):
     @classmethod
-    def _parse(cls, value: Any) -> NormalSpec:
+    def _parse(cls, value: object) -> NormalSpec:
         kind = cls.model_fields["kind"].default
         required = ("loc", "scale", "q") if cls.QUANTISED else ("loc", "scale")
         raw = _fields(kind, value, required, ("size",))

@@ -92,7 +92,7 @@ class HpChoice(_HpParam):
     value: list[Any] | Ref
 
     @classmethod
-    def _parse(cls, value: Any) -> ChoiceSpec:
+    def _parse(cls, value: object) -> ChoiceSpec:
         if not isinstance(value, list | tuple):
             raise _fail("hp_value_shape", f"`choice` expects a list of values, got {value!r}")
         if not value:
@@ -120,7 +120,7 @@ class HpPChoice(_HpParam):
     value: list[Any] | Ref
 
     @classmethod
-    def _parse(cls, value: Any) -> PChoiceSpec:
+    def _parse(cls, value: object) -> PChoiceSpec:
         if not isinstance(value, list | tuple):
             raise _fail(
                 "hp_value_shape",
@@ -176,7 +176,7 @@ class HpRange(_HpParam):
     value: list[Any] | dict[str, Any] | str
 
     @classmethod
-    def _parse(cls, value: Any) -> RangeSpec:
+    def _parse(cls, value: object) -> RangeSpec:
         raw = _fields("range", value, ("start", "stop", "step"))
         start = _number("range", "start", raw["start"])
         stop = _number("range", "stop", raw["stop"])
@@ -240,7 +240,7 @@ class _Space(_HpParam):
     value: list[Any] | dict[str, Any] | str
 
     @classmethod
-    def _parse(cls, value: Any) -> SpaceSpec:
+    def _parse(cls, value: object) -> SpaceSpec:
         kind = cls.model_fields["kind"].default
         raw = _fields(kind, value, ("start", "stop", "num"), cls.OPTIONAL)
         start = _number(kind, "start", raw["start"])
@@ -339,7 +339,7 @@ class HpDateRange(_HpParam):
     value: list[Any] | dict[str, Any] | str
 
     @classmethod
-    def _parse(cls, value: Any) -> RangeSpec:
+    def _parse(cls, value: object) -> RangeSpec:
         raw = _fields("daterange", value, ("start", "stop", "step"), allow_str=False)
         start = _parse_as(_DATE, "daterange", "start", raw["start"], "date (YYYY-MM-DD)")
         stop = _parse_as(_DATE, "daterange", "stop", raw["stop"], "date (YYYY-MM-DD)")
@@ -368,7 +368,7 @@ class HpDateTimeRange(_HpParam):
     value: list[Any] | dict[str, Any] | str
 
     @classmethod
-    def _parse(cls, value: Any) -> RangeSpec:
+    def _parse(cls, value: object) -> RangeSpec:
         kind = "datetimerange"
         raw = _fields(kind, value, ("start", "stop", "step"), allow_str=False)
         what = "datetime (YYYY-MM-DD HH:MM[:SS][+TZ])"

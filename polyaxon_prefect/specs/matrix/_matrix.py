@@ -119,7 +119,7 @@ class Tuner(BaseSpec):
 
     @field_validator("presets", mode="before")
     @classmethod
-    def _presets_csv(cls, value: Any) -> Any:
+    def _presets_csv(cls, value: object) -> object:
         return value if is_template(value) else split_csv(value)
 
 

@@ -79,7 +79,7 @@ def _walk(operation: Operation, prefix: Path) -> Iterator[Problem]:
             yield from _walk(op, (*prefix, "component", "run", "operations", index))
 
 
-def _warning(message: str, path: Path, hint: str, value: Any) -> Problem:
+def _warning(message: str, path: Path, hint: str, value: object) -> Problem:
     return Problem(
         message, rule="search_approximation", path=path, value=value, hint=hint, severity="warning"
     )

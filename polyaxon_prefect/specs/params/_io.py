@@ -62,11 +62,11 @@ class Validation(BaseSpec):
         return value
 
 
-def _digits(value: Any) -> int:
+def _digits(value: object) -> int:
     return len(str(value).replace(".", "").replace("-", ""))
 
 
-def _decimals(value: Any) -> int:
+def _decimals(value: object) -> int:
     text = str(value)
     return len(text.split(".", 1)[1]) if "." in text else 0
 
@@ -106,7 +106,7 @@ _DICT_RULES: tuple[tuple[str, Callable[[Any, Any], bool], str], ...] = (
 def _apply(
     rules: tuple[tuple[str, Callable[[Any, Any], bool], str], ...],
     validation: Validation,
-    value: Any,
+    value: object,
     errors: list[str],
 ) -> None:
     for field, fails, message in rules:
@@ -122,7 +122,7 @@ def _apply(
             errors.append(f"value `{value!r}` " + message.format(c=constraint))
 
 
-def check_validation(validation: Validation | None, value: Any) -> list[str]:
+def check_validation(validation: Validation | None, value: object) -> list[str]:
     """Every predicate of ``validation`` that ``value`` breaks, as plain sentences.
 
     ``None`` passes (optionality is checked elsewhere); a template constraint is skipped.
@@ -145,7 +145,7 @@ def check_validation(validation: Validation | None, value: Any) -> list[str]:
     return errors
 
 
-def contains_template(value: Any) -> bool:
+def contains_template(value: object) -> bool:
     """Whether a value holds a ``{{ }}`` anywhere, so it can only be checked once rendered."""
     if isinstance(value, str):
         return is_template(value)
@@ -214,7 +214,7 @@ class IO(BaseSpec):
 
     @field_validator("is_flag")
     @classmethod
-    def _flag_needs_bool(cls, is_flag: Any, info: ValidationInfo) -> Any:
+    def _flag_needs_bool(cls, is_flag: object, info: ValidationInfo) -> object:
         io_type = info.data.get("type")
         if is_flag is True and io_type != "bool":
             raise PydanticCustomError(
@@ -226,7 +226,7 @@ class IO(BaseSpec):
 
     @field_validator("value")
     @classmethod
-    def _check_value(cls, value: Any, info: ValidationInfo) -> Any:
+    def _check_value(cls, value: object, info: ValidationInfo) -> object:
         if value is None:
             return value
         name = info.data.get("name", "?")
@@ -285,7 +285,7 @@ class IO(BaseSpec):
             return self.validation.delay is True
         return default
 
-    def validate_value(self, value: Any) -> Any:
+    def validate_value(self, value: object) -> Any:
         """The typed value for a param given to this IO, checked against ``validation``.
 
         Raises:

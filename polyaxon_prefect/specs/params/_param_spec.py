@@ -45,7 +45,7 @@ FULL_FORM_KEYS = frozenset(
 _OP_NAME = re.compile(r"^[-a-zA-Z0-9_]+$")
 
 
-def normalize_params(raw: Any) -> Any:
+def normalize_params(raw: object) -> Any:
     """Turn short-form params (``lr: 0.1``) into full form (``lr: {value: 0.1}``).
 
     A dict with any of :data:`FULL_FORM_KEYS` is full form, and so is ``{}`` (value null); every
@@ -57,7 +57,7 @@ def normalize_params(raw: Any) -> Any:
     return {key: _normalize_one(value) for key, value in raw.items()}
 
 
-def _normalize_one(value: Any) -> Any:
+def _normalize_one(value: object) -> Any:
     if isinstance(value, BaseSpec):
         return value
     if isinstance(value, dict) and (not value or FULL_FORM_KEYS & value.keys()):
@@ -72,7 +72,7 @@ def parse_ref_value(value: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.strip().split("."))
 
 
-def validate_ref_value(value: Any, *, is_dag: bool = False) -> tuple[str, ...]:
+def validate_ref_value(value: object, *, is_dag: bool = False) -> tuple[str, ...]:
     """Check the path a ref param (or join param) reads from its target; return its parts.
 
     One part from ``inputs, outputs, io, artifacts`` (not ``outputs`` of the enclosing dag),
@@ -159,7 +159,7 @@ class Param(BaseSpec):
 
     @field_validator("value")
     @classmethod
-    def _check_ref_value(cls, value: Any, info: ValidationInfo) -> Any:
+    def _check_ref_value(cls, value: object, info: ValidationInfo) -> object:
         ref = info.data.get("ref")
         if ref is None:
             return value

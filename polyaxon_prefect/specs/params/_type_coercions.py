@@ -22,7 +22,7 @@ class Mismatch(ValueError):
     """The value does not fit the type (the message says why, without the type's name)."""
 
 
-def short(value: Any) -> str:
+def short(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
@@ -30,7 +30,7 @@ def short(value: Any) -> str:
 _MAX_JSON_DEPTH = 100
 
 
-def json_load(value: Any) -> Any:
+def json_load(value: object) -> Any:
     """``-P x=...`` values arrive as strings: read JSON first, keep the string otherwise.
 
     JSON nested deeper than 100 levels is refused (Python's JSON reader would raise
@@ -48,7 +48,7 @@ def json_load(value: Any) -> Any:
     return value
 
 
-def _depth(value: Any) -> int:
+def _depth(value: object) -> int:
     """How deep lists and mappings nest in ``value`` (without recursion)."""
     deepest, stack = 0, [(value, 1)]
     while stack:
@@ -61,7 +61,7 @@ def _depth(value: Any) -> int:
     return deepest
 
 
-def _to_int(value: Any) -> int:
+def _to_int(value: object) -> int:
     loaded = json_load(value)
     if isinstance(loaded, bool):
         raise Mismatch(f"expected an integer, got the boolean {short(value)}")
@@ -72,7 +72,7 @@ def _to_int(value: Any) -> int:
     raise Mismatch(f"expected an integer, got {short(value)}")
 
 
-def _to_float(value: Any) -> float:
+def _to_float(value: object) -> float:
     loaded = json_load(value)
     if isinstance(loaded, bool):
         raise Mismatch(f"expected a number, got the boolean {short(value)}")
@@ -87,7 +87,7 @@ _TRUE = {"true", "yes", "y", "t", "on", "1"}
 _FALSE = {"false", "no", "n", "f", "off", "0"}
 
 
-def _to_bool(value: Any) -> bool:
+def _to_bool(value: object) -> bool:
     if isinstance(value, bool):
         return value
     if isinstance(value, int) and value in (0, 1):
@@ -101,7 +101,7 @@ def _to_bool(value: Any) -> bool:
     raise Mismatch(f"expected a boolean (true/false, yes/no, 1/0), got {short(value)}")
 
 
-def _to_str(value: Any) -> str:
+def _to_str(value: object) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, bool | int | float):
@@ -109,27 +109,27 @@ def _to_str(value: Any) -> str:
     raise Mismatch(f"expected a string, got {short(value)}")
 
 
-def _strict_str(value: Any) -> str:
+def _strict_str(value: object) -> str:
     if isinstance(value, str):
         return value
     raise Mismatch(f"expected a string, got {short(value)}")
 
 
-def to_dict(value: Any) -> dict[Any, Any]:
+def to_dict(value: object) -> dict[Any, Any]:
     loaded = json_load(value)
     if isinstance(loaded, dict):
         return loaded
     raise Mismatch(f"expected a mapping, got {short(value)}")
 
 
-def to_list(value: Any) -> list[Any]:
+def to_list(value: object) -> list[Any]:
     loaded = json_load(value)
     if isinstance(loaded, list | tuple):
         return list(loaded)
     raise Mismatch(f"expected a list, got {short(value)}")
 
 
-def _to_dict_of_dicts(value: Any) -> dict[Any, Any]:
+def _to_dict_of_dicts(value: object) -> dict[Any, Any]:
     loaded = to_dict(value)
     for key, item in loaded.items():
         if not isinstance(item, dict):
@@ -137,7 +137,7 @@ def _to_dict_of_dicts(value: Any) -> dict[Any, Any]:
     return loaded
 
 
-def _to_uri(value: Any) -> str:
+def _to_uri(value: object) -> str:
     text = _strict_str(value)
     parsed = urlparse(text)
     if not parsed.scheme or not parsed.netloc:
@@ -148,7 +148,7 @@ def _to_uri(value: Any) -> str:
 _IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]*$")
 
 
-def _to_image(value: Any) -> str:
+def _to_image(value: object) -> str:
     text = _strict_str(value)
     if not _IMAGE.match(text):
         raise Mismatch(f"expected a docker image such as `repo/name:tag`, got {short(value)}")
@@ -156,7 +156,7 @@ def _to_image(value: Any) -> str:
 
 
 def _bucket_uri(scheme: str, example: str) -> Callable[[Any], str]:
-    def convert(value: Any) -> str:
+    def convert(value: object) -> str:
         text = _strict_str(value)
         parsed = urlparse(text)
         if parsed.scheme != scheme or not parsed.netloc:
@@ -169,7 +169,7 @@ def _bucket_uri(scheme: str, example: str) -> Callable[[Any], str]:
 _WASB = re.compile(r"^wasbs?://[^@/]+@[^/]+\.blob\.core\.windows\.net(/.*)?$")
 
 
-def _to_wasb(value: Any) -> str:
+def _to_wasb(value: object) -> str:
     text = _strict_str(value)
     if not _WASB.match(text):
         raise Mismatch(
@@ -179,7 +179,7 @@ def _to_wasb(value: Any) -> str:
     return text
 
 
-def _to_date(value: Any) -> dt.date:
+def _to_date(value: object) -> dt.date:
     if isinstance(value, dt.datetime):
         if value.time() == dt.time(0) and value.tzinfo is None:
             return value.date()
@@ -194,7 +194,7 @@ def _to_date(value: Any) -> dt.date:
     raise Mismatch(f"expected a date such as `2020-01-02`, got {short(value)}")
 
 
-def _to_datetime(value: Any) -> dt.datetime:
+def _to_datetime(value: object) -> dt.datetime:
     if isinstance(value, dt.datetime):
         return value
     if isinstance(value, dt.date):
@@ -220,7 +220,7 @@ _CLOCK_DURATION = re.compile(
 )
 
 
-def _to_timedelta(value: Any) -> dt.timedelta:
+def _to_timedelta(value: object) -> dt.timedelta:
     if isinstance(value, dt.timedelta):
         return value
     if isinstance(value, int | float) and not isinstance(value, bool):
@@ -236,7 +236,7 @@ def _to_timedelta(value: Any) -> dt.timedelta:
     raise Mismatch(f"expected a duration (seconds, `HH:MM:SS` or `P1DT2H`), got {short(value)}")
 
 
-def _to_uuid(value: Any) -> str:
+def _to_uuid(value: object) -> str:
     if isinstance(value, uuid.UUID):
         return str(value)
     text = _strict_str(value)
@@ -249,14 +249,14 @@ def _to_uuid(value: Any) -> str:
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
 
-def _to_email(value: Any) -> str:
+def _to_email(value: object) -> str:
     text = _strict_str(value)
     if not _EMAIL.match(text):
         raise Mismatch(f"expected an email address, got {short(value)}")
     return text
 
 
-def _to_auth(value: Any) -> Any:
+def _to_auth(value: object) -> Any:
     """v1's ``auth``: ``user:password`` (or ``{user, password}``)."""
     if isinstance(value, dict) and {"user", "password"} <= set(value):
         return value
@@ -265,7 +265,7 @@ def _to_auth(value: Any) -> Any:
     raise Mismatch(f"expected `user:password`, got {short(value)}")
 
 
-def _to_time(value: Any) -> dt.time:
+def _to_time(value: object) -> dt.time:
     if isinstance(value, dt.time):
         return value
     if isinstance(value, str):
@@ -276,7 +276,7 @@ def _to_time(value: Any) -> dt.time:
     raise Mismatch(f"expected a time such as `10:30:00`, got {short(value)}")
 
 
-def _to_json(value: Any) -> Any:
+def _to_json(value: object) -> Any:
     if not isinstance(value, str):
         raise Mismatch(f"expected a JSON string, got {short(value)}")
     try:
@@ -299,7 +299,7 @@ def _object_model(name: str) -> Any:
     }[name]
 
 
-def to_object(name: str, value: Any) -> Any:
+def to_object(name: str, value: object) -> Any:
     from pydantic import BaseModel, ValidationError
 
     model = _object_model(name)

@@ -56,7 +56,7 @@ __all__ = [
 ]
 
 
-def _convert(spec: TypeSpec, value: Any) -> Any:
+def _convert(spec: TypeSpec, value: object) -> Any:
     name = spec.name
     if name == "none":
         if value is None:
@@ -126,7 +126,7 @@ def _convert(spec: TypeSpec, value: Any) -> Any:
     return SCALARS[name](value)
 
 
-def _item(index: int, spec: TypeSpec | None, value: Any) -> Any:
+def _item(index: int, spec: TypeSpec | None, value: object) -> Any:
     if spec is None:
         return value
     try:
@@ -135,7 +135,7 @@ def _item(index: int, spec: TypeSpec | None, value: Any) -> Any:
         raise Mismatch(f"item {index}: {exc}") from None
 
 
-def parse_value(type_str: str | None, value: Any, *, is_list: bool = False) -> Any:
+def parse_value(type_str: str | None, value: object, *, is_list: bool = False) -> Any:
     """Coerce ``value`` to the IO type ``type_str`` (``isList`` wraps it in ``List[...]``).
 
     Returns the typed value (structured types come back as their models, sets and tuples as

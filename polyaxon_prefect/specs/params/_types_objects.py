@@ -28,7 +28,7 @@ PathItem = StrictStr | list[StrictStr]
 """A path, or a ``[source, destination]`` pair."""
 
 
-def check_pairs(value: Any) -> Any:
+def check_pairs(value: object) -> Any:
     """``[src, dst]`` items must have exactly two parts; anything else is a typo."""
     if isinstance(value, list):
         for item in value:
@@ -64,7 +64,7 @@ class GitType(InitSource):
 
     @field_validator("flags", mode="before")
     @classmethod
-    def _flags_csv(cls, value: Any) -> Any:
+    def _flags_csv(cls, value: object) -> object:
         return value if is_template(value) else split_csv(value)
 
 
@@ -77,7 +77,7 @@ class ArtifactsType(InitSource):
 
     @field_validator("files", "dirs")
     @classmethod
-    def _pairs(cls, value: Any) -> Any:
+    def _pairs(cls, value: object) -> object:
         return check_pairs(value)
 
 
@@ -102,7 +102,7 @@ class DockerfileType(InitSource):
 
     @field_validator("copy_", "post_run_copy")
     @classmethod
-    def _pairs(cls, value: Any) -> Any:
+    def _pairs(cls, value: object) -> object:
         return check_pairs(value)
 
 
@@ -126,7 +126,7 @@ class TensorboardType(InitSource):
 
     @field_validator("uuids", "plugins", mode="before")
     @classmethod
-    def _csv(cls, value: Any) -> Any:
+    def _csv(cls, value: object) -> object:
         return value if is_template(value) else split_csv(value)
 
 

@@ -89,7 +89,7 @@ def to_init_problem(name: str, io: IO, connection: str | None, path: Path) -> Pr
 
 
 def run_value(
-    name: str, io: IO, value: Any, path: Path, *, data: bool = False, hint: str | None = None
+    name: str, io: IO, value: object, path: Path, *, data: bool = False, hint: str | None = None
 ) -> tuple[Any, list[Problem]]:
     """A value given to ``io`` at run time (``-P``, a DAG ref, a sweep suggestion), typed, and
     its problems, with the rules of the load-time check.
@@ -109,7 +109,7 @@ def run_value(
     return parsed, [invalid_param(name, error, path, hint) for error in errors]
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
@@ -189,7 +189,7 @@ def _check_mapping_values(io: IO, values: list[Any], problems: list[Problem]) ->
             )
 
 
-def _check_literal(name: str, io: IO, param: Any, path: Path, problems: list[Problem]) -> None:
+def _check_literal(name: str, io: IO, param: object, path: Path, problems: list[Problem]) -> None:
     value = getattr(param, "value", None)
     if value is None and io.is_optional is not True:
         problems.append(null_param(name, path))
@@ -295,7 +295,7 @@ def _check_to_init(name: str, io: IO, param: Param, path: Path, problems: list[P
 def _check_param(
     name: str,
     io: IO,
-    param: Any,
+    param: object,
     path: Path,
     *,
     is_template: bool,

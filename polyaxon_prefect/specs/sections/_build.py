@@ -31,5 +31,5 @@ class Build(BaseSpec):
 
     @field_validator("presets", mode="before")
     @classmethod
-    def _csv(cls, value: Any) -> Any:
+    def _csv(cls, value: object) -> object:
         return split_csv(value)

@@ -1,6 +1,6 @@
 """``cache``: whether and how a run may reuse an earlier identical run (spec 8.3)."""
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import StrictStr, field_validator
 
@@ -24,5 +24,5 @@ class Cache(BaseSpec):
 
     @field_validator("io", "sections", mode="before")
     @classmethod
-    def _csv(cls, value: Any) -> Any:
+    def _csv(cls, value: object) -> object:
         return split_csv(value)

@@ -2,7 +2,6 @@
 
 import re
 from enum import StrEnum
-from typing import Any
 
 from pydantic import StrictStr, field_validator
 from pydantic_core import PydanticCustomError
@@ -73,7 +72,7 @@ class EventTrigger(BaseSpec):
 
     @field_validator("kinds", mode="before")
     @classmethod
-    def _only_status_kinds(cls, value: Any) -> Any:
+    def _only_status_kinds(cls, value: object) -> object:
         if isinstance(value, list):
             if not value:
                 raise ValueError("an event needs at least one kind, e.g. [run_status_running]")

@@ -1,6 +1,6 @@
 """``init``: what to put in place before the main container starts (spec 4.7)."""
 
-from typing import Any, ClassVar, Self
+from typing import ClassVar, Self
 
 from pydantic import StrictStr, field_validator, model_validator
 from pydantic_core import PydanticCustomError
@@ -49,7 +49,7 @@ class Init(BaseSpec):
 
     @field_validator("paths")
     @classmethod
-    def _paths_pairs(cls, value: Any) -> Any:
+    def _paths_pairs(cls, value: object) -> object:
         return check_pairs(value)
 
     @model_validator(mode="after")

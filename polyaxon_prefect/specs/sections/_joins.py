@@ -26,7 +26,7 @@ class JoinParam(BaseSpec):
 
     @model_validator(mode="before")
     @classmethod
-    def _full_form(cls, data: Any) -> Any:
+    def _full_form(cls, data: object) -> object:
         # Same short form as operation params: anything that is not a full-form dict is a value.
         if not isinstance(data, dict) or (data and not FULL_FORM_KEYS & data.keys()):
             return {"value": data}

@@ -1,7 +1,5 @@
 """``mount`` (local paths uploaded with the run) and ``template`` (not runnable as is)."""
 
-from typing import Any
-
 from pydantic import AliasChoices, Field, StrictStr, field_validator, model_validator
 
 from polyaxon_prefect.specs._base import BaseSpec, split_csv
@@ -26,7 +24,7 @@ class Mount(BaseSpec):
 
     @model_validator(mode="before")
     @classmethod
-    def _from_string(cls, data: Any) -> Any:
+    def _from_string(cls, data: object) -> object:
         if isinstance(data, str):
             source, sep, target = data.partition(":")
             if not source or (sep and not target):
@@ -49,5 +47,5 @@ class Template(BaseSpec):
 
     @field_validator("fields", mode="before")
     @classmethod
-    def _csv(cls, value: Any) -> Any:
+    def _csv(cls, value: object) -> object:
         return value if isinstance(value, str) and "{{" in value else split_csv(value)

@@ -49,7 +49,7 @@ class Notification(BaseSpec):
 
     @field_validator("connections", mode="before")
     @classmethod
-    def _csv(cls, value: Any) -> Any:
+    def _csv(cls, value: object) -> object:
         return split_csv(value)
 
 

@@ -97,7 +97,7 @@ def _is_gpu_key(key: str) -> bool:
     return key == "gpu" or key.endswith("/gpu")
 
 
-def _whole_count(value: Any) -> bool:
+def _whole_count(value: object) -> bool:
     if isinstance(value, bool):
         return False
     if isinstance(value, int):

@@ -5,7 +5,7 @@ Field sets follow Polyaxon's ``V1CronSchedule``, ``V1IntervalSchedule`` and
 """
 
 from datetime import datetime, timedelta
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Literal, Self
 
 from pydantic import Field, StrictStr, field_validator, model_validator
 
@@ -27,7 +27,7 @@ CRON_MACROS = frozenset(
 """Shorthands that cron libraries (and Prefect's cron schedules) accept in place of fields."""
 
 
-def _check_window(start: Any, end: Any) -> None:
+def _check_window(start: object, end: object) -> None:
     if isinstance(start, datetime) and isinstance(end, datetime):
         try:
             ordered = end > start
@@ -80,7 +80,7 @@ class IntervalSchedule(_Window):
 
     @field_validator("frequency")
     @classmethod
-    def _positive(cls, value: Any) -> Any:
+    def _positive(cls, value: object) -> object:
         if isinstance(value, timedelta) and value.total_seconds() <= 0:
             raise ValueError(
                 f"an interval frequency must be positive, got {value.total_seconds():g} seconds"
