@@ -12,7 +12,7 @@ from typing import Any
 from polyaxon_prefect.dag._joins import resolve_joins
 from polyaxon_prefect.dag._records import MISSING, DagScope, OpRecord, op_sources, read_path
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
-from polyaxon_prefect.specs import Status
+from polyaxon_prefect.specs import Param, Status
 
 __all__ = ["DagScope", "dag_sources", "resolve_params", "resolve_ref"]
 
@@ -43,7 +43,7 @@ def _unresolved(name: str, message: str, hint: str | None = None) -> Problem:
     )
 
 
-def resolve_ref(name: str, param: Any, scope: DagScope) -> Any:
+def resolve_ref(name: str, param: Param, scope: DagScope) -> Any:
     """The raw (untyped) value a ref param reads; `MISSING` is never returned.
 
     Raises:

@@ -15,7 +15,9 @@ from polyaxon_prefect.specs import (
     MAIN_REPLICAS,
     MPIJob,
     MXJob,
+    PaddleElasticPolicy,
     PaddleJob,
+    PytorchElasticPolicy,
     PytorchJob,
     Termination,
     TFJob,
@@ -127,7 +129,7 @@ _ELASTIC_NAMES = {
 """Polyaxon spells the rendezvous fields ``rdvz``; the operator's CRD spells them ``rdzv``."""
 
 
-def _elastic(policy: Any) -> dict[str, Any]:
+def _elastic(policy: PytorchElasticPolicy | PaddleElasticPolicy) -> dict[str, Any]:
     return {_ELASTIC_NAMES.get(k, k): v for k, v in policy.to_dict().items()}
 
 

@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from polyaxon_prefect import tracking
 from polyaxon_prefect.distributed import (
@@ -67,7 +67,7 @@ from polyaxon_prefect.runtime.render._locate import locate_problems
 from polyaxon_prefect.runtime.render._options import PrepareOptions
 from polyaxon_prefect.runtime.render._render import python_env
 from polyaxon_prefect.runtime.session._process import ProcessResult, run_process
-from polyaxon_prefect.specs import Status
+from polyaxon_prefect.specs import LoadedPolyaxonfile, Status
 from polyaxon_prefect.tracking import METRICS_FILE, OUTPUTS_FILE
 
 if TYPE_CHECKING:
@@ -190,7 +190,9 @@ def _own_outputs(job: PreparedJob, replica: Replica, plan: ReplicaPlan) -> Prepa
     return dataclasses.replace(job, context=context, env=env)
 
 
-def _prepare_one(loaded: Any, replica: Replica, options: PrepareOptions) -> PreparedJob:
+def _prepare_one(
+    loaded: LoadedPolyaxonfile, replica: Replica, options: PrepareOptions
+) -> PreparedJob:
     """``replica``'s container prepared as a job's; its problems located at its section."""
     try:
         job, _ = prepare_container(loaded, options, run=replica.spec)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from polyaxon_prefect.search._attrs import encode
 from polyaxon_prefect.search._kinds import IndexedKind, TunedKind, get_kind
 from polyaxon_prefect.search._records import SweepStudyError
-from polyaxon_prefect.specs import MAX_GRID_ENV, max_grid
+from polyaxon_prefect.specs import MAX_GRID_ENV, Matrix, max_grid
 
 if TYPE_CHECKING:
     from polyaxon_prefect.search._study import SweepStudy
@@ -73,7 +73,7 @@ def extend_study(study: SweepStudy, more: int) -> int:
     return new
 
 
-def _counted(matrix: Any, field: str, value: int | None, more: int = 0) -> Any:
+def _counted(matrix: Matrix, field: str, value: int | None, more: int = 0) -> Any:
     """``matrix`` with its count ``field`` set to ``value`` (None: grown by ``more``), so the
     operation a resumed sweep records and the points it reads say the new count; a matrix
     without that count, or with a templated one, is left as it is (the study's total rules)."""
@@ -85,7 +85,7 @@ def _counted(matrix: Any, field: str, value: int | None, more: int = 0) -> Any:
     return matrix.model_copy(update={field: value})
 
 
-def _points(kind: IndexedKind[Any], matrix: Any, known: int) -> int:
+def _points(kind: IndexedKind[Any], matrix: Matrix, known: int) -> int:
     """How many points the kind has without a ``numRuns`` cut."""
     if not hasattr(matrix, "num_runs"):
         return known

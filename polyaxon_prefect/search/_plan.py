@@ -13,6 +13,7 @@ from polyaxon_prefect.search._kinds import get_kind
 from polyaxon_prefect.search._kinds._grid import grid_points, grid_suggestions
 from polyaxon_prefect.search._kinds._hyperband import Bracket, hyperband_schedule
 from polyaxon_prefect.search._kinds._mapping import mapping_suggestions
+from polyaxon_prefect.specs import Matrix
 
 __all__ = [
     "Bracket",
@@ -24,7 +25,7 @@ __all__ = [
 ]
 
 
-def matrix_plan(matrix: Any) -> dict[str, Any]:
+def matrix_plan(matrix: Matrix) -> dict[str, Any]:
     """What a matrix will run, as a JSON-able dict.
 
     - grid, mapping: ``{"kind", "total", "suggestions": [...]}``, every suggestion in order,

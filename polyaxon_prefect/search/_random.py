@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect.search._space import reachable_values, sample_hp, space_size
-from polyaxon_prefect.specs import MAX_GRID_ENV, max_grid
+from polyaxon_prefect.specs import MAX_GRID_ENV, HpParam, Matrix, max_grid
 
 if TYPE_CHECKING:
     import numpy
@@ -40,7 +40,7 @@ def _freeze(value: object) -> Any:
     return value
 
 
-def _weights(hp: Any) -> list[float]:
+def _weights(hp: HpParam) -> list[float]:
     """The probability of each reachable value of a discrete hp."""
     if hp.kind == "pchoice":
         return [p for p in hp.spec.probabilities if p > 0]
@@ -75,7 +75,7 @@ def _without_replacement(
     return [dict(zip(names, points[i], strict=True)) for i in order]
 
 
-def _rendered(matrix: Any, label: str, value: Any) -> Any:
+def _rendered(matrix: Matrix, label: str, value: Any) -> Any:
     if isinstance(value, str):
         raise ValueError(
             f"`{label}` of the {matrix.kind} matrix is a template ({value!r}): "
@@ -85,7 +85,7 @@ def _rendered(matrix: Any, label: str, value: Any) -> Any:
 
 
 def random_suggestions(
-    matrix: Any, *, seed: int | None = None, num_runs: int | None = None
+    matrix: Matrix, *, seed: int | None = None, num_runs: int | None = None
 ) -> list[dict[str, Any]]:
     """``numRuns`` distinct suggestions drawn from ``matrix.params`` (any matrix with params).
 

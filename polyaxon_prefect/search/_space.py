@@ -28,7 +28,7 @@ _UNIFORM_FAMILY = frozenset({"uniform", "quniform", "loguniform", "qloguniform"}
 _NORMAL_FAMILY = frozenset({"normal", "qnormal", "lognormal", "qlognormal"})
 
 
-def _require_rendered(hp: Any) -> None:
+def _require_rendered(hp: HpParam) -> None:
     if hp.is_ref:
         raise ValueError(f"`{hp.kind}` value {hp.value!r} is a template: render it before sampling")
 
@@ -43,7 +43,7 @@ def hp_values(hp: HpParam) -> list[Any] | None:
     return hp.to_values()
 
 
-def reachable_values(hp: Any) -> list[Any] | None:
+def reachable_values(hp: HpParam) -> list[Any] | None:
     """The values a random draw can produce: ``hp_values`` less zero-probability ``pchoice``
     values, which would otherwise make the search wait forever for a value that never comes."""
     if hp.kind == "pchoice":
@@ -80,7 +80,7 @@ def _quantise(values: numpy.ndarray, q: float) -> list[float]:
     return [float(f"{value:.12g}") for value in steps.tolist()]
 
 
-def sample_hp(hp: Any, rng: numpy.random.Generator, size: int) -> list[Any]:
+def sample_hp(hp: HpParam, rng: numpy.random.Generator, size: int) -> list[Any]:
     """``size`` independent draws of one hp, as plain Python values.
 
     Discrete kinds draw uniformly among their values (``pchoice`` by its weights); the

@@ -24,7 +24,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from polyaxon_prefect.specs import FAILED_STATUSES, Status
+from polyaxon_prefect.specs import (
+    FAILED_STATUSES,
+    FailureEarlyStopping,
+    MetricEarlyStopping,
+    Status,
+)
 
 __all__ = ["FAILED", "RunSummary", "StopDecision", "check_early_stopping"]
 
@@ -64,7 +69,9 @@ def _number(value: object) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _rendered(policy: Any, field_name: str, value: Any) -> float:
+def _rendered(
+    policy: MetricEarlyStopping | FailureEarlyStopping, field_name: str, value: Any
+) -> float:
     if isinstance(value, str):
         raise ValueError(
             f"{policy.kind} `{field_name}` is a template ({value!r}): render it before "
@@ -77,7 +84,7 @@ def _label(run: RunSummary, index: int) -> str:
     return f"`{run.name}`" if run.name else f"run {index}"
 
 
-def _metric_hit(policy: Any, finished: Sequence[RunSummary]) -> StopDecision | None:
+def _metric_hit(policy: MetricEarlyStopping, finished: Sequence[RunSummary]) -> StopDecision | None:
     threshold = _rendered(policy, "value", policy.value)
     maximize = str(policy.optimization) == "maximize"
     for index, run in enumerate(finished):
@@ -97,7 +104,7 @@ def _metric_hit(policy: Any, finished: Sequence[RunSummary]) -> StopDecision | N
 
 
 def _failure_hit(
-    policy: Any, finished: Sequence[RunSummary], total: int | None
+    policy: FailureEarlyStopping, finished: Sequence[RunSummary], total: int | None
 ) -> StopDecision | None:
     percent = _rendered(policy, "percent", policy.percent)
     failed = sum(1 for run in finished if run.status in FAILED)

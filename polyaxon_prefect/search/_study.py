@@ -75,7 +75,7 @@ def _metric(matrix: Matrix) -> tuple[str | None, bool]:
     return matrix.objective()
 
 
-def _seed(matrix: Any) -> int:
+def _seed(matrix: Matrix) -> int:
     """The matrix's seed, or a fresh one (kept in the study, so a resume draws the same)."""
     value = getattr(matrix, "seed", None)
     if isinstance(value, str):
@@ -86,7 +86,7 @@ def _seed(matrix: Any) -> int:
 
 
 def _sampler(
-    kind: MatrixKind[Any], matrix: Any, seed: int
+    kind: MatrixKind[Any], matrix: Matrix, seed: int
 ) -> tuple[BaseSampler, dict[str, Dimension], list[str]]:
     """The kind's sampler, the search space it samples (empty for a queued kind), and what
     the sampler cannot honour here (torch missing); what the file itself asks for that the
@@ -222,7 +222,7 @@ class SweepStudy:
         return self
 
     @staticmethod
-    def _resumed_seed(backend: BaseStorage, url: str, study_name: str, matrix: Any) -> int:
+    def _resumed_seed(backend: BaseStorage, url: str, study_name: str, matrix: Matrix) -> int:
         """The seed an existing study was created with, after checking it is the same kind."""
         try:
             study_id = backend.get_study_id_from_name(study_name)

@@ -26,7 +26,7 @@ from polyaxon_prefect.client import (
 )
 from polyaxon_prefect.client import FENCE as _FENCE
 from polyaxon_prefect.search._stopping import RunSummary, StopDecision, check_early_stopping
-from polyaxon_prefect.specs import DONE_STATUSES, Param, Status, slug
+from polyaxon_prefect.specs import DONE_STATUSES, Operation, Param, Status, slug
 
 __all__ = [
     "DATA_HEADING",
@@ -79,7 +79,7 @@ def finite(value: object) -> float | None:
 
 
 def study_prefix(
-    operation: Any, op_name: str, params: Mapping[str, Any], overrides: Mapping[str, Any]
+    operation: Operation, op_name: str, params: Mapping[str, Any], overrides: Mapping[str, Any]
 ) -> str:
     """``<op>-<hash>``: the same op with the same params always gets the same prefix, so
     ``--resume`` finds the sweep it continues (the newest study with that prefix)."""

@@ -19,6 +19,8 @@ import itertools
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from polyaxon_prefect.specs import Matrix
+
 if TYPE_CHECKING:
     from polyaxon_prefect.search import Suggestion, SweepStudy
 
@@ -57,7 +59,7 @@ class MatrixKindTestCase:
 
     def __init__(
         self,
-        matrix: Any,
+        matrix: Matrix,
         *,
         tuner: Callable[[Mapping[str, Any]], list[dict[str, Any]]] = _toy_tuner,
         max_trials: int = 500,

@@ -14,6 +14,7 @@ from typing import Any
 from polyaxon_prefect.loading import TemplateError, render_bool
 from polyaxon_prefect.runtime._context import RunContext, project_uuid
 from polyaxon_prefect.runtime.render._problems import Problems
+from polyaxon_prefect.specs import Component
 
 __all__ = ["cache_enabled", "cache_key"]
 
@@ -22,7 +23,7 @@ _CACHE_SECTIONS = ("init", "connections", "containers")
 
 def cache_key(
     *,
-    component: Any,
+    component: Component,
     cache: Any,
     values: Mapping[str, Any],
     run: Any,

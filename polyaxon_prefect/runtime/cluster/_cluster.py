@@ -42,6 +42,7 @@ from polyaxon_prefect.runtime.render._param_values import (
 )
 from polyaxon_prefect.runtime.render._problems import PathT, Problems
 from polyaxon_prefect.runtime.render._render import has_template, render_argv, render_text_value
+from polyaxon_prefect.specs import LoadedPolyaxonfile
 
 __all__ = [
     "ARGV_KEYS",
@@ -168,7 +169,7 @@ def _rendered_run(loaded: Any, values: Mapping[str, Any], run_context: RunContex
 
 
 def prepare_cluster(
-    loaded: Any, backend: Backend, options: PrepareOptions = PrepareOptions()
+    loaded: LoadedPolyaxonfile, backend: Backend, options: PrepareOptions = PrepareOptions()
 ) -> PreparedManifests:
     """Render ``loaded``'s distributed run and build its ``backend`` manifests.
 

@@ -26,7 +26,7 @@ from polyaxon_prefect.runtime.render._locate import locate_problems
 from polyaxon_prefect.runtime.render._param_values import template_params
 from polyaxon_prefect.runtime.render._problems import Problems
 from polyaxon_prefect.runtime.render._render import has_template, render_argv, render_text_value
-from polyaxon_prefect.specs import dag_of
+from polyaxon_prefect.specs import LoadedPolyaxonfile, dag_of
 
 __all__ = ["OP_ANNOTATION", "cluster_manifests"]
 
@@ -47,7 +47,7 @@ def _kept_globals(op_name: str) -> dict[str, str]:
     return {key: f"{{{{ globals.{key} }}}}" for key in keys}
 
 
-def _with_params_rendered(loaded: Any, op_name: str) -> Any:
+def _with_params_rendered(loaded: LoadedPolyaxonfile, op_name: str) -> Any:
     """``loaded`` with its run section's templates rendered with the params the file gives;
     a template that needs what only a submission knows is kept as written."""
     operation = loaded.operation
@@ -116,7 +116,7 @@ def _text(value: object, context: Mapping[str, Any]) -> Any:
 
 
 def _one(
-    loaded: Any,
+    loaded: LoadedPolyaxonfile,
     backend: Backend | None,
     options: Mapping[str, Any],
     prefix: tuple[str | int, ...] = (),
@@ -137,7 +137,7 @@ def _one(
 
 
 def cluster_manifests(
-    loaded: Any,
+    loaded: LoadedPolyaxonfile,
     *,
     backend: Backend | None = None,
     namespace: str | None = None,

@@ -6,11 +6,11 @@ One place decides what counts as a build, so a job, a DAG op and a trial skip th
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from polyaxon_prefect.exceptions import Problem, UnsupportedFeatureError
 from polyaxon_prefect.runtime._prepared import InitStep
 from polyaxon_prefect.runtime.render._problems import first
+from polyaxon_prefect.specs import Component, Operation
 
 __all__ = ["BuildNotSupportedError", "check_build", "is_build_op"]
 
@@ -21,7 +21,7 @@ class BuildNotSupportedError(UnsupportedFeatureError):
     """A build operation on the local runtime, which has no image builder."""
 
 
-def is_build_op(operation: Any, component: Any, steps: Sequence[InitStep]) -> bool:
+def is_build_op(operation: Operation, component: Component, steps: Sequence[InitStep]) -> bool:
     """A kaniko hub component, or a dockerfile init step in a component with a ``destination``."""
     hub_ref = (operation.hub_ref or "").split(":")[0].split("/")[-1]
     if hub_ref in _KANIKO_NAMES or (component.name or "").split(":")[0] in _KANIKO_NAMES:
@@ -31,7 +31,11 @@ def is_build_op(operation: Any, component: Any, steps: Sequence[InitStep]) -> bo
 
 
 def check_build(
-    operation: Any, component: Any, steps: Sequence[InitStep], op_name: str, skip_builds: bool
+    operation: Operation,
+    component: Component,
+    steps: Sequence[InitStep],
+    op_name: str,
+    skip_builds: bool,
 ) -> tuple[bool, list[str]]:
     """Whether the op is itself a build, and the notes for a build it needs that is skipped.
 

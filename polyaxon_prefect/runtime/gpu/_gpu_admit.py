@@ -39,7 +39,7 @@ from polyaxon_prefect.runtime.gpu._gpu_locks import (
 from polyaxon_prefect.runtime.render._locate import locate_problems
 from polyaxon_prefect.runtime.render._problems import PathT, Problems
 from polyaxon_prefect.runtime.render._render import render_scalar
-from polyaxon_prefect.specs import Status
+from polyaxon_prefect.specs import LoadedPolyaxonfile, Status
 
 if TYPE_CHECKING:
     from polyaxon_prefect.runtime._prepared import PreparedJob
@@ -205,7 +205,7 @@ def _requests_of(run: object, path: PathT) -> list[tuple[list[int], PathT, list[
     return [([count], (*path, "container", "resources"), [])] if isinstance(count, int) else []
 
 
-def check_gpus_up_front(loaded: Any) -> None:
+def check_gpus_up_front(loaded: LoadedPolyaxonfile) -> None:
     """Refuse a sweep or a DAG one of whose ops asks for more GPUs than this machine has,
     once, before any flow run exists (each trial or op would otherwise fail alike, one by one).
 

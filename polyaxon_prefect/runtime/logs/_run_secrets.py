@@ -26,12 +26,13 @@ from polyaxon_prefect.runtime.render._connections import (
     connection_env,
     load_connections,
 )
+from polyaxon_prefect.specs import Operation
 
 __all__ = ["run_secrets"]
 
 
 def run_secrets(
-    operation: Any, connections: Mapping[str, Connection] | None = None
+    operation: Operation, connections: Mapping[str, Connection] | None = None
 ) -> tuple[str, ...]:
     """The secrets of every op of ``operation`` (its whole tree, as loaded), remembered by
     this process's masking; ``connections``: by name, None: the connections file's."""

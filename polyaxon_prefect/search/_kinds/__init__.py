@@ -26,6 +26,7 @@ from polyaxon_prefect.search._kinds._hyperopt import HyperoptKind
 from polyaxon_prefect.search._kinds._iterative import IterativeKind
 from polyaxon_prefect.search._kinds._mapping import MappingKind
 from polyaxon_prefect.search._kinds._random import Random
+from polyaxon_prefect.specs import Matrix
 
 if TYPE_CHECKING:
     from optuna.samplers import BaseSampler
@@ -81,7 +82,7 @@ def get_kind(name: str) -> MatrixKind[Any]:
 
 
 def build_sampler(
-    matrix: Any, space: Mapping[str, Dimension], *, seed: int, deterministic: bool = True
+    matrix: Matrix, space: Mapping[str, Dimension], *, seed: int, deterministic: bool = True
 ) -> tuple[BaseSampler, list[str]]:
     """The sampler for a searching matrix (``bayes``, ``hyperopt``), and what it could not honour.
 

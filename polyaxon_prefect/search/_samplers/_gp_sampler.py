@@ -26,6 +26,7 @@ from optuna.trial import FrozenTrial
 from polyaxon_prefect.search._samplers._encoder import SpaceSampler, observations, trial_rng
 from polyaxon_prefect.search._samplers._gp import GP, log_ei, optimize_acquisition
 from polyaxon_prefect.search._samplers._space import OPTUNA_SCALARS
+from polyaxon_prefect.specs import Bayes
 
 __all__ = ["GaussianProcessSampler", "bayes_sampler"]
 
@@ -211,7 +212,7 @@ def _gp_sampler(seed: int, n_startup: int, utility: Any, deterministic: bool) ->
 
 
 def bayes_sampler(
-    matrix: Any, distributions: Mapping[str, BaseDistribution], seed: int, deterministic: bool
+    matrix: Bayes, distributions: Mapping[str, BaseDistribution], seed: int, deterministic: bool
 ) -> tuple[BaseSampler, list[str]]:
     """The sampler of a ``bayes`` matrix, and what the study should say about it.
 

@@ -19,6 +19,7 @@ from typing import Any
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution
 
 from polyaxon_prefect.search._space import hp_values
+from polyaxon_prefect.specs import HpParam
 from polyaxon_prefect.specs.matrix._matrix_warnings import QUANTILE_EPS as _QUANTILE_EPS
 
 __all__ = ["OPTUNA_SCALARS", "Dimension", "optuna_space"]
@@ -41,7 +42,7 @@ def _floor(q: float) -> Callable[[float], float]:
     return lambda x: float(f"{math.floor(x / q) * q:.12g}")
 
 
-def _dimension(name: str, hp: Any) -> Dimension:
+def _dimension(name: str, hp: HpParam) -> Dimension:
     """One param as a ``Dimension`` (a ``pchoice`` as a plain categorical)."""
     kind = hp.kind
     values = hp_values(hp)

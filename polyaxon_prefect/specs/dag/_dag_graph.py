@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from polyaxon_prefect.specs._polyaxonfile import Operation
+
 __all__ = ["find_cycle", "op_upstreams", "ref_op_name", "topological_stages"]
 
 
@@ -21,17 +23,16 @@ def ref_op_name(ref: object) -> str | None:
     return None
 
 
-def op_upstreams(op: Any) -> dict[str, str]:
+def op_upstreams(op: Operation) -> dict[str, str]:
     """Upstream op names of ``op`` mapped to why each one is an upstream.
 
-    ``op`` is an `Operation` (duck-typed: ``dependencies``, ``params``, ``events``, ``joins``).
     The reason (``"dependencies"``, ``"params.lr"``, ``"events[0]"``) lets errors point at the
     exact place that names an unknown op.
     """
     upstreams: dict[str, str] = {}
-    for index, name in enumerate(op.dependencies or ()):
-        if isinstance(name, str):
-            upstreams.setdefault(name, f"dependencies[{index}]")
+    for index, dependency in enumerate(op.dependencies or ()):
+        if isinstance(dependency, str):
+            upstreams.setdefault(dependency, f"dependencies[{index}]")
     for key, param in (op.params or {}).items():
         name = ref_op_name(getattr(param, "ref", None))
         if name:

@@ -16,6 +16,7 @@ from typing import Any
 from polyaxon_prefect.exceptions import Problem
 from polyaxon_prefect.specs._polyaxonfile import Dag, Operation
 from polyaxon_prefect.specs.matrix._hp_base import PCHOICE_TOLERANCE
+from polyaxon_prefect.specs.matrix._hyperparams import HpParam
 from polyaxon_prefect.specs.matrix._matrix import Bayes, Matrix
 
 __all__ = ["QUANTILE_EPS", "matrix_warnings", "utility_gaps"]
@@ -123,7 +124,7 @@ def _of_matrix(matrix: Matrix) -> Iterator[Problem]:
         yield from _of_param(name, hp)
 
 
-def _of_param(name: str, hp: Any) -> Iterator[Problem]:
+def _of_param(name: str, hp: HpParam) -> Iterator[Problem]:
     path: Path = ("params", name)
     kind = hp.kind  # no `pchoice`: both searched kinds refuse it (`_pchoice_remainders`)
     if hp.is_continuous and kind not in _UNIFORM_KINDS:
