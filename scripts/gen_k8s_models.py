@@ -117,7 +117,7 @@ QUANTITY_REGEX = re.compile(
 )
 
 
-def _check_quantity(value: Any) -> Any:
+def _check_quantity(value: object) -> object:
     """Numbers and quantity strings pass; a `{{{{ template }}}}` is checked once rendered."""
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise PydanticCustomError(
@@ -138,7 +138,7 @@ Quantity = Annotated[int | float | str, BeforeValidator(_check_quantity)]
 """A Kubernetes resource quantity (``2``, ``0.5``, ``"500m"``, ``"4Gi"``) or a template."""
 
 
-def _to_command_list(value: Any) -> Any:
+def _to_command_list(value: object) -> object:
     """Polyaxon's reading of `command`/`args`: a plain string is a one-item list and empty items
     are dropped; a `{{{{ template }}}}` string stays as it is because it may render to a whole list
     (``args: "{{{{ params.as_args }}}}"``). A YAML boolean, number or null where a word is expected
@@ -158,7 +158,7 @@ def _to_command_list(value: Any) -> Any:
     return value
 
 
-def _word_context(index: int, item: Any) -> dict[str, Any]:
+def _word_context(index: int, item: object) -> dict[str, Any]:
     """Where the `command_word` problem points, and how to write the word as meant."""
     if item is None or isinstance(item, bool):
         written = "null" if item is None else str(item).lower()
@@ -173,7 +173,7 @@ CommandList = Annotated[list[str] | Ref, BeforeValidator(_to_command_list)]
 """A container's `command`/`args`: a list of strings, or a template that renders to one."""
 
 
-def _env_value(value: Any) -> Any:
+def _env_value(value: object) -> object:
     """Polyaxon JSON-encodes non-string env values (``1`` -> ``"1"``, ``true`` -> ``"true"``)."""
     if value is None or isinstance(value, str):
         return value
