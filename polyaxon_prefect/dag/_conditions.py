@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from polyaxon_prefect.dag._records import op_sources
+from polyaxon_prefect.dag._records import DagScope, op_sources
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.specs import Operation
 
@@ -36,7 +36,7 @@ class ConditionError(PolyaxonPrefectError, ValueError):
         self.hint = hint
 
 
-def condition_context(op: Operation, params: Mapping[str, Any], scope: Any) -> dict[str, Any]:
+def condition_context(op: Operation, params: Mapping[str, Any], scope: DagScope) -> dict[str, Any]:
     """The Jinja context of ``op``'s conditions: its params as in its own templates, plus
     ``dag.inputs``, ``ops.<name>.{outputs,inputs,globals,artifacts,status}`` and ``globals``
     (the DAG run's: the op has no run yet)."""
@@ -66,7 +66,7 @@ def condition_context(op: Operation, params: Mapping[str, Any], scope: Any) -> d
     return build_context(values, globals=scope.globals, dag_inputs=scope.inputs, ops=ops)
 
 
-def evaluate_conditions(op: Operation, params: Mapping[str, Any], scope: Any) -> bool:
+def evaluate_conditions(op: Operation, params: Mapping[str, Any], scope: DagScope) -> bool:
     """Whether ``op`` should run: True without ``conditions``, else the rendered expression read
     as a boolean (``true``/``false`` and Polyaxon's words ``yes/no``, ``on/off``, ``1/0``,
     ``y/n``, ``t/f``, any case). False means the op is ``skipped``.

@@ -26,7 +26,7 @@ from optuna.trial import FrozenTrial
 from polyaxon_prefect.search._samplers._encoder import SpaceSampler, observations, trial_rng
 from polyaxon_prefect.search._samplers._gp import GP, log_ei, optimize_acquisition
 from polyaxon_prefect.search._samplers._space import OPTUNA_SCALARS
-from polyaxon_prefect.specs import Bayes
+from polyaxon_prefect.specs import Bayes, UtilityFunction
 
 __all__ = ["GaussianProcessSampler", "bayes_sampler"]
 
@@ -194,7 +194,9 @@ def _torch_installed() -> bool:
     return True
 
 
-def _gp_sampler(seed: int, n_startup: int, utility: Any, deterministic: bool) -> BaseSampler:
+def _gp_sampler(
+    seed: int, n_startup: int, utility: UtilityFunction | None, deterministic: bool
+) -> BaseSampler:
     """Optuna's GPSampler, with Polyaxon's ``numWarmup``/``numIterations`` where given."""
     num_warmup = num_iterations = None
     if utility is not None:

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import date
-from typing import Any
 
 from polyaxon_prefect.exceptions import Problem
 from polyaxon_prefect.specs._polyaxonfile import Dag, Operation
 from polyaxon_prefect.specs.matrix._hp_base import PCHOICE_TOLERANCE
 from polyaxon_prefect.specs.matrix._hyperparams import HpParam
-from polyaxon_prefect.specs.matrix._matrix import Bayes, Matrix
+from polyaxon_prefect.specs.matrix._matrix import Bayes, Matrix, UtilityFunction
 
 __all__ = ["QUANTILE_EPS", "matrix_warnings", "utility_gaps"]
 
@@ -32,7 +31,7 @@ _UNIFORM_KINDS = ("uniform", "quniform", "loguniform", "qloguniform")
 Path = tuple[str | int, ...]
 
 
-def utility_gaps(utility: Any) -> list[str]:
+def utility_gaps(utility: UtilityFunction | None) -> list[str]:
     """The settings of a bayes ``utilityFunction`` that the search's one model (Optuna's
     ``GPSampler``, or the same on numpy without torch: log expected improvement, a Matern 5/2
     kernel whose lengthscales it fits) does not honour, spelled as in a file
