@@ -1,0 +1,119 @@
+"""The background server's files in the Prefect home (its record, its clients' leases), the
+proof that a record's pid is still that server, and where the sessions' journals are: standard
+library only, so the thin client reads them before Prefect loads, and the one definition
+`prefect.server._background_server` (which writes them) and `runtime.session` use.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from polyaxon_prefect.client._paths import resolve_artifacts_root
+
+__all__ = [
+    "LEASES_DIR",
+    "RECORD_FILE",
+    "SERVER_MODULE",
+    "hold_lease",
+    "journal_dir",
+    "leases_dir",
+    "pid_alive",
+    "prefect_home",
+    "read_record",
+    "record_path",
+    "server_process",
+    "start_ticks",
+]
+
+RECORD_FILE = "polyaxon-prefect-server.json"
+"""The record of the background server, in the Prefect home."""
+LEASES_DIR = "polyaxon-prefect-server.clients"
+SERVER_MODULE = b"polyaxon_prefect.prefect.server._server_process"
+"""What the background server's command line runs (`_background_server._spawn`)."""
+_HELD: set[Path] = set()
+
+
+def prefect_home() -> Path:
+    return Path(os.environ.get("PREFECT_HOME") or "~/.prefect").expanduser()
+
+
+def record_path() -> Path:
+    return prefect_home() / RECORD_FILE
+
+
+def leases_dir() -> Path:
+    """Where each process that uses the background server leaves a file named after its pid:
+    the server never stops itself while one of them lives (`hold_lease`)."""
+    return prefect_home() / LEASES_DIR
+
+
+def journal_dir() -> Path:
+    """Where each session keeps its journal (`runtime.session`): a dead session's journal
+    means runs to mark crashed before anything reads them."""
+    return resolve_artifacts_root() / ".sessions"
+
+
+def read_record() -> dict[str, Any] | None:
+    """The background server's record as written, None when there is none to read."""
+    try:
+        data = json.loads(record_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def hold_lease() -> None:
+    """Keep the background server up while this process lives (the file goes at exit; a
+    process killed before that leaves a file whose pid is dead, which the server ignores)."""
+    path = leases_dir() / str(os.getpid())
+    if path in _HELD:
+        return
+    _HELD.add(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+    except OSError:  # the API use it makes still counts
+        return
+    atexit.register(lambda: path.unlink(missing_ok=True))
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (one we may not signal counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def start_ticks(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks since boot, ``/proc/PID/stat`` field 22), or
+    None where that cannot be read: with the pid, it names one process for good."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+        return int(stat.rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def server_process(pid: int, started: int | None) -> bool | None:
+    """Whether ``pid`` is still the background server a record names (a pid is reused after a
+    reboot or a crash: an unrelated process must never be stopped or asked). Proven only by both
+    the start time the record keeps and our server module on the pid's command line: a record
+    without its start time (older versions wrote none) proves nothing, whatever runs under that
+    pid. None where ``/proc`` is missing (the caller asks the URL instead)."""
+    if not Path("/proc/self").exists():
+        return None
+    if started is None or not pid_alive(pid) or start_ticks(pid) != started:
+        return False
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return SERVER_MODULE in command.split(b"\0")
