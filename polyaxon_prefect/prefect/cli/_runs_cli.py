@@ -205,16 +205,14 @@ def _read(api: str, read: Any) -> Any:
     error, is one `PolyaxonPrefectError` line (the CLI's ``error:``), not httpx's traceback."""
     import httpx
 
+    from polyaxon_prefect.client._http import unreachable
     from polyaxon_prefect.exceptions import PolyaxonPrefectError
 
     try:
         return read()
     except httpx.HTTPError as exc:
         why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise PolyaxonPrefectError(
-            f"cannot read runs from the Prefect server at {api} ({why}): start one with "
-            "`polyaxon-prefect server start`, or set PREFECT_API_URL to one that answers"
-        ) from None
+        raise PolyaxonPrefectError(unreachable(api, why)) from None
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
