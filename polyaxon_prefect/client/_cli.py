@@ -1,7 +1,7 @@
-"""``ls``, ``get``, ``statuses``, ``logs`` (and ``-f``) and ``stop`` in their plain forms,
-answered without Prefect: `thin_main` takes a command line it can answer exactly as the flow
-layer's command would (same readers, same printers, same stderr lines), and returns None for
-every other one (the flow layer runs it)."""
+"""``ls``, ``get``, ``statuses``, ``logs`` (and ``-f``), ``stop`` and ``server status`` in
+their plain forms, answered without Prefect: `thin_main` takes a command line it can answer
+exactly as the flow layer's command would (same readers, same printers, same stderr lines), and
+returns None for every other one (the flow layer runs it)."""
 
 from __future__ import annotations
 
@@ -122,6 +122,10 @@ def thin_main(argv: list[str]) -> int | None:
     """Run ``argv`` when it is a plain ``ls``, ``get``, ``statuses``, ``logs`` or ``stop`` and
     the server is known without Prefect; None when the flow layer must (any other command line,
     no such server, a server that does not answer as expected before anything was printed)."""
+    if argv == ["server", "status"]:  # reads this home's record: no server to find first
+        from polyaxon_prefect.client._local_server import server_status
+
+        return server_status()
     args = _args(argv)
     if args is None:
         return None

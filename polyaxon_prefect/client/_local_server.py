@@ -1,14 +1,19 @@
 """The background server's files in the Prefect home (its record, its clients' leases), the
-proof that a record's pid is still that server, and where the sessions' journals are: standard
-library only, so the thin client reads them before Prefect loads, and the one definition
-`prefect.server._background_server` (which writes them) and `runtime.session` use.
+proof that a record's pid is still that server, whether it runs (``server status``), and where
+the sessions' journals are: standard library only, so the thin client reads them before Prefect
+loads, and the one definition `prefect.server._background_server` (which starts, stops and
+writes them) and `runtime.session` use.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
+import http.client
 import json
 import os
+import urllib.parse
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +23,21 @@ __all__ = [
     "LEASES_DIR",
     "RECORD_FILE",
     "SERVER_MODULE",
+    "STOPPED_EXIT",
+    "BackgroundServer",
+    "healthy",
     "hold_lease",
+    "is_our_server",
     "journal_dir",
     "leases_dir",
     "pid_alive",
     "prefect_home",
     "read_record",
+    "read_server",
     "record_path",
+    "running_server",
     "server_process",
+    "server_status",
     "start_ticks",
 ]
 
@@ -34,7 +46,28 @@ RECORD_FILE = "polyaxon-prefect-server.json"
 LEASES_DIR = "polyaxon-prefect-server.clients"
 SERVER_MODULE = b"polyaxon_prefect.prefect.server._server_process"
 """What the background server's command line runs (`_background_server._spawn`)."""
+STOPPED_EXIT = 3
+"""How ``server status`` exits when no server runs (as ``systemctl status`` does)."""
 _HELD: set[Path] = set()
+
+
+@dataclass(frozen=True)
+class BackgroundServer:
+    """The record of the background server (what `_background_server._spawn` writes)."""
+
+    pid: int
+    url: str
+    """The server's address (the UI is there; the API under ``/api``)."""
+    log: str
+    database: str
+    idle_timeout: float = 0.0
+    """Seconds without API use after which it stops itself; 0 for never."""
+    started: int | None = None
+    """Its process's start time (`start_ticks`), so a reused pid is never taken for it."""
+
+    @property
+    def api_url(self) -> str:
+        return f"{self.url}/api"
 
 
 def prefect_home() -> Path:
@@ -117,3 +150,60 @@ def server_process(pid: int, started: int | None) -> bool | None:
     except OSError:
         return False
     return SERVER_MODULE in command.split(b"\0")
+
+
+def healthy(api_url: str, timeout: float = 2.0) -> bool:
+    """Whether a Prefect API answers its health check at ``api_url`` (soon: a server that hangs
+    is not one to wait on)."""
+    parts = urllib.parse.urlsplit(api_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return False
+    kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    try:
+        connection = kind(parts.hostname, parts.port, timeout=timeout)
+        try:
+            connection.request("GET", parts.path.rstrip("/") + "/health")
+            return connection.getresponse().status == 200
+        finally:
+            connection.close()
+    except (OSError, http.client.HTTPException, ValueError):
+        return False
+
+
+def read_server() -> BackgroundServer | None:
+    """The record as a `BackgroundServer`, None when there is none or it is malformed."""
+    data = read_record()
+    try:
+        return BackgroundServer(**data) if data is not None else None
+    except TypeError:
+        return None
+
+
+def is_our_server(record: BackgroundServer) -> bool:
+    """Whether the record's pid is still the server it names (`server_process`); where
+    ``/proc`` is missing, whether its URL answers as a Prefect server."""
+    ours = server_process(record.pid, record.started)
+    return healthy(record.api_url) if ours is None else ours
+
+
+def running_server() -> BackgroundServer | None:
+    """The background server of this Prefect home when it is up; a record left by a server
+    that died is removed."""
+    record = read_server()
+    if record is None:
+        return None
+    if not pid_alive(record.pid) or not is_our_server(record):
+        with contextlib.suppress(OSError):
+            record_path().unlink()
+        return None
+    return record if healthy(record.api_url) else None
+
+
+def server_status() -> int:
+    """``server status``: where the background server runs, or ``stopped`` (`STOPPED_EXIT`)."""
+    current = running_server()
+    if current is None:
+        print("stopped")
+        return STOPPED_EXIT
+    print(f"running at {current.url} (pid {current.pid}; database: {current.database})")
+    return 0

@@ -22,8 +22,7 @@ from polyaxon_prefect.client._local_server import (
     journal_dir,
     pid_alive,
     prefect_home,
-    read_record,
-    server_process,
+    running_server,
 )
 
 __all__ = ["ThinServer", "hold_lease", "profile_api_url", "thin_server"]
@@ -59,33 +58,6 @@ def profile_api_url() -> tuple[str, str] | None:
     profile, active = found
     value = profile.get("PREFECT_API_URL")
     return (str(value), active) if value else None
-
-
-def _background_url() -> str | None:
-    """The URL of this home's background server when its record names our live server."""
-    record = read_record()
-    if record is None:
-        return None
-    try:
-        pid, url, started = int(record["pid"]), str(record["url"]), record.get("started")
-    except (ValueError, TypeError, KeyError):
-        return None
-    return url if server_process(pid, started) else None
-
-
-def _healthy(api_url: str) -> bool:
-    """Whether the server answers its health check soon (as `prefect._server.healthy`: a
-    server that hangs is `connect`'s to replace, not a request to wait on)."""
-    from polyaxon_prefect.client._http import ApiUnavailable, HttpApi
-
-    try:
-        api = HttpApi(api_url, timeout=2.0)
-        try:
-            return bool(api.get("/health"))
-        finally:
-            api.close()
-    except ApiUnavailable:
-        return False
 
 
 def _stale_sessions() -> bool:
@@ -132,8 +104,9 @@ def thin_server() -> ThinServer | None:
             return None
         if profile.get("PREFECT_API_URL"):
             return ThinServer(str(profile["PREFECT_API_URL"]).rstrip("/"))
-    url = _background_url()
-    if url is None or not _healthy(f"{url}/api"):
+    server = running_server()  # `connect`'s rule 3: the one reading of the record
+    if server is None:
         return None
+    url = server.url
     notice = f"using the local Prefect server at {url} (`polyaxon-prefect server stop` to stop it)"
-    return ThinServer(f"{url}/api", notice)
+    return ThinServer(server.api_url, notice)

@@ -20,25 +20,27 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 from polyaxon_prefect.client._local_server import (
     RECORD_FILE,
+    BackgroundServer,
+    healthy,
     hold_lease,
+    is_our_server,
     leases_dir,
     pid_alive,
     prefect_home,
-    read_record,
+    read_server,
     record_path,
-    server_process,
+    running_server,
     start_ticks,
 )
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.prefect.server._server import (
     database_url_problem,
     file_lock,
-    healthy,
     mark_database_ready,
 )
 
@@ -73,23 +75,6 @@ class ServerHomeError(ServerCommandError):
     a temporary server over the same home would fail the same way, so this is said once."""
 
 
-@dataclass(frozen=True)
-class BackgroundServer:
-    pid: int
-    url: str
-    """The server's address (the UI is there; the API under ``/api``)."""
-    log: str
-    database: str
-    idle_timeout: float = 0.0
-    """Seconds without API use after which it stops itself; 0 for never."""
-    started: int | None = None
-    """Its process's start time (`client.start_ticks`), so a reused pid is never taken for it."""
-
-    @property
-    def api_url(self) -> str:
-        return f"{self.url}/api"
-
-
 def _home() -> Path:
     return prefect_home()
 
@@ -100,27 +85,6 @@ def _record_path() -> Path:
 
 def _healthy(api_url: str, timeout: float = 2.0) -> bool:
     return healthy(api_url, timeout)
-
-
-def _read_record() -> BackgroundServer | None:
-    data = read_record()
-    try:
-        return BackgroundServer(**data) if data is not None else None
-    except TypeError:
-        return None
-
-
-def running_server() -> BackgroundServer | None:
-    """The background server of this Prefect home when it is up; a record left by a server
-    that died is removed."""
-    record = _read_record()
-    if record is None:
-        return None
-    if not pid_alive(record.pid) or not _is_our_server(record):
-        with contextlib.suppress(OSError):
-            _record_path().unlink()
-        return None
-    return record if _healthy(record.api_url) else None
 
 
 def shown_url(url: str) -> str:
@@ -293,22 +257,15 @@ def _spawn(
     return server
 
 
-def _is_our_server(record: BackgroundServer) -> bool:
-    """Whether the record's pid is still the server it names (`client.server_process`); where
-    ``/proc`` is missing, whether its URL answers as a Prefect server."""
-    ours = server_process(record.pid, record.started)
-    return _healthy(record.api_url) if ours is None else ours
-
-
 def stop_server(grace: float = 15.0) -> tuple[BackgroundServer | None, bool]:
     """Stop the background server (SIGTERM to its process group, SIGKILL after ``grace``).
 
     Returns the record read (None when there was none) and whether a server was stopped; a
     record whose process is gone, or is now another program, is only removed."""
-    record = _read_record()
+    record = read_server()
     with contextlib.suppress(OSError):
         _record_path().unlink()
-    if record is None or not pid_alive(record.pid) or not _is_our_server(record):
+    if record is None or not pid_alive(record.pid) or not is_our_server(record):
         return record, False
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(record.pid, signal.SIGTERM)

@@ -49,12 +49,38 @@ _HEALTH = (
 )
 
 
+_STATUS = (
+    "import sys\n"
+    "from polyaxon_prefect.cli import main\n"
+    "code = main(['server', 'status'])\n"
+    "heavy = {m.split('.')[0] for m in sys.modules} & {'prefect', 'pydantic', 'httpx', 'optuna'}\n"
+    "print('LOADED', *sorted(heavy), file=sys.stderr)\n"
+    "sys.exit(code)\n"
+)
+
+
+def _status_both_ways(capsys: pytest.CaptureFixture[str]) -> str:
+    """``server status`` the thin way (a process that imports no Prefect) and the flow layer's
+    (`cmd_server`): the same line and exit code; the line."""
+    import argparse
+
+    from polyaxon_prefect.prefect.cli._runs_cli import cmd_server
+
+    thin = subprocess.run(
+        [sys.executable, "-c", _STATUS], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert thin.stderr.splitlines() == ["LOADED"], thin.stderr
+    code = cmd_server(argparse.Namespace(action="status"))
+    assert (thin.returncode, thin.stdout) == (code, capsys.readouterr().out)
+    return thin.stdout
+
+
 def test_the_thin_client_and_the_flow_layer_find_the_same_background_server(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A record as `start_server` writes it, naming a live process that runs the server module
-    and answers the health check, is the server both ways; once that process is gone, neither
-    takes it (and the flow layer removes the record)."""
+    and answers the health check, is the server both ways (and ``server status`` says so alike);
+    once that process is gone, neither takes it (and the record is removed)."""
     monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("POLYAXON_PREFECT_ARTIFACTS_ROOT", str(tmp_path / "artifacts"))
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
@@ -71,6 +97,7 @@ def test_the_thin_client_and_the_flow_layer_find_the_same_background_server(
         (tmp_path / "home").mkdir()
         background._record_path().write_text(json.dumps(dataclasses.asdict(record)))
         assert background.running_server() == record
+        assert _status_both_ways(capsys) == f"running at {url} (pid {process.pid}; database: db)\n"
         found = thin_server.thin_server()
         assert found is not None and found.api_url == f"{url}/api" and found.notice
         background_files.hold_lease()  # what the server counts its clients by
@@ -82,8 +109,9 @@ def test_the_thin_client_and_the_flow_layer_find_the_same_background_server(
     finally:
         process.kill()
         process.wait()
-    assert thin_server.thin_server() is None and background.running_server() is None
+    assert _status_both_ways(capsys) == "stopped\n"
     assert not background._record_path().exists()
+    assert thin_server.thin_server() is None and background.running_server() is None
 
 
 def test_only_plain_command_lines_and_servers_known_without_prefect_go_thin(
