@@ -64,6 +64,25 @@ def _get_args(words: list[str]) -> dict[str, Any] | None:
     return {"run": refs[0], "json": bool(flags)}
 
 
+def _artifacts_args(words: list[str]) -> dict[str, Any] | None:
+    """``artifacts RUN [--download DIR] [--json]``, each at most once, with plain values."""
+    found: dict[str, Any] = {"run": None, "download": None, "json": False}
+    rest = iter(words)
+    for word in rest:
+        if word == "--json" and not found["json"]:
+            found["json"] = True
+        elif word == "--download" and found["download"] is None:
+            value = next(rest, None)
+            if value is None or not _plain(value):
+                return None
+            found["download"] = value
+        elif found["run"] is None and _plain(word):
+            found["run"] = word
+        else:
+            return None
+    return found if found["run"] is not None else None
+
+
 def _logs_args(words: list[str]) -> SimpleNamespace | None:
     """``logs RUN [-f] [--op NAME] [--replica NAME] [--tail N] [--json]``, each at most once,
     values well-formed (``--files`` reads the run's files: the flow layer's)."""
@@ -111,10 +130,12 @@ def _failed(message: str, as_json: bool) -> int:
 
 
 def _args(argv: list[str]) -> Any:
-    if not argv or argv[0] not in ("ls", "get", "statuses", "logs", "stop"):
+    if not argv or argv[0] not in ("ls", "get", "statuses", "logs", "stop", "artifacts"):
         return None
     if argv[0] == "ls":
         return _ls_args(argv[1:])
+    if argv[0] == "artifacts":
+        return _artifacts_args(argv[1:])
     return _logs_args(argv[1:]) if argv[0] == "logs" else _get_args(argv[1:])
 
 
@@ -143,7 +164,7 @@ def thin_main(argv: list[str]) -> int | None:
     except ApiUnavailable:
         return None
     try:
-        if argv[0] in ("logs", "stop"):
+        if argv[0] in ("logs", "stop", "artifacts"):
             return _on_run(argv[0], api, server, args)
         return _read_verb(argv[0], api, server, args)
     except ApiUnavailable:
@@ -153,8 +174,9 @@ def thin_main(argv: list[str]) -> int | None:
 
 
 def _on_run(verb: str, api: Any, server: Any, args: Any) -> int | None:
-    """``logs`` and ``stop``: the run found, then the flow layer's own code path
-    (`_logs_verb.show_logs`, `_stop.stop_run`) over this client's HTTP."""
+    """``logs``, ``stop`` and ``artifacts``: the run found, then the flow layer's own code path
+    (`_logs_verb.show_logs`, `_stop.stop_run`, `_artifacts_verb.show_artifacts`) over this
+    client's HTTP."""
     from polyaxon_prefect.client import _runs
     from polyaxon_prefect.client._http import ApiUnavailable
     from polyaxon_prefect.client._paths import find_run_path
@@ -177,6 +199,10 @@ def _on_run(verb: str, api: Any, server: Any, args: Any) -> int | None:
     try:
         if verb == "stop":
             return stop_run(api, run, as_json=as_json)
+        if verb == "artifacts":
+            from polyaxon_prefect.client._artifacts_verb import show_artifacts
+
+            return show_artifacts(run, ref, args["download"], as_json)
         shown = show_logs(api, run, args, printer)
     except PolyaxonPrefectError as error:
         return _failed(str(error), as_json)

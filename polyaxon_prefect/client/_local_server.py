@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import http.client
 import json
 import os
-import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -155,6 +153,9 @@ def server_process(pid: int, started: int | None) -> bool | None:
 def healthy(api_url: str, timeout: float = 2.0) -> bool:
     """Whether a Prefect API answers its health check at ``api_url`` (soon: a server that hangs
     is not one to wait on)."""
+    import http.client  # here: `check` and every other command import this module
+    import urllib.parse
+
     parts = urllib.parse.urlsplit(api_url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return False

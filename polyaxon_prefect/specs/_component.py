@@ -10,6 +10,8 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field, StrictStr, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
+from polyaxon_prefect.client._names import NAME_CHARACTERS, NAME_REGEX
+
 from ._base import BaseSpec, is_template, split_csv
 from ._build import Build
 from ._cache import Cache
@@ -28,11 +30,7 @@ __all__ = ["NAME_REGEX", "SCHEMA_VERSION", "Component", "Runtime"]
 SCHEMA_VERSION = 1.1
 """The only ``version`` the modern format accepts."""
 
-NAME_REGEX = re.compile(r"^[-a-zA-Z0-9_]+\Z")  # \Z: `$` would let a trailing newline in
 _HUB_NAME_REGEX = re.compile(r"^(?:[-a-zA-Z0-9_]+/)?[-a-zA-Z0-9_]+(?::[-a-zA-Z0-9_.]+)?\Z")
-NAME_CHARACTERS = "ASCII letters (a-z, A-Z), digits (0-9), `-` and `_`"
-"""What `NAME_REGEX` allows, in words: names become flow, task and Kubernetes names, so no
-accented or other Unicode letters, spaces or dots."""
 
 Runtime = Annotated[NonDagRuntime | Dag, Field(discriminator="kind")]
 """``run:``: one runtime, chosen by its ``kind`` (job, service, tfjob, ..., dag)."""

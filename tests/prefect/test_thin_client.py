@@ -143,7 +143,7 @@ def _same_both_ways(api: str, argv: list[str], home: str, capsys: Any) -> str:
     return thin.stdout
 
 
-def test_logs_print_the_same_both_ways_and_the_thin_way_imports_no_prefect(
+def test_logs_and_artifacts_print_the_same_both_ways_and_the_thin_way_imports_no_prefect(
     prefect_server: str,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -151,7 +151,7 @@ def test_logs_print_the_same_both_ways_and_the_thin_way_imports_no_prefect(
 ) -> None:
     """A DAG of a job op, a nested DAG op and a sweep op of two trials: every line with its
     op path, ``--op``, ``--tail``, ``--json``, ``-f`` of a finished run, a misspelt op and an
-    unknown run."""
+    unknown run; ``artifacts`` of its ops' files, listed and copied."""
     from prefect.logging.handlers import APILogWorker
 
     from polyaxon_prefect.prefect import run
@@ -173,9 +173,13 @@ def test_logs_print_the_same_both_ways_and_the_thin_way_imports_no_prefect(
         ["logs", ref, "--tail", "2", "-f"],
         ["logs", ref, "--op", "nope", "--json"],
         ["logs", f"no-such-run-{uuid.uuid4().hex}"],
+        ["artifacts", ref, "--json"],
+        ["artifacts", ref, "--download", str(tmp_path / "copied")],
     ]
     for argv in lines:
         _same_both_ways(prefect_server, argv, home, capsys)
+    listed = _same_both_ways(prefect_server, ["artifacts", ref], home, capsys)
+    assert "ops/nested/ops/a/" in listed and (tmp_path / "copied" / "ops" / "first").is_dir()
 
 
 def _running_job(api: str, name: str) -> str:
