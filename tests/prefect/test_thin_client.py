@@ -242,7 +242,7 @@ def test_stop_and_logs_follow_print_the_same_both_ways_and_ctrl_c_ends_a_follow(
     """``logs -f`` of a running job prints its lines until it ends and exits 0, both ways;
     ``stop`` of a running job sets it stopping, of a finished one changes nothing, of an
     unknown one is one error line, both ways; Ctrl-C on the thin ``logs -f`` exits 130 with
-    no traceback."""
+    no traceback; a dead server is one line and exit 1."""
     monkeypatch.setenv("PREFECT_API_URL", prefect_server)
     home = str(tmp_path / "prefect-home")
     batch = uuid.uuid4().hex[:8]
@@ -292,6 +292,12 @@ def test_stop_and_logs_follow_print_the_same_both_ways_and_ctrl_c_ends_a_follow(
     follow.send_signal(signal.SIGINT)
     out, err = follow.communicate(timeout=30)
     assert (follow.returncode, out, err.splitlines()) == (130, "", ["LOADED"])
+
+    # a dead server: the thin way steps aside and the flow layer says so in one line
+    dead = _thin("http://127.0.0.1:9/api", ["logs", going, "-f"], home)
+    said = dead.stderr.splitlines()
+    assert dead.returncode == 1 and dead.stdout == "" and len(said) == 2, dead.stderr
+    assert said[0].startswith("error: the Prefect server at PREFECT_API_URL=http://127.0.0.1:9")
 
 
 def test_the_api_has_every_route_and_field_the_thin_client_reads(prefect_server: str) -> None:
