@@ -25,7 +25,7 @@ from ._runs import NonDagRuntime
 from ._templated import Templated
 from ._termination import Termination
 
-__all__ = ["NAME_REGEX", "SCHEMA_VERSION", "Component", "Runtime"]
+__all__ = ["NAME_CHARACTERS", "NAME_REGEX", "SCHEMA_VERSION", "Component", "Runtime"]
 
 SCHEMA_VERSION = 1.1
 """The only ``version`` the modern format accepts."""
