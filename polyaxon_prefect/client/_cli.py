@@ -195,7 +195,7 @@ def _on_run(verb: str, api: Any, server: Any, args: Any) -> int | None:
     from polyaxon_prefect.client._logs_verb import FromFiles, Printer, show_logs
     from polyaxon_prefect.client._stop import stop_run
 
-    printer = Printer(args)
+    printer = Printer(args) if verb == "logs" else None
     try:
         if verb == "stop":
             return stop_run(api, run, as_json=as_json)
@@ -203,11 +203,12 @@ def _on_run(verb: str, api: Any, server: Any, args: Any) -> int | None:
             from polyaxon_prefect.client._artifacts_verb import show_artifacts
 
             return show_artifacts(run, ref, args["download"], as_json)
+        assert printer is not None
         shown = show_logs(api, run, args, printer)
     except PolyaxonPrefectError as error:
         return _failed(str(error), as_json)
     except ApiUnavailable as error:
-        if not printer.printed:
+        if printer is None or not printer.printed:
             return None  # nothing shown yet: the flow layer says what is wrong, as always
         from polyaxon_prefect.client._http import unreachable  # lines are out: one line after
 
