@@ -1,19 +1,25 @@
-"""``ls``, ``get`` and ``statuses`` in their plain forms, answered without Prefect: `thin_main`
-takes a command line it can answer exactly as the flow layer's command would (same rows, same
-printers, same stderr lines), and returns None for every other one (the flow layer runs it)."""
+"""``ls``, ``get``, ``statuses``, ``logs`` (and ``-f``), ``stop`` and ``server status`` in
+their plain forms, answered without Prefect: `thin_main` takes a command line it can answer
+exactly as the flow layer's command would (same readers, same printers, same stderr lines), and
+returns None for every other one (the flow layer runs it)."""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
+from types import SimpleNamespace
 from typing import Any
 
 from polyaxon_prefect.client._states import STATUSES
+from polyaxon_prefect.exceptions import PolyaxonPrefectError
 
 __all__ = ["thin_main"]
 
 _MAX_LIMIT = 1000
 """As ``ls --limit`` takes (`prefect._runs_cli`)."""
+_REPLICA_NAME = re.compile(r"^[a-z]+-\d+$")
+"""As ``logs --replica`` takes (`prefect.cli._logs_cli`)."""
 
 
 def _ls_args(words: list[str]) -> dict[str, Any] | None:
@@ -44,25 +50,104 @@ def _ls_args(words: list[str]) -> dict[str, Any] | None:
     return found
 
 
+def _plain(word: str) -> bool:
+    """A value argparse and `text_value` take as it is: not option-like, one printable line."""
+    return bool(word.strip()) and not word.startswith("-") and word.isprintable()
+
+
 def _get_args(words: list[str]) -> dict[str, Any] | None:
-    """``get RUN [--json]`` with a plain RUN (no option-like or control characters)."""
+    """``get RUN [--json]`` (and ``stop``, ``statuses``) with a plain RUN."""
     flags = [w for w in words if w == "--json"]
     refs = [w for w in words if w != "--json"]
-    if len(flags) > 1 or len(refs) != 1:
+    if len(flags) > 1 or len(refs) != 1 or not _plain(refs[0]):
         return None
-    ref = refs[0]
-    if not ref.strip() or ref.startswith("-") or not ref.isprintable():
+    return {"run": refs[0], "json": bool(flags)}
+
+
+def _artifacts_args(words: list[str]) -> dict[str, Any] | None:
+    """``artifacts RUN [--download DIR] [--json]``, each at most once, with plain values."""
+    found: dict[str, Any] = {"run": None, "download": None, "json": False}
+    rest = iter(words)
+    for word in rest:
+        if word == "--json" and not found["json"]:
+            found["json"] = True
+        elif word == "--download" and found["download"] is None:
+            value = next(rest, None)
+            if value is None or not _plain(value):
+                return None
+            found["download"] = value
+        elif found["run"] is None and _plain(word):
+            found["run"] = word
+        else:
+            return None
+    return found if found["run"] is not None else None
+
+
+def _logs_args(words: list[str]) -> SimpleNamespace | None:
+    """``logs RUN [-f] [--op NAME] [--replica NAME] [--tail N] [--json]``, each at most once,
+    values well-formed (``--files`` reads the run's files: the flow layer's)."""
+    found = SimpleNamespace(
+        run=None, follow=False, op=None, replica=None, tail=None, files=False, json=False
+    )
+    seen: set[str] = set()
+    rest = iter(words)
+    for word in rest:
+        name = "-f" if word == "--follow" else word
+        if name in seen:
+            return None
+        seen.add(name)
+        if name == "-f":
+            found.follow = True
+        elif name == "--json":
+            found.json = True
+        elif name in ("--op", "--replica", "--tail"):
+            value = next(rest, None)
+            if value is None or not _plain(value):
+                return None
+            if name == "--op":
+                found.op = value
+            elif name == "--replica":
+                if not _REPLICA_NAME.match(value):
+                    return None
+                found.replica = value
+            elif not value.isascii() or not value.isdigit():
+                return None
+            else:
+                found.tail = int(value)
+        elif found.run is None and _plain(word):
+            found.run = word
+        else:
+            return None
+    return found if found.run is not None else None
+
+
+def _failed(message: str, as_json: bool) -> int:
+    """The flow layer's ``error:`` line (`cli._failed`), and under ``--json`` its object."""
+    print(f"error: {message}", file=sys.stderr)
+    if as_json:
+        print(json.dumps({"error": message}, default=str))
+    return 1
+
+
+def _args(argv: list[str]) -> Any:
+    if not argv or argv[0] not in ("ls", "get", "statuses", "logs", "stop", "artifacts"):
         return None
-    return {"run": ref, "json": bool(flags)}
+    if argv[0] == "ls":
+        return _ls_args(argv[1:])
+    if argv[0] == "artifacts":
+        return _artifacts_args(argv[1:])
+    return _logs_args(argv[1:]) if argv[0] == "logs" else _get_args(argv[1:])
 
 
 def thin_main(argv: list[str]) -> int | None:
-    """Run ``argv`` when it is a plain ``ls``, ``get`` or ``statuses`` and the server is known
-    without Prefect; None when the flow layer must (any other command line, no such server, a
-    server that does not answer as expected)."""
-    if not argv or argv[0] not in ("ls", "get", "statuses"):
-        return None
-    args = _ls_args(argv[1:]) if argv[0] == "ls" else _get_args(argv[1:])  # statuses: as get
+    """Run ``argv`` when it is a plain ``ls``, ``get``, ``statuses``, ``logs`` or ``stop`` and
+    the server is known without Prefect; None when the flow layer must (any other command line,
+    no such server, a server that does not answer as expected before anything was printed)."""
+    if argv == ["server", "status"]:  # reads this home's record: no server to find first
+        from polyaxon_prefect.client._local_server import server_status
+
+        return server_status()
+    args = _args(argv)
     if args is None:
         return None
     from polyaxon_prefect.client._server import hold_lease, thin_server
@@ -70,30 +155,83 @@ def thin_main(argv: list[str]) -> int | None:
     server = thin_server()
     if server is None:
         return None
-    from polyaxon_prefect.client import _runs
     from polyaxon_prefect.client._http import ApiUnavailable, HttpApi
-    from polyaxon_prefect.client._statuses import status_history
 
     if server.notice is not None:
         hold_lease()  # the background server must not stop itself under this command
     try:
         api = HttpApi(server.api_url)
-        try:
-            if argv[0] == "ls":
-                result: Any = _runs.list_runs(api, status=args["status"], limit=args["limit"])
-            else:
-                result = _runs.get_run(api, server.api_url, args["run"])
-                if argv[0] == "statuses" and result is not None:
-                    changes = status_history(api, result["id"])
-        finally:
-            api.close()
     except ApiUnavailable:
         return None
+    try:
+        if argv[0] in ("logs", "stop", "artifacts"):
+            return _on_run(argv[0], api, server, args)
+        return _read_verb(argv[0], api, server, args)
+    except ApiUnavailable:
+        return None
+    finally:
+        api.close()
+
+
+def _on_run(verb: str, api: Any, server: Any, args: Any) -> int | None:
+    """``logs``, ``stop`` and ``artifacts``: the run found, then the flow layer's own code path
+    (`_logs_verb.show_logs`, `_stop.stop_run`, `_artifacts_verb.show_artifacts`) over this
+    client's HTTP."""
+    from polyaxon_prefect.client import _runs
+    from polyaxon_prefect.client._http import ApiUnavailable
+    from polyaxon_prefect.client._paths import find_run_path
+
+    ref = args.run if verb == "logs" else args["run"]
+    as_json = args.json if verb == "logs" else args["json"]
+    run = _runs.get_run(api, server.api_url, ref)
+    if run is None and verb == "logs" and find_run_path(ref) is not None:
+        return None  # its files have its lines: the flow layer reads them
+    if server.notice is not None:
+        print(server.notice, file=sys.stderr, flush=True)
+    if run is None:
+        return _failed(f"no run with the id, name or uuid `{ref}`", as_json)
+    if run.get("note"):
+        print(f"note: {run['note']}", file=sys.stderr, flush=True)
+    from polyaxon_prefect.client._logs_verb import FromFiles, Printer, show_logs
+    from polyaxon_prefect.client._stop import stop_run
+
+    printer = Printer(args) if verb == "logs" else None
+    try:
+        if verb == "stop":
+            return stop_run(api, run, as_json=as_json)
+        if verb == "artifacts":
+            from polyaxon_prefect.client._artifacts_verb import show_artifacts
+
+            return show_artifacts(run, ref, args["download"], as_json)
+        assert printer is not None
+        shown = show_logs(api, run, args, printer)
+    except PolyaxonPrefectError as error:
+        return _failed(str(error), as_json)
+    except ApiUnavailable as error:
+        if printer is None or not printer.printed:
+            return None  # nothing shown yet: the flow layer says what is wrong, as always
+        from polyaxon_prefect.client._http import unreachable  # lines are out: one line after
+
+        return _failed(unreachable(server.api_url, str(error)), as_json)
+    return None if isinstance(shown, FromFiles) else shown
+
+
+def _read_verb(verb: str, api: Any, server: Any, args: dict[str, Any]) -> int:
+    """``ls``, ``get`` and ``statuses``: read everything, then print."""
+    from polyaxon_prefect.client import _runs
+    from polyaxon_prefect.client._statuses import status_history
+
+    if verb == "ls":
+        result: Any = _runs.list_runs(api, status=args["status"], limit=args["limit"])
+    else:
+        result = _runs.get_run(api, server.api_url, args["run"])
+        if verb == "statuses" and result is not None:
+            changes = status_history(api, result["id"])
     if server.notice is not None:
         print(server.notice, file=sys.stderr, flush=True)
     from polyaxon_prefect.client._show import print_ls, print_run
 
-    if argv[0] == "ls":
+    if verb == "ls":
         if args["json"]:
             print(json.dumps(result, indent=2, default=str))
         else:
@@ -101,18 +239,15 @@ def thin_main(argv: list[str]) -> int | None:
         return 0
     if result is None:
         message = f"no run with the id, name or uuid `{args['run']}`"
-        if argv[0] == "statuses":  # the flow layer's `error:` line (a `find_run` refusal)
-            print(f"error: {message}", file=sys.stderr)
-            if args["json"]:
-                print(json.dumps({"error": message}, default=str))
-            return 1
+        if verb == "statuses":  # the flow layer's `error:` line (a `find_run` refusal)
+            return _failed(message, args["json"])
         print(message, file=sys.stderr)
         if args["json"]:
             print(json.dumps({"error": message}, indent=2, default=str))
         return 1
     if result.get("note"):
         print(f"note: {result['note']}", file=sys.stderr, flush=True)
-    if argv[0] == "statuses":
+    if verb == "statuses":
         for change in changes:
             text = json.dumps(change.record(), default=str) if args["json"] else change.line()
             print(text, flush=True)

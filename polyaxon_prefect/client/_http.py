@@ -7,12 +7,21 @@ import json
 import urllib.parse
 from typing import Any
 
-__all__ = ["ApiUnavailable", "HttpApi"]
+__all__ = ["ApiUnavailable", "HttpApi", "unreachable"]
 
 
 class ApiUnavailable(Exception):
     """The server did not answer, or answered with an error: the flow layer takes over (it
     says what is wrong as it always has)."""
+
+
+def unreachable(api_url: str, why: str) -> str:
+    """The one line a run verb says when the server at ``api_url`` stops answering (``why``:
+    the first line of the error), both ways in."""
+    return (
+        f"cannot read runs from the Prefect server at {api_url} ({why}): start one with "
+        "`polyaxon-prefect server start`, or set PREFECT_API_URL to one that answers"
+    )
 
 
 class HttpApi:

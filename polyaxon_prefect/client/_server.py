@@ -5,27 +5,28 @@
 background server when its record names a live server process. Anything else (Prefect's
 settings already loaded, an API key or auth string, a dead-session journal to settle first, no
 server running, a malformed setting) is None: the flow layer's `connect` decides, as always.
-The files read here are the ones `prefect._background_server` and `runtime._session` write
-(tests/unit/client pins the paths to theirs).
+The files read here are defined once, in `_local_server`, for the background server and the
+sessions that write them.
 """
 
 from __future__ import annotations
 
-import atexit
-import json
 import os
 import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from polyaxon_prefect.client._paths import resolve_artifacts_root
+from polyaxon_prefect.client._local_server import (
+    hold_lease,
+    journal_dir,
+    pid_alive,
+    prefect_home,
+    running_server,
+)
 
 __all__ = ["ThinServer", "hold_lease", "profile_api_url", "thin_server"]
 
-RECORD_FILE = "polyaxon-prefect-server.json"
-LEASES_DIR = "polyaxon-prefect-server.clients"
-SERVER_MODULE = b"polyaxon_prefect.prefect.server._server_process"
 _AUTH = ("PREFECT_API_KEY", "PREFECT_API_AUTH_STRING")
 _NUMBERS = ("POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT", "POLYAXON_PREFECT_SERVER_PORT")
 
@@ -35,10 +36,6 @@ class ThinServer:
     api_url: str
     notice: str | None = None
     """The line `connect` says on stderr for this server (the background server's)."""
-
-
-def prefect_home() -> Path:
-    return Path(os.environ.get("PREFECT_HOME") or "~/.prefect").expanduser()
 
 
 def _profile() -> tuple[dict[str, object], str] | None:
@@ -63,67 +60,17 @@ def profile_api_url() -> tuple[str, str] | None:
     return (str(value), active) if value else None
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _start_ticks(pid: int) -> int | None:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-        return int(stat.rsplit(")", 1)[1].split()[19])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def _background_url() -> str | None:
-    """The URL of this home's background server when its record names our live server."""
-    try:
-        record = json.loads((prefect_home() / RECORD_FILE).read_text(encoding="utf-8"))
-        pid, url, started = int(record["pid"]), str(record["url"]), record.get("started")
-    except (OSError, ValueError, TypeError, KeyError):
-        return None
-    if started is None or not _pid_alive(pid) or _start_ticks(pid) != started:
-        return None
-    try:
-        command = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return None
-    return url if SERVER_MODULE in command.split(b"\0") else None
-
-
-def _healthy(api_url: str) -> bool:
-    """Whether the server answers its health check soon (as `prefect._server.healthy`: a
-    server that hangs is `connect`'s to replace, not a request to wait on)."""
-    from polyaxon_prefect.client._http import ApiUnavailable, HttpApi
-
-    try:
-        api = HttpApi(api_url, timeout=2.0)
-        try:
-            return bool(api.get("/health"))
-        finally:
-            api.close()
-    except ApiUnavailable:
-        return False
-
-
 def _stale_sessions() -> bool:
     """Whether a dead session left a journal (its runs are marked crashed by `connect`)."""
-    directory = resolve_artifacts_root() / ".sessions"
     try:
-        journals = list(directory.glob("*.journal"))
+        journals = list(journal_dir().glob("*.journal"))
     except OSError:
         return True
     for journal in journals:
         try:
             first = journal.read_text(encoding="utf-8").partition("\n")[0]
             key, _, pid = first.partition(" ")
-            if key != "pid" or not _pid_alive(int(pid)):
+            if key != "pid" or not pid_alive(int(pid)):
                 return True
         except (OSError, ValueError):
             return True
@@ -157,20 +104,9 @@ def thin_server() -> ThinServer | None:
             return None
         if profile.get("PREFECT_API_URL"):
             return ThinServer(str(profile["PREFECT_API_URL"]).rstrip("/"))
-    url = _background_url()
-    if url is None or not _healthy(f"{url}/api"):
+    server = running_server()  # `connect`'s rule 3: the one reading of the record
+    if server is None:
         return None
+    url = server.url
     notice = f"using the local Prefect server at {url} (`polyaxon-prefect server stop` to stop it)"
-    return ThinServer(f"{url}/api", notice)
-
-
-def hold_lease() -> None:
-    """Keep the background server up while this process lives (as
-    `prefect._background_server.hold_lease`: a file named after the pid, gone at exit)."""
-    path = prefect_home() / LEASES_DIR / str(os.getpid())
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.touch()
-    except OSError:
-        return
-    atexit.register(lambda: path.unlink(missing_ok=True))
+    return ThinServer(server.api_url, notice)

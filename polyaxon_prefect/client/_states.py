@@ -9,6 +9,7 @@ __all__ = [
     "BY_NAME",
     "BY_TYPE",
     "CACHED_STATE_NAME",
+    "DONE_STATUSES",
     "SKIPPED_STATE_NAME",
     "STATE_TYPES",
     "STATUSES",
@@ -32,6 +33,8 @@ STATUSES = (
     "upstream_failed",
 )
 """Polyaxon's status words, in `polyaxon_prefect.specs.Status`'s order (a test pins them)."""
+DONE_STATUSES = frozenset({"succeeded", "failed", "stopped", "skipped", "upstream_failed"})
+"""Statuses after which a run never changes again (`polyaxon_prefect.specs.DONE_STATUSES`)."""
 
 SKIPPED_STATE_NAME = "Skipped"
 UPSTREAM_FAILED_STATE_NAME = "UpstreamFailed"

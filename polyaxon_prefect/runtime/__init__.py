@@ -8,6 +8,13 @@ stays light.
 from typing import TYPE_CHECKING
 
 from polyaxon_prefect._lazy import lazy_attributes
+from polyaxon_prefect.client._log_lines import (
+    LogLine,
+    exit_code,
+    line_record,
+    select_lines,
+    shown_line,
+)
 from polyaxon_prefect.runtime._context import (
     RunContext,
     find_run_path,
@@ -32,13 +39,6 @@ from polyaxon_prefect.runtime.cache._code_rules import (
     short_code,
 )
 from polyaxon_prefect.runtime.logs._log_files import read_log_files, record_child
-from polyaxon_prefect.runtime.logs._log_lines import (
-    LogLine,
-    exit_code,
-    line_record,
-    select_lines,
-    shown_line,
-)
 from polyaxon_prefect.runtime.metrics._metric_history import (
     History,
     jsonable_history,

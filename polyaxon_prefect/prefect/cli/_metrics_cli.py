@@ -133,9 +133,9 @@ def _selected(
     run: Mapping[str, Any], ref: str, wanted: str | None
 ) -> list[tuple[str, Path | None]]:
     """The op paths of ``run`` that ``wanted`` selects, with their run directories."""
-    from polyaxon_prefect.prefect.cli._logs_cli import _check_op, _op_paths
+    from polyaxon_prefect.client._logs_verb import check_op, op_paths
 
-    _check_op(wanted, ref, _op_paths(run))
+    check_op(wanted, ref, op_paths(run))
     return [
         (path, _run_dir(uuid))
         for path, uuid in run_leaves(run)

@@ -25,8 +25,6 @@ from polyaxon_prefect.specs import Status
 
 __all__ = ["add_runs_parsers", "cmd_get", "cmd_ls", "cmd_server", "find_run", "run_api"]
 
-_STOPPED_EXIT = 3
-"""``server status`` when the server is not running (as ``systemctl status`` says it)."""
 _MAX_LIMIT = 1000
 """The most runs ``ls`` reads in one go (each row costs the API a few reads)."""
 
@@ -108,11 +106,7 @@ def add_runs_parsers(subparsers: Any) -> None:
 
 
 def cmd_server(args: argparse.Namespace) -> int:
-    from polyaxon_prefect.prefect.server._background_server import (
-        running_server,
-        start_server,
-        stop_server,
-    )
+    from polyaxon_prefect.prefect.server._background_server import start_server, stop_server
 
     if args.action == "start":
         server, started = start_server(
@@ -150,12 +144,9 @@ def cmd_server(args: argparse.Namespace) -> int:
         else:
             print("not running")
         return 0
-    current = running_server()
-    if current is None:
-        print("stopped")
-        return _STOPPED_EXIT
-    print(f"running at {current.url} (pid {current.pid}; database: {current.database})")
-    return 0
+    from polyaxon_prefect.client._local_server import server_status
+
+    return server_status()  # the thin client answers `server status` with it too
 
 
 def _default_port() -> int:
@@ -205,16 +196,14 @@ def _read(api: str, read: Any) -> Any:
     error, is one `PolyaxonPrefectError` line (the CLI's ``error:``), not httpx's traceback."""
     import httpx
 
+    from polyaxon_prefect.client._http import unreachable
     from polyaxon_prefect.exceptions import PolyaxonPrefectError
 
     try:
         return read()
     except httpx.HTTPError as exc:
         why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise PolyaxonPrefectError(
-            f"cannot read runs from the Prefect server at {api} ({why}): start one with "
-            "`polyaxon-prefect server start`, or set PREFECT_API_URL to one that answers"
-        ) from None
+        raise PolyaxonPrefectError(unreachable(api, why)) from None
 
 
 def cmd_ls(args: argparse.Namespace) -> int:

@@ -25,6 +25,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from polyaxon_prefect.client._stop import STOP_REASON
 from polyaxon_prefect.runtime import request_stop, stop_requested
 
 __all__ = [
@@ -42,8 +43,6 @@ POLL_SECONDS = 0.5
 long. ``POLYAXON_PREFECT_STOP_POLL_SECONDS`` sets another interval (fewer reads of a busy
 server, or slower stops)."""
 POLL_ENV = "POLYAXON_PREFECT_STOP_POLL_SECONDS"
-STOP_REASON = "stopped by `polyaxon-prefect stop`"
-"""The run's stop reason, and the message of the Cancelling state that `stop` sets."""
 
 _STOP_TYPES = ("CANCELLING", "CANCELLED")
 

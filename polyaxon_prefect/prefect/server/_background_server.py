@@ -20,17 +20,29 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
+from polyaxon_prefect.client._local_server import (
+    RECORD_FILE,
+    BackgroundServer,
+    healthy,
+    hold_lease,
+    is_our_server,
+    leases_dir,
+    pid_alive,
+    prefect_home,
+    read_server,
+    record_path,
+    running_server,
+    start_ticks,
+)
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.prefect.server._server import (
     database_url_problem,
     file_lock,
-    healthy,
     mark_database_ready,
 )
-from polyaxon_prefect.runtime.session._session import pid_alive
 
 __all__ = [
     "DEFAULT_PORT",
@@ -47,14 +59,10 @@ __all__ = [
     "stop_server",
 ]
 
-RECORD_FILE = "polyaxon-prefect-server.json"
-"""The record of the background server, in the Prefect home."""
 _LOG_FILE = "polyaxon-prefect-server.log"
 _LOCK_FILE = ".polyaxon-prefect-server-start.lock"
-_LEASES_DIR = "polyaxon-prefect-server.clients"
 _SERVED_FILE = "polyaxon-prefect-server.served"
 DEFAULT_PORT = 4200
-_HELD: set[Path] = set()
 _START_TIMEOUT = 300.0
 
 
@@ -67,77 +75,16 @@ class ServerHomeError(ServerCommandError):
     a temporary server over the same home would fail the same way, so this is said once."""
 
 
-@dataclass(frozen=True)
-class BackgroundServer:
-    pid: int
-    url: str
-    """The server's address (the UI is there; the API under ``/api``)."""
-    log: str
-    database: str
-    idle_timeout: float = 0.0
-    """Seconds without API use after which it stops itself; 0 for never."""
-    started: int | None = None
-    """Its process's start time (`_start_ticks`), so a reused pid is never taken for it."""
-
-    @property
-    def api_url(self) -> str:
-        return f"{self.url}/api"
-
-
-def leases_dir() -> Path:
-    """Where each process that uses the background server leaves a file named after its pid:
-    the server never stops itself while one of them lives (`hold_lease`)."""
-    return _home() / _LEASES_DIR
-
-
-def hold_lease() -> None:
-    """Keep the background server up while this process lives (the file goes at exit; a
-    process killed before that leaves a file whose pid is dead, which the server ignores)."""
-    import atexit
-
-    path = leases_dir() / str(os.getpid())
-    if path in _HELD:
-        return
-    _HELD.add(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.touch()
-    except OSError:  # the API use it makes still counts
-        return
-    atexit.register(lambda: path.unlink(missing_ok=True))
-
-
 def _home() -> Path:
-    return Path(os.environ.get("PREFECT_HOME") or "~/.prefect").expanduser()
+    return prefect_home()
 
 
 def _record_path() -> Path:
-    return _home() / RECORD_FILE
+    return record_path()
 
 
 def _healthy(api_url: str, timeout: float = 2.0) -> bool:
     return healthy(api_url, timeout)
-
-
-def _read_record() -> BackgroundServer | None:
-    try:
-        data = json.loads(_record_path().read_text(encoding="utf-8"))
-        return BackgroundServer(**data)
-    except (OSError, ValueError, TypeError):
-        return None
-
-
-def running_server() -> BackgroundServer | None:
-    """The background server of this Prefect home when it is up; a record left by a server
-    that died is removed."""
-    record = _read_record()
-    if record is None:
-        return None
-    if not pid_alive(record.pid) or not _is_our_server(record):
-        with contextlib.suppress(OSError):
-            _record_path().unlink()
-        return None
-    return record if _healthy(record.api_url) else None
 
 
 def shown_url(url: str) -> str:
@@ -279,7 +226,7 @@ def _spawn(
         log=str(log_path),
         database=shown_url(database_url) if database_url else str(home / "prefect.db"),
         idle_timeout=idle,
-        started=_start_ticks(process.pid),
+        started=start_ticks(process.pid),
     )
     deadline = time.monotonic() + timeout
     while not _healthy(server.api_url):
@@ -310,47 +257,15 @@ def _spawn(
     return server
 
 
-def _start_ticks(pid: int) -> int | None:
-    """When process ``pid`` started (clock ticks since boot, ``/proc/PID/stat`` field 22), or
-    None where that cannot be read: with the pid, it names one process for good."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-        return int(stat.rsplit(")", 1)[1].split()[19])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-_SERVER_MODULE = b"polyaxon_prefect.prefect.server._server_process"
-
-
-def _is_our_server(record: BackgroundServer) -> bool:
-    """Whether the record's pid is still the server it names (a pid is reused after a reboot
-    or a crash: an unrelated process must never be stopped). Proven only by both the start
-    time the record keeps and our server module on the pid's command line: a record without
-    its start time (older versions wrote none) proves nothing, whatever runs under that pid
-    (another user's ``polyaxon-prefect run`` has "prefect" in its command line too). Where
-    ``/proc`` is missing, whether its URL answers as a Prefect server."""
-    pid = record.pid
-    if not Path("/proc/self").exists():
-        return _healthy(record.api_url)
-    if record.started is None or _start_ticks(pid) != record.started:
-        return False
-    try:
-        command = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-    return _SERVER_MODULE in command.split(b"\0")
-
-
 def stop_server(grace: float = 15.0) -> tuple[BackgroundServer | None, bool]:
     """Stop the background server (SIGTERM to its process group, SIGKILL after ``grace``).
 
     Returns the record read (None when there was none) and whether a server was stopped; a
     record whose process is gone, or is now another program, is only removed."""
-    record = _read_record()
+    record = read_server()
     with contextlib.suppress(OSError):
         _record_path().unlink()
-    if record is None or not pid_alive(record.pid) or not _is_our_server(record):
+    if record is None or not pid_alive(record.pid) or not is_our_server(record):
         return record, False
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(record.pid, signal.SIGTERM)

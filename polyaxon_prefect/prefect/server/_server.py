@@ -33,13 +33,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from polyaxon_prefect.client._local_server import healthy
 from polyaxon_prefect.exceptions import PolyaxonPrefectError, write_failure
 from polyaxon_prefect.runtime.session._session import current_session
 
@@ -274,15 +273,6 @@ def server_error_cause(error: BaseException, api_url: str | None) -> str | None:
         f"the Prefect server at {api_url} cannot write its database: {reason}; make room "
         "there, then run again"
     )
-
-
-def healthy(api_url: str, timeout: float = 2.0) -> bool:
-    """Whether a Prefect API answers its health check at ``api_url``."""
-    try:
-        with urllib.request.urlopen(f"{api_url}/health", timeout=timeout) as response:
-            return bool(response.status == 200)
-    except (urllib.error.URLError, OSError, ValueError):
-        return False
 
 
 def _spawn(port: int, log: IO[bytes]) -> subprocess.Popen[bytes]:

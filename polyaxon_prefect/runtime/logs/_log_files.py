@@ -15,9 +15,9 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
+from polyaxon_prefect.client._log_lines import LogLine
 from polyaxon_prefect.runtime._context import find_run_path
 from polyaxon_prefect.runtime._outcome import LOG_FILE
-from polyaxon_prefect.runtime.logs._log_lines import LogLine
 
 __all__ = ["CHILDREN_FILE", "LOGS_DIR", "log_files", "read_log_files", "record_child"]
 

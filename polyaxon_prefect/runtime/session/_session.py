@@ -29,8 +29,8 @@ import uuid
 from pathlib import Path
 from typing import IO
 
+from polyaxon_prefect.client._local_server import journal_dir, pid_alive
 from polyaxon_prefect.exceptions import write_failure
-from polyaxon_prefect.runtime._context import resolve_artifacts_root
 from polyaxon_prefect.runtime.session._reaper import SESSION_ENV, mark_crashed, settle
 
 __all__ = [
@@ -177,10 +177,6 @@ class Session:
                 self._reaper.wait(timeout=2)
 
 
-def journal_dir() -> Path:
-    return resolve_artifacts_root() / ".sessions"
-
-
 def database_target() -> str:
     """The Prefect database a process talks to: the API URL the user chose, else the local
     database of ``PREFECT_HOME`` (a local server gets a new port on every run)."""
@@ -195,17 +191,6 @@ def home_database_target() -> str:
     temporary one) serves it now."""
     home = os.environ.get("PREFECT_HOME") or "~/.prefect"
     return "home:" + str(Path(home).expanduser().resolve())
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether process ``pid`` exists (one we may not signal counts as alive)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def recover_stale_sessions(api_url: str, target: str) -> int:

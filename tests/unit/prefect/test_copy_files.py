@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from polyaxon_prefect.client._copy_files import copy_files, tree_files
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
-from polyaxon_prefect.prefect.runs._copy_files import copy_files, tree_files
 
 
 def test_links_fifos_and_loops_are_named_not_followed(tmp_path: Path) -> None:

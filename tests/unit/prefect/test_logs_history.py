@@ -8,8 +8,8 @@ from typing import Any
 
 from prefect.states import Cancelled, Completed, Failed, Pending, Running, Scheduled
 
+from polyaxon_prefect.client._logs_verb import run_children as _children
 from polyaxon_prefect.prefect._states import SKIPPED_STATE_NAME
-from polyaxon_prefect.prefect.cli._logs_cli import _children
 from polyaxon_prefect.prefect.runs._logs import _changes
 
 

@@ -1,8 +1,12 @@
-"""The thin client's pure parts are the flow layer's: one state table, one status list, the
-same files of the background server and of the sessions (no second copy that can drift)."""
+"""The thin client's pure parts are the flow layer's: one state table, one status list, one
+reading of the background server's record (no second copy that can drift)."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -11,11 +15,11 @@ from prefect.client.schemas.objects import State, StateType
 
 from polyaxon_prefect.client import STATE_TYPES, STATUSES, status_of
 from polyaxon_prefect.client import _cli as thin_cli
+from polyaxon_prefect.client import _local_server as background_files
 from polyaxon_prefect.client import _server as thin_server
 from polyaxon_prefect.prefect._states import STATE_TYPES as FLOW_STATE_TYPES
 from polyaxon_prefect.prefect._states import polyaxon_status
 from polyaxon_prefect.prefect.server import _background_server as background
-from polyaxon_prefect.runtime.session._session import journal_dir
 from polyaxon_prefect.specs import Status
 
 
@@ -29,15 +33,85 @@ def test_the_status_words_and_state_types_are_the_flow_layers() -> None:
             assert status_of(state_type.value, name) == polyaxon_status(state)
 
 
-def test_the_files_read_are_the_ones_the_server_and_the_sessions_write(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+_HEALTH = (
+    "import http.server\n"
+    "class H(http.server.BaseHTTPRequestHandler):\n"
+    "    def do_GET(self):\n"
+    "        self.send_response(200 if self.path == '/api/health' else 404)\n"
+    "        self.send_header('Content-Type', 'application/json')\n"
+    "        self.end_headers()\n"
+    "        self.wfile.write(b'true')\n"
+    "    def log_message(self, *args):\n"
+    "        pass\n"
+    "server = http.server.HTTPServer(('127.0.0.1', 0), H)\n"
+    "print(server.server_port, flush=True)\n"
+    "server.serve_forever()\n"
+)
+
+
+_STATUS = (
+    "import sys\n"
+    "from polyaxon_prefect.cli import main\n"
+    "code = main(['server', 'status'])\n"
+    "heavy = {m.split('.')[0] for m in sys.modules} & {'prefect', 'pydantic', 'httpx', 'optuna'}\n"
+    "print('LOADED', *sorted(heavy), file=sys.stderr)\n"
+    "sys.exit(code)\n"
+)
+
+
+def _status_both_ways(capsys: pytest.CaptureFixture[str]) -> str:
+    """``server status`` the thin way (a process that imports no Prefect) and the flow layer's
+    (`cmd_server`): the same line and exit code; the line."""
+    import argparse
+
+    from polyaxon_prefect.prefect.cli._runs_cli import cmd_server
+
+    thin = subprocess.run(
+        [sys.executable, "-c", _STATUS], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert thin.stderr.splitlines() == ["LOADED"], thin.stderr
+    code = cmd_server(argparse.Namespace(action="status"))
+    assert (thin.returncode, thin.stdout) == (code, capsys.readouterr().out)
+    return thin.stdout
+
+
+def test_the_thin_client_and_the_flow_layer_find_the_same_background_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """A record as `start_server` writes it, naming a live process that runs the server module
+    and answers the health check, is the server both ways (and ``server status`` says so alike);
+    once that process is gone, neither takes it (and the record is removed)."""
     monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("POLYAXON_PREFECT_ARTIFACTS_ROOT", str(tmp_path / "artifacts"))
-    assert thin_server.prefect_home() / thin_server.RECORD_FILE == background._record_path()
-    assert thin_server.prefect_home() / thin_server.LEASES_DIR == background.leases_dir()
-    assert thin_server.SERVER_MODULE == background._SERVER_MODULE
-    assert thin_server.resolve_artifacts_root() / ".sessions" == journal_dir()
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    monkeypatch.delitem(sys.modules, "prefect.settings")  # as in a fresh CLI process
+    module = background_files.SERVER_MODULE.decode()
+    process = subprocess.Popen(
+        [sys.executable, "-c", _HEALTH, module], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stdout is not None
+        url = f"http://127.0.0.1:{int(process.stdout.readline())}"
+        started = background_files.start_ticks(process.pid)
+        record = background.BackgroundServer(process.pid, url, "log", "db", started=started)
+        (tmp_path / "home").mkdir()
+        background._record_path().write_text(json.dumps(dataclasses.asdict(record)))
+        assert background.running_server() == record
+        assert _status_both_ways(capsys) == f"running at {url} (pid {process.pid}; database: db)\n"
+        found = thin_server.thin_server()
+        assert found is not None and found.api_url == f"{url}/api" and found.notice
+        background_files.hold_lease()  # what the server counts its clients by
+        assert (background.leases_dir() / str(os.getpid())).exists()
+        wrong = dataclasses.replace(record, started=(started or 0) + 1)  # a reused pid
+        background._record_path().write_text(json.dumps(dataclasses.asdict(wrong)))
+        assert thin_server.thin_server() is None and background.running_server() is None
+        background._record_path().write_text(json.dumps(dataclasses.asdict(record)))
+    finally:
+        process.kill()
+        process.wait()
+    assert _status_both_ways(capsys) == "stopped\n"
+    assert not background._record_path().exists()
+    assert thin_server.thin_server() is None and background.running_server() is None
 
 
 def test_only_plain_command_lines_and_servers_known_without_prefect_go_thin(

@@ -1,6 +1,8 @@
 """A run's log lines as ``logs`` shows them, wherever they were read from (Prefect's logs API or
 the files a run keeps): which op and replica each line is of, the selection ``--op``,
-``--replica`` and ``--tail`` make, and the line printed. Pure: no I/O, no Prefect.
+``--replica`` and ``--tail`` make, and the line printed. Pure: no I/O, no Prefect (one code
+path of the thin client's and the flow layer's ``logs``; `polyaxon_prefect.runtime` re-exports
+it for the files' reader).
 
 A line's ``op`` is its path below the run read: ``train`` (a DAG op), ``nested/a`` (op ``a`` of
 the nested DAG ``nested``), ``tune/trial-3`` (trial 3 of the sweep op ``tune``), ``trial-3``
@@ -16,8 +18,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
-
-from polyaxon_prefect.specs import Status
 
 __all__ = [
     "LogLine",
@@ -101,4 +101,4 @@ def line_record(line: LogLine) -> dict[str, Any]:
 def exit_code(status: str) -> int:
     """How ``logs -f`` and ``statuses -w`` exit once the run ended: as ``run`` does, 0 when it
     succeeded, 1 for any other end (failed, stopped, skipped, upstream_failed)."""
-    return 0 if status == Status.SUCCEEDED else 1
+    return 0 if status == "succeeded" else 1
