@@ -21,6 +21,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from polyaxon_prefect.client._names import NAME_CHARACTERS, NAME_REGEX
 from polyaxon_prefect.specs._base import BaseSpec, is_template, split_csv
 from polyaxon_prefect.specs._or_ref import BoolOrRef, FloatOrRef, PositiveIntOrRef, as_number
 from polyaxon_prefect.specs._templated import Templated
@@ -43,6 +44,7 @@ from polyaxon_prefect.specs.sections._termination import Termination
 from polyaxon_prefect.specs.sections._triggers import TriggerPolicy
 
 __all__ = [
+    "NAME_CHARACTERS",
     "NAME_REGEX",
     "REFERENCE_FIELDS",
     "SCHEMA_VERSION",
@@ -55,11 +57,7 @@ __all__ = [
 SCHEMA_VERSION = 1.1
 """The only ``version`` the modern format accepts."""
 
-NAME_REGEX = re.compile(r"^[-a-zA-Z0-9_]+\Z")  # \Z: `$` would let a trailing newline in
 _HUB_NAME_REGEX = re.compile(r"^(?:[-a-zA-Z0-9_]+/)?[-a-zA-Z0-9_]+(?::[-a-zA-Z0-9_.]+)?\Z")
-NAME_CHARACTERS = "ASCII letters (a-z, A-Z), digits (0-9), `-` and `_`"
-"""What `NAME_REGEX` allows, in words: names become flow, task and Kubernetes names, so no
-accented or other Unicode letters, spaces or dots."""
 
 
 # -- the dag runtime: its operations and components are the classes below
