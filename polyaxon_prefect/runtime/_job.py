@@ -29,6 +29,7 @@ from polyaxon_prefect.exceptions import PolyaxonfileError, Problem, UnsupportedF
 from polyaxon_prefect.loading import ParamValue, build_context
 from polyaxon_prefect.runtime._context import DEFAULT_PROJECT, RunContext, new_run_context
 from polyaxon_prefect.runtime._errors import InitStepError, ProcessStartError
+from polyaxon_prefect.runtime._launcher import PROCESS, Launch, Launcher
 from polyaxon_prefect.runtime._outcome import (
     LOG_FILE,
     failed,
@@ -78,7 +79,6 @@ from polyaxon_prefect.runtime.render._problems import Problems, first
 from polyaxon_prefect.runtime.render._render import (
     RenderedContainer,
     python_argv,
-    python_env,
     render_container,
     render_model,
     render_run_connections,
@@ -111,6 +111,7 @@ __all__ = [
     "prepare_container",
     "prepare_job",
     "render_dockerfile",
+    "run_one_process",
 ]
 
 
@@ -119,9 +120,13 @@ __all__ = [
 
 
 def prepare_job(
-    loaded: LoadedPolyaxonfile, options: PrepareOptions | None = None, **keywords: Any
+    loaded: LoadedPolyaxonfile,
+    options: PrepareOptions | None = None,
+    launcher: Launcher = PROCESS,
+    **keywords: Any,
 ) -> PreparedJob:
-    """Resolve a loaded job operation into argv, env, cwd, init steps and run settings.
+    """Resolve a loaded job operation into argv, env, cwd, init steps and run settings, for
+    ``launcher`` (default: a process on this machine).
 
     ``options`` says how (`PrepareOptions`); its fields may be given as ``keywords`` instead
     (``prepare_job(loaded, params={"lr": 0.1})``), not both.
@@ -130,20 +135,25 @@ def prepare_job(
         PolyaxonfileError: bad or missing params, template errors (every one, located).
         UnsupportedFeatureError: a run kind that does not run as one process (it has replicas,
             ops or a server), or an init source that cannot run locally.
-        BuildNotSupportedError: a build op without ``skip_builds``.
+        BuildNotSupportedError: a build op without ``skip_builds``, where nothing builds images.
         UnknownConnectionError: a connection name the connections file does not define.
         ConnectionsError: a connection's local secret/config map is missing.
     """
     if options is not None and keywords:
         raise TypeError("give `options` or its fields as keywords, not both")
+    options = options or PrepareOptions(**keywords)
     kind = getattr(_component_of(loaded.operation).run, "kind", None)
     if not runs_as_one_process(kind):
         raise UnsupportedFeatureError([_not_one_process(kind)])
-    job, context = prepare_container(loaded, options or PrepareOptions(**keywords))
-    run = _component_of(loaded.operation).run
-    gpus = container_gpu_request(getattr(run, "container", None), context, RESOURCES, loaded)
+    # a launcher that builds images decides about build ops itself (`Launcher.prepare`)
+    local = dataclasses.replace(options, skip_builds=True) if launcher.builds_images else options
+    job, context = prepare_container(loaded, local)
+    container = getattr(_component_of(loaded.operation).run, "container", None)
+    gpus = container_gpu_request(container, context, RESOURCES, loaded)
     check_gpu_capacity([gpus], RESOURCES, loaded)
-    return dataclasses.replace(job, gpu_requests=(gpus,))
+    job = dataclasses.replace(job, gpu_requests=(gpus,))
+    [job] = launcher.prepare(loaded, options, [job], [container])
+    return job
 
 
 def _not_one_process(kind: str | None) -> Problem:
@@ -402,8 +412,10 @@ def execute_job(
     *,
     on_line: Callable[[str, str], None] | None = None,
     cancel_event: threading.Event | None = None,
+    launcher: Launcher = PROCESS,
 ) -> RunResult:
-    """Run the init steps and the process of ``job``, then read back its outputs and metrics.
+    """Run the init steps and the process of ``job`` (started by ``launcher``, the one it was
+    prepared for), then read back its outputs and metrics.
 
     Never raises for what the job itself did: a failed init step, a command that does not
     exist, a non-zero exit, a timeout or invalid outputs all come back as a `RunResult` with
@@ -417,29 +429,46 @@ def execute_job(
     removed first, so a retry never reports stale values.
     """
     if job.is_build:
-        return RunResult(
-            Status.SKIPPED,
-            message=f"build `{job.op_name}` skipped: the local runtime has no image builder",
-        )
-    ended = _before_process(job, on_line, cancel_event)
-    if ended is None:
-        try:
-            result = run_process(
-                job.argv,
-                env=python_env(job.env),
-                cwd=job.cwd,
-                timeout=job.timeout,
-                on_line=on_line,
-                secrets=job.secrets,
-                cancel_event=cancel_event,
-                log_path=job.context.run_artifacts_path / "logs" / LOG_FILE,
-            )
-        except ProcessStartError as exc:
-            ended = failed(str(exc), job.secrets)
-        else:
-            ended = job_outcome(job, result)
+        return RunResult(Status.SKIPPED, message=launcher.skipped_build.format(op=job.op_name))
+    try:
+        ended = run_one_process(job, launcher, on_line, cancel_event)
+    finally:
+        launcher.close()
     finish_ttl(job)
     return ended
+
+
+def run_one_process(
+    job: PreparedJob,
+    launcher: Launcher,
+    on_line: Callable[[str, str], None] | None,
+    cancel_event: threading.Event | None,
+) -> RunResult:
+    """The one-process shape: the run's directories and init steps, the launcher's checks,
+    then ``job``'s process to its end and what it left (`job_outcome`)."""
+    ended = _before_process(job, on_line, cancel_event)
+    if ended is None:
+        ended = launcher.ready([job], on_line, cancel_event)
+    if ended is not None:
+        return ended
+    process = launcher.process(Launch(job, job.argv, job.env))
+    result = None
+    try:
+        result = run_process(
+            process.argv,
+            env=process.env,
+            cwd=process.cwd,
+            timeout=job.timeout,
+            on_line=on_line,
+            secrets=job.secrets,
+            cancel_event=cancel_event,
+            log_path=job.context.run_artifacts_path / "logs" / LOG_FILE,
+        )
+    except ProcessStartError as exc:
+        return failed(str(exc), job.secrets)
+    finally:
+        process.end(result)
+    return job_outcome(job, result)
 
 
 def _before_process(
