@@ -4,7 +4,7 @@ The local backend of the distributed kinds. What the replicas are, which variabl
 gets and when the job is over are pure decisions (`polyaxon_prefect.distributed`); this module
 only makes them happen:
 
-* `prepare_replicas` prepares each replica's container with `prepare_container` (params,
+* `prepare_replicas` prepares each replica's container with `render_run` (params,
   rendering, env, connections, init, cache settings: nothing is re-implemented), so a replica
   behaves exactly like a job would; GPU requests and ``mpirun`` are checked here, so a job that
   cannot start fails before any flow run exists (each replica's GPUs are taken from the
@@ -51,7 +51,7 @@ from polyaxon_prefect.distributed import (
 from polyaxon_prefect.exceptions import PolyaxonfileError, UnsupportedFeatureError
 from polyaxon_prefect.runtime._context import new_run_context
 from polyaxon_prefect.runtime._errors import InitStepError, RunRuntimeError
-from polyaxon_prefect.runtime._job import LOCAL, _before_process, prepare_container
+from polyaxon_prefect.runtime._job import LOCAL, _before_process
 from polyaxon_prefect.runtime._launcher import PROCESS, Launch, Launcher
 from polyaxon_prefect.runtime._mpi import LAUNCHED, check_mpirun, launcher_env, mpirun_argv
 from polyaxon_prefect.runtime._outcome import (
@@ -67,6 +67,7 @@ from polyaxon_prefect.runtime.gpu._gpu_admit import check_gpu_capacity
 from polyaxon_prefect.runtime.render._init import run_init
 from polyaxon_prefect.runtime.render._locate import locate_problems
 from polyaxon_prefect.runtime.render._options import PrepareOptions
+from polyaxon_prefect.runtime.render._render_run import render_run
 from polyaxon_prefect.runtime.session._process import ProcessResult, run_process
 from polyaxon_prefect.specs import Status
 from polyaxon_prefect.tracking import METRICS_FILE, OUTPUTS_FILE
@@ -87,7 +88,7 @@ _OUTPUT_VARS = (tracking.ENV_OUTPUTS_PATH, tracking.POLYAXON_ENV_OUTPUTS_PATH)
 
 @dataclass(frozen=True)
 class PreparedReplica:
-    """One replica's process, prepared: its job (its container, via `prepare_container`) and the
+    """One replica's process, prepared: its job (its container, via `render_run`) and the
     GPUs it sees (its ``CUDA_VISIBLE_DEVICES``: given when the op takes its GPUs, `admitted`)."""
 
     replica: Replica
@@ -127,7 +128,7 @@ def prepare_replicas(
     ``mpirun`` in the launcher's reaches over the network.
 
     Raises:
-        PolyaxonfileError: what `prepare_container` raises, located at the replica's section.
+        PolyaxonfileError: what `render_run` raises, located at the replica's section.
         NotEnoughGpusError: more GPUs requested than this machine has.
         UnsupportedFeatureError: an MPI job on a machine without ``mpirun``.
     """
@@ -206,8 +207,7 @@ def _own_outputs(job: PreparedJob, replica: Replica, plan: ReplicaPlan) -> Prepa
 def _prepare_one(loaded: Any, replica: Replica, options: PrepareOptions) -> PreparedJob:
     """``replica``'s container prepared as a job's; its problems located at its section."""
     try:
-        job, _ = prepare_container(loaded, options, run=replica.spec)
-        return job
+        return render_run(loaded, options, run=replica.spec)
     except PolyaxonfileError as exc:
         if type(exc) not in (PolyaxonfileError, UnsupportedFeatureError):
             raise

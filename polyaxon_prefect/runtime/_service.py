@@ -40,19 +40,15 @@ from polyaxon_prefect.exceptions import PolyaxonfileError, Problem, UnsupportedF
 from polyaxon_prefect.loading import TemplateError, build_context, render_value
 from polyaxon_prefect.runtime._context import RunContext, new_run_context
 from polyaxon_prefect.runtime._errors import ProcessStartError
-from polyaxon_prefect.runtime._job import _before_process, prepare_container
+from polyaxon_prefect.runtime._job import _before_process
 from polyaxon_prefect.runtime._launcher import PROCESS, Launch, Launcher
 from polyaxon_prefect.runtime._outcome import LOG_FILE, failed
 from polyaxon_prefect.runtime._prepared import PreparedJob
 from polyaxon_prefect.runtime._result import RunResult
-from polyaxon_prefect.runtime.gpu._gpu_admit import (
-    RESOURCES,
-    check_gpu_capacity,
-    container_gpu_request,
-)
 from polyaxon_prefect.runtime.render._locate import locate_problems
 from polyaxon_prefect.runtime.render._options import PrepareOptions
 from polyaxon_prefect.runtime.render._param_values import merge_params, template_params
+from polyaxon_prefect.runtime.render._render_run import render_run
 from polyaxon_prefect.runtime.session._process import run_process
 from polyaxon_prefect.specs import Status, service_run
 
@@ -281,7 +277,7 @@ def prepare_service(
     options: PrepareOptions = PrepareOptions(),
     launcher: Launcher = PROCESS,
 ) -> PreparedService:
-    """Render a service's container, env and init as a job's (`prepare_container`), with
+    """Render a service's container, env and init as a job's (`render_run`), with
     ``globals.ports`` (free local ports) and ``globals.base_url``, for ``launcher`` (default: a
     process on this machine). Never cached: a service's run is its process, not outputs to
     reuse.
@@ -290,7 +286,7 @@ def prepare_service(
     are always free: ``globals.ports`` are those, as in its pod, and ``ports`` the local ones
     they are published at (the URL's).
 
-    Raises what `prepare_container` raises, and `PolyaxonfileError` for bad ports.
+    Raises what `render_run` raises, and `PolyaxonfileError` for bad ports.
     """
     operation = loaded.operation
     own_network = launcher.separate_hosts
@@ -304,15 +300,13 @@ def prepare_service(
     if own_network:
         notes = [note.replace("the service gets", "it is published at") for note in notes]
     context = ServiceContext.of(base, inside, settings.rewrite_path)
-    job, values = prepare_container(loaded, dataclasses.replace(options, run_context=context))
     # a service holds the GPUs it asks for as long as it serves (a notebook's, a model
     # server's), from the machine's pool like a job's: exactly those, and none without a request
+    job = render_run(loaded, dataclasses.replace(options, run_context=context))
     run = loaded.operation.component.run if loaded.operation.component else None
-    gpus = container_gpu_request(getattr(run, "container", None), values, RESOURCES, loaded)
-    check_gpu_capacity([gpus], RESOURCES, loaded)
     url = service_url("127.0.0.1", ports, context.base_url, rewrite_path=settings.rewrite_path)
     fields = {f.name: getattr(job, f.name) for f in dataclasses.fields(PreparedJob)}
-    fields.update(cache_key=None, cache_ttl=None, notes=(*job.notes, *notes), gpu_requests=(gpus,))
+    fields.update(cache_key=None, cache_ttl=None, notes=(*job.notes, *notes))
     service = PreparedService(
         **fields,
         ports=ports,
