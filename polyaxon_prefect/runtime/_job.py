@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from polyaxon_prefect.exceptions import Problem, UnsupportedFeatureError
 from polyaxon_prefect.runtime._context import DEFAULT_PROJECT
 from polyaxon_prefect.runtime._errors import InitStepError, ProcessStartError
-from polyaxon_prefect.runtime._launcher import PROCESS, Launch, Launcher
+from polyaxon_prefect.runtime._launcher import PROCESS, Launch, Launcher, run_launched
 from polyaxon_prefect.runtime._outcome import LOG_FILE, failed, finish_ttl, job_outcome
 from polyaxon_prefect.runtime._prepared import InitStep, PreparedJob
 from polyaxon_prefect.runtime._result import RunResult
@@ -33,7 +33,6 @@ from polyaxon_prefect.runtime.render._init import run_init
 from polyaxon_prefect.runtime.render._options import PrepareOptions
 from polyaxon_prefect.runtime.render._param_values import merge_params
 from polyaxon_prefect.runtime.render._render_run import component_of, render_run
-from polyaxon_prefect.runtime.session._process import run_process
 from polyaxon_prefect.specs import LOCAL, ONE_PROCESS_KINDS, Status, runs_as_one_process
 from polyaxon_prefect.tracking import METRICS_FILE, OUTPUTS_FILE
 
@@ -148,20 +147,21 @@ def run_one_process(
     on_line: Callable[[str, str], None] | None,
     cancel_event: threading.Event | None,
 ) -> RunResult:
-    """The one-process shape: the run's directories and init steps, the launcher's checks,
-    then ``job``'s process to its end and what it left (`job_outcome`)."""
-    ended = _before_process(job, on_line, cancel_event)
+    """The one-process shape: the op's own image built first (its ``build:`` section), the
+    run's directories and init steps, the launcher's checks, then ``job``'s process to its end
+    and what it left (`job_outcome`)."""
+    builder = job.image_run.build_job if job.image_run is not None else None
+    ended = _build_first(job, builder, launcher, on_line, cancel_event) if builder else None
+    if ended is None:
+        ended = _before_process(job, on_line, cancel_event)
     if ended is None:
         ended = launcher.ready([job], on_line, cancel_event)
     if ended is not None:
         return ended
-    process = launcher.process(Launch(job, job.argv, job.env))
-    result = None
     try:
-        result = run_process(
-            process.argv,
-            env=process.env,
-            cwd=process.cwd,
+        result = run_launched(
+            launcher,
+            Launch(job, job.argv, job.env),
             timeout=job.timeout,
             on_line=on_line,
             secrets=job.secrets,
@@ -170,9 +170,24 @@ def run_one_process(
         )
     except ProcessStartError as exc:
         return failed(str(exc), job.secrets)
-    finally:
-        process.end(result)
     return job_outcome(job, result)
+
+
+def _build_first(
+    job: PreparedJob,
+    builder: PreparedJob,
+    launcher: Launcher,
+    on_line: Callable[[str, str], None] | None,
+    cancel_event: threading.Event | None,
+) -> RunResult | None:
+    """The op's own ``build:`` (its init steps, then the image build); None once the image
+    is built, else the op's failure saying the build failed."""
+    ended = run_one_process(builder, launcher, on_line, cancel_event)
+    if ended.status == Status.SUCCEEDED:
+        return None
+    if ended.status == Status.STOPPED:
+        return ended
+    return failed(f"the build of `{job.op_name}`'s image failed: {ended.message}", job.secrets)
 
 
 def _before_process(

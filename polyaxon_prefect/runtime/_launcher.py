@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from polyaxon_prefect.runtime._prepared import PreparedJob
 from polyaxon_prefect.runtime.render._render import python_env
+from polyaxon_prefect.runtime.session._process import ProcessResult, run_process
 from polyaxon_prefect.specs import LOCAL
 
 if TYPE_CHECKING:
@@ -24,9 +25,8 @@ if TYPE_CHECKING:
     from polyaxon_prefect.loading import LoadedPolyaxonfile
     from polyaxon_prefect.runtime._result import RunResult
     from polyaxon_prefect.runtime.render._options import PrepareOptions
-    from polyaxon_prefect.runtime.session._process import ProcessResult
 
-__all__ = ["PROCESS", "Launch", "Launcher", "Process", "ProcessLauncher"]
+__all__ = ["PROCESS", "Launch", "Launcher", "Process", "ProcessLauncher", "run_launched"]
 
 LineCallback = Callable[[str, str], None]
 
@@ -150,3 +150,37 @@ class ProcessLauncher:
 
 PROCESS = ProcessLauncher()
 """The local backend's launcher (it holds nothing of a run: one serves every run)."""
+
+
+def run_launched(
+    launcher: Launcher,
+    launch: Launch,
+    *,
+    timeout: float | None,
+    on_line: LineCallback | None,
+    secrets: Sequence[str],
+    cancel_event: threading.Event | None,
+    log_path: Path,
+) -> ProcessResult:
+    """Start ``launch`` with ``launcher`` and run it to its end (`run_process`: masked lines,
+    its log, its timeout and stop); what the launcher made for it is undone whatever ended it.
+
+    Raises:
+        ProcessStartError: its command cannot start.
+    """
+    process = launcher.process(launch)
+    result = None
+    try:
+        result = run_process(
+            process.argv,
+            env=process.env,
+            cwd=process.cwd,
+            timeout=timeout,
+            on_line=on_line,
+            secrets=secrets,
+            cancel_event=cancel_event,
+            log_path=log_path,
+        )
+    finally:
+        process.end(result)
+    return result

@@ -52,7 +52,7 @@ from polyaxon_prefect.exceptions import PolyaxonfileError, UnsupportedFeatureErr
 from polyaxon_prefect.runtime._context import new_run_context
 from polyaxon_prefect.runtime._errors import InitStepError, RunRuntimeError
 from polyaxon_prefect.runtime._job import LOCAL, _before_process
-from polyaxon_prefect.runtime._launcher import PROCESS, Launch, Launcher
+from polyaxon_prefect.runtime._launcher import PROCESS, Launch, Launcher, run_launched
 from polyaxon_prefect.runtime._mpi import LAUNCHED, check_mpirun, launcher_env, mpirun_argv
 from polyaxon_prefect.runtime._outcome import (
     failed,
@@ -68,7 +68,7 @@ from polyaxon_prefect.runtime.render._init import run_init
 from polyaxon_prefect.runtime.render._locate import locate_problems
 from polyaxon_prefect.runtime.render._options import PrepareOptions
 from polyaxon_prefect.runtime.render._render_run import render_run
-from polyaxon_prefect.runtime.session._process import ProcessResult, run_process
+from polyaxon_prefect.runtime.session._process import ProcessResult
 from polyaxon_prefect.specs import Status
 from polyaxon_prefect.tracking import METRICS_FILE, OUTPUTS_FILE
 
@@ -381,13 +381,10 @@ class _Replicas:
         def relay(stream: str, line: str) -> None:
             self.events.put((stream, prefix + line, None))
 
-        process, result = None, None
         try:
-            process = self.launcher.process(Launch(one.job, argv, env, name=one.name))
-            result = run_process(
-                process.argv,
-                env=process.env,
-                cwd=process.cwd,
+            result = run_launched(
+                self.launcher,
+                Launch(one.job, argv, env, name=one.name),
                 timeout=one.job.timeout,
                 on_line=relay,
                 secrets=self.prepared.secrets,
@@ -398,8 +395,6 @@ class _Replicas:
         except (RunRuntimeError, OSError) as exc:
             self.ended[one.name] = _Ended(error=str(exc))
         finally:
-            if process is not None:
-                process.end(result)
             self.events.put(("end", one.name, None))
 
     def alive(self) -> bool:

@@ -41,7 +41,7 @@ from polyaxon_prefect.loading import TemplateError, build_context, render_value
 from polyaxon_prefect.runtime._context import RunContext, new_run_context
 from polyaxon_prefect.runtime._errors import ProcessStartError
 from polyaxon_prefect.runtime._job import _before_process
-from polyaxon_prefect.runtime._launcher import PROCESS, Launch, Launcher
+from polyaxon_prefect.runtime._launcher import PROCESS, Launch, Launcher, run_launched
 from polyaxon_prefect.runtime._outcome import LOG_FILE, failed
 from polyaxon_prefect.runtime._prepared import PreparedJob
 from polyaxon_prefect.runtime._result import RunResult
@@ -49,7 +49,6 @@ from polyaxon_prefect.runtime.render._locate import locate_problems
 from polyaxon_prefect.runtime.render._options import PrepareOptions
 from polyaxon_prefect.runtime.render._param_values import merge_params, template_params
 from polyaxon_prefect.runtime.render._render_run import render_run
-from polyaxon_prefect.runtime.session._process import run_process
 from polyaxon_prefect.specs import Status, service_run
 
 if TYPE_CHECKING:
@@ -427,15 +426,13 @@ def _serve(
     if ended is not None:
         return ended
     publish = tuple(zip(service.ports, service.declared_ports, strict=True))
-    process = launcher.process(Launch(service, service.argv, service.env, publish=publish))
     watch = _Watch(service, relay, cancel_event)
     watch.start()
-    result = None
     try:
-        result = run_process(
-            process.argv,
-            env=process.env,
-            cwd=process.cwd,
+        result = run_launched(
+            launcher,
+            Launch(service, service.argv, service.env, publish=publish),
+            timeout=None,  # its termination.timeout stops it (`_Watch`): `stopped`, not `failed`
             on_line=relay,
             secrets=service.secrets,
             cancel_event=watch.stop,
@@ -445,7 +442,6 @@ def _serve(
         return failed(str(exc), service.secrets)
     finally:
         watch.ended.set()
-        process.end(result)
     if result.cancelled:
         reason = watch.reason or "was stopped"
         status, message = Status.STOPPED, f"service `{service.op_name}` {reason}"

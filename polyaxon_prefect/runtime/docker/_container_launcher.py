@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from polyaxon_prefect.containers import container_name, remove_argv, run_argv
 from polyaxon_prefect.distributed import named_cluster
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
-from polyaxon_prefect.runtime._job import prepare_job, run_one_process
+from polyaxon_prefect.runtime._job import prepare_job
 from polyaxon_prefect.runtime._launcher import Launch, Process
 from polyaxon_prefect.runtime._mpi import AS_ROOT, LAUNCHED
 from polyaxon_prefect.runtime._outcome import failed
@@ -63,7 +63,6 @@ from polyaxon_prefect.runtime.docker._container_replicas import (
     ssh_mounts,
 )
 from polyaxon_prefect.runtime.render._problems import first
-from polyaxon_prefect.specs import Status
 from polyaxon_prefect.tracking import OUTPUTS_FILE
 
 if TYPE_CHECKING:
@@ -189,15 +188,11 @@ class ContainerLauncher:
         on_line: LineCallback | None,
         cancel_event: threading.Event | None,
     ) -> RunResult | None:
-        """The op's own image built (when it has a ``build:``), a usable CLI, and every image
-        here (pulled by its policy); a build op: its Dockerfile and the CLI."""
+        """A usable CLI and every image here (pulled by its policy); a build op: its
+        Dockerfile and the CLI."""
         secrets = tuple(dict.fromkeys(s for job in jobs for s in job.secrets))
         images = [job.image_run or ImageRun() for job in jobs]
         for job, image in zip(jobs, images, strict=True):
-            if image.build_job is not None:
-                ended = self._own_build(job, image.build_job, on_line, cancel_event)
-                if ended is not None:
-                    return ended
             if image.build_context is not None:
                 return self._build_ready(job, Path(image.build_context))
         try:
@@ -211,22 +206,6 @@ class ContainerLauncher:
         except (ContainerCliError, OSError, subprocess.TimeoutExpired) as exc:
             problem = f"cannot run containers: {exc}"
         return failed(problem, secrets) if problem is not None else None
-
-    def _own_build(
-        self,
-        job: PreparedJob,
-        builder: PreparedJob,
-        on_line: LineCallback | None,
-        cancel_event: threading.Event | None,
-    ) -> RunResult | None:
-        """The op's own ``build:`` (its init steps, then the image build); None once the image
-        is built, else the op's failure saying the build failed."""
-        ended = run_one_process(builder, self, on_line, cancel_event)
-        if ended.status == Status.SUCCEEDED:
-            return None
-        if ended.status == Status.STOPPED:
-            return ended
-        return failed(f"the build of `{job.op_name}`'s image failed: {ended.message}", job.secrets)
 
     def _build_ready(self, job: PreparedJob, context: Path) -> RunResult | None:
         if not (context / "Dockerfile").is_file():
