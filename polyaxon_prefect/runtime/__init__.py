@@ -73,7 +73,6 @@ if TYPE_CHECKING:
     from polyaxon_prefect.runtime._job import (
         PreparedJob,
         execute_job,
-        prepare_container,
         prepare_job,
     )
     from polyaxon_prefect.runtime._result import RunResult
@@ -98,6 +97,7 @@ if TYPE_CHECKING:
     from polyaxon_prefect.runtime.render._init import INIT_HANDLERS
     from polyaxon_prefect.runtime.render._locate import locate_problems
     from polyaxon_prefect.runtime.render._param_values import merge_params
+    from polyaxon_prefect.runtime.render._render_run import render_run
     from polyaxon_prefect.runtime.session._session import request_stop, stop_requested
 
 __all__ = [
@@ -152,7 +152,6 @@ __all__ = [
     "new_run_context",
     "on_serving",
     "prepare_cluster",
-    "prepare_container",
     "prepare_job",
     "project_name",
     "read_connections_file",
@@ -161,6 +160,7 @@ __all__ = [
     "read_outputs",
     "record_child",
     "register_executor",
+    "render_run",
     "request_stop",
     "resolve_artifacts_root",
     "run_metric_history",
@@ -197,7 +197,8 @@ __getattr__ = lazy_attributes(
             "_service",
         ),
         "PreparedJob": "_prepared",
-        **dict.fromkeys(("execute_job", "prepare_container", "prepare_job"), "_job"),
+        **dict.fromkeys(("execute_job", "prepare_job"), "_job"),
+        "render_run": "render._render_run",
         "merge_params": "render._param_values",
         "INIT_HANDLERS": "render._init",
         "locate_problems": "render._locate",

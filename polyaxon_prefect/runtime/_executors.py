@@ -24,22 +24,12 @@ from polyaxon_prefect.runtime._job import (
     execute_job,
     prepare_job,
 )
+from polyaxon_prefect.runtime._launcher import Launcher, ProcessLauncher
 from polyaxon_prefect.runtime._replicas import execute_replicas, prepare_replicas
 from polyaxon_prefect.runtime._service import execute_service, prepare_service
-from polyaxon_prefect.runtime.docker._container import (
-    CONTAINER_BACKEND,
-    execute_container_job,
-    prepare_container_job,
-)
-from polyaxon_prefect.runtime.docker._container_replicas import (
-    CONTAINER_REPLICA_KINDS,
-    execute_container_replicas,
-    prepare_container_replicas,
-)
-from polyaxon_prefect.runtime.docker._container_service import (
-    execute_container_service,
-    prepare_container_service,
-)
+from polyaxon_prefect.runtime.docker._container import CONTAINER_BACKEND
+from polyaxon_prefect.runtime.docker._container_launcher import ContainerLauncher
+from polyaxon_prefect.runtime.docker._container_replicas import CONTAINER_REPLICA_KINDS
 from polyaxon_prefect.runtime.render._options import PrepareOptions
 from polyaxon_prefect.specs import BACKENDS, KUBEFLOW_KINDS
 
@@ -94,23 +84,25 @@ class Executor(Protocol):
     ) -> RunResult: ...
 
 
-Prepare = Callable[["LoadedPolyaxonfile", PrepareOptions], PreparedJob]
+Prepare = Callable[["LoadedPolyaxonfile", PrepareOptions, Launcher], PreparedJob]
 Execute = Callable[..., "RunResult"]
 
 
 @dataclass(frozen=True)
 class LocalExecutor:
-    """An executor made of two runtime functions: ``job`` runs one process (`prepare_job`,
-    `execute_job`), a distributed kind one process per replica (`prepare_replicas`,
-    `execute_replicas`)."""
+    """A run shape over a launcher: the shape's two functions (one process: `prepare_job`,
+    `execute_job`; one process per replica: `prepare_replicas`, `execute_replicas`; a
+    service: `prepare_service`, `execute_service`), each given a launcher of its own made by
+    ``launcher`` (on this machine: `ProcessLauncher`; in containers: `ContainerLauncher`)."""
 
     prepare_fn: Prepare
     execute_fn: Execute
+    launcher: Callable[[], Launcher] = ProcessLauncher
 
     def prepare(
         self, loaded: LoadedPolyaxonfile, options: PrepareOptions = PrepareOptions()
     ) -> PreparedJob:
-        return self.prepare_fn(loaded, options)
+        return self.prepare_fn(loaded, options, self.launcher())
 
     def execute(
         self,
@@ -119,23 +111,23 @@ class LocalExecutor:
         on_line: LineCallback | None = None,
         cancel_event: threading.Event | None = None,
     ) -> RunResult:
-        return self.execute_fn(prepared, on_line=on_line, cancel_event=cancel_event)
+        return self.execute_fn(
+            prepared, on_line=on_line, cancel_event=cancel_event, launcher=self.launcher()
+        )
 
 
 JobExecutor = LocalExecutor(prepare_job, execute_job)
 """A ``kind: job`` op as one local process: `prepare_job`, then `execute_job`."""
-
 ReplicasExecutor = LocalExecutor(prepare_replicas, execute_replicas)
 """A distributed op (``tfjob``, ``pytorchjob``...) as one local process per replica."""
-
-
 ServiceExecutor = LocalExecutor(prepare_service, execute_service)
-ContainerJobExecutor = LocalExecutor(prepare_container_job, execute_container_job)
-"""The ``docker`` backend: a one-container op as one container of its image."""
-ContainerReplicasExecutor = LocalExecutor(prepare_container_replicas, execute_container_replicas)
-ContainerServiceExecutor = LocalExecutor(prepare_container_service, execute_container_service)
-"""The ``docker`` backend: a distributed op as one container per replica."""
 """A ``kind: service`` op as one managed long-running local process (`runtime._service`)."""
+ContainerJobExecutor = LocalExecutor(prepare_job, execute_job, ContainerLauncher)
+"""The ``docker`` backend: a one-container op as one container of its image."""
+ContainerReplicasExecutor = LocalExecutor(prepare_replicas, execute_replicas, ContainerLauncher)
+"""The ``docker`` backend: a distributed op as one container per replica."""
+ContainerServiceExecutor = LocalExecutor(prepare_service, execute_service, ContainerLauncher)
+"""The ``docker`` backend: a service as one container of its image, its ports published."""
 
 
 @dataclass(frozen=True)

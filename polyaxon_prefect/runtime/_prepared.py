@@ -1,7 +1,9 @@
-"""What preparing an op yields and running it consumes: `PreparedJob` and its `InitStep`s.
+"""What preparing an op yields and running it consumes: `PreparedJob`, its `InitStep`s and,
+for a job run in its image, its `ImageRun`.
 
 Plain frozen values in a module of their own, so that the steps that build a job (init, git,
-GPUs, outcome) and the job runner share them without importing each other.
+GPUs, outcome), the shapes that run it and the launchers that start its processes share them
+without importing each other.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from polyaxon_prefect.runtime._context import RunContext
 from polyaxon_prefect.runtime.logs._masking import redact_url_credentials
 from polyaxon_prefect.specs import LOCAL
 
-__all__ = ["InitStep", "PreparedJob"]
+__all__ = ["ImageRun", "InitStep", "PreparedJob"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,26 @@ class InitStep:
             "connection": lambda: f"connection {self.connection}",
         }.get(self.kind, lambda: self.kind)()
         return f"init[{self.index}] ({what})"
+
+
+@dataclass(frozen=True)
+class ImageRun:
+    """How a job's process runs in its image (the container launcher): what the image's
+    section asks for, read once when the op is prepared."""
+
+    python: str = "python3"
+    """The image's interpreter, which a ``python`` argv runs (a local job runs this process's)."""
+    pull: str = "missing"
+    cpus: str | None = None
+    memory: int | None = None
+    gpus: int = 0
+    build_tag: str | None = None
+    """A build op run here: the image it builds and tags (its ``destination``)."""
+    build_context: str | None = None
+    """The folder it builds from (the kaniko ``-c`` argument; default the run's artifacts)."""
+    build_job: PreparedJob | None = None
+    """The op's own ``build:`` section, prepared as the build op it stands for: run first, the
+    op then runs in the image it tagged."""
 
 
 @dataclass(frozen=True)
@@ -88,3 +110,6 @@ class PreparedJob:
     """The hash of the code it runs (`_code_hash.op_code`: its working folder's files, the
     interpreter, an image, a git commit), part of ``cache_key``; None when not hashed (the
     op's cache is off outside a DAG, or its folder is over the budget)."""
+    image_run: ImageRun | None = None
+    """Its image's settings when its processes start in containers (`ContainerLauncher`);
+    None: they start on this machine."""

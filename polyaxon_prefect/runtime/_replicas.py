@@ -4,13 +4,14 @@ The local backend of the distributed kinds. What the replicas are, which variabl
 gets and when the job is over are pure decisions (`polyaxon_prefect.distributed`); this module
 only makes them happen:
 
-* `prepare_replicas` prepares each replica's container with `prepare_container` (params,
+* `prepare_replicas` prepares each replica's container with `render_run` (params,
   rendering, env, connections, init, cache settings: nothing is re-implemented), so a replica
   behaves exactly like a job would; GPU requests and ``mpirun`` are checked here, so a job that
   cannot start fails before any flow run exists (each replica's GPUs are taken from the
   machine's pool when the op runs: `polyaxon_prefect.runtime.gpu._gpu_admit`).
-* `execute_replicas` takes free loopback ports, starts one `run_process` thread per replica
-  with one shared stop event, relays their lines (``[worker-1] ...``) from the calling thread,
+* `execute_replicas` takes free loopback ports (or the launcher's network: containers),
+  starts one `run_process` thread per replica through the op's `Launcher` with one shared
+  stop event, relays their lines (``[worker-1] ...``) from the calling thread,
   and asks `decide` each time a replica ends: the first failure stops the others at once (a
   rank that is gone hangs the collectives of the rest) and names the replica.
 
@@ -30,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect import tracking
 from polyaxon_prefect.distributed import (
@@ -50,7 +51,8 @@ from polyaxon_prefect.distributed import (
 from polyaxon_prefect.exceptions import PolyaxonfileError, UnsupportedFeatureError
 from polyaxon_prefect.runtime._context import new_run_context
 from polyaxon_prefect.runtime._errors import InitStepError, RunRuntimeError
-from polyaxon_prefect.runtime._job import LOCAL, _before_process, prepare_container
+from polyaxon_prefect.runtime._job import LOCAL, _before_process
+from polyaxon_prefect.runtime._launcher import PROCESS, Launch, Launcher, run_launched
 from polyaxon_prefect.runtime._mpi import LAUNCHED, check_mpirun, launcher_env, mpirun_argv
 from polyaxon_prefect.runtime._outcome import (
     failed,
@@ -65,9 +67,9 @@ from polyaxon_prefect.runtime.gpu._gpu_admit import check_gpu_capacity
 from polyaxon_prefect.runtime.render._init import run_init
 from polyaxon_prefect.runtime.render._locate import locate_problems
 from polyaxon_prefect.runtime.render._options import PrepareOptions
-from polyaxon_prefect.runtime.render._render import python_env
-from polyaxon_prefect.runtime.session._process import ProcessResult, run_process
-from polyaxon_prefect.specs import LoadedPolyaxonfile, Status
+from polyaxon_prefect.runtime.render._render_run import render_run
+from polyaxon_prefect.runtime.session._process import ProcessResult
+from polyaxon_prefect.specs import Status
 from polyaxon_prefect.tracking import METRICS_FILE, OUTPUTS_FILE
 
 if TYPE_CHECKING:
@@ -86,7 +88,7 @@ _OUTPUT_VARS = (tracking.ENV_OUTPUTS_PATH, tracking.POLYAXON_ENV_OUTPUTS_PATH)
 
 @dataclass(frozen=True)
 class PreparedReplica:
-    """One replica's process, prepared: its job (its container, via `prepare_container`) and the
+    """One replica's process, prepared: its job (its container, via `render_run`) and the
     GPUs it sees (its ``CUDA_VISIBLE_DEVICES``: given when the op takes its GPUs, `admitted`)."""
 
     replica: Replica
@@ -113,17 +115,20 @@ class PreparedReplicas(PreparedJob):
 def prepare_replicas(
     loaded: LoadedPolyaxonfile,
     options: PrepareOptions = PrepareOptions(),
+    launcher: Launcher = PROCESS,
     *,
-    every_replica: bool = False,
+    every_replica: bool | None = None,
 ) -> PreparedReplicas:
-    """Prepare every replica of ``loaded``'s distributed run, like `prepare_job` a job.
+    """Prepare every replica of ``loaded``'s distributed run, like `prepare_job` a job, for
+    ``launcher`` (default: processes on this machine).
 
     An MPI job's workers are left out (its launcher's ``mpirun`` starts every rank here, so
-    ``mpirun`` must be installed) unless ``every_replica``: containers, where the workers are
-    containers of their own that ``mpirun`` in the launcher's reaches over the network.
+    ``mpirun`` must be installed) unless ``every_replica`` (default: where each process is a
+    host of its own, containers), where the workers are processes of their own that
+    ``mpirun`` in the launcher's reaches over the network.
 
     Raises:
-        PolyaxonfileError: what `prepare_container` raises, located at the replica's section.
+        PolyaxonfileError: what `render_run` raises, located at the replica's section.
         NotEnoughGpusError: more GPUs requested than this machine has.
         UnsupportedFeatureError: an MPI job on a machine without ``mpirun``.
     """
@@ -138,6 +143,8 @@ def prepare_replicas(
     biggest = max(plan.replicas, key=lambda r: requests[r.name])
     path = ("component", "run", biggest.type, "container", "resources")
     check_gpu_capacity(list(requests.values()), path, loaded, list(requests))
+    if every_replica is None:
+        every_replica = launcher.separate_hosts
     launched = None if every_replica else LAUNCHED.get(plan.kind)
     by_spec: dict[int, PreparedJob] = {}
     replicas: list[PreparedReplica] = []
@@ -152,7 +159,14 @@ def prepare_replicas(
     if launched is not None:
         check_mpirun(replicas[0].job.argv, replicas[0].job.env)
     op = _as_op(plan, tuple(replicas))
-    return dataclasses.replace(op, gpu_requests=tuple(requests[r.name] for r in replicas))
+    specs = [getattr(one.replica.spec, "container", None) for one in replicas]
+    names = [one.name for one in replicas]
+    jobs = launcher.prepare(loaded, options, [one.job for one in replicas], specs, names)
+    ready = tuple(
+        dataclasses.replace(one, job=job) for one, job in zip(replicas, jobs, strict=True)
+    )
+    gpus = tuple(requests[r.name] for r in replicas)
+    return dataclasses.replace(op, replicas=ready, gpu_requests=gpus)
 
 
 def _as_op(plan: ReplicaPlan, replicas: tuple[PreparedReplica, ...]) -> PreparedReplicas:
@@ -190,13 +204,10 @@ def _own_outputs(job: PreparedJob, replica: Replica, plan: ReplicaPlan) -> Prepa
     return dataclasses.replace(job, context=context, env=env)
 
 
-def _prepare_one(
-    loaded: LoadedPolyaxonfile, replica: Replica, options: PrepareOptions
-) -> PreparedJob:
+def _prepare_one(loaded: Any, replica: Replica, options: PrepareOptions) -> PreparedJob:
     """``replica``'s container prepared as a job's; its problems located at its section."""
     try:
-        job, _ = prepare_container(loaded, options, run=replica.spec)
-        return job
+        return render_run(loaded, options, run=replica.spec)
     except PolyaxonfileError as exc:
         if type(exc) not in (PolyaxonfileError, UnsupportedFeatureError):
             raise
@@ -251,17 +262,23 @@ def execute_replicas(
     *,
     on_line: Callable[[str, str], None] | None = None,
     cancel_event: threading.Event | None = None,
+    launcher: Launcher = PROCESS,
 ) -> RunResult:
-    """Start every replica of ``prepared`` (a `PreparedReplicas`) and wait for the job's end.
+    """Start every replica of ``prepared`` (a `PreparedReplicas`, prepared for ``launcher``)
+    and wait for the job's end.
 
     Never raises for what the replicas did: the result is the main replica's (`job_outcome`)
     when the job succeeded, else ``failed`` naming the replica that failed it, its exit and
     its last lines, or ``stopped`` when ``cancel_event`` was set. No replica outlives it.
     """
-    assert isinstance(prepared, PreparedReplicas) and prepared.plan is not None
+    if not isinstance(prepared, PreparedReplicas) or prepared.plan is None:
+        raise TypeError("replicas run what `prepare_replicas` prepared")
     ended = _before_replicas(prepared, on_line, cancel_event)
     if ended is None:
-        ended = _run_replicas(prepared, on_line, cancel_event)
+        jobs = [one.job for one in prepared.replicas]
+        ended = launcher.ready(jobs, on_line, cancel_event)
+    if ended is None:
+        ended = _run_replicas(prepared, launcher, on_line, cancel_event)
     finish_ttl(prepared)
     return ended
 
@@ -291,13 +308,13 @@ def _before_replicas(
     return None
 
 
-Launch = dict[str, tuple[list[str], dict[str, str]]]
+Launches = dict[str, tuple[list[str], dict[str, str]]]
 """Each replica's argv and whole environment, by name."""
 
 
 def _launch(
     prepared: PreparedReplicas, plan: ReplicaPlan, cluster: Cluster | None = None
-) -> Launch:
+) -> Launches:
     """Each replica's argv and environment: its job's, the operator's contract on loopback
     ports (or on ``cluster``'s hosts: containers on their run's network), its GPUs. An MPI
     launcher gets ``mpirun`` over the hostfile (written here)."""
@@ -316,7 +333,7 @@ def _launch(
         def wrap(argv: list[str]) -> list[str]:
             return mpirun_argv(argv, hostfile, slots)
 
-    launch: Launch = {}
+    launch: Launches = {}
     for one in prepared.replicas:  # locally only the launcher runs; in containers, all
         env = {
             **one.job.env,
@@ -334,15 +351,21 @@ def _launch(
 class _Replicas:
     """The replicas' threads, the queue their lines and ends come through, the shared stop."""
 
-    def __init__(self, prepared: PreparedReplicas, on_line: Callable[[str, str], None] | None):
+    def __init__(
+        self,
+        prepared: PreparedReplicas,
+        on_line: Callable[[str, str], None] | None,
+        launcher: Launcher,
+    ) -> None:
         self.prepared = prepared
         self.on_line = on_line
+        self.launcher = launcher
         self.stop = threading.Event()
         self.events: queue.Queue[tuple[str, str, str | None]] = queue.Queue()
         self.ended: dict[str, _Ended] = {}
         self.threads: list[threading.Thread] = []
 
-    def start(self, launch: Launch) -> None:
+    def start(self, launch: Launches) -> None:
         for one in self.prepared.replicas:
             argv, env = launch[one.name]
             thread = threading.Thread(
@@ -358,13 +381,11 @@ class _Replicas:
         def relay(stream: str, line: str) -> None:
             self.events.put((stream, prefix + line, None))
 
-        job = one.job
         try:
-            result = run_process(
-                argv,
-                env=python_env(env),
-                cwd=job.cwd,
-                timeout=job.timeout,
+            result = run_launched(
+                self.launcher,
+                Launch(one.job, argv, env, name=one.name),
+                timeout=one.job.timeout,
                 on_line=relay,
                 secrets=self.prepared.secrets,
                 cancel_event=self.stop,
@@ -393,17 +414,20 @@ class _Replicas:
 
 def _run_replicas(
     prepared: PreparedReplicas,
+    launcher: Launcher,
     on_line: Callable[[str, str], None] | None,
     cancel_event: threading.Event | None,
 ) -> RunResult:
     plan = prepared.plan
     assert plan is not None
-    group = _Replicas(prepared, on_line)
+    group = _Replicas(prepared, on_line, launcher)
     try:
-        group.start(_launch(prepared, plan))
+        cluster = launcher.cluster(plan, prepared.context.uuid, on_line)
+        group.start(_launch(prepared, plan, cluster))
         decision, cancelled = _wait(group, plan, cancel_event)
     finally:  # an interrupt (Ctrl-C, a task timeout) must not leave a replica behind
         group.stop_all()
+        launcher.close()
     while (event := group.next_event()) is not None:  # lines that came after the decision
         _relay(event, on_line)
     return _outcome(prepared, plan, group.ended, decision, cancelled)

@@ -40,20 +40,15 @@ from polyaxon_prefect.exceptions import PolyaxonfileError, Problem, UnsupportedF
 from polyaxon_prefect.loading import TemplateError, build_context, render_value
 from polyaxon_prefect.runtime._context import RunContext, new_run_context
 from polyaxon_prefect.runtime._errors import ProcessStartError
-from polyaxon_prefect.runtime._job import _before_process, prepare_container
+from polyaxon_prefect.runtime._job import _before_process
+from polyaxon_prefect.runtime._launcher import PROCESS, Launch, Launcher, run_launched
 from polyaxon_prefect.runtime._outcome import LOG_FILE, failed
 from polyaxon_prefect.runtime._prepared import PreparedJob
 from polyaxon_prefect.runtime._result import RunResult
-from polyaxon_prefect.runtime.gpu._gpu_admit import (
-    RESOURCES,
-    check_gpu_capacity,
-    container_gpu_request,
-)
 from polyaxon_prefect.runtime.render._locate import locate_problems
 from polyaxon_prefect.runtime.render._options import PrepareOptions
 from polyaxon_prefect.runtime.render._param_values import merge_params, template_params
-from polyaxon_prefect.runtime.render._render import python_env
-from polyaxon_prefect.runtime.session._process import run_process
+from polyaxon_prefect.runtime.render._render_run import render_run
 from polyaxon_prefect.specs import Status, service_run
 
 if TYPE_CHECKING:
@@ -63,7 +58,6 @@ __all__ = [
     "SERVICE_FILE",
     "PreparedService",
     "ServiceContext",
-    "ServiceProcess",
     "ServiceSettings",
     "announce_serving",
     "base_url",
@@ -280,20 +274,21 @@ class PreparedService(PreparedJob):
 def prepare_service(
     loaded: LoadedPolyaxonfile,
     options: PrepareOptions = PrepareOptions(),
-    *,
-    own_network: bool = False,
+    launcher: Launcher = PROCESS,
 ) -> PreparedService:
-    """Render a service's container, env and init as a job's (`prepare_container`), with
-    ``globals.ports`` (free local ports) and ``globals.base_url``. Never cached: a service's
-    run is its process, not outputs to reuse.
+    """Render a service's container, env and init as a job's (`render_run`), with
+    ``globals.ports`` (free local ports) and ``globals.base_url``, for ``launcher`` (default: a
+    process on this machine). Never cached: a service's run is its process, not outputs to
+    reuse.
 
-    ``own_network``: the service runs in a network of its own (a container), where its declared
-    ports are always free: ``globals.ports`` are those, as in its pod, and ``ports`` the local
-    ones they are published at (the URL's).
+    Where the launcher's processes are hosts of their own (a container), its declared ports
+    are always free: ``globals.ports`` are those, as in its pod, and ``ports`` the local ones
+    they are published at (the URL's).
 
-    Raises what `prepare_container` raises, and `PolyaxonfileError` for bad ports.
+    Raises what `render_run` raises, and `PolyaxonfileError` for bad ports.
     """
     operation = loaded.operation
+    own_network = launcher.separate_hosts
     name = operation.name or (operation.component.name if operation.component else None) or "job"
     base = options.run_context or new_run_context(name)
     settings = service_settings(loaded, options.params or {}, base)
@@ -304,16 +299,14 @@ def prepare_service(
     if own_network:
         notes = [note.replace("the service gets", "it is published at") for note in notes]
     context = ServiceContext.of(base, inside, settings.rewrite_path)
-    job, values = prepare_container(loaded, dataclasses.replace(options, run_context=context))
     # a service holds the GPUs it asks for as long as it serves (a notebook's, a model
     # server's), from the machine's pool like a job's: exactly those, and none without a request
+    job = render_run(loaded, dataclasses.replace(options, run_context=context))
     run = loaded.operation.component.run if loaded.operation.component else None
-    gpus = container_gpu_request(getattr(run, "container", None), values, RESOURCES, loaded)
-    check_gpu_capacity([gpus], RESOURCES, loaded)
     url = service_url("127.0.0.1", ports, context.base_url, rewrite_path=settings.rewrite_path)
     fields = {f.name: getattr(job, f.name) for f in dataclasses.fields(PreparedJob)}
-    fields.update(cache_key=None, cache_ttl=None, notes=(*job.notes, *notes), gpu_requests=(gpus,))
-    return PreparedService(
+    fields.update(cache_key=None, cache_ttl=None, notes=(*job.notes, *notes))
+    service = PreparedService(
         **fields,
         ports=ports,
         declared_ports=settings.ports,
@@ -322,6 +315,9 @@ def prepare_service(
         rewrite_path=settings.rewrite_path,
         is_external=settings.is_external,
     )
+    [ready] = launcher.prepare(loaded, options, [service], [getattr(run, "container", None)])
+    assert isinstance(ready, PreparedService)  # a launcher adds its settings, keeps the shape
+    return ready
 
 
 def _accepts(port: int) -> bool:
@@ -396,49 +392,47 @@ class _Watch:
             self.outer.wait(_PROBE_SECONDS)
 
 
-@dataclass(frozen=True)
-class ServiceProcess:
-    """What runs the service instead of its own argv: another command (``podman run ...``),
-    its environment, and what removes what it started whatever ended it."""
-
-    argv: list[str]
-    env: Mapping[str, str]
-    cleanup: Callable[[], None] = lambda: None
-    start: Callable[[], str | None] = lambda: None
-    """Runs first (after the init steps): None, or the line saying why the service cannot
-    start (an image that is not there)."""
-
-
 def execute_service(
     service: PreparedJob,
     *,
     on_line: LineCallback | None = None,
     cancel_event: threading.Event | None = None,
-    process: Callable[[], ServiceProcess] | None = None,
+    launcher: Launcher = PROCESS,
 ) -> RunResult:
-    """Run the service's init steps, then its process until it exits or is stopped.
+    """Run the service's init steps, then its process (started by ``launcher``, the one it
+    was prepared for) until it exits or is stopped.
 
     ``succeeded`` when the process exits 0 on its own, ``stopped`` when it was stopped (the
-    cancel event, a stop of the session, its timeout), ``failed`` otherwise. ``process``: what
-    runs it instead of its own argv (a container), made after the init steps.
+    cancel event, a stop of the session, its timeout), ``failed`` otherwise.
     """
-    assert isinstance(service, PreparedService)
+    if not isinstance(service, PreparedService):
+        raise TypeError("a service runs what `prepare_service` prepared")
     relay = on_line or (lambda _stream, _line: None)
+    try:
+        return _serve(service, launcher, relay, cancel_event)
+    finally:
+        launcher.close()
+
+
+def _serve(
+    service: PreparedService,
+    launcher: Launcher,
+    relay: LineCallback,
+    cancel_event: threading.Event | None,
+) -> RunResult:
     ended = _before_process(service, relay, cancel_event)
+    if ended is None:
+        ended = launcher.ready([service], relay, cancel_event)
     if ended is not None:
         return ended
-    own = ServiceProcess(service.argv, python_env(service.env))
-    runs = process() if process is not None else own
-    problem = runs.start()
-    if problem is not None:
-        return failed(problem, service.secrets)
+    publish = tuple(zip(service.ports, service.declared_ports, strict=True))
     watch = _Watch(service, relay, cancel_event)
     watch.start()
     try:
-        result = run_process(
-            runs.argv,
-            env=runs.env,
-            cwd=service.cwd,
+        result = run_launched(
+            launcher,
+            Launch(service, service.argv, service.env, publish=publish),
+            timeout=None,  # its termination.timeout stops it (`_Watch`): `stopped`, not `failed`
             on_line=relay,
             secrets=service.secrets,
             cancel_event=watch.stop,
@@ -448,7 +442,6 @@ def execute_service(
         return failed(str(exc), service.secrets)
     finally:
         watch.ended.set()
-        runs.cleanup()
     if result.cancelled:
         reason = watch.reason or "was stopped"
         status, message = Status.STOPPED, f"service `{service.op_name}` {reason}"

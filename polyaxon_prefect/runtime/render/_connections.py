@@ -46,6 +46,7 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,7 @@ __all__ = [
     "ConnectionResource",
     "ConnectionsFile",
     "EnvVar",
+    "UsedConnections",
     "connection_env",
     "connection_env_prefix",
     "connections_env",
@@ -71,6 +73,7 @@ __all__ = [
     "load_connections",
     "read_dotenv",
     "resolve_secrets_dir",
+    "use_connections",
 ]
 
 ENV_CONNECTIONS = "POLYAXON_PREFECT_CONNECTIONS"
@@ -527,3 +530,34 @@ def connections_env(
         env.update(conn_env)
         secrets += conn_secrets
     return env, secrets
+
+
+@dataclass(frozen=True)
+class UsedConnections:
+    """The connections an op uses, resolved once: their models, env and secret values."""
+
+    used: list[Connection]
+    env: dict[str, str]
+    secrets: tuple[str, ...]
+
+    @property
+    def schemas(self) -> dict[str, dict[str, Any]]:
+        """Each connection's ``schema`` by name: ``connections.NAME`` in templates."""
+        return {conn.name: dict(conn.schema_ or {}) for conn in self.used}
+
+
+def use_connections(
+    connections: Mapping[str, Connection] | None, names: Iterable[str]
+) -> UsedConnections:
+    """The connections ``names`` (from ``connections``; None: `load_connections()`), their
+    env and secrets.
+
+    Raises:
+        UnknownConnectionError: a name the connections do not define.
+        ConnectionsError: a connection's local secret or config map is missing.
+    """
+    if connections is None:
+        connections = load_connections()
+    used = [get_connection(connections, name) for name in names]
+    env, secrets = connections_env(used)
+    return UsedConnections(used, env, tuple(dict.fromkeys(secrets)))

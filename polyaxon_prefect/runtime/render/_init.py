@@ -38,6 +38,7 @@ __all__ = [
     "INIT_HANDLERS",
     "InitRun",
     "InitStep",
+    "init_entries",
     "init_handler",
     "init_steps",
     "render_init_list",
@@ -84,6 +85,22 @@ def to_init_entries(component: Any, operation: Any, values: Mapping[str, Any]) -
     if problems.items:
         raise PolyaxonfileError(problems.items)
     return entries
+
+
+def init_entries(
+    run: Any,
+    component: Any,
+    operation: Any,
+    values: Mapping[str, Any],
+    context: Mapping[str, Any],
+    problems: Problems,
+) -> tuple[list[Any], int]:
+    """Every ``init`` entry of the op, unrendered: its params' ``toInit`` ones first, then
+    ``run.init`` (rendered first when the whole list is one template); and how many of them
+    are ``toInit`` ones."""
+    raw_init = render_init_list(run, context, problems)
+    to_init = to_init_entries(component, operation, values)
+    return [*to_init, *raw_init], len(to_init)
 
 
 def render_init_list(run: Any, context: Mapping[str, Any], problems: Problems) -> list[Any]:

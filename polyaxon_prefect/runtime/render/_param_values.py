@@ -8,6 +8,7 @@ reported with the same rule whether the file, ``-P``, a DAG ref or a sweep sugge
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from polyaxon_prefect.exceptions import PolyaxonfileError
@@ -28,12 +29,14 @@ from polyaxon_prefect.specs.params._validate_params import (
 )
 
 __all__ = [
+    "RunParams",
     "check_data_values",
     "jsonable_params",
     "merge_params",
     "param_values",
     "params_env",
     "render_params",
+    "run_params",
     "set_values",
     "template_params",
     "written_templates",
@@ -212,3 +215,36 @@ def set_values(component: Any, values: Mapping[str, Any]) -> dict[str, Any]:
 
 def jsonable_params(values: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v.to_dict() if hasattr(v, "to_dict") else v for k, v in values.items()}
+
+
+@dataclass(frozen=True)
+class RunParams:
+    """An op's params, read once for the whole render pass, in every form its sections use."""
+
+    values: dict[str, Any]
+    """Loaded values under the overrides, the ones written as templates rendered."""
+    typed: dict[str, ParamValue]
+    """As the templates see them (type, ``isFlag``, ``argFormat``, connection)."""
+    passed: dict[str, Any]
+    """What the job is passed (`set_values`), as JSON values: its env contract, its record."""
+    env: dict[str, str]
+    """The variables of the params with ``toEnv``."""
+
+
+def run_params(
+    component: Any,
+    operation: Any,
+    loaded_params: Mapping[str, Any],
+    overrides: Mapping[str, Any],
+    globals_: dict[str, Any],
+    given: frozenset[str],
+) -> RunParams:
+    """Merge, type and render an op's params once (`merge_params`, `template_params`).
+
+    Raises:
+        PolyaxonfileError: every bad, missing or unrenderable param.
+    """
+    values = merge_params(component, operation, loaded_params, overrides)
+    typed = template_params(component, operation, values, globals_, given)
+    passed = jsonable_params(set_values(component, values))
+    return RunParams(values, typed, passed, params_env(component, operation, values))

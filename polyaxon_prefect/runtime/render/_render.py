@@ -28,10 +28,11 @@ from polyaxon_prefect.loading import (
 )
 from polyaxon_prefect.runtime._context import RunContext
 from polyaxon_prefect.runtime._paths import as_path
-from polyaxon_prefect.runtime.render._problems import PathT, Problems
+from polyaxon_prefect.runtime.render._problems import PathT, Problems, first
 
 __all__ = [
     "RenderedContainer",
+    "RunSettings",
     "has_template",
     "python_argv",
     "render_argv",
@@ -39,6 +40,7 @@ __all__ = [
     "render_model",
     "render_run_connections",
     "render_scalar",
+    "render_settings",
     "render_text_value",
 ]
 
@@ -46,7 +48,8 @@ _PYTHON_NAMES = frozenset({"python", "python3"})
 _Model = TypeVar("_Model", bound=BaseModel)
 
 
-def has_template(value: object) -> bool:
+def has_template(value: Any) -> bool:
+    """Whether ``value`` (or a value in it) is written as a template."""
     if isinstance(value, str):
         return "{{" in value or "{%" in value
     if isinstance(value, dict):
@@ -56,7 +59,7 @@ def has_template(value: object) -> bool:
     return False
 
 
-def render_text_value(value: object, context: Mapping[str, Any]) -> str:
+def render_text_value(value: Any, context: Mapping[str, Any]) -> str:
     """A string field rendered as text (what the user's template printed), not literal-typed."""
     if not isinstance(value, str):
         return as_str(value)
@@ -138,7 +141,7 @@ def render_argv(
 
 
 def render_model(
-    value: object, model: type[_Model], context: Mapping[str, Any], path: PathT, problems: Problems
+    value: Any, model: type[_Model], context: Mapping[str, Any], path: PathT, problems: Problems
 ) -> _Model | None:
     """Render a (possibly templated) section and validate it back into ``model``."""
     if value is None:
@@ -159,7 +162,7 @@ def render_model(
 
 
 def render_scalar(
-    value: object, context: Mapping[str, Any], path: PathT, problems: Problems, kind: type
+    value: Any, context: Mapping[str, Any], path: PathT, problems: Problems, kind: type
 ) -> Any:
     if value is None or not has_template(value):
         return value
@@ -202,7 +205,7 @@ def python_env(env: Mapping[str, str]) -> dict[str, str]:
 
 @dataclass
 class RenderedContainer:
-    """The main container's rendered fields; ``argv`` before `python_argv`."""
+    """The main container's rendered fields; ``argv`` as it runs here (`python_argv`)."""
 
     cwd: Path
     argv: list[str] = field(default_factory=list)
@@ -250,6 +253,7 @@ def render_container(
             rendered.image = render_text_value(container.image, context)
         except TemplateError as exc:
             problems.template(exc, (*path, "image"))
+    rendered.argv = python_argv(rendered.argv)
     return rendered
 
 
@@ -290,3 +294,35 @@ def render_run_connections(run: Any, context: Mapping[str, Any], problems: Probl
         kept = [str(name) for name in rendered if name not in (None, "", "None")]
         return run.model_copy(update={"connections": kept})
     return run
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """The rendered ``termination``, ``cache`` and ``tags`` (the operation's over the
+    component's)."""
+
+    termination: Any
+    cache: Any
+    tags: tuple[str, ...]
+
+
+def render_settings(
+    operation: Any, component: Any, context: Mapping[str, Any], problems: Problems
+) -> RunSettings:
+    from polyaxon_prefect.specs.sections._cache import Cache
+    from polyaxon_prefect.specs.sections._termination import Termination
+
+    termination = render_model(
+        first(operation.termination, component.termination),
+        Termination,
+        context,
+        ("component", "termination"),
+        problems,
+    )
+    cache = render_model(
+        first(operation.cache, component.cache), Cache, context, ("component", "cache"), problems
+    )
+    tags = first(operation.tags, component.tags) or []
+    if isinstance(tags, str):
+        tags = render_scalar(tags, context, ("component", "tags"), problems, list) or []
+    return RunSettings(termination, cache, tuple(str(tag) for tag in tags))

@@ -52,7 +52,7 @@ def _loaded(tmp_path: Path, text: str) -> object:
 
 def test_an_op_without_an_image_is_refused_before_anything_runs(tmp_path: Path) -> None:
     from polyaxon_prefect.exceptions import PolyaxonfileError
-    from polyaxon_prefect.runtime.docker._container import prepare_container_job
+    from polyaxon_prefect.runtime import executor_for
 
     loaded = _loaded(
         tmp_path,
@@ -60,13 +60,13 @@ def test_an_op_without_an_image_is_refused_before_anything_runs(tmp_path: Path) 
         "run: {kind: job, container: {command: [/bin/true]}}\n",
     )
     with pytest.raises(PolyaxonfileError, match=r"no `container\.image`"):
-        prepare_container_job(loaded)  # type: ignore[arg-type]
+        executor_for("job", "docker").prepare(loaded)  # type: ignore[arg-type]
 
 
 def test_an_ops_own_build_section_is_built_first_and_the_op_runs_in_its_destination(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from polyaxon_prefect.runtime.docker._container import prepare_container_job
+    from polyaxon_prefect.runtime import executor_for
     from polyaxon_prefect.runtime.render._options import PrepareOptions
 
     loaded = _loaded(
@@ -78,14 +78,19 @@ def test_an_ops_own_build_section_is_built_first_and_the_op_runs_in_its_destinat
     monkeypatch.setenv("POLYAXON_PREFECT_CONTAINER_CLI", "true")  # any program: not run here
     find_cli.cache_clear()
     try:
-        job = prepare_container_job(loaded)  # type: ignore[arg-type]
-        assert (job.image, job.pull) == ("built:1", "never")
-        assert job.build_job is not None and job.build_job.build_tag == "built:1"
-        assert job.build_job.context.uuid != job.context.uuid  # a run of its own
+        docker = executor_for("job", "docker")
+        job = docker.prepare(loaded)  # type: ignore[arg-type]
+        assert job.image_run is not None
+        assert (job.image, job.image_run.pull) == ("built:1", "never")
+        build_job = job.image_run.build_job
+        assert build_job is not None and build_job.image_run is not None
+        assert build_job.image_run.build_tag == "built:1"
+        assert build_job.context.uuid != job.context.uuid  # a run of its own
         assert not any(note.startswith("build skipped") for note in job.notes)
         options = PrepareOptions(skip_builds=True)
-        skipped = prepare_container_job(loaded, options)  # type: ignore[arg-type]
-        assert (skipped.image, skipped.build_job) == ("x:1", None)
+        skipped = docker.prepare(loaded, options)  # type: ignore[arg-type]
+        assert skipped.image_run is not None
+        assert (skipped.image, skipped.image_run.build_job) == ("x:1", None)
     finally:
         find_cli.cache_clear()
 
