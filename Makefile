@@ -51,12 +51,12 @@ docs: setup-test
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # Lint, then the tests in parallel, one test file per worker (its module-scoped servers stay
-# shared); the tests that assert a wall-clock budget run alone afterwards (marked `timing` in
+# shared), the heaviest files handed out first (tests/conftest.py, `heavy_files_first`); the tests that assert a wall-clock budget run alone afterwards (marked `timing` in
 # tests/conftest.py). The last line is the whole target's wall time.
 test: setup-test
 	@started=$$(date +%s); status=0; \
 	$(MAKE) --no-print-directory lint \
-	&& $(BIN)/pytest -q -n 4 --dist loadfile -m "not timing" --durations=40 \
+	&& $(BIN)/pytest -q -n 4 --dist loadfile --no-loadscope-reorder -m "not timing" --durations=40 \
 	&& $(BIN)/pytest -q -m timing || status=$$?; \
 	echo "make test: $$(( $$(date +%s) - started )) s wall (lint, the parallel pass, the timing pass)"; \
 	exit $$status
