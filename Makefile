@@ -57,7 +57,8 @@ test: setup-test
 	@started=$$(date +%s); status=0; \
 	$(MAKE) --no-print-directory lint \
 	&& $(BIN)/pytest -q -n 4 --dist loadfile --no-loadscope-reorder -m "not timing" --durations=40 \
-	&& $(BIN)/pytest -q -m timing || status=$$?; \
+	&& $(BIN)/pytest -q -m timing $$($(BIN)/python -c 'from tests.conftest import timing_files; print(*timing_files())') \
+	|| status=$$?; \
 	echo "make test: $$(( $$(date +%s) - started )) s wall (lint, the parallel pass, the timing pass)"; \
 	exit $$status
 

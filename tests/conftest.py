@@ -62,6 +62,13 @@ TIMING_TESTS = (
 Name the tests, not their file, unless every test of the file has a budget: the rest of a file
 runs in the parallel pass."""
 
+
+def timing_files() -> list[str]:
+    """The files that hold the `timing` tests: `make test`'s timing pass collects these alone
+    (collecting the whole suite to keep its few dozen tests took seconds of its serial time)."""
+    return sorted({prefix.split("::", 1)[0] for prefix in TIMING_TESTS})
+
+
 FOLDER_MARKS = {"prefect": ("server", "process")}
 """Markers every test of a folder of tests/ carries: each test of tests/prefect runs on the
 folder's Prefect test server, and its jobs run as child processes."""
