@@ -4,10 +4,15 @@
 #   make test      -- also installs the test and docs extras, then lints (the docs site built
 #                     with mkdocs --strict included) and runs the test suite
 #   make test-fast -- the edit-run loop: tests/unit without lint and without the tests marked
-#                     process/server/cluster/browser/slow (pyproject.toml) -- under 30 s
+#                     process/server/cluster/browser/slow (pyproject.toml), on two workers -- under 30 s
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+
+# Python caches compiled modules, and pytest its assert-rewritten test modules, in __pycache__:
+# where the environment turns that off, every test worker recompiles ~500 test files at
+# collection and every CLI child the package (measured: a third of a collection's CPU).
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup setup-test example test test-fast lint docs bench
 
@@ -46,20 +51,22 @@ docs: setup-test
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # Lint, then the tests in parallel, one test file per worker (its module-scoped servers stay
-# shared); the tests that assert a wall-clock budget run alone afterwards (marked `timing` in
+# shared), the heaviest files handed out first (tests/conftest.py, `heavy_files_first`); the tests that assert a wall-clock budget run alone afterwards (marked `timing` in
 # tests/conftest.py). The last line is the whole target's wall time.
 test: setup-test
 	@started=$$(date +%s); status=0; \
 	$(MAKE) --no-print-directory lint \
-	&& $(BIN)/pytest -q -n 4 --dist loadfile -m "not timing" --durations=40 \
-	&& $(BIN)/pytest -q -m timing || status=$$?; \
+	&& $(BIN)/pytest -q -n 4 --dist loadfile --no-loadscope-reorder -m "not timing" --durations=40 \
+	&& $(BIN)/pytest -q -m timing $$($(BIN)/python -c 'from tests.conftest import timing_files; print(*timing_files())') \
+	|| status=$$?; \
 	echo "make test: $$(( $$(date +%s) - started )) s wall (lint, the parallel pass, the timing pass)"; \
 	exit $$status
 
 FAST := not process and not server and not cluster and not browser and not slow and not container
 
+# Two workers: collecting tests/unit is a third of its CPU, and the two cores do it side by side.
 test-fast: setup-test
-	$(BIN)/pytest -q -m "$(FAST)" tests/unit
+	$(BIN)/pytest -q -n 2 -m "$(FAST)" tests/unit
 
 bench: setup-test
 	$(BIN)/python benchmarks/check_speed.py

@@ -62,6 +62,13 @@ TIMING_TESTS = (
 Name the tests, not their file, unless every test of the file has a budget: the rest of a file
 runs in the parallel pass."""
 
+
+def timing_files() -> list[str]:
+    """The files that hold the `timing` tests: `make test`'s timing pass collects these alone
+    (collecting the whole suite to keep its few dozen tests took seconds of its serial time)."""
+    return sorted({prefix.split("::", 1)[0] for prefix in TIMING_TESTS})
+
+
 FOLDER_MARKS = {"prefect": ("server", "process")}
 """Markers every test of a folder of tests/ carries: each test of tests/prefect runs on the
 folder's Prefect test server, and its jobs run as child processes."""
@@ -84,6 +91,31 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 f"{item.nodeid}: a test in tests/process/ says why it is not in tests/unit: "
                 f"mark it (or its file, with `pytestmark`) with one of {FAST_LOOP_EXCLUDES}"
             )
+    items[:] = heavy_files_first(items)
+
+
+START_RANKS = (("slow",), ("server", "container", "cluster"), ("process", "browser"))
+"""Which files `make test`'s workers take first: those with a test marked `slow`, then those
+that start servers, then processes, then the rest (thousands of quick unit tests, which fill
+the workers' last minutes evenly)."""
+
+
+def heavy_files_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """``items``, each file's tests together and in their order, the files ordered by
+    `START_RANKS` (stable: collection order within a rank). pytest-xdist hands the files out
+    in this order (`make test` passes --no-loadscope-reorder: its default, the files with the
+    most tests first, would start the quick parametrized unit files first and leave a
+    two-minute single-test file for the end, running alone while the other workers idle)."""
+    ranks: dict[Path, int] = {}
+    for item in items:
+        names = {mark.name for mark in item.iter_markers()}
+        rank = next(
+            (r for r, marks in enumerate(START_RANKS) if names.intersection(marks)),
+            len(START_RANKS),
+        )
+        path = Path(item.path)
+        ranks[path] = min(rank, ranks.get(path, rank))
+    return sorted(items, key=lambda item: ranks[Path(item.path)])  # sorted() is stable
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

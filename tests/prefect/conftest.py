@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 
@@ -29,8 +30,11 @@ os.environ["POLYAXON_PREFECT_ARTIFACTS_ROOT"] = str(_ROOT / "artifacts")
 
 
 @pytest.fixture(scope="session", autouse=True)
-def prefect_server() -> Iterator[str]:
-    """The harness's API URL; heartbeats off and results stored under a temporary folder."""
+def prefect_server(prefect_database_template: Path) -> Iterator[str]:
+    """The harness's API URL; heartbeats off and results stored under a temporary folder. Its
+    database starts as a copy of the session's migrated one (tests/conftest.py), so each test
+    worker's harness starts without migrating a database of its own (seconds of CPU each)."""
+    import prefect.testing.utilities as harness
     from prefect.settings import (
         PREFECT_API_URL,
         PREFECT_FLOWS_HEARTBEAT_FREQUENCY,
@@ -49,10 +53,17 @@ def prefect_server() -> Iterator[str]:
     # this process opened a run session, the server must not inherit it (an in-process CLI run
     # closing that session would stop the server with the rest of the session).
     session = os.environ.pop(SESSION_ENV, None)
+    # The harness makes its database `prefect-test.db` in a new `mkdtemp()` folder (and removes
+    # that folder at exit): it is handed a folder that already holds the migrated copy.
+    seeded = tempfile.mkdtemp(prefix="prefect-harness-")
+    shutil.copyfile(prefect_database_template, Path(seeded) / "prefect-test.db")
     # A generous start limit: the suite runs four workers on two cores, each starting its own
     # harness server while the others run jobs (60 s was seen to pass by under that load).
     try:
-        with temporary_settings(updates=updates), prefect_test_harness(server_startup_timeout=300):
+        with contextlib.ExitStack() as started:
+            started.enter_context(temporary_settings(updates=updates))
+            with mock.patch.object(harness, "mkdtemp", lambda: seeded):  # for its start only
+                started.enter_context(prefect_test_harness(server_startup_timeout=300))
             if session is not None:
                 os.environ[SESSION_ENV] = session
             yield str(PREFECT_API_URL.value())

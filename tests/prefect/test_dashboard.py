@@ -3,6 +3,7 @@ server process on a loopback port, read through its own HTTP API)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import socket
 import subprocess
@@ -15,7 +16,11 @@ import pytest
 
 from polyaxon_prefect.prefect import run
 
-pytest.importorskip("optuna_dashboard")
+# Looked up, not imported: importing optuna-dashboard (scikit-learn with it) costs seconds of
+# CPU in every test worker that collects this file, and one worker runs it.
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("optuna_dashboard") is None, reason="needs optuna-dashboard"
+)
 
 SWEEP = """\
 version: 1.1

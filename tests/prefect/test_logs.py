@@ -1,7 +1,8 @@
 """``logs`` and ``statuses`` read a run back from another process: a finished 1 master + 2
 worker run's lines with each replica's prefix, from Prefect's logs API and, once the server no
 longer has the run, from the files the run kept; ``logs -f`` and ``statuses -w`` on a job that
-is running, each in its own process, until it ends."""
+is running, each in its own process, until it ends. (A test's first read is another process;
+its further reads run in this one: the same reading code, without seconds of imports each.)"""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import pytest
 
 from polyaxon_prefect.prefect import run
 from polyaxon_prefect.runtime._result import RunResult
-from tests.prefect.conftest import wait_until
+from tests.prefect.conftest import cli_in, wait_until
 
 PY = sys.executable
 REPLICAS = ("master-0", "worker-0", "worker-1")
@@ -96,15 +97,15 @@ def test_logs_of_a_finished_replica_run_have_each_replicas_lines_with_its_prefix
     assert "from the files" not in shown.stderr  # read from the API
     assert SECRET not in shown.stdout
 
-    one = _cli(prefect_server, "logs", replica_run.uuid or "", "--replica", "worker-1")
+    one = cli_in(prefect_server, "logs", replica_run.uuid or "", "--replica", "worker-1")
     assert one.returncode == 0, one.stderr
     assert one.stdout.splitlines() == ["echo 2 from rank 2 token ***"]
 
-    files = _cli(prefect_server, "logs", str(replica_run.flow_run_id), "--files", "--tail", "1")
+    files = cli_in(prefect_server, "logs", str(replica_run.flow_run_id), "--files", "--tail", "1")
     assert files.stdout.splitlines() == [_expected("worker-1")]  # the files, last one by name
     assert "--files: the lines below are from the files" in files.stderr
 
-    last = _cli(prefect_server, "logs", str(replica_run.flow_run_id), "--tail", "2", "--json")
+    last = cli_in(prefect_server, "logs", str(replica_run.flow_run_id), "--tail", "2", "--json")
     records = [json.loads(line) for line in last.stdout.splitlines()]
     assert len(records) == 2
     assert all(set(r) == {"timestamp", "level", "op", "replica", "message"} for r in records)
@@ -126,7 +127,7 @@ def test_logs_come_from_the_run_files_once_the_server_no_longer_has_the_run(
 
     with get_client(sync_client=True) as client:
         client.delete_flow_run(replica_run.flow_run_id)
-    assert _cli(prefect_server, "get", str(replica_run.flow_run_id)).returncode == 1
+    assert cli_in(prefect_server, "get", str(replica_run.flow_run_id)).returncode == 1
 
     shown = _cli(prefect_server, "logs", replica_run.uuid or "")
 
@@ -134,18 +135,21 @@ def test_logs_come_from_the_run_files_once_the_server_no_longer_has_the_run(
     assert sorted(shown.stdout.splitlines()) == sorted(_expected(r) for r in REPLICAS)
     notes = shown.stderr.strip().splitlines()
     assert len(notes) == 1 and "from the files" in notes[0], shown.stderr
-    missing = _cli(prefect_server, "logs", uuid.uuid4().hex, "--json")
+    missing = cli_in(prefect_server, "logs", uuid.uuid4().hex, "--json")
     assert missing.returncode == 1
     assert "no run" in json.loads(missing.stdout)["error"]
 
 
 @pytest.mark.slow
-def test_logs_come_from_the_run_files_on_a_new_empty_server(replica_run: RunResult, tmp_path: Path):
+def test_logs_come_from_the_run_files_on_a_new_empty_server(
+    replica_run: RunResult, tmp_path: Path, prefect_database_template: Path
+):
     """A second Prefect server with a database of its own (as after a reset): it knows no run,
-    the uuid still names the run's directory."""
+    the uuid still names the run's directory. (Its database starts as a copy of the session's
+    migrated empty one: the same empty server, without a migration of its own.)"""
     from tests.integration.conftest import prefect_server as new_server
 
-    with new_server(tmp_path) as env:
+    with new_server(tmp_path, database=prefect_database_template) as env:
         shown = _cli(
             env["PREFECT_API_URL"], "logs", replica_run.uuid or "", "--replica", "master-0"
         )
@@ -291,10 +295,10 @@ def test_a_dags_lines_name_their_op_and_op_selects_one(tmp_path: Path, prefect_s
     trials = sorted(line for line in lines if line.startswith("[tune/trial-"))
     assert trials == ["[tune/trial-0] hello 0.2", "[tune/trial-1] hello 0.3"]
 
-    nested = _cli(prefect_server, "logs", str(result.flow_run_id), "--op", "nested")
+    nested = cli_in(prefect_server, "logs", str(result.flow_run_id), "--op", "nested")
     assert "[nested/a] hello 0.4" in nested.stdout.splitlines()
     assert all(line.startswith("[nested") for line in nested.stdout.splitlines()), nested.stdout
-    one = _cli(prefect_server, "logs", str(result.flow_run_id), "--op", "tune/trial-1")
+    one = cli_in(prefect_server, "logs", str(result.flow_run_id), "--op", "tune/trial-1")
     assert one.stdout.splitlines() == ["[tune/trial-1] hello 0.3"]
 
 
@@ -320,6 +324,6 @@ def test_a_dags_lines_come_from_its_ops_files_when_the_server_has_no_logs(
 
     with get_client(sync_client=True) as client:
         client.delete_flow_run(result.flow_run_id)
-    gone = _cli(prefect_server, "logs", result.uuid or "", "--op", "tune")
+    gone = cli_in(prefect_server, "logs", result.uuid or "", "--op", "tune")
     assert "does not know run" in gone.stderr, gone.stderr
     assert sorted(gone.stdout.splitlines()) == expected[2:]

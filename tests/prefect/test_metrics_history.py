@@ -1,5 +1,6 @@
 """A run's metric history where people look: ``metrics RUN`` (text, ``--json``, ``--plot``)
-read by a second process, TensorBoard event files read back with TensorBoard's own reader,
+read by a second process (then in this one: each second process costs seconds of imports, and
+reading is the same code), TensorBoard event files read back with TensorBoard's own reader,
 the chart artifact on the run, and ``tensorboard RUN`` serving it; a DAG's ops and a sweep's
 trials under their paths."""
 
@@ -18,7 +19,7 @@ import pytest
 
 from polyaxon_prefect.prefect import run
 from polyaxon_prefect.runtime import find_run_path
-from tests.prefect.conftest import cli_on
+from tests.prefect.conftest import cli_in, cli_on
 
 pytest.importorskip("tensorboard")
 from tensorboard.backend.event_processing.event_accumulator import (
@@ -47,8 +48,8 @@ def _job(folder: Path, name: str, scale: str = "{{ scale }}") -> Path:
     return path
 
 
-def _json(api: str, *args: str) -> Any:
-    done = cli_on(api, "metrics", *args, "--json")
+def _json(api: str, *args: str, second_process: bool = False) -> Any:
+    done = (cli_on if second_process else cli_in)(api, "metrics", *args, "--json")
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -78,18 +79,18 @@ def test_a_job_that_logs_three_steps_has_its_history_events_chart_and_tensorboar
     result = run(_job(tmp_path, "metrics-job"))
     assert result.status == "succeeded", result.message
 
-    history = _json(prefect_server, "metrics-job")  # a name: its latest run
+    history = _json(prefect_server, "metrics-job", second_process=True)  # a name: its latest run
     assert list(history) == ["loss", "accuracy"]
     assert _steps(history) == [(0, 1.0), (1, 0.5), (2, 1 / 3)]
     assert all(point["timestamp"] for point in history["loss"])
     only = _json(prefect_server, str(result.flow_run_id), "--name", "accuracy")
     assert list(only) == ["accuracy"] and len(only["accuracy"]) == 3
 
-    typo = cli_on(prefect_server, "metrics", "metrics-job", "--name", "los")
+    typo = cli_in(prefect_server, "metrics", "metrics-job", "--name", "los")
     assert typo.returncode == 1
     assert "has no metric `los`; its metrics: loss, accuracy" in typo.stderr
 
-    plot = cli_on(prefect_server, "metrics", result.uuid, "--plot")
+    plot = cli_in(prefect_server, "metrics", result.uuid, "--plot")
     assert plot.returncode == 0, plot.stderr
     assert "loss (3 points)" in plot.stdout and "•" in plot.stdout
 
@@ -160,7 +161,7 @@ def test_a_dags_ops_and_a_sweeps_trials_each_have_their_history(
     one = _json(prefect_server, str(result.flow_run_id), "--op", "tune", "--trial", "0")
     assert _steps(one) == [(0, 2.0), (1, 1.0), (2, 2 / 3)]  # one trial: its history alone
 
-    wrong = cli_on(prefect_server, "metrics", str(result.flow_run_id), "--op", "nope")
+    wrong = cli_in(prefect_server, "metrics", str(result.flow_run_id), "--op", "nope")
     assert wrong.returncode == 1
     assert "has no op `nope`; its ops: first, tune, tune/trial-0, tune/trial-1" in wrong.stderr
 

@@ -10,6 +10,7 @@ answer is one line and the run still succeeds; the switch turns it off without l
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -21,18 +22,25 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from polyaxon_prefect.prefect import RunResult, run
 from tests.prefect.conftest import cli_on, wait_until
 
-pytest.importorskip("mlflow.server", reason="the `mlflow` package (the test extra) runs these")
+if TYPE_CHECKING:
+    from mlflow.tracking import MlflowClient
 
-from mlflow.tracking import MlflowClient  # only once MLflow is known installed
-
-pytestmark = pytest.mark.slow
+# Looked up, not imported: importing MLflow costs seconds of CPU in every test worker that
+# collects this file, and one worker runs it.
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        importlib.util.find_spec("mlflow") is None,
+        reason="the `mlflow` package (the test extra) runs these",
+    ),
+]
 
 SCRIPT = Path(__file__).with_name("metrics_script.py")
 
@@ -109,6 +117,8 @@ def mirrored_to(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
     (MLflow keeps a SQLite store's artifacts in ./mlruns: the test's own folder)."""
 
     def set_up(uri: str, project: str) -> MlflowClient:
+        from mlflow.tracking import MlflowClient
+
         monkeypatch.chdir(tmp_path)
         monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
         monkeypatch.setenv("POLYAXON_PREFECT_PROJECT", project)

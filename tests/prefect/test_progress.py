@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from tests.prefect.conftest import cli_on, wait_until
+from tests.prefect.conftest import cli_in, cli_on, wait_until
 
 SCRIPT = Path(__file__).with_name("progress_script.py")
 INPUTS = """\
@@ -39,8 +39,10 @@ def _component(name: str, release: Path, matrix: str = "", params: str = "") -> 
 
 
 def _get(api: str, name: str) -> dict[str, Any]:
-    """``get NAME --json`` from another process; ``{}`` while no run has that name yet."""
-    done = cli_on(api, "get", name, "--json")
+    """``get NAME --json`` (in this process: it is polled, and a second process per poll would
+    spend seconds of imports, on the cores the run needs); ``{}`` while no run has that name
+    yet. The text view is read from another process once the run has ended."""
+    done = cli_in(api, "get", name, "--json")
     return dict(json.loads(done.stdout)) if done.returncode == 0 else {}
 
 

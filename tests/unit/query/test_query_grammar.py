@@ -113,6 +113,7 @@ def test_sort_spec() -> None:
         parse_sort("tags")
 
 
+@pytest.mark.slow  # 400 examples: seconds, so outside `make test-fast`
 @settings(max_examples=400, deadline=None)
 @given(st.text(alphabet=st.sampled_from(list("stau:,~<>=|.%() nilmercoAND0123-x")), max_size=40))
 def test_any_text_parses_or_is_one_located_error(text: str) -> None:
@@ -124,6 +125,7 @@ def test_any_text_parses_or_is_one_located_error(text: str) -> None:
         assert conditions
 
 
+@pytest.mark.slow  # 200 examples: seconds, so outside `make test-fast`
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=30))
 def test_any_sort_spec_parses_or_is_one_located_error(text: str) -> None:

@@ -99,6 +99,7 @@ def test_sort_by_several_keys() -> None:
     assert [r["name"] for r in ordered] == ["mlp", "resnet-a", "resnet-b", "vgg", "resnet"]
 
 
+@pytest.mark.slow  # 200 examples: seconds, so outside `make test-fast`
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(

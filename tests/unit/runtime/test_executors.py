@@ -97,6 +97,7 @@ def test_an_unknown_backend_is_refused() -> None:
         register_executor("job", "moon", JobExecutor)
 
 
+@pytest.mark.process  # a second Python, to see its fresh sys.modules
 def test_a_local_request_does_not_load_the_kubernetes_executors() -> None:
     code = (
         "import sys; from polyaxon_prefect.prefect import _dispatch; "

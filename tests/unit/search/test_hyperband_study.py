@@ -44,7 +44,7 @@ def _run(study: SweepStudy) -> tuple[Counter, list]:
     ("max_iterations", "expected"),
     [
         (9, {(0, 0, 1): 9, (0, 1, 3): 3, (0, 2, 9): 1, (1, 0, 3): 5, (1, 1, 9): 1, (2, 0, 9): 3}),
-        (
+        pytest.param(  # 206 trials: seconds, so outside `make test-fast`
             81,
             {
                 (0, 0, 1): 81, (0, 1, 3): 27, (0, 2, 9): 9, (0, 3, 27): 3, (0, 4, 81): 1,
@@ -53,6 +53,7 @@ def _run(study: SweepStudy) -> tuple[Counter, list]:
                 (3, 0, 27): 8, (3, 1, 81): 2,
                 (4, 0, 81): 5,
             },
+            marks=pytest.mark.slow,
         ),
     ],
 )  # fmt: skip
