@@ -42,7 +42,7 @@ def test_progress_goes_in_the_background_latest_first_final_last(
     flush_artifacts()
 
     done_values = [done for _, done in published]
-    assert done_values[0] == 0 and done_values[-1] == 10  # the first, ..., the final last
+    assert done_values[-1] == 10  # the final one last
     assert done_values == sorted(done_values) and 4 in done_values  # the latest, not each one
     assert len(done_values) <= 3
     assert board.progress_id == "artifact-id"
