@@ -73,6 +73,7 @@ bench: setup-test
 	$(BIN)/python benchmarks/job_overhead.py
 	$(BIN)/python benchmarks/dag_overhead.py
 	$(BIN)/python benchmarks/sweep_overhead.py
+	$(BIN)/python benchmarks/fanout_dag.py
 	$(BIN)/python benchmarks/hpo_quality.py
 	$(BIN)/python benchmarks/lifecycle.py
 	$(BIN)/python benchmarks/yaml_speed.py

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -51,6 +52,16 @@ def table_artifact(rows: Sequence[dict[str, Any]], *, key: str, description: str
 _POOL: ThreadPoolExecutor | None = None
 _PENDING: set[Future[None]] = set()
 _PENDING_LOCK = threading.Lock()
+_MAX_PENDING = 8
+"""At most this many views wait for the API (or are being sent); the next caller waits for a
+free place. The server writes them one at a time: a DAG whose ops end faster than that (a
+wide fan-out of short ops) queued one per op and, after its last op, waited for all of them
+(42 s for 5,000 ops), holding their rows in memory meanwhile. Bounded, what is left after the
+last op is at most this many calls, whatever the op count."""
+_SLOTS = threading.BoundedSemaphore(_MAX_PENDING)
+_SLOT_WAIT_SECONDS = 5.0
+"""The longest a caller waits for a place: a server that stopped answering must not hold an
+op's end (the DAG's own watch then decides); past it the view is queued anyway."""
 
 
 def table_artifact_soon(rows: Sequence[dict[str, Any]], *, key: str, description: str) -> None:
@@ -68,6 +79,8 @@ def in_background(call: Callable[..., None], *args: Any, **kwargs: Any) -> None:
     `flush_artifacts` waits for it before the run that started it ends."""
     global _POOL
     context = contextvars.copy_context()
+    # back-pressure: the caller (an op's end) waits while the API is behind
+    slot = _SLOTS.acquire(timeout=_SLOT_WAIT_SECONDS)
     with _PENDING_LOCK:
         if _POOL is None:
             # several at once: a fan-out's ops end faster than one thread creates their
@@ -75,12 +88,14 @@ def in_background(call: Callable[..., None], *args: Any, **kwargs: Any) -> None:
             _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="polyaxon-artifacts")
         future = _POOL.submit(context.run, call, *args, **kwargs)
         _PENDING.add(future)
-    future.add_done_callback(_forget)
+    future.add_done_callback(functools.partial(_forget, slot=slot))
 
 
-def _forget(future: Future[None]) -> None:
+def _forget(future: Future[None], *, slot: bool) -> None:
     with _PENDING_LOCK:
         _PENDING.discard(future)
+    if slot:
+        _SLOTS.release()
 
 
 def flush_artifacts(timeout: float | None = 60.0) -> None:

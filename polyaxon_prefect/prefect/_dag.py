@@ -51,7 +51,7 @@ from polyaxon_prefect.prefect._artifacts import artifact_key, markdown_artifact
 from polyaxon_prefect.prefect._job import OutcomeCallback, flow_name
 from polyaxon_prefect.prefect._request import Children, OpRequest, OpTask
 from polyaxon_prefect.prefect._states import state_for_status
-from polyaxon_prefect.prefect.runs._record import record_ops
+from polyaxon_prefect.prefect.runs._record import OpsFile
 from polyaxon_prefect.prefect.server._server_watch import server_gone
 from polyaxon_prefect.prefect.watch import _live
 from polyaxon_prefect.runtime import (
@@ -157,6 +157,7 @@ class _DagFlow:
         """Ops a restart could reuse that run again: their code changed, or an op upstream
         of them ran again (its outputs are their inputs)."""
         self.ops_written_at = -_OPS_WRITE_SECONDS
+        self.ops_file = OpsFile(self.context.run_path)
         self.ended_services: set[str] = set()
         """Service ops this DAG stopped because its other ops were done."""
         self.beat = time.monotonic()
@@ -308,7 +309,7 @@ class _DagFlow:
         self.ops_written_at = now
         records = self.dag.records
         ordered = {name: records[name] for name in self.plan.order if name in records}
-        record_ops(self.context.run_path, ordered, self.reused_from)
+        self.ops_file.write(ordered, self.reused_from)
 
     def collect(self, name: str) -> None:
         """Read the final state of an op in flight (after ``wait()``) into its record."""

@@ -46,6 +46,7 @@ __all__ = [
     "OPERATION_FILE",
     "OPS_FILE",
     "RECORD_FILE",
+    "OpsFile",
     "RunRecord",
     "note_study",
     "read_ops",
@@ -114,12 +115,17 @@ def _given_params(request: OpRequest) -> dict[str, Any]:
 def _write_json(path: Path, data: Any, mode: int = 0o666) -> None:
     """``data`` as JSON at ``path``, replaced whole (a reader never sees half a file), created
     with ``mode`` less the umask (0600: a record holding real secret values, owner only)."""
+    _write_text(path, json.dumps(data, indent=2, default=str, sort_keys=False), mode)
+
+
+def _write_text(path: Path, text: str, mode: int = 0o666) -> None:
+    """`_write_json` of a text already made."""
     partial = path.with_name(f".{path.name}.partial")
     with contextlib.suppress(FileNotFoundError):
         partial.unlink()  # a partial file left by a killed run keeps its old mode otherwise
     fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     with os.fdopen(fd, "w") as file:
-        file.write(json.dumps(data, indent=2, default=str, sort_keys=False))
+        file.write(text)
     os.replace(partial, path)
 
 
@@ -167,15 +173,43 @@ def note_study(run_path: Path, study: str) -> None:
 def record_ops(run_path: Path, records: Mapping[str, OpRecord], reused: Mapping[str, str]) -> None:
     """Write a DAG's `OPS_FILE`: each ended op's record (``reused``: op -> the run it was
     reused from, on a restart)."""
-    ops = {}
-    for name, record in records.items():
-        entry = dataclasses.asdict(record)
-        entry["tags"] = list(record.tags)
-        if name in reused:
-            entry["reused_from"] = reused[name]
-        ops[name] = entry
+    ops = {name: _op_entry(record, reused.get(name)) for name, record in records.items()}
     with contextlib.suppress(OSError):  # real outputs (secrets an op passed on): owner only
         _write_json(run_path / OPS_FILE, ops, mode=0o600)
+
+
+def _op_entry(record: OpRecord, reused_from: str | None) -> dict[str, Any]:
+    entry = dataclasses.asdict(record)
+    entry["tags"] = list(record.tags)
+    if reused_from is not None:
+        entry["reused_from"] = reused_from
+    return entry
+
+
+class OpsFile:
+    """A running DAG's `OPS_FILE`, written again as its ops end: each op's JSON is made once
+    (a record never changes once the op ended), so a write costs the file's length, not a
+    conversion of every record (seconds per write for thousands of ops). The text is the one
+    ``json.dumps(ops, indent=2)`` gives."""
+
+    def __init__(self, run_path: Path) -> None:
+        self.path = run_path / OPS_FILE
+        self._texts: dict[str, tuple[OpRecord, str | None, str]] = {}
+
+    def _text(self, name: str, record: OpRecord, reused_from: str | None) -> str:
+        known = self._texts.get(name)
+        if known is not None and known[0] is record and known[1] == reused_from:
+            return known[2]
+        entry = json.dumps(_op_entry(record, reused_from), indent=2, default=str)
+        text = f"  {json.dumps(name)}: " + entry.replace("\n", "\n  ")
+        self._texts[name] = (record, reused_from, text)
+        return text
+
+    def write(self, records: Mapping[str, OpRecord], reused: Mapping[str, str]) -> None:
+        texts = [self._text(n, r, reused.get(n)) for n, r in records.items()]
+        body = "{\n" + ",\n".join(texts) + "\n}" if texts else "{}"
+        with contextlib.suppress(OSError):  # real outputs (secrets an op passed on): owner only
+            _write_text(self.path, body, mode=0o600)
 
 
 def read_record(run_path: Path) -> RunRecord:

@@ -8,11 +8,13 @@ form that is published (values masked: a secret in a param never reaches an arti
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect.prefect._artifacts import (
     artifact_key,
+    in_background,
     markdown_artifact,
     progress_artifact,
     table_artifact,
@@ -29,6 +31,8 @@ if TYPE_CHECKING:
 __all__ = ["SweepBoard"]
 
 _PROGRESS_EVERY_SECONDS = 0.5
+_FINAL_WAIT_SECONDS = 30.0
+"""The longest the final progress waits for the one on its way (a server gone silent)."""
 
 
 class SweepBoard:
@@ -41,12 +45,23 @@ class SweepBoard:
         self.progress_id: Any = None
         self.progress_at = 0.0
         self.shown: SweepProgress | None = None
+        self._lock = threading.Lock()
+        self._latest: tuple[SweepProgress, bool, Any] | None = None
+        """The progress still to publish (only the latest counts)."""
+        self._idle = threading.Event()
+        """Set while no publish is on its way."""
+        self._idle.set()
 
     def progress(self, progress: SweepProgress, *, final: bool, client: Any = None) -> None:
         """How far the sweep is: to the terminal's live block when it changed, to the progress
         artifact (its description carries the best and the ETA) and the flow run's progress
         label (what ``get --json`` reads) at most every half second, always when ``final``
-        (``client``: the sweep's open client, when it has one)."""
+        (``client``: the sweep's open client, when it has one).
+
+        The API calls go in the background, the latest progress only: the sweep's loop, which
+        launches the next trials, never waits for the server (two calls that a busy server
+        answered in seconds, when the loop waited, delayed every trial launch by as much).
+        The ``final`` one waits for the one on its way, then is sent, so it is the last."""
         if progress != self.shown:
             live.notify_sweep(self.name, progress, final=final)
         now = time.monotonic()
@@ -55,6 +70,37 @@ class SweepBoard:
         ):
             return
         self.progress_at, self.shown = now, progress
+        if final:
+            self._idle.wait(timeout=_FINAL_WAIT_SECONDS)
+            self._publish(progress, final=True, client=client)
+            return
+        with self._lock:
+            busy = self._latest is not None or not self._idle.is_set()
+            self._latest = (progress, final, client)
+            if busy:
+                return
+            self._idle.clear()
+        in_background(self._publish_latest)
+
+    def _publish_latest(self) -> None:
+        """Publish the latest progress until no newer one waits (a background thread)."""
+        while True:
+            with self._lock:
+                latest, self._latest = self._latest, None
+                if latest is None:
+                    self._idle.set()
+                    return
+            progress, final, client = latest
+            try:
+                self._publish(progress, final=final, client=client)
+            except BaseException:
+                with self._lock:
+                    self._latest = None
+                    self._idle.set()
+                raise
+
+    def _publish(self, progress: SweepProgress, *, final: bool, client: Any) -> None:
+        """The progress artifact and the progress label (views: a failure is a warning)."""
         total = progress.total or (progress.done + progress.running) or 1
         value = 100.0 if final else min(100.0, 100.0 * progress.done / total)
         self.progress_id = progress_artifact(

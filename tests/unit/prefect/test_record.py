@@ -14,6 +14,7 @@ from polyaxon_prefect.loading import load_polyaxonfile
 from polyaxon_prefect.prefect._request import OpRequest, SweepOptions
 from polyaxon_prefect.prefect.runs._record import (
     OPERATION_FILE,
+    OpsFile,
     read_ops,
     read_record,
     record_ops,
@@ -66,3 +67,27 @@ def test_ops_round_trip_and_a_run_without_a_record_is_one_line(tmp_path: Path) -
     assert read_ops(tmp_path / "none") is None
     with pytest.raises(PolyaxonPrefectError, match="recorded no operation"):
         read_record(tmp_path)
+
+
+def test_the_ops_file_written_as_ops_end_is_the_file_written_at_once(tmp_path: Path) -> None:
+    """`OpsFile` makes each op's JSON once; each of its writes is the text `record_ops`
+    writes for the same records, byte for byte (a message with a newline, a reused op)."""
+    records = {
+        "a": OpRecord(name="a", status=Status.SUCCEEDED, uuid="ua", outputs={"v": [1, 2]}),
+        "b": OpRecord(name="b", status=Status.FAILED, message="line 1\nline 2", tags=("t",)),
+        "c": OpRecord(name="c", status=Status.SKIPPED, globals={"run_path": tmp_path}),
+    }
+    live, whole = tmp_path / "live", tmp_path / "whole"
+    live.mkdir(), whole.mkdir()
+    ops_file = OpsFile(live)
+    ops_file.write({}, {})
+    assert (live / "ops.json").read_text() == "{}"
+    for count in range(1, 4):  # as the ops end, then once more with the same records
+        ended = dict(list(records.items())[:count])
+        ops_file.write(ended, {"a": "earlier"})
+        record_ops(whole, ended, {"a": "earlier"})
+        assert (live / "ops.json").read_text() == (whole / "ops.json").read_text()
+    ops_file.write(records, {})  # `a` no longer reused: its text is made again
+    record_ops(whole, records, {})
+    assert (live / "ops.json").read_text() == (whole / "ops.json").read_text()
+    assert read_ops(live) == read_ops(whole)
