@@ -23,6 +23,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from polyaxon_prefect.client._runner import SOCKET_FILE, runner_enabled
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.prefect.server._server import (
     database_url_problem,
@@ -30,6 +31,7 @@ from polyaxon_prefect.prefect.server._server import (
     healthy,
     mark_database_ready,
 )
+from polyaxon_prefect.prefect.server._server_process import RUNNER_ENV
 from polyaxon_prefect.runtime.session._session import pid_alive
 
 __all__ = [
@@ -183,8 +185,7 @@ def _start_lock(home: Path) -> contextlib.AbstractContextManager[None]:
 def _server_env(host: str, port: int, database_url: str | None) -> dict[str, str]:
     from polyaxon_prefect.runtime.session._session import SESSION_ENV
 
-    env = {
-        **os.environ,
+    server_only = {
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         "DO_NOT_TRACK": "1",
         "PREFECT_SERVER_API_HOST": host,
@@ -192,6 +193,10 @@ def _server_env(host: str, port: int, database_url: str | None) -> dict[str, str
         "PREFECT_UI_API_URL": f"http://{host}:{port}/api",
         "PREFECT_SERVER_LOGGING_LEVEL": "WARNING",
     }
+    # the warm runner gets the user's values back (its runs read Prefect's settings as the
+    # command that started the server would)
+    users = {name: os.environ.get(name) for name in server_only}
+    env = {**os.environ, **server_only, RUNNER_ENV: json.dumps(users)}
     # Not a run's process: a run's reaper must never stop it with the run's other processes.
     env.pop(SESSION_ENV, None)
     env.pop("PREFECT_API_URL", None)
@@ -264,6 +269,8 @@ def _spawn(
         "--leases",
         str(leases_dir()),
     ]
+    if runner_enabled():  # `run` then goes through it (`polyaxon_prefect._warm_runner`)
+        command += ["--runner-socket", str(home / SOCKET_FILE)]
     with open(log_path, "ab") as log:
         process = subprocess.Popen(
             command,
