@@ -38,6 +38,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,7 @@ _SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
 _HEADER = struct.Struct("!I")
 _MAX_REQUEST = 16 * 1024 * 1024
 _TICK = 0.5
+_RUNNER_NOTE_DELAY = 2.0
 _PR_SET_PDEATHSIG = 1
 
 
@@ -135,8 +137,8 @@ def _memoize_prefect_settings(api_url: str | None) -> None:
             logging_configs[key] = read_logging(path)
         return copy.deepcopy(logging_configs[key])  # dictConfig changes what it is given
 
-    context.root_settings_context = root_settings_context  # type: ignore[assignment]
-    configuration.load_logging_config = load_logging_config  # type: ignore[assignment]
+    context.root_settings_context = root_settings_context
+    configuration.load_logging_config = load_logging_config
     settings[settings_key()] = context.GLOBAL_SETTINGS_CONTEXT
     if api_url:
         os.environ["PREFECT_API_URL"] = api_url
@@ -196,6 +198,7 @@ class Runner:
         self.pid = os.getpid()
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.supervisors: set[int] = set()
+        self.compatibility = compatibility()  # of the code imported now, not of later edits
 
     def listen(self) -> None:
         with contextlib.suppress(FileNotFoundError):
@@ -253,7 +256,7 @@ class Runner:
     def _refusal(self, request: dict[str, Any]) -> str | None:
         if request.get("protocol") != PROTOCOL:
             return "protocol"
-        if request.get("compatibility") != compatibility():
+        if request.get("compatibility") != self.compatibility:
             return "another interpreter or version of the package"
         if threading.active_count() != 1:  # a fork must not copy a thread's half-held locks
             return "threads"
@@ -286,15 +289,16 @@ def _supervise(
         for fd in fds[:2]:
             os.close(fd)
         _send(conn, f"started {run}")
-        code = _watch(conn, run, runner.pid, stderr=fds[2])
+        code = _watch(conn, run, runner.pid, server_pid=runner.server_pid, stderr=fds[2])
         _send(conn, f"exit {code}")
     finally:
         os._exit(0 if code >= 0 else 1)
 
 
-def _watch(conn: socket.socket, run: int, runner_pid: int, *, stderr: int) -> int:
+def _watch(conn: socket.socket, run: int, runner_pid: int, *, server_pid: int, stderr: int) -> int:
     """Until the run ends: its exit code (128 + N for signal N, as a shell says it)."""
     noted = False
+    gone_at: float | None = None
     buffer = b""
     selector = selectors.DefaultSelector()
     selector.register(conn, selectors.EVENT_READ)
@@ -302,7 +306,12 @@ def _watch(conn: socket.socket, run: int, runner_pid: int, *, stderr: int) -> in
         done, status = os.waitpid(run, os.WNOHANG)
         if done:
             return exit_code_of(os.waitstatus_to_exitcode(status))
-        if not noted and os.getppid() != runner_pid:
+        if gone_at is None and os.getppid() != runner_pid:
+            gone_at = time.monotonic()
+        # said once the server is known to live on: a runner stopped with its server (`server
+        # stop`, a killed server) is no news, the run's own lines say what the server did
+        late = gone_at is not None and time.monotonic() - gone_at > _RUNNER_NOTE_DELAY
+        if late and not noted and _alive(server_pid):
             noted = True
             with contextlib.suppress(OSError):
                 os.write(
@@ -328,6 +337,16 @@ def _watch(conn: socket.socket, run: int, runner_pid: int, *, stderr: int) -> in
             if word == "signal" and number.isdigit() and int(number) in _allowed_signals():
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(run, int(number))
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie does not)."""
+    try:
+        os.kill(pid, 0)
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[-1][:1]
+    except (ProcessLookupError, OSError):
+        return False
+    return state not in ("Z", "X")
 
 
 def _allowed_signals() -> set[int]:

@@ -69,17 +69,32 @@ def socket_address(path: Path) -> str:
 
 def compatibility() -> dict[str, Any]:
     """What must be the same on both sides for a run to behave as in this process: the
-    interpreter, the package's version and place, and where imports come from."""
-    import polyaxon_prefect
-
+    interpreter, the package's code (its files' place and last change: an edited checkout is
+    never run by a runner that imported the old code), and where imports come from."""
     return {
         # `python` and `python3` of one environment are one interpreter
         "executable": os.path.realpath(sys.executable),
         "prefix": sys.prefix,
-        "version": polyaxon_prefect.__version__,
-        "package": str(Path(polyaxon_prefect.__file__).parent),
+        "package": _package_stamp(),
         "path": sys.path[1:],  # the first entry is the script's folder, which differs
     }
+
+
+_PACKAGE = Path(__file__).resolve().parents[1]
+
+
+def _package_stamp() -> list[Any]:
+    newest, count = 0, 0
+    folders = [str(_PACKAGE)]
+    while folders:
+        with os.scandir(folders.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False) and entry.name != "__pycache__":
+                    folders.append(entry.path)
+                elif entry.name.endswith(".py"):
+                    newest = max(newest, entry.stat().st_mtime_ns)
+                    count += 1
+    return [str(_PACKAGE), count, newest]
 
 
 def exit_code_of(code: int) -> int:

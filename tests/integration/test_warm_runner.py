@@ -238,7 +238,7 @@ def test_a_runner_killed_mid_run_is_one_line_and_the_run_ends_with_its_own_statu
     server: dict[str, str], tmp_path: Path
 ) -> None:
     home = Path(server["PREFECT_HOME"])
-    cli, _flag = _started_run(server, tmp_path, "warm-orphan", 3)
+    cli, _flag = _started_run(server, tmp_path, "warm-orphan", 8)
     runner = _runner_pid(home)
     assert runner is not None
     os.kill(runner, signal.SIGKILL)
