@@ -119,7 +119,10 @@ def _shape(text: str) -> list[str]:
     text = re.sub(r"\b[0-9a-f]{8}-[0-9a-f-]{27}\b", "ID", text)
     text = re.sub(r"^\d\d:\d\d:\d\d\.\d+ \| ", "", text, flags=re.M)
     text = re.sub(r"'[a-z]+-[a-z]+'", "'NAME'", text)  # Prefect's generated run names
-    return [line for line in text.splitlines() if "PREFECT-" not in line]
+    # Prefect's own warning when its event queue is not empty at exit comes and goes with the
+    # machine's load, in either process
+    noise = ("PREFECT-", "Still processing items")
+    return [line for line in text.splitlines() if not any(word in line for word in noise)]
 
 
 def _status(env: dict[str, str], run: str) -> str:
