@@ -23,7 +23,7 @@ from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError,
 if TYPE_CHECKING:
     from polyaxon_prefect.specs import LoadedPolyaxonfile, Operation
 
-__all__ = ["main"]
+__all__ = ["main", "run_command"]
 
 
 class UsageError(Exception):
@@ -461,9 +461,23 @@ def _failed(args: argparse.Namespace, message: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``polyaxon-prefect`` console script."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["run"]:
+        from polyaxon_prefect.client import warm_run
+
+        # the background server's warm runner runs it with Prefect imported already; None: it
+        # cannot (no runner, a server of the user's, POLYAXON_PREFECT_RUNNER=0): run it here
+        code = warm_run(words)
+        if code is not None:
+            return code
+    return run_command(words)
+
+
+def run_command(words: list[str]) -> int:
+    """The command line ``words`` run in this process (the warm runner's runs call it too)."""
     from polyaxon_prefect.client import thin_main
 
-    words = list(sys.argv[1:] if argv is None else argv)
+    argv = words
     # what a failure of the thin client reports under (before the full command line is parsed)
     args = argparse.Namespace(command=words[0] if words else "", json="--json" in words)
     try:

@@ -31,6 +31,7 @@ from polyaxon_prefect.client._reports import (
     read_data_section,
     trial_results,
 )
+from polyaxon_prefect.client._runner import ENV_RUNNER, SOCKET_FILE, warm_run
 from polyaxon_prefect.client._runs import (
     KIND_LABEL,
     PAGE,
@@ -69,6 +70,7 @@ __all__ = [
     "DEFAULT_ARTIFACTS_ROOT",
     "DISPLAY_DIGITS",
     "ENV_ARTIFACTS_ROOT",
+    "ENV_RUNNER",
     "FENCE",
     "KIND_LABEL",
     "PAGE",
@@ -76,6 +78,7 @@ __all__ = [
     "RECORD_SUFFIX",
     "SEGMENT",
     "SKIPPED_STATE_NAME",
+    "SOCKET_FILE",
     "STATE_TYPES",
     "STATUSES",
     "TIMED_OUT_STATE_NAME",
@@ -107,4 +110,5 @@ __all__ = [
     "task_ops",
     "thin_main",
     "trial_results",
+    "warm_run",
 ]

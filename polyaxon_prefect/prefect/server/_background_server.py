@@ -37,12 +37,14 @@ from polyaxon_prefect.client._local_server import (
     running_server,
     start_ticks,
 )
+from polyaxon_prefect.client._runner import SOCKET_FILE, runner_enabled
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.prefect.server._server import (
     database_url_problem,
     file_lock,
     mark_database_ready,
 )
+from polyaxon_prefect.prefect.server._server_process import RUNNER_ENV
 
 __all__ = [
     "DEFAULT_PORT",
@@ -130,8 +132,7 @@ def _start_lock(home: Path) -> contextlib.AbstractContextManager[None]:
 def _server_env(host: str, port: int, database_url: str | None) -> dict[str, str]:
     from polyaxon_prefect.runtime.session._session import SESSION_ENV
 
-    env = {
-        **os.environ,
+    server_only = {
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         "DO_NOT_TRACK": "1",
         "PREFECT_SERVER_API_HOST": host,
@@ -139,6 +140,10 @@ def _server_env(host: str, port: int, database_url: str | None) -> dict[str, str
         "PREFECT_UI_API_URL": f"http://{host}:{port}/api",
         "PREFECT_SERVER_LOGGING_LEVEL": "WARNING",
     }
+    # the warm runner gets the user's values back (its runs read Prefect's settings as the
+    # command that started the server would)
+    users = {name: os.environ.get(name) for name in server_only}
+    env = {**os.environ, **server_only, RUNNER_ENV: json.dumps(users)}
     # Not a run's process: a run's reaper must never stop it with the run's other processes.
     env.pop(SESSION_ENV, None)
     env.pop("PREFECT_API_URL", None)
@@ -211,6 +216,8 @@ def _spawn(
         "--leases",
         str(leases_dir()),
     ]
+    if runner_enabled():  # `run` then goes through it (`polyaxon_prefect._warm_runner`)
+        command += ["--runner-socket", str(home / SOCKET_FILE)]
     with open(log_path, "ab") as log:
         process = subprocess.Popen(
             command,

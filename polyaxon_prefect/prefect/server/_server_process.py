@@ -20,6 +20,8 @@ import argparse
 import contextlib
 import json
 import os
+import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -130,6 +132,74 @@ def _forget_record(record: Path) -> None:
             record.unlink()
 
 
+class WarmRunner:
+    """The warm runner (`polyaxon_prefect._warm_runner`) of this server: started once the
+    server answers (its imports must not slow the server's own start), started again should it
+    die (a few times), stopped with the server. Runs it started go on without it."""
+
+    _RESTARTS = 3
+
+    def __init__(self, socket_path: str, server: Any, api_url: str) -> None:
+        self.socket_path = socket_path
+        self.api_url = api_url
+        self.server = server
+        self.process: subprocess.Popen[bytes] | None = None
+        self._stopping = threading.Event()
+
+    def keep(self) -> None:
+        while not self.server.started and not self.server.should_exit:
+            time.sleep(0.2)
+        for _attempt in range(self._RESTARTS + 1):
+            if self._stopping.is_set() or self.server.should_exit:
+                return
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "polyaxon_prefect._warm_runner",
+                    "--socket",
+                    self.socket_path,
+                    "--server-pid",
+                    str(os.getpid()),
+                    "--api-url",
+                    self.api_url,
+                ],
+                stdin=subprocess.DEVNULL,
+                env=runner_env(),
+                # a folder without Prefect settings files: a run's own folder decides (the
+                # server's was wherever the first command ran)
+                cwd=Path(self.socket_path).parent,
+            )
+            self.process.wait()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        process = self.process
+        if process is not None and process.poll() is None:
+            process.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=5)
+        with contextlib.suppress(OSError):
+            Path(self.socket_path).unlink()
+
+
+RUNNER_ENV = "POLYAXON_PREFECT_RUNNER_ENV"
+"""The user's values of the variables the server's environment sets for the server alone
+(JSON, null for unset), which its warm runner gets back: a run there must read Prefect's
+settings from the environment its command had."""
+
+
+def runner_env() -> dict[str, str]:
+    env = dict(os.environ)
+    with contextlib.suppress(ValueError, TypeError, AttributeError):
+        for name, value in json.loads(env.pop(RUNNER_ENV, "{}")).items():
+            if value is None:
+                env.pop(name, None)
+            else:
+                env[name] = str(value)
+    return env
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="polyaxon-prefect-server")
     parser.add_argument("--host", default="127.0.0.1")
@@ -137,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--idle-timeout", type=float, default=0.0)
     parser.add_argument("--record", default=None, help="the record to remove on the way out")
     parser.add_argument("--leases", default=None, help="the processes that hold it up")
+    parser.add_argument("--runner-socket", default=None, help="start the warm runner there")
     args = parser.parse_args(argv)
 
     import uvicorn
@@ -156,9 +227,18 @@ def main(argv: list[str] | None = None) -> int:
             name="idle-watchdog",
             daemon=True,
         ).start()
+    runner = (
+        WarmRunner(args.runner_socket, server, f"http://{args.host}:{args.port}/api")
+        if args.runner_socket
+        else None
+    )
+    if runner is not None:
+        threading.Thread(target=runner.keep, name="warm-runner", daemon=True).start()
     try:
         server.run()
     finally:
+        if runner is not None:
+            runner.stop()
         if args.record:
             _forget_record(Path(args.record))
     return 0 if server.started else 3  # 3: could not bind, as uvicorn says it
