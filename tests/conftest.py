@@ -44,6 +44,8 @@ TIMING_TESTS = (
     "tests/process/loading/test_render_deadline.py",
     "tests/process/runtime/test_job.py::test_timeout_kills_the_process",
     "tests/process/runtime/test_replicas.py::test_cancelling_stops_every_replica",
+    # the job down within 2 s of a worker's failure
+    "tests/prefect/test_replicas.py::test_a_failing_worker_brings_the_job_down_at_once",
     "tests/unit/loading/test_hostile_loading.py::test_5_costly_templates_fail_fast",
     "tests/unit/search/test_huge_grids.py::test_a_ten_million_point_grid_is_counted",
     "tests/unit/search/test_huge_grids.py::test_a_million_point_sweep_opens_at_once",
