@@ -8,9 +8,10 @@ import json
 import math
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeAlias
 
 __all__ = [
+    "Subparsers",
     "add_file_args",
     "add_params_arg",
     "deployment_ref",
@@ -22,6 +23,10 @@ __all__ = [
     "text_value",
     "whole_number",
 ]
+
+Subparsers: TypeAlias = "argparse._SubParsersAction[Any]"
+"""What ``parser.add_subparsers()`` returns, which each command adds its parser to (of the
+main parser's own class: ``Any``; a string: the class is not subscriptable at run time)."""
 
 
 def add_file_args(

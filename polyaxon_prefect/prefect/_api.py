@@ -13,13 +13,19 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect.exceptions import PolyaxonfileError
 from polyaxon_prefect.loading._load import LoadedPolyaxonfile, load_polyaxonfile
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.runtime.render._connections import Connection, load_connections
 from polyaxon_prefect.runtime.session._session import current_session
+
+if TYPE_CHECKING:
+    from prefect import Flow
+
+    from polyaxon_prefect.prefect._request import FlowValue, SweepOptions
+    from polyaxon_prefect.specs import Operation
 
 __all__ = ["RunResult", "run", "run_loaded", "to_flow"]
 
@@ -79,7 +85,7 @@ def _notify(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def _sweep_options(resume: bool, storage: str | None, deployment: str | None) -> Any:
+def _sweep_options(resume: bool, storage: str | None, deployment: str | None) -> SweepOptions:
     from polyaxon_prefect.prefect._request import SweepOptions
 
     return SweepOptions(resume=resume, storage=storage, deployment=deployment)
@@ -90,7 +96,7 @@ def run_loaded(
     *,
     connections: ConnectionsArg = None,
     skip_builds: bool = False,
-    sweep: Any = None,
+    sweep: SweepOptions | None = None,
     backend: str = "local",
     cache: bool = True,
 ) -> RunResult:
@@ -125,7 +131,7 @@ def run_loaded(
 
 def _load_for_signature(
     path: Path, presets: Sequence[Path], hub_dirs: Sequence[Path]
-) -> tuple[Any, dict[str, Any]]:
+) -> tuple[Operation, dict[str, Any]]:
     """The operation and its literal params, without requiring every param.
 
     A component with a required input cannot be loaded without a value for it, yet that input
@@ -156,7 +162,7 @@ def to_flow(
     hub_dirs: Sequence[str | os.PathLike[str]] = (),
     connections: ConnectionsArg = None,
     skip_builds: bool = False,
-) -> Any:
+) -> Flow[..., FlowValue]:
     """A Prefect flow for a Polyaxonfile (a job, a DAG or a sweep), with the component's inputs
     as typed parameters.
 
@@ -192,7 +198,7 @@ def to_flow(
     params = flow_params(component, literal_params)
     by_name = {p.name: p for p in params}
 
-    def polyaxon_op(**values: Any) -> Any:
+    def polyaxon_op(**values: object) -> FlowValue:
         given = {
             by_name[key].io_name: value
             for key, value in values.items()
@@ -242,7 +248,7 @@ def env_backend() -> str:
     return backend
 
 
-def _is_default(value: Any, default: Any) -> bool:
+def _is_default(value: object, default: object) -> bool:
     """Whether a parameter still holds its declared default (then the file's value applies,
     which matters for ``{{ }}`` defaults that must be rendered, not passed back as text)."""
     try:

@@ -13,7 +13,8 @@ import functools
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from typing import Any
+from typing import Any, cast
+from uuid import UUID
 
 from prefect import get_run_logger
 
@@ -73,7 +74,7 @@ def table_artifact_soon(rows: Sequence[dict[str, Any]], *, key: str, description
     in_background(table_artifact, list(rows), key=key, description=description)
 
 
-def in_background(call: Callable[..., None], *args: Any, **kwargs: Any) -> None:
+def in_background(call: Callable[..., None], *args: object, **kwargs: object) -> None:
     """``call(*args, **kwargs)`` (a view sent to the API: an artifact, a label) in a background
     thread. The run's context is copied, so it lands on the same task and flow run;
     `flush_artifacts` waits for it before the run that started it ends."""
@@ -86,7 +87,7 @@ def in_background(call: Callable[..., None], *args: Any, **kwargs: Any) -> None:
             # several at once: a fan-out's ops end faster than one thread creates their
             # artifacts (with one worker, a wide fan-out fell well behind a hand-written flow)
             _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="polyaxon-artifacts")
-        future = _POOL.submit(context.run, call, *args, **kwargs)
+        future = _POOL.submit(context.run, functools.partial(call, *args, **kwargs))
         _PENDING.add(future)
     future.add_done_callback(functools.partial(_forget, slot=slot))
 
@@ -115,13 +116,16 @@ def markdown_artifact(markdown: str, *, key: str, description: str | None = None
         _warn("markdown", exc)
 
 
-def progress_artifact(value: float, *, key: str, description: str, artifact_id: Any = None) -> Any:
+def progress_artifact(
+    value: float, *, key: str, description: str, artifact_id: UUID | None = None
+) -> UUID | None:
     """Create the progress artifact (``artifact_id`` None) or update it; returns its id."""
     from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
     try:
         if artifact_id is None:
-            return create_progress_artifact(value, key=key, description=description)
+            # called from sync code, Prefect's `async_dispatch` returns the id itself
+            return cast(UUID, create_progress_artifact(value, key=key, description=description))
         update_progress_artifact(artifact_id, value, description=description)
     except Exception as exc:
         _warn("progress", exc)

@@ -19,8 +19,11 @@ from __future__ import annotations
 import random
 import threading
 import time
-from typing import Any
+from typing import cast
 
+import httpx
+from prefect.client.base import PrefectHttpxSyncClient
+from prefect.client.orchestration import SyncPrefectClient
 from prefect.client.schemas.objects import State
 
 __all__ = ["api_request", "ephemeral_api_url", "result_value"]
@@ -30,12 +33,13 @@ _RETRYABLE = (429, 503)
 _API_ATTEMPTS = 80
 
 
-def _http_client(client: Any) -> Any:
+def _http_client(client: SyncPrefectClient) -> PrefectHttpxSyncClient:
     """The httpx client under a sync `PrefectClient` (``SyncPrefectClient._client``)."""
-    return client._client
+    # declared an `httpx.Client` by Prefect's base class; made a `PrefectHttpxSyncClient`
+    return cast(PrefectHttpxSyncClient, client._client)
 
 
-def api_request(client: Any, method: str, path: str, json: Any) -> Any:
+def api_request(client: SyncPrefectClient, method: str, path: str, json: object) -> httpx.Response:
     """Send one request to the Prefect API: one at a time, retried quickly when busy.
 
     Trials record their flow runs themselves, from four or more threads at once. An
@@ -44,8 +48,6 @@ def api_request(client: Any, method: str, path: str, json: Any) -> Any:
     ``503``/``429`` (a collision with the server's own writers) is retried after a few
     milliseconds.
     """
-    import httpx
-
     http = _http_client(client)
     request = http.build_request(method, path, json=json)
     if getattr(http, "enable_csrf_support", False):
@@ -81,7 +83,7 @@ def ephemeral_api_url() -> str | None:
     return None
 
 
-def result_value(state: State) -> Any:
+def result_value(state: State) -> object:
     """A completed task's return value: from the in-memory result record when there is one,
     else through Prefect (a persisted result)."""
     from prefect.results import ResultRecord

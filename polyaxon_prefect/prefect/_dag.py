@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from prefect import allow_failure, get_run_logger, task
+from prefect import Task, allow_failure, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import State, StateType
 
@@ -49,7 +49,7 @@ from polyaxon_prefect.dag._scheduler import DagRun, Launch, Mark, problem_text
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.prefect._artifacts import artifact_key, markdown_artifact
 from polyaxon_prefect.prefect._job import OutcomeCallback, flow_name
-from polyaxon_prefect.prefect._request import Children, OpRequest, OpTask
+from polyaxon_prefect.prefect._request import Children, FlowValue, OpRequest, OpTask
 from polyaxon_prefect.prefect._states import state_for_status
 from polyaxon_prefect.prefect.runs._record import OpsFile
 from polyaxon_prefect.prefect.server._server_watch import server_gone
@@ -102,7 +102,7 @@ def dags_deciding(within: float) -> bool:
         return any(now - run.beat < within for run in _RUNNING.values())
 
 
-def _marker_task(op_name: str, status: str, message: str) -> Any:
+def _marker_task(op_name: str, status: str, message: str) -> Task[[], State]:
     def dag_op_marker() -> State:
         return state_for_status(status, message)
 
@@ -253,7 +253,7 @@ class _DagFlow:
             if self.dag.ops[name].stop_requested:
                 cancel.set()
         _live.notify(self.name, name, Status.RUNNING)
-        future.add_done_callback(lambda _f, n=name: self.done_queue.put(n))
+        future.add_done_callback(lambda _future: self.done_queue.put(name))
 
     def upstream_ran(self, name: str) -> bool:
         """Whether an op upstream of reusable op ``name`` ran again on this restart."""
@@ -473,7 +473,7 @@ def _registered(run: _DagFlow) -> Iterator[None]:
 
 def run_dag_in_flow(
     request: OpRequest, children: Children, on_outcome: OutcomeCallback | None = None
-) -> Any:
+) -> FlowValue:
     """Run the DAG of ``request`` inside the current flow run; return what the flow returns.
 
     That is the DAG's outputs when it succeeded, else a final state (Failed, Cancelled) with a

@@ -28,7 +28,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from polyaxon_prefect.prefect._request import Children, OpRequest, OpTask, SweepOptions
+from polyaxon_prefect.prefect._request import (
+    Children,
+    FlowValue,
+    OpRequest,
+    OpTask,
+    SweepOptions,
+)
 from polyaxon_prefect.runtime import check_gpus_up_front, run_secrets
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.specs import LOCAL, OpKind, Status, op_kind
@@ -36,6 +42,7 @@ from polyaxon_prefect.specs import LOCAL, OpKind, Status, op_kind
 if TYPE_CHECKING:
     from prefect import Flow
     from prefect.client.schemas.objects import State
+    from prefect.futures import PrefectFuture
 
     from polyaxon_prefect.prefect._job import OutcomeCallback
     from polyaxon_prefect.runtime import Connection
@@ -57,17 +64,17 @@ __all__ = [
 
 SUBFLOW_TASK_NAME = "run_subflow_op"
 
-Runner = Callable[[OpRequest, "OutcomeCallback | None"], Any]
+Runner = Callable[[OpRequest, "OutcomeCallback | None"], FlowValue]
 
 
-def _run_job(request: OpRequest, on_outcome: OutcomeCallback | None) -> Any:
+def _run_job(request: OpRequest, on_outcome: OutcomeCallback | None) -> FlowValue:
     from polyaxon_prefect.prefect._job import run_op_in_flow
 
     job = request.prepared or request.prepare_job()
     return run_op_in_flow(job, on_outcome, request.cancel_event)
 
 
-def _run_dag(request: OpRequest, on_outcome: OutcomeCallback | None) -> Any:
+def _run_dag(request: OpRequest, on_outcome: OutcomeCallback | None) -> FlowValue:
     from polyaxon_prefect.prefect._dag import run_dag_in_flow
     from polyaxon_prefect.prefect._job import track_flow_run
     from polyaxon_prefect.prefect.watch._mlflow_mirror import mirror_parent
@@ -78,7 +85,7 @@ def _run_dag(request: OpRequest, on_outcome: OutcomeCallback | None) -> Any:
         return run_dag_in_flow(request, DISPATCH, on_outcome)
 
 
-def _run_sweep(request: OpRequest, on_outcome: OutcomeCallback | None) -> Any:
+def _run_sweep(request: OpRequest, on_outcome: OutcomeCallback | None) -> FlowValue:
     from polyaxon_prefect.prefect._job import track_flow_run
     from polyaxon_prefect.prefect.sweep._sweep import run_sweep_in_flow
     from polyaxon_prefect.prefect.watch._mlflow_mirror import mirror_parent
@@ -135,7 +142,7 @@ def describe_request(request: OpRequest) -> str:
 
 def run_request_in_flow(
     request: OpRequest, on_outcome: OutcomeCallback | None = None, *, top_level: bool = False
-) -> Any:
+) -> FlowValue:
     """Run ``request`` inside the current flow run; return what that flow should return.
 
     ``top_level``: a run of its own (not a DAG op nor a trial): it records the resolved
@@ -191,7 +198,7 @@ def _publish_record(request: OpRequest, outcome: RunResult) -> None:
     publish_record(run_record(outcome.with_(name=request.op_name, flow_run_id=run_id), request))
 
 
-def _is_cancelled(value: Any) -> bool:
+def _is_cancelled(value: FlowValue) -> bool:
     from prefect.client.schemas.objects import State
 
     return isinstance(value, State) and value.is_cancelled()
@@ -239,7 +246,8 @@ def request_flow(
         if on_outcome is not None:
             on_outcome(outcome)
 
-    def run_operation() -> Any:
+    # Prefect evaluates a flow's annotations: `FlowValue` is a string at run time
+    def run_operation() -> FlowValue:
         return run_request_in_flow(request, record, top_level=top_level)
 
     options: dict[str, Any] = {
@@ -324,7 +332,7 @@ class _SubflowOpTask:
         self.request = request
         self.outcomes: list[RunResult] = []
 
-    def submit(self, wait_for: list[Any]) -> Any:
+    def submit(self, wait_for: list[PrefectFuture[Any]]) -> PrefectFuture[State]:
         from prefect import task
         from prefect.cache_policies import NO_CACHE
 

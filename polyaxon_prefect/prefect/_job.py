@@ -31,6 +31,7 @@ from prefect import Flow, Task, flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import State, StateType
 from prefect.context import FlowRunContext
+from prefect.futures import PrefectFuture
 from prefect.types import BANNED_CHARACTERS
 
 from polyaxon_prefect.prefect._artifacts import (
@@ -65,7 +66,7 @@ from polyaxon_prefect.runtime._job_op import (
 )
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.runtime.session._session import current_session
-from polyaxon_prefect.specs import Status
+from polyaxon_prefect.specs import LoadedPolyaxonfile, Status
 
 __all__ = [
     "CACHED_STATE_NAME",
@@ -107,13 +108,13 @@ def flow_name(name: str) -> str:
 
 def run_job_op_body(
     job: PreparedJob, cancel_event: threading.Event | None = None, *, report: bool = False
-) -> Any:
+) -> RunResult | State:
     """The body of ``run_job_op``: the op (`run_op_in_task`), its result as the task's state
     (`task_return`)."""
     return task_return(run_op_in_task(job, cancel_event, report=report))
 
 
-def task_return(result: RunResult) -> Any:
+def task_return(result: RunResult) -> RunResult | State:
     """What a job's task returns for ``result``: the `RunResult` itself on success (Prefect
     makes it ``Completed``), else its final state (which Prefect retries when it failed)."""
     if result.succeeded and not result.cached:
@@ -174,7 +175,7 @@ def task_result(state: State, job: PreparedJob) -> RunResult:
 def job_task(job: PreparedJob, cancel_event: threading.Event | None = None) -> Task[[], Any]:
     """``run_job_op`` for this job: retries from ``termination.maxRetries``."""
 
-    def run_job_op() -> Any:
+    def run_job_op() -> RunResult | State:
         return run_job_op_body(job, cancel_event)
 
     options = job_task_options(job)
@@ -260,7 +261,7 @@ def run_op_in_flow(
     job: PreparedJob,
     on_outcome: OutcomeCallback | None = None,
     cancel_event: threading.Event | None = None,
-) -> Any:
+) -> dict[str, Any] | State:
     """Run ``job`` as the task of the current flow run; return what the flow should return.
 
     That is the outputs dict on success, else a final state (``Skipped``, ``Failed``,
@@ -341,7 +342,7 @@ def _finish(job: PreparedJob, result: RunResult, on_outcome: OutcomeCallback | N
 
 
 def job_flow(
-    job: PreparedJob | Any,
+    job: PreparedJob | LoadedPolyaxonfile,
     *,
     name: str | None = None,
     on_outcome: OutcomeCallback | None = None,
@@ -357,13 +358,13 @@ def job_flow(
     the op. ``on_outcome`` receives the `RunResult` at the end of the run, in this process.
     """
     if not isinstance(job, PreparedJob):
-        name = name or job.component.name
+        name = name or (job.component.name if job.component is not None else None)
         job = prepare_job(job, **prepare_kwargs)
     elif prepare_kwargs:
         raise TypeError("prepare_kwargs only apply when `job` is a loaded Polyaxonfile")
     prepared: PreparedJob = job
 
-    def run_op() -> Any:
+    def run_op() -> dict[str, Any] | State:
         return run_op_in_flow(prepared, on_outcome)
 
     return flow(
@@ -381,7 +382,7 @@ _JOB_TASKS: dict[tuple[Any, ...], Task[..., Any]] = {}
 _JOB_TASKS_LOCK = threading.Lock()
 
 
-def run_job_op(name: str, run: str) -> Any:
+def run_job_op(name: str, run: str) -> RunResult | State:
     """The body of a DAG job op's task run: ``name`` names the task run (the op), ``run`` is
     the op's run uuid, the key of its `JobOpTask` (never a parameter: its job's env has
     secrets). Each attempt's result is kept on the `JobOpTask`, which hands it to the DAG."""
@@ -419,7 +420,7 @@ class JobOpTask:
         """The `RunResult` of the task run's last attempt, once it reported one."""
         _JOBS[self.key] = self
 
-    def submit(self, wait_for: list[Any]) -> Any:
+    def submit(self, wait_for: list[PrefectFuture[Any]]) -> PrefectFuture[RunResult | State]:
         shared = _shared_job_task(self.job)
         return shared.submit(flow_name(self.job.op_name), self.key, wait_for=wait_for)
 

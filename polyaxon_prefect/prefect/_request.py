@@ -16,7 +16,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from polyaxon_prefect.exceptions import UnsupportedFeatureError
 from polyaxon_prefect.loading._load import LoadedPolyaxonfile
@@ -27,10 +27,17 @@ from polyaxon_prefect.runtime.render._connections import Connection
 from polyaxon_prefect.specs import LOCAL, backend_for, run_kind
 
 if TYPE_CHECKING:
+    from prefect.client.schemas.objects import State
+    from prefect.futures import PrefectFuture
+
     from polyaxon_prefect.dag import DagReuse
     from polyaxon_prefect.specs import Component, Operation
 
-__all__ = ["Children", "OpRequest", "OpTask", "SweepOptions"]
+__all__ = ["Children", "FlowValue", "OpRequest", "OpTask", "SweepOptions"]
+
+FlowValue: TypeAlias = "dict[str, Any] | State"
+"""What a run's flow returns: the op's outputs when it succeeded, else the final state that
+Prefect makes the flow run's own (a string: this module is imported before Prefect)."""
 
 
 @dataclass(frozen=True)
@@ -149,10 +156,10 @@ class OpRequest:
 class OpTask(Protocol):
     """A DAG op submitted as a task run: a job's task, or a task running a subflow."""
 
-    def submit(self, wait_for: list[Any]) -> Any:
+    def submit(self, wait_for: list[PrefectFuture[Any]]) -> PrefectFuture[Any]:
         """Submit the task run; returns its Prefect future."""
 
-    def result(self, state: Any) -> RunResult:
+    def result(self, state: State) -> RunResult:
         """How the op ended, from its task run's final state."""
 
     def release(self) -> None:

@@ -26,12 +26,22 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 if TYPE_CHECKING:
     import logging
 
-__all__ = ["ENV_DEFAULTS", "apply_env_defaults", "install_log_filter", "local_run_settings"]
+__all__ = [
+    "ENV_DEFAULTS",
+    "RunLogger",
+    "apply_env_defaults",
+    "install_log_filter",
+    "local_run_settings",
+]
+
+RunLogger: TypeAlias = "logging.Logger | logging.LoggerAdapter[logging.Logger]"
+"""What Prefect's ``get_run_logger()`` returns (a string: `logging` is imported for type
+checking only)."""
 
 ENV_DEFAULTS: dict[str, str] = {
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",

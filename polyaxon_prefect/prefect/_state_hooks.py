@@ -31,10 +31,12 @@ from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.specs import context_kind
 
 if TYPE_CHECKING:
+    from prefect import Flow
+    from prefect.client.schemas.objects import FlowRun, State
     from prefect.flows import FlowStateHook
 
     from polyaxon_prefect.runtime import Connection
-    from polyaxon_prefect.specs import LoadedPolyaxonfile
+    from polyaxon_prefect.specs import Hook, LoadedPolyaxonfile
 
 __all__ = [
     "HookRunner",
@@ -44,8 +46,6 @@ __all__ = [
     "state_hooks",
     "track_request",
 ]
-
-StateHook = Callable[[Any, Any, Any], None]
 
 HookRunner = Callable[["LoadedPolyaxonfile", "Mapping[str, Connection] | None"], RunResult]
 """Runs a hook's loaded op with the ended run's connections, as a top-level flow run. The
@@ -85,7 +85,7 @@ def deferred_state_hooks(run_hook: HookRunner) -> StateHooks:
     `polyaxonfile` flow): they run the hooks of the request the flow run tracked, each through
     ``run_hook``."""
 
-    def run_polyaxon_hooks(flow: Any, flow_run: Any, state: Any) -> None:
+    def run_polyaxon_hooks(flow: Flow[..., Any], flow_run: FlowRun, state: State) -> None:
         del flow
         tracked = _BY_FLOW_RUN.pop(str(flow_run.id), None)
         if tracked is not None and hooks_of(tracked[0].operation):
@@ -101,7 +101,7 @@ def state_hooks(request: OpRequest, outcomes: list[RunResult], run_hook: HookRun
     if not hooks_of(request.operation):
         return {}
 
-    def run_polyaxon_hooks(flow: Any, flow_run: Any, state: Any) -> None:
+    def run_polyaxon_hooks(flow: Flow[..., Any], flow_run: FlowRun, state: State) -> None:
         del flow
         _run_and_log(flow_run, state, request, outcomes, run_hook)
 
@@ -118,8 +118,8 @@ def _on_every_end(hook: FlowStateHook[..., Any]) -> StateHooks:
 
 
 def _run_and_log(
-    flow_run: Any,
-    state: Any,
+    flow_run: FlowRun,
+    state: State,
     request: OpRequest,
     outcomes: list[RunResult],
     run_hook: HookRunner,
@@ -133,7 +133,7 @@ def _run_and_log(
         (logger.info if ok else logger.warning)(line)
 
 
-def _context(request: OpRequest, result: RunResult | None, state: Any) -> dict[str, Any]:
+def _context(request: OpRequest, result: RunResult | None, state: State) -> dict[str, Any]:
     from polyaxon_prefect.prefect._states import polyaxon_status
 
     operation = request.operation
@@ -151,7 +151,7 @@ def _context(request: OpRequest, result: RunResult | None, state: Any) -> dict[s
 
 
 def run_due_hooks(
-    request: OpRequest, result: RunResult | None, state: Any, run_hook: HookRunner
+    request: OpRequest, result: RunResult | None, state: State, run_hook: HookRunner
 ) -> list[tuple[bool, str]]:
     """Run every hook of ``request`` due for how it ended, each through ``run_hook``; per hook,
     whether it went well and a line saying so."""
@@ -175,7 +175,9 @@ def run_due_hooks(
     return lines
 
 
-def _load(hook: Any, context: dict[str, Any], folder: Path, declared: set[str]) -> Any:
+def _load(
+    hook: Hook, context: dict[str, Any], folder: Path, declared: set[str]
+) -> LoadedPolyaxonfile:
     import yaml
 
     from polyaxon_prefect.loading import load_polyaxonfile
@@ -186,7 +188,7 @@ def _load(hook: Any, context: dict[str, Any], folder: Path, declared: set[str]) 
 
 
 def _run_hook(
-    request: OpRequest, hook: Any, context: dict[str, Any], run_hook: HookRunner
+    request: OpRequest, hook: Hook, context: dict[str, Any], run_hook: HookRunner
 ) -> RunResult:
     """Load the hook's operation (its defaults as declared params where its component has
     such inputs) and run it through ``run_hook`` as a top-level flow run, in a thread of its
@@ -195,7 +197,9 @@ def _run_hook(
     with tempfile.TemporaryDirectory(prefix="polyaxon-hook-") as tmp:
         folder = Path(tmp)
         loaded = _load(hook, context, folder, set())
-        inputs = {io.name for io in (loaded.operation.component.inputs or [])}
+        component = loaded.operation.component
+        assert component is not None  # a loaded operation has its component inlined
+        inputs = {io.name for io in (component.inputs or [])}
         declared = inputs & set(DEFAULT_PARAMS)
         if declared:
             loaded = _load(hook, context, folder, declared)

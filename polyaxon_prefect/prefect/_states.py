@@ -26,8 +26,6 @@ is the same table read the other way, for filtering runs by status on the API.
 
 from __future__ import annotations
 
-from typing import Any
-
 from prefect.client.schemas.objects import State, StateType
 from prefect.states import Cancelled, Completed, Failed
 
@@ -60,14 +58,14 @@ _BY_NAME: dict[tuple[StateType, str], str] = {
 }
 
 
-def polyaxon_status(state: Any) -> str:
+def polyaxon_status(state: State) -> str:
     """Polyaxon's status word for a Prefect state, final or not (see the module's table)."""
     state_type = StateType(state.type)
     return _BY_NAME.get((state_type, state.name or ""), _BY_TYPE[state_type])
 
 
 def state_for_status(
-    status: str, message: str, data: Any = None, *, timed_out: bool = False
+    status: str, message: str, data: object = None, *, timed_out: bool = False
 ) -> State:
     """A new final state for a Polyaxon status (the inverse of `polyaxon_status`).
 
@@ -87,7 +85,7 @@ def state_for_status(
     return Failed(message=message)
 
 
-def state_for_result(result: RunResult, data: Any = None, *, prefix: str = "") -> State:
+def state_for_result(result: RunResult, data: object = None, *, prefix: str = "") -> State:
     """The final state of a run that ended as ``result``: its message (after ``prefix`` for
     a failure or a stop, e.g. "op `train` failed: "), ``data`` on success, ``Cached`` for a
     cache hit, ``TimedOut`` for a job killed at its deadline."""

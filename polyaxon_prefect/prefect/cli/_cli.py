@@ -16,10 +16,10 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from polyaxon_prefect._cli_args import add_file_args, deployment_ref
+from polyaxon_prefect._cli_args import Subparsers, add_file_args, deployment_ref
 from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError
 from polyaxon_prefect.prefect.cli._run_flags import (
     add_polyaxon_flags,
@@ -30,12 +30,19 @@ from polyaxon_prefect.prefect.cli._run_flags import (
 from polyaxon_prefect.specs import BACKENDS, Status
 
 if TYPE_CHECKING:
+    from types import FrameType
+
+    from polyaxon_prefect.prefect._request import OpRequest
     from polyaxon_prefect.prefect.server._connect import Connection as ConnectionT
+    from polyaxon_prefect.prefect.server._server_watch import ServerGone
+    from polyaxon_prefect.runtime._result import RunResult
 
 __all__ = ["add_run_parser", "cmd_run", "run_cli_request"]
 
+T = TypeVar("T")
 
-def add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
+
+def add_run_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
     """Add the ``run`` sub-command to ``subparsers`` (from ``add_subparsers``)."""
     parser = subparsers.add_parser(
         "run",
@@ -134,19 +141,21 @@ def _invalid(error: PolyaxonPrefectError, *, as_json: bool) -> int:
     return 1
 
 
-def _labels(request: Any) -> dict[str, Any]:
+def _labels(request: OpRequest) -> dict[str, Any]:
     from polyaxon_prefect.prefect.runs._run_record import request_labels
 
     return request_labels(request)
 
 
-def _summary(result: Any, labels: dict[str, Any] | None = None) -> None:
+def _summary(run_result: RunResult, labels: dict[str, Any] | None = None) -> None:
     """The end lines for people: status, outputs, and for a DAG each op's status and outputs,
     for a sweep each trial's params and objective value (without a metric, its outputs and
     last metrics) and the best trial (floats to 6 significant digits: a loss needs no 17)."""
     from polyaxon_prefect.runtime.logs._masking import mask_text, mask_value
 
-    result = _Masked(mask_value(result.to_dict()), result.cached, mask_text(result.message or ""))
+    result = _Masked(
+        mask_value(run_result.to_dict()), run_result.cached, mask_text(run_result.message or "")
+    )
     print(f"status: {result.status}")
     print(f"op: {result.name} (run {result.uuid})")
     if labels and labels.get("tags"):
@@ -211,14 +220,14 @@ def _print_rows(rows: list[tuple[str, str, Any]]) -> None:
         print(f"  {name:<{name_width}}  {status:<{status_width}}  {text}".rstrip())
 
 
-def _pairs(values: Any) -> str:
+def _pairs(values: object) -> str:
     """``a=1 b=0.123457`` (nothing for no values)."""
     if not isinstance(values, dict):
         return ""
     return " ".join(f"{key}={_shown(value)}" for key, value in values.items())
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     """A value for people: a float to 6 significant digits, a string as it is, the rest as
     JSON (with its floats shortened too)."""
     if isinstance(value, float):
@@ -236,7 +245,12 @@ class _Masked:
     """A result as shown to people (`RunResult.to_dict`, masked), read like a `RunResult`."""
 
     def __init__(self, data: dict[str, Any], cached: bool, message: str) -> None:
-        self.__dict__.update(data)
+        self.status = data["status"]
+        self.name = data["name"]
+        self.uuid = data["uuid"]
+        self.outputs: dict[str, Any] = data["outputs"]
+        self.artifacts_path = data["artifacts_path"]
+        self.flow_run_id = data["flow_run_id"]
         self.cached = cached
         self.message = message
         self.ops = data.get("ops")
@@ -338,7 +352,7 @@ class _Interrupts:
             with contextlib.suppress(ValueError, OSError):
                 signal.signal(signum, handler)
 
-    def _handle(self, signum: int, _frame: Any) -> None:
+    def _handle(self, signum: int, _frame: FrameType | None) -> None:
         import signal
 
         from polyaxon_prefect.runtime.session._session import request_stop
@@ -365,7 +379,7 @@ class _Interrupts:
         return None if self.received is None else _exit_code(self.received)
 
 
-def _in_thread(interrupts: _Interrupts, target: Any) -> Any:
+def _in_thread(interrupts: _Interrupts, target: Callable[[], T]) -> T:
     """Run ``target`` in a worker thread (Prefect's flow engine then leaves the signal
     handlers to us) and wait for it, handling signals in this, the main thread."""
     box: dict[str, Any] = {}
@@ -381,7 +395,7 @@ def _in_thread(interrupts: _Interrupts, target: Any) -> Any:
     interrupts.wait(thread)
     if "error" in box:
         raise box["error"]
-    return box.get("result")
+    return cast(T, box.get("result"))
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -413,7 +427,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     return run_cli_request(args, request)
 
 
-def run_cli_request(args: argparse.Namespace, request: Any) -> int:
+def run_cli_request(args: argparse.Namespace, request: OpRequest) -> int:
     """Run the prepared ``request`` as ``run`` does (its server, signals, live table, end lines
     or ``--json``: ``args.json``, ``args.live``); returns the exit code. ``restart`` and
     ``resume`` run theirs through it too."""
@@ -424,7 +438,7 @@ def run_cli_request(args: argparse.Namespace, request: Any) -> int:
     session = current_session()
     server = None
     result = None
-    outcomes: list[Any] = []
+    outcomes: list[RunResult] = []
     with _Interrupts() as interrupts:
         try:
             server = _in_thread(interrupts, _use_local_server)
@@ -476,7 +490,9 @@ def run_cli_request(args: argparse.Namespace, request: Any) -> int:
     return 0 if result.succeeded else 1
 
 
-def _run_request(args: argparse.Namespace, request: Any, outcomes: list[Any]) -> Any:
+def _run_request(
+    args: argparse.Namespace, request: OpRequest, outcomes: list[RunResult]
+) -> RunResult:
     """The run itself (in the worker thread), through the dispatcher; its op's result goes to
     ``outcomes`` as soon as it is known."""
     from polyaxon_prefect.prefect._dispatch import describe_request, run_request
@@ -493,7 +509,9 @@ def _run_request(args: argparse.Namespace, request: Any, outcomes: list[Any]) ->
         return run_request(request, flow_name=request.component.name, on_outcome=outcomes.append)
 
 
-def _server_gone(args: argparse.Namespace, gone: Any, outcomes: list[Any], request: Any) -> None:
+def _server_gone(
+    args: argparse.Namespace, gone: ServerGone, outcomes: list[RunResult], request: OpRequest
+) -> None:
     """The run's server went away: say so, let what runs end (a DAG starts no further op:
     `_dag`), print the run's result, and exit with its status at once (Prefect's client would
     retry for minutes). The session's journal stays, with the result when there is one: the

@@ -8,15 +8,20 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
-from polyaxon_prefect._cli_args import add_file_args, json_object, prefect_name, text_value
+from polyaxon_prefect._cli_args import (
+    Subparsers,
+    add_file_args,
+    json_object,
+    prefect_name,
+    text_value,
+)
 from polyaxon_prefect.exceptions import PolyaxonfileError
 
 __all__ = ["add_deploy_parser", "cmd_deploy"]
 
 
-def add_deploy_parser(subparsers: Any) -> argparse.ArgumentParser:
+def add_deploy_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "deploy",
         help="create or update a Prefect deployment of a Polyaxonfile (typed form, schedule)",

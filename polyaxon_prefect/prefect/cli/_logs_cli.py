@@ -17,10 +17,15 @@ import argparse
 import json
 import re
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
-from polyaxon_prefect._cli_args import text_value, whole_number
+from polyaxon_prefect._cli_args import Subparsers, text_value, whole_number
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from polyaxon_prefect.client._statuses import StatusChange
 
 __all__ = ["add_logs_parsers", "cmd_logs", "cmd_statuses"]
 
@@ -39,7 +44,7 @@ def _replica(text: str) -> str:
 _RUN_HELP = "the flow run's id or name, or the Polyaxon run uuid that `run` printed"
 
 
-def add_logs_parsers(subparsers: Any) -> None:
+def add_logs_parsers(subparsers: Subparsers) -> None:
     logs = subparsers.add_parser(
         "logs", help="a run's log lines (its ops', trials' and replicas' too), from any process"
     )
@@ -92,7 +97,7 @@ def add_logs_parsers(subparsers: Any) -> None:
 
 
 def _from_files(
-    args: argparse.Namespace, run_path: Any, children: dict[str, str] | None, why: str
+    args: argparse.Namespace, run_path: Path, children: dict[str, str] | None, why: str
 ) -> int:
     from polyaxon_prefect.client._logs_verb import Printer, check_op, line_ops
     from polyaxon_prefect.runtime import read_log_files
@@ -128,7 +133,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------------- statuses
 
 
-def _print_change(args: argparse.Namespace, change: Any) -> None:
+def _print_change(args: argparse.Namespace, change: StatusChange) -> None:
     text = json.dumps(change.record(), default=str) if args.json else change.line()
     print(text, flush=True)
 

@@ -98,7 +98,7 @@ def ls_rows(api: str, args: argparse.Namespace) -> list[dict[str, Any]]:
     return query_runs(api, conditions, tuple(args.sort), limit=args.limit, details=args.io)
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     if value is None:
         return ""
     return value if isinstance(value, str) else json.dumps(value, default=str)

@@ -33,7 +33,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from polyaxon_prefect._cli_args import port, text_value, whole_number
+from polyaxon_prefect._cli_args import Subparsers, port, text_value, whole_number
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 
 __all__ = ["add_metrics_parsers", "cmd_metrics", "cmd_tensorboard", "run_leaves"]
@@ -41,7 +41,7 @@ __all__ = ["add_metrics_parsers", "cmd_metrics", "cmd_tensorboard", "run_leaves"
 _RUN_HELP = "the flow run's id or name, or the Polyaxon run uuid that `run` printed"
 
 
-def add_metrics_parsers(subparsers: Any) -> None:
+def add_metrics_parsers(subparsers: Subparsers) -> None:
     metrics = subparsers.add_parser(
         "metrics",
         help="a run's metric history (step, value, time); a DAG's ops', a sweep's trials'",
@@ -220,7 +220,7 @@ def _only(args: argparse.Namespace, histories: list[dict[str, Any]]) -> None:
             del history[name]
 
 
-def _time(timestamp: Any) -> str:
+def _time(timestamp: object) -> str:
     try:
         return datetime.fromisoformat(str(timestamp)).astimezone().strftime("%Y-%m-%d %H:%M:%S")
     except ValueError:

@@ -10,11 +10,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
-from polyaxon_prefect._cli_args import add_params_arg, text_value, whole_number
+from polyaxon_prefect._cli_args import Subparsers, add_params_arg, text_value, whole_number
 from polyaxon_prefect.exceptions import PolyaxonfileError, PolyaxonPrefectError
 from polyaxon_prefect.prefect.cli._run_flags import add_follow_flags
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from polyaxon_prefect.prefect._request import OpRequest
+    from polyaxon_prefect.runtime import Connection
 
 __all__ = ["add_restart_parsers", "cmd_restart", "cmd_resume"]
 
@@ -45,7 +51,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     add_follow_flags(parser)
 
 
-def add_restart_parsers(subparsers: Any) -> None:
+def add_restart_parsers(subparsers: Subparsers) -> None:
     """Add ``restart`` and ``resume`` to ``subparsers`` (from ``add_subparsers``)."""
     restart = subparsers.add_parser(
         "restart",
@@ -108,7 +114,7 @@ def add_restart_parsers(subparsers: Any) -> None:
 # ----------------------------------------------------------------------------- commands
 
 
-def _guarded(args: argparse.Namespace, build: Any) -> int:
+def _guarded(args: argparse.Namespace, build: Callable[[], tuple[OpRequest, str]]) -> int:
     """Build the request (``build()``: it and the line saying what it does), prepare it and run
     it as ``run`` does; a refusal is one line and exit 2, a bad file or run one line and 1
     (JSON too under --json)."""
@@ -130,7 +136,7 @@ def _guarded(args: argparse.Namespace, build: Any) -> int:
     return run_cli_request(args, request)
 
 
-def _connections(args: argparse.Namespace) -> Any:
+def _connections(args: argparse.Namespace) -> dict[str, Connection]:
     from polyaxon_prefect.runtime import load_connections
 
     return load_connections(args.connections)

@@ -24,9 +24,8 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Iterator
-from typing import Any
 
-from polyaxon_prefect._cli_args import text_value
+from polyaxon_prefect._cli_args import Subparsers, text_value
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 
 __all__ = ["add_run_files_parsers", "cmd_artifacts", "cmd_invalidate"]
@@ -34,7 +33,7 @@ __all__ = ["add_run_files_parsers", "cmd_artifacts", "cmd_invalidate"]
 _RUN_HELP = "the flow run's id or name, or the Polyaxon run uuid that `run` printed"
 
 
-def add_run_files_parsers(subparsers: Any) -> None:
+def add_run_files_parsers(subparsers: Subparsers) -> None:
     invalidate = subparsers.add_parser(
         "invalidate",
         help="drop a run's cache entries (a DAG's ops' too): the next identical run executes",
@@ -55,7 +54,7 @@ def add_run_files_parsers(subparsers: Any) -> None:
     artifacts.add_argument("--json", action="store_true")
 
 
-def _uuids(node: Any) -> Iterator[str]:
+def _uuids(node: object) -> Iterator[str]:
     """Every ``uuid`` in a run as `get` returns it: its own, its ops', nested DAGs', trials'."""
     if isinstance(node, dict):
         uuid = node.get("uuid")

@@ -24,10 +24,13 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING
 
 from polyaxon_prefect._cli_args import text_value, whole_number
 from polyaxon_prefect.specs import MATRIX_KINDS
+
+if TYPE_CHECKING:
+    from polyaxon_prefect.loading import CliOverrides, LoadedPolyaxonfile
 
 __all__ = [
     "EAGER_NOTE",
@@ -171,7 +174,7 @@ def check_command_line(args: argparse.Namespace) -> int | None:
     return None
 
 
-def load_run_file(args: argparse.Namespace) -> Any:
+def load_run_file(args: argparse.Namespace) -> LoadedPolyaxonfile:
     """The `LoadedPolyaxonfile` the command line names, with its ``-P``, ``-HP``, ``--name``,
     ``--description`` and ``--tags``; raises `PolyaxonfileError` with every problem."""
     from polyaxon_prefect.loading import load_polyaxonfile, parse_cli_params
@@ -192,7 +195,7 @@ def sources_of(args: argparse.Namespace) -> tuple[str, list[str]]:
     return files[0], files[1:]
 
 
-def overrides_from(args: argparse.Namespace) -> Any:
+def overrides_from(args: argparse.Namespace) -> CliOverrides:
     """The `CliOverrides` of the command line; a bad ``-HP`` raises `PolyaxonfileError`."""
     from polyaxon_prefect.loading import (
         CliOverrides,

@@ -10,10 +10,11 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from polyaxon_prefect._cli_args import port, seconds, text_value, whole_number
+from polyaxon_prefect._cli_args import Subparsers, port, seconds, text_value, whole_number
 from polyaxon_prefect.client import print_ls, print_run
 from polyaxon_prefect.prefect.cli._ls_query_cli import (
     add_query_args,
@@ -22,6 +23,8 @@ from polyaxon_prefect.prefect.cli._ls_query_cli import (
     wants_query,
 )
 from polyaxon_prefect.specs import Status
+
+T = TypeVar("T")
 
 __all__ = ["add_runs_parsers", "cmd_get", "cmd_ls", "cmd_server", "find_run", "run_api"]
 
@@ -42,7 +45,7 @@ def _database_url(text: str) -> str:
     return text
 
 
-def add_runs_parsers(subparsers: Any) -> None:
+def add_runs_parsers(subparsers: Subparsers) -> None:
     server = subparsers.add_parser(
         "server", help="start, stop or check the local Prefect server that runs use"
     )
@@ -182,7 +185,7 @@ def _no_api(args: argparse.Namespace) -> int:
     )
 
 
-def _refused(args: argparse.Namespace, message: str, **extra: Any) -> int:
+def _refused(args: argparse.Namespace, message: str, **extra: object) -> int:
     """Exit 1 with ``message`` on stderr, and under ``--json`` ``{"error": message, ...}`` on
     stdout (a script that asked for JSON gets JSON on every outcome)."""
     print(message, file=sys.stderr)
@@ -191,7 +194,7 @@ def _refused(args: argparse.Namespace, message: str, **extra: Any) -> int:
     return 1
 
 
-def _read(api: str, read: Any) -> Any:
+def _read(api: str, read: Callable[[], T]) -> T:
     """``read()`` of the runs at ``api``; a server that does not answer, or answers with an
     error, is one `PolyaxonPrefectError` line (the CLI's ``error:``), not httpx's traceback."""
     import httpx
@@ -239,9 +242,11 @@ def cmd_get(args: argparse.Namespace) -> int:
         from polyaxon_prefect.runtime import exit_code
 
         show = lambda change: print(change.line(), file=sys.stderr, flush=True)  # noqa: E731
-        code = exit_code(_read(api, lambda: watch_statuses(api, run["id"], show)))
+        run_id = run["id"]
+        code = exit_code(_read(api, lambda: watch_statuses(api, run_id, show)))
         note = {"note": run["note"]} if "note" in run else {}
-        run = {**(_read(api, lambda: get_run(api, run["id"])) or run), **note}  # as it ended
+        ended = _read(api, lambda: get_run(api, run_id))
+        run = {**(ended or run), **note}  # as it ended
     if args.json:
         print(json.dumps(run, indent=2, default=str))
         return code

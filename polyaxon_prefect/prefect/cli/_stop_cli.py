@@ -11,14 +11,13 @@ Light at import: the parser is built before Prefect is imported; the command imp
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-from polyaxon_prefect._cli_args import text_value
+from polyaxon_prefect._cli_args import Subparsers, text_value
 
 __all__ = ["add_stop_parser", "cmd_stop"]
 
 
-def add_stop_parser(subparsers: Any) -> None:
+def add_stop_parser(subparsers: Subparsers) -> None:
     stop = subparsers.add_parser(
         "stop",
         help="stop a run (its processes, DAG ops and trials), whoever started it",

@@ -28,17 +28,28 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from prefect import flow
+from prefect import Flow, flow
+from prefect.client.orchestration import SyncPrefectClient
+from prefect.client.schemas.actions import DeploymentScheduleCreate
 
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.prefect._dispatch import run_hook_op
+
+# at run time: Prefect evaluates the flows' annotations below
+from polyaxon_prefect.prefect._request import FlowValue
 from polyaxon_prefect.prefect._state_hooks import deferred_state_hooks
 from polyaxon_prefect.prefect.deployments._deploy_schedules import (
     DeploymentSchedule,
     deployment_schedule,
 )
+
+if TYPE_CHECKING:
+    from datetime import datetime
+    from uuid import UUID
+
+    from polyaxon_prefect.specs import Component, Operation
 
 __all__ = [
     "DEPENDS_ON_PAST_ENV",
@@ -116,7 +127,7 @@ def _run_generic(
     polyaxonfile: str = "",
     params: dict[str, Any] | None = None,
     restart: dict[str, str] | None = None,
-) -> Any:
+) -> FlowValue:
     """A Polyaxonfile given as a parameter (a deployment made the Prefect way, from a
     ``prefect.yaml`` without ``POLYAXON_PREFECT_FILE``), with its params by input name; or,
     with ``restart: {run: RUN, from: OP}``, run RUN's recorded operation again (``restart
@@ -135,7 +146,7 @@ def _run_generic(
         return typed.fn(**{python_name(k): v for k, v in (params or {}).items()})
 
 
-def _restart_in_flow(restart: Mapping[str, Any], params: Mapping[str, Any]) -> Any:
+def _restart_in_flow(restart: Mapping[str, Any], params: Mapping[str, Any]) -> FlowValue:
     """``restart: {run, from}`` in the current flow run, as the CLI's ``restart`` runs it."""
     from prefect import get_run_logger
 
@@ -168,7 +179,7 @@ generic_flow = flow(
 )(_run_generic)
 
 
-def deployed_flow() -> Any:
+def deployed_flow() -> Flow[..., FlowValue]:
     """The flow a deployment runs: with ``POLYAXON_PREFECT_FILE`` set (every deployment made by
     `deploy`), the file's own typed flow (`to_flow`: the form's parameters, the component's
     name), guarded by ``dependsOnPast`` when asked; else `generic_flow`."""
@@ -186,7 +197,7 @@ def deployed_flow() -> Any:
     if os.environ.get(DEPENDS_ON_PAST_ENV) != "1":
         return typed
 
-    def guarded(**values: Any) -> Any:
+    def guarded(**values: object) -> FlowValue:
         failed = _past_failure()
         if failed is not None:
             from prefect.states import Completed
@@ -204,7 +215,7 @@ def deployed_flow() -> Any:
     )(guarded)
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> Flow[..., FlowValue]:
     """``polyaxonfile_flow``, the deployments' entrypoint, is built when a worker's process
     imports it, from that process's ``POLYAXON_PREFECT_FILE`` (`deployed_flow`)."""
     if name == "polyaxonfile_flow":
@@ -216,7 +227,7 @@ class DeployError(PolyaxonPrefectError):
     """The deployment cannot be made: its work pool does not exist, or no server answers."""
 
 
-def _check_pool(client: Any, pool: str) -> None:
+def _check_pool(client: SyncPrefectClient, pool: str) -> None:
     """The work pool must exist before a deployment names it (Prefect's 404 says less)."""
     import httpx
     from prefect.exceptions import ObjectNotFound
@@ -260,7 +271,9 @@ def _owner(env: Mapping[str, Any]) -> str:
     return f"operation `{operation}` of {file}" if operation else f"the operation of {file}"
 
 
-def _claim(client: Any, full_name: str, ours: Mapping[str, str], replace: bool) -> Deployed:
+def _claim(
+    client: SyncPrefectClient, full_name: str, ours: Mapping[str, str], replace: bool
+) -> Deployed:
     """Whether ``full_name`` is free (created), already ours (updated: the same file and
     operation, or the same file deployed before operations were recorded), or another's:
     refused, unless ``replace``. Only the action and the previous owner are filled in."""
@@ -284,20 +297,20 @@ def _claim(client: Any, full_name: str, ours: Mapping[str, str], replace: bool) 
     return Deployed(full_name, str(existing.id), None, (), "replaced", _owner(theirs))
 
 
-def _schema(typed: Any, component: Any) -> dict[str, Any]:
+def _schema(typed: Flow[..., FlowValue], component: Component | None) -> dict[str, Any]:
     """The typed flow's parameter schema, each input's ``description`` added."""
     from polyaxon_prefect.prefect.deployments._flow_signature import python_name
 
     schema: dict[str, Any] = typed.parameters.model_dump_for_openapi()
     properties = schema.get("properties", {})
-    for io in component.inputs or []:
+    for io in (component.inputs if component is not None else None) or []:
         prop = properties.get(python_name(io.name))
         if prop is not None and io.description:
             prop["description"] = str(io.description)
     return schema
 
 
-def _prefect_schedules(planned: DeploymentSchedule) -> list[Any]:
+def _prefect_schedules(planned: DeploymentSchedule) -> list[DeploymentScheduleCreate]:
     from prefect.client.schemas.actions import DeploymentScheduleCreate
     from prefect.client.schemas.schedules import construct_schedule
 
@@ -319,7 +332,7 @@ def _prefect_schedules(planned: DeploymentSchedule) -> list[Any]:
     ]
 
 
-def _operation(local: Path, presets: Sequence[Path], params: Mapping[str, Any]) -> Any:
+def _operation(local: Path, presets: Sequence[Path], params: Mapping[str, Any]) -> Operation:
     """The file's operation, every problem raised, except a required input without a value
     (the form asks for it)."""
     from polyaxon_prefect.exceptions import PolyaxonfileError
@@ -333,7 +346,7 @@ def _operation(local: Path, presets: Sequence[Path], params: Mapping[str, Any]) 
     return load_operation_for_signature(local, presets)
 
 
-def _defaults(typed: Any, params: Mapping[str, Any]) -> dict[str, Any]:
+def _defaults(typed: Flow[..., FlowValue], params: Mapping[str, Any]) -> dict[str, Any]:
     """The ``-P`` values as the form's defaults, typed as the form's fields (a string
     ``"3"`` for an int input is 3)."""
     import inspect
@@ -354,7 +367,7 @@ def _defaults(typed: Any, params: Mapping[str, Any]) -> dict[str, Any]:
 
 def _read(
     file: str, presets: Sequence[str], params: Mapping[str, Any] | None
-) -> tuple[Any, dict[str, Any], dict[str, Any], dict[str, str]]:
+) -> tuple[Operation, dict[str, Any], dict[str, Any], dict[str, str]]:
     """The file's operation (its problems raise here), its form's schema and defaults, and
     the env that names it to the flow run (absolute paths; URLs as given)."""
     from polyaxon_prefect.prefect._api import to_flow
@@ -405,6 +418,7 @@ def deploy(
 
     operation, schema, defaults, env = _read(file, presets, params)
     component = operation.component
+    assert component is not None  # a loaded operation has its component inlined
     operation_name = operation.name or component.name or Path(env[FILE_ENV]).stem
     env[OPERATION_ENV] = str(operation_name)
     planned = deployment_schedule(operation.schedule) if operation.schedule else None
@@ -445,7 +459,7 @@ def deploy(
     )
 
 
-def _schedule_once(client: Any, deployment_id: Any, run_at: Any) -> None:
+def _schedule_once(client: SyncPrefectClient, deployment_id: UUID, run_at: datetime) -> None:
     """A ``datetime`` schedule's one flow run, unless the deployment already has a run at that
     time, waiting or done (deploying the same operation again must not run it twice)."""
     from prefect.client.schemas.filters import (

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from polyaxon_prefect.specs import CronSchedule, DateTimeSchedule, Schedule
+
 __all__ = ["DeploymentSchedule", "deployment_schedule"]
 
 
@@ -41,28 +43,31 @@ def _stamp(value: datetime) -> str:
     return _utc(value).strftime("%Y%m%dT%H%M%SZ")
 
 
-def deployment_schedule(schedule: Any, *, now: datetime | None = None) -> DeploymentSchedule:
+def _moment(name: str, value: datetime | str | None) -> datetime | None:
+    """A window's ``startAt``/``endAt`` (``name``), refused while still a template."""
+    if value is not None and not isinstance(value, datetime):
+        raise ValueError(f"schedule.{name} is still a template: {value!r}")
+    return value
+
+
+def deployment_schedule(schedule: Schedule, *, now: datetime | None = None) -> DeploymentSchedule:
     """The Prefect side of ``schedule`` (a `CronSchedule`, `IntervalSchedule` or
     `DateTimeSchedule`), with a warning for each field Prefect cannot express.
 
     Raises:
         ValueError: a field is still a ``{{ template }}`` (schedules are read when deploying).
     """
-    kind = schedule.kind
-    if kind == "datetime":
-        start = schedule.start_at
-        if not isinstance(start, datetime):
-            raise ValueError(f"schedule.startAt is still a template: {start!r}")
-        return DeploymentSchedule(run_at=_utc(start))
-    start, end = schedule.start_at, schedule.end_at
+    if isinstance(schedule, DateTimeSchedule):
+        at = schedule.start_at
+        if not isinstance(at, datetime):
+            raise ValueError(f"schedule.startAt is still a template: {at!r}")
+        return DeploymentSchedule(run_at=_utc(at))
+    start, end = _moment("startAt", schedule.start_at), _moment("endAt", schedule.end_at)
     runs = schedule.max_runs
-    for name, value in (("startAt", start), ("endAt", end)):
-        if value is not None and not isinstance(value, datetime):
-            raise ValueError(f"schedule.{name} is still a template: {value!r}")
     if runs is not None and not isinstance(runs, int):
         raise ValueError(f"schedule.maxRuns is still a template: {runs!r}")
     one_at_a_time = bool(schedule.depends_on_past is True)
-    if kind == "cron":
+    if isinstance(schedule, CronSchedule):
         if "{{" in schedule.cron or "{%" in schedule.cron:
             raise ValueError(f"schedule.cron is still a template: {schedule.cron!r}")
         ignored = [

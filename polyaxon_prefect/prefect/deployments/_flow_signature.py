@@ -18,10 +18,13 @@ import inspect
 import keyword
 import re
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Optional, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional, Union
 
 from polyaxon_prefect.specs._base import is_template
 from polyaxon_prefect.specs.params._types import TEXT_TYPES, TypeSpec, parse_type
+
+if TYPE_CHECKING:
+    from polyaxon_prefect.specs import IO, Component
 
 __all__ = ["FlowParam", "flow_params", "flow_signature", "python_name"]
 
@@ -70,7 +73,7 @@ def python_name(io_name: str) -> str:
     return name
 
 
-def _annotation(spec: TypeSpec) -> Any:
+def _annotation(spec: TypeSpec) -> object:
     """The Python type for a parsed Polyaxon type (``Any`` when there is no faithful one)."""
     if not spec.known or spec.name == "any":
         return Any
@@ -99,7 +102,7 @@ def _annotation(spec: TypeSpec) -> Any:
     return Any  # structured objects (git, artifacts, dockerfile, ...) and anything newer
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: object) -> object:
     """A default the UI can show and Prefect can store (typed models back to plain data)."""
     if hasattr(value, "model_dump"):
         return value.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -110,7 +113,7 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def _constrained(io: Any, base: Any) -> Any:
+def _constrained(io: IO, base: object) -> object:
     """``base`` narrowed by the input's literal ``options`` and bounds, with its description."""
     from pydantic import Field
 
@@ -137,7 +140,9 @@ def _constrained(io: Any, base: Any) -> Any:
     return base
 
 
-def flow_params(component: Any, literal_params: dict[str, Any] | None = None) -> list[FlowParam]:
+def flow_params(
+    component: Component | None, literal_params: dict[str, Any] | None = None
+) -> list[FlowParam]:
     """The flow parameters for a component's inputs, in their declared order.
 
     ``literal_params`` are the values an operation file already gives (``params:``); they become
@@ -147,7 +152,7 @@ def flow_params(component: Any, literal_params: dict[str, Any] | None = None) ->
     literal_params = literal_params or {}
     params: list[FlowParam] = []
     used: set[str] = set()
-    for io in component.inputs or []:
+    for io in (component.inputs if component is not None else None) or []:
         name = python_name(io.name)
         if name in used:
             raise ValueError(

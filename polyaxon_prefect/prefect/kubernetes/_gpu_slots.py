@@ -32,7 +32,7 @@ import contextlib
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from polyaxon_prefect.kubernetes import (
     file_queue,
@@ -50,6 +50,10 @@ from polyaxon_prefect.prefect.kubernetes._kubernetes_scheduling import PodSchedu
 from polyaxon_prefect.runtime import RunResult, stop_requested
 from polyaxon_prefect.specs import Status
 
+if TYPE_CHECKING:
+    from prefect.client.schemas.objects import ConcurrencyLeaseHolder
+    from prefect.client.schemas.responses import GlobalConcurrencyLimitResponse
+
 __all__ = ["GpuSlotsError", "Submission", "held_gpu_slots", "in_gpu_slots"]
 
 _LOCKED = 423
@@ -60,7 +64,7 @@ class GpuSlotsError(Exception):
     """The op can never take its GPU slots (more than the limit), or the API refused them."""
 
 
-def _holder() -> Any:
+def _holder() -> ConcurrencyLeaseHolder | None:
     """The op's run as the lease's holder (what Prefect's UI shows holding the slots)."""
     from prefect.client.schemas.objects import ConcurrencyLeaseHolder
 
@@ -79,7 +83,7 @@ def _locked(exc: BaseException) -> bool:
     return isinstance(cause, httpx.HTTPStatusError) and cause.response.status_code == _LOCKED
 
 
-async def _limit(name: str) -> Any:
+async def _limit(name: str) -> GlobalConcurrencyLimitResponse | None:
     """The limit named ``name``, or None when there is none."""
     from prefect.client.orchestration import get_client
     from prefect.exceptions import ObjectNotFound

@@ -20,11 +20,16 @@ import contextlib
 import contextvars
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from polyaxon_prefect.prefect.watch import _live
 from polyaxon_prefect.runtime import PreparedJob
+
+if TYPE_CHECKING:
+    from prefect.client.schemas.objects import State
+
+    from polyaxon_prefect.prefect._settings import RunLogger
 
 __all__ = [
     "GPU_WAIT_STATE_NAME",
@@ -52,7 +57,7 @@ _WAITER: contextvars.ContextVar[_Waiter | None] = contextvars.ContextVar(
 )
 
 
-def _set(run_id: UUID, state: Any, *, task: bool) -> None:
+def _set(run_id: UUID, state: State, *, task: bool) -> None:
     from prefect.client.orchestration import get_client
 
     with contextlib.suppress(Exception), get_client(sync_client=True) as client:  # best effort
@@ -63,7 +68,7 @@ def _set(run_id: UUID, state: Any, *, task: bool) -> None:
 
 
 def gpu_wait_callbacks(
-    job: PreparedJob, logger: Any, *, task: bool
+    job: PreparedJob, logger: RunLogger, *, task: bool
 ) -> tuple[Callable[[str], None], Callable[[PreparedJob], None]]:
     """``on_wait`` and ``on_start`` for ``job`` run in the current task run (``task``: a DAG's
     op, whose task run waits) or flow run (a job alone, whose flow run waits)."""

@@ -74,7 +74,11 @@ from polyaxon_prefect.runtime.session._session import stop_requested
 from polyaxon_prefect.specs import KUBEFLOW_KINDS, Status
 
 if TYPE_CHECKING:
+    from aiohttp import ClientResponse
     from prefect_kubernetes.credentials import KubernetesCredentials
+
+    from polyaxon_prefect.runtime import PreparedJob
+    from polyaxon_prefect.specs import LoadedPolyaxonfile
 
 __all__ = [
     "CREDENTIALS_ENV",
@@ -108,16 +112,19 @@ class ClusterExecutor:
 
     backend: Backend
 
-    def prepare(self, loaded: Any, options: PrepareOptions = PrepareOptions()) -> PreparedManifests:
+    def prepare(
+        self, loaded: LoadedPolyaxonfile, options: PrepareOptions = PrepareOptions()
+    ) -> PreparedManifests:
         return prepare_cluster(loaded, self.backend, options)
 
     def execute(
         self,
-        prepared: Any,
+        prepared: PreparedJob,
         *,
         on_line: LineCallback | None = None,
         cancel_event: threading.Event | None = None,
     ) -> RunResult:
+        assert isinstance(prepared, PreparedManifests)  # what `prepare` made
         return run_on_cluster(prepared, on_line=on_line, cancel_event=cancel_event)
 
 
@@ -496,8 +503,12 @@ class _Submission:
                     self.on_line("stderr", str(exc))
 
     async def _call(
-        self, verb: str, target: ApiTarget | None, body: Any = None, **extra: Any
-    ) -> Any:
+        self,
+        verb: str,
+        target: ApiTarget | None,
+        body: dict[str, Any] | None = None,
+        **extra: str,
+    ) -> dict[str, Any]:
         """One API call, its answer as plain JSON; an `_ApiError` saying what went wrong."""
         from aiohttp import ClientError
         from kubernetes_asyncio.client.rest import ApiException
@@ -541,8 +552,13 @@ class _Submission:
         return json.loads(data or b"{}")
 
     async def _dispatch(
-        self, verb: str, target: ApiTarget, body: Any, ns: str, raw: dict[str, Any]
-    ) -> Any:
+        self,
+        verb: str,
+        target: ApiTarget,
+        body: dict[str, Any] | None,
+        ns: str,
+        raw: dict[str, Any],
+    ) -> ClientResponse:
         clients = self.clients
         if target.custom:
             api = clients["custom"]
@@ -582,7 +598,7 @@ def _verb(call: str) -> str:
     return {"list_pods": "list", "list_events": "list", "read": "read"}.get(call, call)
 
 
-def _api_message(body: Any, reason: Any) -> str:
+def _api_message(body: bytes | str | None, reason: object) -> str:
     """The ``message`` of a Kubernetes ``Status`` body, else the body or HTTP reason."""
     try:
         status = json.loads(body or "{}")

@@ -58,7 +58,10 @@ from polyaxon_prefect.runtime import (
 from polyaxon_prefect.specs import Status
 
 if TYPE_CHECKING:
+    from prefect_kubernetes.credentials import KubernetesCredentials
+
     from polyaxon_prefect.loading import LoadedPolyaxonfile
+    from polyaxon_prefect.runtime import PreparedJob
 
 __all__ = ["ServiceClusterExecutor", "register_service_executors", "serve_on_cluster"]
 
@@ -94,11 +97,12 @@ class ServiceClusterExecutor:
 
     def execute(
         self,
-        prepared: Any,
+        prepared: PreparedJob,
         *,
         on_line: LineCallback | None = None,
         cancel_event: threading.Event | None = None,
     ) -> RunResult:
+        assert isinstance(prepared, PreparedManifests)  # what `prepare` made
         return serve_on_cluster(prepared, on_line=on_line, cancel_event=cancel_event)
 
 
@@ -113,7 +117,7 @@ def serve_on_cluster(
     *,
     on_line: LineCallback | None = None,
     cancel_event: threading.Event | None = None,
-    credentials: Any = None,
+    credentials: KubernetesCredentials | None = None,
     settings: PoolSettings | None = None,
     poll_interval: float | None = None,
 ) -> RunResult:
@@ -141,7 +145,7 @@ class _ApiError(Exception):
         self.status = status
 
 
-def _message(body: Any, reason: Any) -> str:
+def _message(body: bytes | str | None, reason: object) -> str:
     try:
         status = json.loads(body or "{}")
     except (TypeError, ValueError):
@@ -156,7 +160,7 @@ def _message(body: Any, reason: Any) -> str:
 class _Serving:
     prepared: PreparedManifests
     manifests: list[dict[str, Any]]
-    credentials: Any
+    credentials: KubernetesCredentials
     on_line: LineCallback
     cancel_event: threading.Event
     interval: float
@@ -268,8 +272,12 @@ class _Serving:
         return fatal
 
     async def _call(
-        self, verb: str, target: ApiTarget | None, body: Any = None, **extra: Any
-    ) -> Any:
+        self,
+        verb: str,
+        target: ApiTarget | None,
+        body: dict[str, Any] | None = None,
+        **extra: str,
+    ) -> dict[str, Any]:
         from aiohttp import ClientError
         from kubernetes_asyncio.client.rest import ApiException
 

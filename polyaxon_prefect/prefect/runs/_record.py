@@ -112,7 +112,7 @@ def _given_params(request: OpRequest) -> dict[str, Any]:
     return {**given, **dict(request.params or {})}
 
 
-def _write_json(path: Path, data: Any, mode: int = 0o666) -> None:
+def _write_json(path: Path, data: object, mode: int = 0o666) -> None:
     """``data`` as JSON at ``path``, replaced whole (a reader never sees half a file), created
     with ``mode`` less the umask (0600: a record holding real secret values, owner only)."""
     _write_text(path, json.dumps(data, indent=2, default=str, sort_keys=False), mode)

@@ -27,7 +27,10 @@ from polyaxon_prefect.search import data_section
 from polyaxon_prefect.specs import record_kind
 
 if TYPE_CHECKING:
+    from uuid import UUID
+
     from polyaxon_prefect.prefect._request import OpRequest
+    from polyaxon_prefect.prefect.runs._runs import PrefectObject
     from polyaxon_prefect.runtime import PreparedJob, RunResult
 
 __all__ = [
@@ -113,7 +116,7 @@ def publish_record(record: dict[str, Any]) -> None:
     )
 
 
-def read_record(artifacts: list[Any]) -> dict[str, Any] | None:
+def read_record(artifacts: list[PrefectObject]) -> dict[str, Any] | None:
     """The record a run published (its newest ``-record`` artifact; Prefect's objects or the
     API's JSON), else None (still running, or made by an older version)."""
     from polyaxon_prefect.prefect.runs._runs import _json
@@ -133,7 +136,7 @@ def label_kind(request: OpRequest) -> None:
         in_background(_label, context.flow_run.id, record_kind(request.operation))
 
 
-def _label(flow_run_id: Any, kind: str) -> None:
+def _label(flow_run_id: UUID, kind: str) -> None:
     from prefect.client.orchestration import get_client
 
     with contextlib.suppress(Exception), get_client(sync_client=True) as client:  # a view

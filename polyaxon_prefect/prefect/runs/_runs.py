@@ -11,19 +11,35 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 from uuid import UUID
+
+from pydantic import BaseModel
 
 from polyaxon_prefect.client import artifacts_of, name_note, row, task_ops
 from polyaxon_prefect.client import get_run as get_run_json
 from polyaxon_prefect.client import list_runs as list_runs_json
 from polyaxon_prefect.client import read_details as read_details_json
 
-__all__ = ["PrefectApi", "api_client", "get_run", "list_runs", "name_note", "read_details"]
+if TYPE_CHECKING:  # Prefect is imported where a command reaches a server
+    from prefect.client.orchestration import SyncPrefectClient
+
+__all__ = [
+    "PrefectApi",
+    "PrefectObject",
+    "api_client",
+    "get_run",
+    "list_runs",
+    "name_note",
+    "read_details",
+]
+
+PrefectObject: TypeAlias = BaseModel | dict[str, Any]
+"""A Prefect object read by its client (a flow run, a state, an artifact), or its JSON."""
 
 
 @contextmanager
-def api_client(api: str) -> Iterator[Any]:
+def api_client(api: str) -> Iterator[SyncPrefectClient]:
     """A sync Prefect client on the server at ``api`` (the one way the run verbs reach it)."""
     from prefect.client.orchestration import get_client
     from prefect.settings import PREFECT_API_URL, temporary_settings
@@ -35,7 +51,7 @@ def api_client(api: str) -> Iterator[Any]:
 class PrefectApi:
     """`polyaxon_prefect.client._runs.Api` over a sync Prefect client."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: SyncPrefectClient) -> None:
         self._client = client
 
     def post(self, path: str, body: dict[str, Any]) -> Any:
@@ -56,26 +72,30 @@ class PrefectApi:
             raise
 
 
-def _json(value: Any) -> Any:
+def _json(value: PrefectObject) -> dict[str, Any]:
     """A Prefect object (a flow run, an artifact) as the API's JSON; JSON as it is."""
     return value if isinstance(value, dict) else value.model_dump(mode="json")
 
 
-def _artifacts(client: Any, flow_run_ids: list[UUID]) -> dict[UUID, list[dict[str, Any]]]:
+def _artifacts(
+    client: SyncPrefectClient, flow_run_ids: list[UUID]
+) -> dict[UUID, list[dict[str, Any]]]:
     """The run-level artifacts (not a DAG op's) of each flow run (as JSON), in one query."""
     found = artifacts_of(PrefectApi(client), [str(i) for i in flow_run_ids])
     return {i: found[str(i)] for i in flow_run_ids}
 
 
-def _row(run: Any, artifacts: list[Any]) -> dict[str, Any]:
+def _row(run: PrefectObject, artifacts: list[PrefectObject]) -> dict[str, Any]:
     return row(_json(run), [_json(a) for a in artifacts])
 
 
-def _task_ops(client: Any, flow_run_id: UUID) -> dict[str, dict[str, Any]]:
+def _task_ops(client: SyncPrefectClient, flow_run_id: UUID) -> dict[str, dict[str, Any]]:
     return task_ops(PrefectApi(client), str(flow_run_id))
 
 
-def read_details(client: Any, run: Any, artifacts: list[Any]) -> dict[str, Any]:
+def read_details(
+    client: SyncPrefectClient | None, run: PrefectObject, artifacts: list[PrefectObject]
+) -> dict[str, Any]:
     """`polyaxon_prefect.client._runs.read_details` of Prefect's objects (or their JSON)."""
     api = PrefectApi(client) if client is not None else None
     return read_details_json(api, _json(run), [_json(a) for a in artifacts])

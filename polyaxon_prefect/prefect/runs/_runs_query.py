@@ -14,12 +14,16 @@ sort needs every matching run before the first ``limit`` can be known, so it rea
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect.client import PAGE as _PAGE
 from polyaxon_prefect.client import read_details, row, seconds_run
 from polyaxon_prefect.prefect.runs._runs import PrefectApi, _artifacts, _json, api_client
 from polyaxon_prefect.query import Condition, SortKey, matches, sort_rows
+
+if TYPE_CHECKING:
+    from prefect.client.schemas.filters import FlowRunFilter
+    from prefect.client.schemas.objects import FlowRun
 
 __all__ = ["DETAIL_COLUMNS", "query_runs"]
 
@@ -32,7 +36,7 @@ _SHOWN_DURATION = "\0duration"
 query reads ``duration`` as seconds."""
 
 
-def _record(shown: dict[str, Any], run: Any, data: dict[str, Any]) -> dict[str, Any]:
+def _record(shown: dict[str, Any], run: FlowRun, data: dict[str, Any]) -> dict[str, Any]:
     """The row the query reads: native values (datetimes, seconds) beside the shown ones."""
     return {
         **shown,
@@ -44,7 +48,7 @@ def _record(shown: dict[str, Any], run: Any, data: dict[str, Any]) -> dict[str, 
     }
 
 
-def _pushed_filter(conditions: tuple[Condition, ...]) -> Any:
+def _pushed_filter(conditions: tuple[Condition, ...]) -> FlowRunFilter:
     """A `FlowRunFilter` of top-level runs that keeps at least every run ``conditions`` keep."""
     from prefect.client.schemas.filters import (
         FlowRunFilter,

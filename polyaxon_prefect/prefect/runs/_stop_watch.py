@@ -23,10 +23,15 @@ import contextlib
 import os
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 from polyaxon_prefect.client._stop import STOP_REASON
 from polyaxon_prefect.runtime import request_stop, stop_requested
+
+if TYPE_CHECKING:
+    from uuid import UUID
+
+    from prefect.client.orchestration import SyncPrefectClient
 
 __all__ = [
     "POLL_ENV",
@@ -64,13 +69,13 @@ def poll_seconds() -> float:
     return value if 0 < value < float("inf") else POLL_SECONDS
 
 
-def _cancelled(client: Any, flow_run_id: Any) -> bool:
+def _cancelled(client: SyncPrefectClient, flow_run_id: UUID) -> bool:
     run = client.read_flow_run(flow_run_id)
     state_type = getattr(run.state, "type", None)
     return getattr(state_type, "value", state_type) in _STOP_TYPES
 
 
-def _watch(api_url: str, flow_run_id: Any, done: threading.Event, watch: StopWatch) -> None:
+def _watch(api_url: str, flow_run_id: UUID, done: threading.Event, watch: StopWatch) -> None:
     from polyaxon_prefect.prefect.runs._runs import api_client
 
     with (
@@ -89,7 +94,7 @@ def _watch(api_url: str, flow_run_id: Any, done: threading.Event, watch: StopWat
 
 
 @contextlib.contextmanager
-def watch_for_stop(api_url: str, flow_run_id: Any) -> Iterator[StopWatch]:
+def watch_for_stop(api_url: str, flow_run_id: UUID) -> Iterator[StopWatch]:
     """While the block runs, stop this process's runs once flow run ``flow_run_id`` (at
     ``api_url``) is Cancelling or Cancelled.
 

@@ -27,7 +27,10 @@ import time
 import urllib.request
 from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import uvicorn
 
 __all__ = ["ActivityTracker", "main"]
 
@@ -106,7 +109,11 @@ def _live_leases(leases: Path | None) -> int:
 
 
 def _watch(
-    tracker: ActivityTracker, server: Any, api_url: str, idle_timeout: float, leases: Path | None
+    tracker: ActivityTracker,
+    server: uvicorn.Server,
+    api_url: str,
+    idle_timeout: float,
+    leases: Path | None,
 ) -> None:
     """End ``server`` once it has been idle for ``idle_timeout`` seconds: no API use, no
     process holding a lease on it, no run going."""
@@ -139,7 +146,7 @@ class WarmRunner:
 
     _RESTARTS = 3
 
-    def __init__(self, socket_path: str, server: Any, api_url: str) -> None:
+    def __init__(self, socket_path: str, server: uvicorn.Server, api_url: str) -> None:
         self.socket_path = socket_path
         self.api_url = api_url
         self.server = server

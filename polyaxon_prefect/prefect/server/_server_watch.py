@@ -14,9 +14,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from polyaxon_prefect.prefect.server._server import healthy
+
+if TYPE_CHECKING:
+    from polyaxon_prefect.prefect.server._connect import Connection
+    from polyaxon_prefect.runtime._result import RunResult
 
 __all__ = ["ServerGone", "ServerWatch", "server_gone", "wait_for_job"]
 
@@ -50,7 +54,7 @@ class ServerWatch:
     never reachable is not "gone mid-run": the run's first request fails and says why.
     """
 
-    def __init__(self, connection: Any, *, interval: float = 1.0, misses: int = 3) -> None:
+    def __init__(self, connection: Connection, *, interval: float = 1.0, misses: int = 3) -> None:
         self.connection = connection
         self.interval = interval
         self.misses = misses
@@ -85,8 +89,8 @@ def _gone(url: str) -> ServerGone:
 
 
 def wait_for_job(
-    outcomes: list[Any], jobs_running: Callable[[], bool], *, settle: float = 3.0
-) -> Any:
+    outcomes: list[RunResult], jobs_running: Callable[[], bool], *, settle: float = 3.0
+) -> RunResult | None:
     """Wait for the run's own result (``outcomes`` gets it when the op ends), or, for a run
     that cannot report one without the server (a sweep, an op stuck in the client's retries),
     until ``jobs_running`` (a job process of this session, a DAG still deciding) has been

@@ -97,6 +97,9 @@ from polyaxon_prefect.specs import DONE_STATUSES, Status
 from polyaxon_prefect.tracking import METRICS_FILE, read_metrics_file
 
 if TYPE_CHECKING:
+    from prefect.client.schemas.objects import State
+
+    from polyaxon_prefect.prefect._settings import RunLogger
     from polyaxon_prefect.search import Suggestion, SweepStudy
 
 __all__ = ["run_sweep_in_flow", "study_prefix", "trial_loaded", "trial_name"]
@@ -168,7 +171,7 @@ def _tell_once(
     )
 
 
-def _value(study: SweepStudy, flight: _Flight, result: RunResult) -> Any:
+def _value(study: SweepStudy, flight: _Flight, result: RunResult) -> object:
     """The trial's value of the sweep's metric: its output or last value, or with
     ``metricOverSteps: best`` the best value it logged over its steps (`objective_value`)."""
     metric = study.metric_name
@@ -353,7 +356,7 @@ class _Sweep:
 
     # -- main loop ------------------------------------------------------------------------
 
-    def refused(self, message: str, on_outcome: OutcomeCallback | None) -> Any:
+    def refused(self, message: str, on_outcome: OutcomeCallback | None) -> State:
         """The study cannot be opened (a damaged journal, nothing to resume as asked): the
         sweep ends failed with that one sentence as its message, no trial run, no traceback."""
         outcome = RunResult(
@@ -368,7 +371,7 @@ class _Sweep:
             on_outcome(outcome)
         return state_for_status(Status.FAILED, message, {"study": None, "best": None, "trials": 0})
 
-    def run(self, on_outcome: OutcomeCallback | None) -> Any:
+    def run(self, on_outcome: OutcomeCallback | None) -> State:
         try:
             study = self.open_study()
         except PolyaxonPrefectError as exc:
@@ -450,7 +453,7 @@ class _Sweep:
                 self.record(study, future)
             self.progress(study)
 
-    def finish(self, study: SweepStudy, on_outcome: OutcomeCallback | None) -> Any:
+    def finish(self, study: SweepStudy, on_outcome: OutcomeCallback | None) -> State:
         history = study.history()
         trials = [trial_dict(r) for r in history]
         best_record = study.best()
@@ -503,7 +506,7 @@ def _finished(tracker: SweepTracker, flight: _Flight, status: Status) -> None:
     tracker.finished(suggestion.index, status, flight.value, suggestion.params, duration)
 
 
-def _say(logger: Any, flight: _Flight, status: Status, progress: SweepProgress) -> None:
+def _say(logger: RunLogger, flight: _Flight, status: Status, progress: SweepProgress) -> None:
     """The line of a trial's end, this trial counted: ``trial 3 succeeded (7/20) loss=0.31
     (best 0.29, trial 4) eta 1m20s`` (a warning when it did not succeed nor stop)."""
     log = logger.info if status in (Status.SUCCEEDED, Status.STOPPED) else logger.warning
@@ -532,7 +535,7 @@ def _new_values(flight: _Flight) -> list[tuple[int, float]]:
 
 def run_sweep_in_flow(
     request: OpRequest, children: Children, on_outcome: OutcomeCallback | None = None
-) -> Any:
+) -> State:
     """Run the matrix op ``request`` as a sweep inside the current flow run (module docstring).
 
     Calls ``on_outcome`` once with the sweep's `RunResult` (``trials``, ``best``, ``reason``)

@@ -26,6 +26,10 @@ from polyaxon_prefect.search import SweepProgress, ranked_by
 from polyaxon_prefect.search._sweep import best_markdown, leaderboard_rows, trial_dict
 
 if TYPE_CHECKING:
+    from uuid import UUID
+
+    from prefect.client.orchestration import SyncPrefectClient
+
     from polyaxon_prefect.search import SweepStudy
 
 __all__ = ["SweepBoard"]
@@ -38,7 +42,7 @@ _FINAL_WAIT_SECONDS = 30.0
 class SweepBoard:
     """The artifacts of the sweep of op ``name``, whose run has uuid ``run_uuid``."""
 
-    def __init__(self, name: str, run_uuid: str, flow_run_id: Any = None) -> None:
+    def __init__(self, name: str, run_uuid: str, flow_run_id: UUID | None = None) -> None:
         self.name = name
         self.run_uuid = run_uuid
         self.flow_run_id = flow_run_id
@@ -52,7 +56,9 @@ class SweepBoard:
         """Set while no publish is on its way."""
         self._idle.set()
 
-    def progress(self, progress: SweepProgress, *, final: bool, client: Any = None) -> None:
+    def progress(
+        self, progress: SweepProgress, *, final: bool, client: SyncPrefectClient | None = None
+    ) -> None:
         """How far the sweep is: to the terminal's live block when it changed, to the progress
         artifact (its description carries the best and the ETA) and the flow run's progress
         label (what ``get --json`` reads) at most every half second, always when ``final``
@@ -99,7 +105,9 @@ class SweepBoard:
                     self._idle.set()
                 raise
 
-    def _publish(self, progress: SweepProgress, *, final: bool, client: Any) -> None:
+    def _publish(
+        self, progress: SweepProgress, *, final: bool, client: SyncPrefectClient | None
+    ) -> None:
         """The progress artifact and the progress label (views: a failure is a warning)."""
         total = progress.total or (progress.done + progress.running) or 1
         value = 100.0 if final else min(100.0, 100.0 * progress.done / total)
@@ -111,7 +119,13 @@ class SweepBoard:
         )
         publish_label(self.flow_run_id, progress.to_dict(), client)
 
-    def results(self, study: SweepStudy, history: list[Any], best: Any, over_steps: Any) -> None:
+    def results(
+        self,
+        study: SweepStudy,
+        history: list[Any],
+        best: dict[str, Any] | None,
+        over_steps: str | None,
+    ) -> None:
         """The leaderboard and the best trial, once the sweep is over; both say which value of
         the metric ranks the trials (``over_steps``: the matrix's ``metricOverSteps``)."""
         metric = study.metric_name

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import secrets
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from polyaxon_prefect.prefect._request import OpRequest
 from polyaxon_prefect.runtime import resolve_artifacts_root
@@ -19,6 +19,7 @@ from polyaxon_prefect.search._sweep import study_prefix as _study_prefix
 from polyaxon_prefect.specs import DONE_STATUSES
 
 if TYPE_CHECKING:
+    from polyaxon_prefect.prefect._settings import RunLogger
     from polyaxon_prefect.search import SweepStudy
 
 __all__ = ["open_sweep_study", "study_prefix"]
@@ -29,7 +30,7 @@ def study_prefix(request: OpRequest) -> str:
     return _study_prefix(request.operation, request.op_name, request.loaded.params, request.params)
 
 
-def open_sweep_study(request: OpRequest, book: SweepRun, logger: Any) -> SweepStudy:
+def open_sweep_study(request: OpRequest, book: SweepRun, logger: RunLogger) -> SweepStudy:
     """The study ``request`` runs in, opened; a resumed one has its finished trials told to
     ``book`` and the trials a killed parent left running re-queued.
 

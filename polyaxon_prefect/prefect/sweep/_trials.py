@@ -46,7 +46,11 @@ from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.specs import Status
 
 if TYPE_CHECKING:
+    from prefect.client.orchestration import SyncPrefectClient
+    from prefect.client.schemas.actions import FlowRunCreate
+
     from polyaxon_prefect.runtime._prepared import PreparedJob
+    from polyaxon_prefect.specs import Component
 
 __all__ = [
     "TRIAL_FLOW_NAME",
@@ -90,7 +94,7 @@ class _TrialRun:
     short trial costs.
     """
 
-    def __init__(self, client: Any, create: Any, show_after: float) -> None:
+    def __init__(self, client: SyncPrefectClient, create: FlowRunCreate, show_after: float) -> None:
         self._client = client
         self._create_action = create
         self._lock = threading.Lock()
@@ -134,13 +138,13 @@ class _TrialRun:
             else:
                 self._lines.append((level, line, extra))
 
-    def info(self, line: str, *args: Any) -> None:
+    def info(self, line: str, *args: object) -> None:
         self.log(logging.INFO, line % args if args else line)
 
-    def warning(self, line: str, *args: Any) -> None:
+    def warning(self, line: str, *args: object) -> None:
         self.log(logging.WARNING, line % args if args else line)
 
-    def error(self, line: str, *args: Any) -> None:
+    def error(self, line: str, *args: object) -> None:
         self.log(logging.ERROR, line % args if args else line)
 
     def waiting(self, reason: str) -> None:
@@ -191,7 +195,7 @@ def run_job_trial(
     parameters: Mapping[str, Any],
     tags: list[str],
     parent_task_run_id: UUID | None,
-    client: Any,
+    client: SyncPrefectClient,
     cancel_event: threading.Event | None = None,
     show_running_after: float = SHOW_RUNNING_AFTER_SECONDS,
     on_result: Callable[[RunResult], None] | None = None,
@@ -285,7 +289,7 @@ def _trials_body() -> None:
 _TRIALS_TASK = task(name="trials", cache_policy=NO_CACHE, persist_result=False)(_trials_body)
 
 
-def trials_task_run(client: Any, flow_run_id: UUID | None) -> UUID | None:
+def trials_task_run(client: SyncPrefectClient, flow_run_id: UUID | None) -> UUID | None:
     """One task run of the sweep, created ``Running`` through the API, that every job trial's
     child flow run hangs under (so the UI lists the trials as the sweep's subflow runs).
 
@@ -309,7 +313,7 @@ def trials_task_run(client: Any, flow_run_id: UUID | None) -> UUID | None:
     return task_run.id
 
 
-def end_trials_task_run(client: Any, task_run_id: UUID | None, state: Any) -> None:
+def end_trials_task_run(client: SyncPrefectClient, task_run_id: UUID | None, state: State) -> None:
     if task_run_id is None:
         return
     final = state if isinstance(state, State) else Completed()
@@ -317,7 +321,7 @@ def end_trials_task_run(client: Any, task_run_id: UUID | None, state: Any) -> No
         client.set_task_run_state(task_run_id, final.model_copy(update={"data": None}), force=True)
 
 
-def trial_flow_id(component: Any, op_name: str) -> UUID:
+def trial_flow_id(component: Component | None, op_name: str) -> UUID:
     """The id of the flow the trial runs belong to (the component's name, like a job's)."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.actions import FlowCreate

@@ -17,10 +17,14 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from polyaxon_prefect.search import JobProgress, SweepProgress, format_eta
 from polyaxon_prefect.specs import Status
+
+if TYPE_CHECKING:
+    from rich.console import Console, Group
+    from rich.table import Table
 
 __all__ = ["LiveBlock"]
 
@@ -153,7 +157,7 @@ class LiveBlock:
 
     # -- drawing ----------------------------------------------------------------------------
 
-    def render(self) -> Any:
+    def render(self) -> Group:
         from rich.console import Group
 
         with self.lock:
@@ -162,7 +166,7 @@ class LiveBlock:
             parts += [self._job(name, p) for name, p in self.jobs.items()]
         return Group(*parts)
 
-    def _dag(self, dag: str, ops: dict[str, _Op]) -> Any:
+    def _dag(self, dag: str, ops: dict[str, _Op]) -> Table:
         from rich.table import Table
         from rich.text import Text
 
@@ -183,7 +187,7 @@ class LiveBlock:
             table.add_row(Text(op), shown, f"{seconds:.1f}s" if seconds is not None else "")
         return table
 
-    def _sweep(self, name: str, progress: SweepProgress) -> Any:
+    def _sweep(self, name: str, progress: SweepProgress) -> Table:
         from rich.progress_bar import ProgressBar
         from rich.table import Table
         from rich.text import Text
@@ -198,7 +202,7 @@ class LiveBlock:
         )
         return grid
 
-    def _job(self, name: str, progress: JobProgress) -> Any:
+    def _job(self, name: str, progress: JobProgress) -> Table:
         from rich.progress_bar import ProgressBar
         from rich.table import Table
         from rich.text import Text
@@ -219,11 +223,11 @@ class _AboveBlock:
     its own console renders it (Prefect's colours), then printed by the block's console,
     which puts it above the block instead of drawing over it."""
 
-    def __init__(self, own: Any, block: Any) -> None:
+    def __init__(self, own: Console, block: Console) -> None:
         self.own = own
         self.block = block
 
-    def print(self, *objects: Any, **kwargs: Any) -> None:
+    def print(self, *objects: object, **kwargs: Any) -> None:
         from rich.text import Text
 
         with self.own.capture() as captured:

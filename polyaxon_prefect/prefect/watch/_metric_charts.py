@@ -151,7 +151,7 @@ def svg_chart(
     )
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     return _fmt(value) if isinstance(value, float) else str(value)
 
 

@@ -31,7 +31,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from polyaxon_prefect.prefect.watch import _mlflow_values as values
 from polyaxon_prefect.prefect.watch._mlflow_worker import (
@@ -50,6 +50,7 @@ from polyaxon_prefect.tracking import METRICS_FILE
 
 if TYPE_CHECKING:
     from polyaxon_prefect.prefect._request import OpRequest
+    from polyaxon_prefect.prefect._settings import RunLogger
     from polyaxon_prefect.runtime import PreparedJob, RunResult
 
 __all__ = [
@@ -87,6 +88,8 @@ def _wait_seconds() -> float:
         return WAIT_SECONDS
 
 
+T = TypeVar("T")
+
 _PARENT: contextvars.ContextVar[MirroredRun | None] = contextvars.ContextVar(
     "polyaxon_prefect_mlflow_parent", default=None
 )
@@ -94,7 +97,7 @@ _RUNS: dict[str, MirroredRun] = {}
 _RUNS_LOCK = threading.Lock()
 
 
-def _logger() -> Any:
+def _logger() -> RunLogger:
     """The current run's logger (the line shows in the terminal and in Prefect), else ours."""
     try:
         from prefect import get_run_logger
@@ -104,7 +107,7 @@ def _logger() -> Any:
         return logging.getLogger("polyaxon_prefect.mlflow")
 
 
-def _guarded(call: Callable[[], Any]) -> Any:
+def _guarded(call: Callable[[], T]) -> T | None:
     """``call()``, else None: what the mirror does in the run's own thread never fails it."""
     try:
         return call()

@@ -69,7 +69,7 @@ def metric_key(name: str) -> str:
     return key
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
 
 
@@ -82,7 +82,7 @@ def param_values(params: Mapping[str, Any]) -> dict[str, str]:
     return {metric_key(name): _cut(_text(value), _MAX_PARAM) for name, value in params.items()}
 
 
-def tag_value(value: Any) -> str:
+def tag_value(value: object) -> str:
     """``value`` as a tag's text, cut to MLflow's length."""
     return _cut(_text(value), _MAX_TAG)
 
@@ -141,7 +141,7 @@ def end_tags(
     return found
 
 
-def _number(value: Any) -> float | None:
+def _number(value: object) -> float | None:
     if isinstance(value, str):
         value = _NON_FINITE.get(value)
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -149,7 +149,7 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def _millis(stamp: Any, default: int) -> int:
+def _millis(stamp: object, default: int) -> int:
     if not isinstance(stamp, str):
         return default
     try:

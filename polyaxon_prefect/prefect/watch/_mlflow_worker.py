@@ -25,10 +25,15 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from polyaxon_prefect.prefect.watch import _mlflow_values as values
+
+if TYPE_CHECKING:
+    from mlflow.tracking import MlflowClient
+
+    from polyaxon_prefect.prefect._settings import RunLogger
 
 __all__ = [
     "POLL_SECONDS",
@@ -87,15 +92,15 @@ class Session:
     """A top-level run and everything under it: one client, one line when the mirror fails
     (``mask`` hides what the line must not show: the URI's credentials)."""
 
-    def __init__(self, uri: str, logger: Any, mask: Callable[[str], str]) -> None:
+    def __init__(self, uri: str, logger: RunLogger, mask: Callable[[str], str]) -> None:
         self.uri = uri
         self.logger = logger
         self.mask = mask
         self.broken = False
-        self._client: Any = None
+        self._client: MlflowClient | None = None
         self._experiments: dict[str, str] = {}
 
-    def client(self) -> Any:
+    def client(self) -> MlflowClient:
         if self._client is None:
             _probe(self.uri)
             try:
@@ -122,7 +127,7 @@ class Session:
         self.logger.warning(self.mask(line))
 
 
-def _experiment_id(client: Any, name: str) -> str:
+def _experiment_id(client: MlflowClient, name: str) -> str:
     experiment = client.get_experiment_by_name(name)
     if experiment is not None:
         return str(experiment.experiment_id)
@@ -273,7 +278,7 @@ def finish_run(run: MirroredRun, end: RunEnd) -> None:
     _terminate(client, run.run_id, end.status, end.ended_ms)
 
 
-def _log_files(client: Any, run_id: str, root: Path) -> list[str]:
+def _log_files(client: MlflowClient, run_id: str, root: Path) -> list[str]:
     """Every regular file of the run folder as the run's artifact, at its place in the folder;
     a link is never followed (a job could point one at any file of this machine) but named in
     what it returns, as is a FIFO or a device."""
@@ -294,7 +299,7 @@ def _log_files(client: Any, run_id: str, root: Path) -> list[str]:
     return skipped
 
 
-def _terminate(client: Any, run_id: str, status: str, ended_ms: int) -> None:
+def _terminate(client: MlflowClient, run_id: str, status: str, ended_ms: int) -> None:
     """`MlflowClient.set_terminated`'s own store call, without the two "View run" lines it
     writes to stdout for a server (they would come before ``run --json``'s JSON)."""
     from mlflow.entities import RunStatus

@@ -18,16 +18,22 @@ import contextvars
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect.client import PROGRESS_LABEL, UPDATED_KEY, progress_from_labels
 from polyaxon_prefect.prefect._artifacts import artifact_key, progress_artifact
 from polyaxon_prefect.prefect.watch import _live as live
 from polyaxon_prefect.search import JobProgress, job_eta
 from polyaxon_prefect.tracking import PROGRESS_FILE, read_progress_file
+
+if TYPE_CHECKING:
+    from uuid import UUID
+
+    from prefect.client.orchestration import SyncPrefectClient
+    from prefect.client.schemas.objects import FlowRun
 
 __all__ = [
     "PROGRESS_LABEL",
@@ -40,7 +46,7 @@ __all__ = [
 _JOB_POLL_SECONDS = 1.0
 
 
-def current_flow_run_id() -> Any:
+def current_flow_run_id() -> UUID | None:
     """The id of the flow run this code runs in, else None."""
     from prefect.context import FlowRunContext
 
@@ -48,7 +54,9 @@ def current_flow_run_id() -> Any:
     return context.flow_run.id if context is not None and context.flow_run is not None else None
 
 
-def publish_label(flow_run_id: Any, progress: dict[str, Any], client: Any = None) -> None:
+def publish_label(
+    flow_run_id: UUID | None, progress: dict[str, Any], client: SyncPrefectClient | None = None
+) -> None:
     """``progress`` (a `to_dict`) as the flow run's progress label, stamped with now; a view:
     a failure is ignored (the next update tries again). ``client``: an open sync client to
     use (a new one costs several times the PATCH itself)."""
@@ -66,7 +74,7 @@ def publish_label(flow_run_id: Any, progress: dict[str, Any], client: Any = None
             new.update_flow_run_labels(flow_run_id, labels)
 
 
-def read_progress(run: Any) -> dict[str, Any] | None:
+def read_progress(run: FlowRun) -> dict[str, Any] | None:
     """The progress a flow run's label holds, for ``get`` (`client.progress_from_labels`)."""
     final = run.state is not None and run.state.is_final()
     return progress_from_labels(getattr(run, "labels", None), final=final)
@@ -75,7 +83,7 @@ def read_progress(run: Any) -> dict[str, Any] | None:
 class _JobWatch:
     """Reads a job's progress file while it runs; publishes each new fraction."""
 
-    def __init__(self, name: str, path: Path, flow_run_id: Any, run_uuid: str) -> None:
+    def __init__(self, name: str, path: Path, flow_run_id: UUID | None, run_uuid: str) -> None:
         self.name = name
         self.path = path
         self.flow_run_id = flow_run_id
@@ -96,7 +104,9 @@ class _JobWatch:
                 self._poll(stack, get_client)
             self._poll(stack, get_client)  # the last value the job wrote before it ended
 
-    def _poll(self, stack: contextlib.ExitStack, get_client: Any) -> None:
+    def _poll(
+        self, stack: contextlib.ExitStack, get_client: Callable[..., SyncPrefectClient]
+    ) -> None:
         if self.client is None and (self.path.exists() and self.flow_run_id is not None):
             with contextlib.suppress(Exception):
                 self.client = stack.enter_context(get_client(sync_client=True))
