@@ -30,7 +30,6 @@ from polyaxon_prefect.specs.params._validate_params import (
 
 __all__ = [
     "RunParams",
-    "check_data_values",
     "jsonable_params",
     "merge_params",
     "param_values",
@@ -39,7 +38,7 @@ __all__ = [
     "run_params",
     "set_values",
     "template_params",
-    "written_templates",
+    "written_values",
 ]
 
 _DATA_HINT = (
@@ -105,76 +104,66 @@ def param_values(
     return out
 
 
-def written_templates(component: Any, operation: Any, given: frozenset[str]) -> dict[str, Any]:
-    """The param values written as templates in the Polyaxonfile, by name: a literal param's
-    value or an input's default (``{{ globals.run_outputs_path }}/model``).
+def written_values(component: Any, operation: Any, given: frozenset[str]) -> dict[str, Any]:
+    """The param values the Polyaxonfile writes, by name: a literal param's value or an
+    input's default (``{{ globals.run_outputs_path }}/model``).
 
-    Only these are rendered. A value given by the caller (``-P``), read by a ref, produced by
-    an upstream op or suggested by a sweep is data: ``{{`` in it arrives as written.
+    Only these are rendered, where they hold a template (`render_params`). A value given by
+    the caller (``-P``), read by a ref, produced by an upstream op or suggested by a sweep is
+    data: ``{{`` in it arrives as written.
     """
     op_params = operation.params or {}
     written: dict[str, Any] = {}
     for io in component.ios:
         param = op_params.get(io.name)
         if param is None:
-            value = io.value
-        elif param.is_ref or io.name in given:
-            continue
-        else:
-            value = param.value
-        if has_template(value):
-            written[io.name] = value
+            written[io.name] = io.value
+        elif not (param.is_ref or io.name in given):
+            written[io.name] = param.value
     for name, param in op_params.items():
         if name in written or component.get_io(name) is not None or name in given:
             continue
-        if not param.is_ref and has_template(param.value):
+        if not param.is_ref:
             written[name] = param.value
     return written
 
 
 def render_params(
+    component: Any,
     params: dict[str, ParamValue],
     values: dict[str, Any],
     globals_: dict[str, Any],
     written: Mapping[str, Any],
-) -> set[str]:
-    """Render the param values written as templates (`written_templates`) that are still the
-    ones in use (an override replaces them with data); return the names rendered."""
-    templated = [
-        name
-        for name, param in params.items()
-        if name in written and has_template(param.value) and param.value == written[name]
-    ]
-    if not templated:
-        return set()
-    context = build_context(params, globals=globals_)
+) -> None:
+    """Each param value that holds ``{{``, decided once: rendered (into ``params`` and
+    ``values``) when it is still the value written in the file (`written_values`; an
+    override replaces it with data), else typed as the data it is (typing skipped it as
+    "rendered later", and a ``{{ 7*7 }}`` given for an ``int`` input is no integer). Every
+    problem of both is raised at once."""
     problems = Problems()
-    for name in templated:
-        try:
-            rendered = render_value(params[name].value, context)
-        except TemplateError as exc:
-            problems.template(exc, ("params", name, "value"))
+    context: dict[str, Any] | None = None  # made at the first template, from the values as given
+    for name, param in list(params.items()):
+        if not has_template(param.value):
             continue
-        values[name] = rendered
-        param = params[name]
-        params[name] = ParamValue(
-            rendered, param.type, param.is_flag, param.arg_format, param.connection
-        )
-    if problems.items:
-        raise PolyaxonfileError(problems.items)
-    return set(templated)
-
-
-def check_data_values(component: Any, params: Mapping[str, ParamValue], rendered: set[str]) -> None:
-    """Type the values that hold ``{{`` but are data (not rendered): typing skipped them as
-    "rendered later", and a ``{{ 7*7 }}`` given for an ``int`` input is no integer."""
-    problems = Problems()
-    for name, param in params.items():
+        if name in written and param.value == written[name]:
+            if context is None:
+                context = build_context(params, globals=globals_)
+            try:
+                rendered = render_value(param.value, context)
+            except TemplateError as exc:
+                problems.template(exc, ("params", name, "value"))
+                continue
+            values[name] = rendered
+            params[name] = ParamValue(
+                rendered, param.type, param.is_flag, param.arg_format, param.connection
+            )
+            continue
         io = component.get_io(name)
-        if name in rendered or io is None or not io.type or not has_template(param.value):
-            continue
-        _, found = run_value(name, io, param.value, ("params", name), data=True, hint=_DATA_HINT)
-        problems.items.extend(found)
+        if io is not None and io.type:
+            _, found = run_value(
+                name, io, param.value, ("params", name), data=True, hint=_DATA_HINT
+            )
+            problems.items.extend(found)
     if problems.items:
         raise PolyaxonfileError(problems.items)
 
@@ -189,9 +178,7 @@ def template_params(
     """The params as template values, the ones written as templates rendered (into ``values``
     too) and the data values typed; raises `PolyaxonfileError` with every problem."""
     params = param_values(component, operation, values)
-    written = written_templates(component, operation, given)
-    rendered = render_params(params, values, globals_, written)
-    check_data_values(component, params, rendered)
+    render_params(component, params, values, globals_, written_values(component, operation, given))
     return params
 
 
