@@ -48,6 +48,7 @@ from polyaxon_prefect.specs import InitSource
 
 if TYPE_CHECKING:
     from polyaxon_prefect.loading import LoadedPolyaxonfile
+    from polyaxon_prefect.specs import Component, Operation
 
 __all__ = ["component_of", "render_run"]
 
@@ -195,7 +196,7 @@ def _credential_urls(spec: object) -> list[str]:
     return spec.credential_urls() if isinstance(spec, InitSource) else []
 
 
-def component_of(operation: Any) -> Any:
+def component_of(operation: Operation) -> Component:
     if operation.component is None:
         raise PolyaxonfileError(
             [Problem("the operation has no component to run", rule="no_component")]
@@ -203,7 +204,7 @@ def component_of(operation: Any) -> Any:
     return operation.component
 
 
-def _base_dir(loaded: Any, base_dir: Path | None) -> Path:
+def _base_dir(loaded: LoadedPolyaxonfile, base_dir: Path | None) -> Path:
     if base_dir is not None:
         return Path(base_dir).absolute()
     files = getattr(loaded, "files", ()) or ()
