@@ -8,7 +8,7 @@ arguments, or a cluster, not run). A block with neither fails
 `test_every_bash_block_is_a_journey_or_a_reference`, so no new block escapes; a journey with no
 checks here fails too. A journey's name is unique across the pages.
 
-Each journey runs on a fresh Prefect home (a temporary directory holding a copy of a database
+A journey runs on a fresh Prefect home (a temporary directory holding a copy of a database
 migrated once per test session), the local server on a free port
 (``POLYAXON_PREFECT_SERVER_PORT``) with a short idle timeout, the package's ``.venv/bin`` first
 on ``PATH`` and the repository as the working directory, as a user who followed
@@ -16,6 +16,13 @@ on ``PATH`` and the repository as the working directory, as a user who followed
 background and stopped (SIGINT, then SIGKILL) when the block is done. A ``make TARGET`` line
 runs the target's recipe from the Makefile (its ``setup`` prerequisite is the ``.venv`` these
 tests run from); ``make test`` is not run (it runs this suite).
+
+Each block runs once per home it is checked on: `test_readme_walk.py` runs every journey in
+reading order on one fresh home and asserts each one's checks as it goes (the first journey is
+on a fresh home there, the next ones after what `make example` left, as a reader has them);
+the journeys of `ALONE`, whose checks hold on a fresh home only, also run here, each on its
+own. A check compares with what the home held before its block (`Seen`), so it asserts the
+same on a fresh home and after the blocks read before it.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import re
 import shlex
 import subprocess
 import urllib.request
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -135,6 +143,16 @@ def commands(block: Block) -> list[str]:
     return lines
 
 
+@dataclass(frozen=True)
+class Seen:
+    """What the home held before a block: its runs (name, kind, status) and its deployments
+    (``FLOW/NAME`` to entrypoint). Nothing on a fresh home (read without starting a server:
+    a server that does not answer holds nothing yet)."""
+
+    runs: tuple[tuple[str, str, str], ...] = ()
+    deployments: tuple[tuple[str, str], ...] = ()
+
+
 @dataclass
 class Journey:
     env: dict[str, str]
@@ -142,6 +160,16 @@ class Journey:
     folder: Path
     results: dict[str, subprocess.CompletedProcess[str]] = field(default_factory=dict)
     background: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    before: Seen = field(default_factory=Seen)
+    """What the home held before the block being checked (set by `walk_block`)."""
+
+    def walk_block(self, block: Block, *, checked: bool = True) -> None:
+        """Run ``block`` after what ran before on this home: its results replace theirs (a
+        check reads its own block's commands) and `before` is what they left (read when the
+        block is ``checked``)."""
+        self.before = seen(self) if checked else Seen()
+        self.results.clear()
+        self.run_block(block)
 
     def run_block(self, block: Block) -> None:
         for command in commands(block):
@@ -229,7 +257,7 @@ def _starting_line(port: int) -> str:
 
 
 def _runs(journey: Journey) -> list[tuple[str, str, str]]:
-    listed = journey.cli(".venv/bin/polyaxon-prefect ls --json")
+    listed = journey.cli(".venv/bin/polyaxon-prefect ls --json --limit 1000")
     assert listed.returncode == 0, listed.stderr
     return [(run["name"], run["kind"], run["status"]) for run in json.loads(listed.stdout)]
 
@@ -285,8 +313,9 @@ def check_deployment(journey: Journey) -> None:
     assert "Flow run finished successfully in 'Completed'" in watched.stdout, watched.stdout
     [worker] = journey.background.values()
     assert worker.poll() is None, "the worker ran until stopped"
-    # The worker ran the deployment on the same server the CLI reads.
-    assert ("automated-process", "dag", "succeeded") in _runs(journey)
+    # The worker ran the deployment on the same server the CLI reads: a new succeeded run.
+    added = Counter(_runs(journey)) - Counter(journey.before.runs)
+    assert added[("automated-process", "dag", "succeeded")] >= 1, added
 
 
 def _api(journey: Journey, path: str) -> list[dict[str, Any]]:
@@ -299,13 +328,30 @@ def _api(journey: Journey, path: str) -> list[dict[str, Any]]:
         return list(json.load(response))
 
 
-def check_prefect_yaml(journey: Journey) -> None:
+def _deployments(journey: Journey) -> dict[str, str]:
+    """The server's deployments: ``FLOW/NAME`` to entrypoint."""
     flows = {flow["id"]: flow["name"] for flow in _api(journey, "flows/filter")}
-    deployments = {
+    return {
         f"{flows[deployment['flow_id']]}/{deployment['name']}": deployment["entrypoint"]
         for deployment in _api(journey, "deployments/filter")
     }
-    assert deployments == {
+
+
+def seen(journey: Journey) -> Seen:
+    """What the home holds now (`Seen`); read only from a server that answers, so a fresh
+    home is left as it is."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{journey.port}/api/health", timeout=30):
+            pass
+    except OSError:
+        return Seen()
+    return Seen(tuple(_runs(journey)), tuple(_deployments(journey).items()))
+
+
+def check_prefect_yaml(journey: Journey) -> None:
+    # the block's deployments, exactly: all of them on a fresh home
+    added = dict(_deployments(journey).items() - set(journey.before.deployments))
+    assert added == {
         "typed-experiment/quick-start": "flows/quick_start.py:flow",
         "polyaxon-trial/sweep-trial": "flows/trial.py:flow",
         "polyaxonfile/quick-start-dag": "flows/polyaxonfile.py:flow",
@@ -349,7 +395,7 @@ def check_daily_verbs(journey: Journey) -> None:
     record = json.loads((Path(second_dir) / "run.json").read_text(encoding="utf-8"))
     assert record["params"]["epochs"] in (2, "2"), record["params"]
     listed = [r for r in _runs(journey) if r[0] == "nightly"]
-    assert listed == [("nightly", "job", "succeeded")] * 2
+    assert listed == [("nightly", "job", "succeeded")] * 2  # no run of that name before it
     latest = re.search(r"\(run ([0-9a-f]{32})\)", restarted)
     assert latest is not None, restarted
     got = journey.output(".venv/bin/polyaxon-prefect get")  # a name two runs have: the latest
@@ -367,6 +413,11 @@ CHECKS: dict[str, Callable[[Journey], None]] = {
     "prefect-yaml": check_prefect_yaml,
     "daily-verbs": check_daily_verbs,
 }
+ALONE = {
+    "local-server": "`server start` starts the server and `run` finds it: the walk's is running",
+}
+"""Journeys whose checks hold on a fresh home only, and why: the walk runs their block, and
+`test_readme_journey` runs it again alone on a fresh home and checks it."""
 
 
 def test_every_bash_block_is_a_journey_or_a_reference() -> None:
@@ -376,6 +427,7 @@ def test_every_bash_block_is_a_journey_or_a_reference() -> None:
         "file) or `<!-- reference -->` on the line before each ```bash block"
     )
     assert set(journeys()) == set(CHECKS), "each journey of the docs needs its checks here"
+    assert set(ALONE) <= set(CHECKS), "checked alone or in the walk"
 
 
 def test_make_lines_run_the_makefile_recipe() -> None:
@@ -389,8 +441,9 @@ def test_make_lines_run_the_makefile_recipe() -> None:
 @pytest.mark.slow
 @pytest.mark.process
 @pytest.mark.server
-@pytest.mark.parametrize("name", sorted(journeys()))
+@pytest.mark.parametrize("name", sorted(ALONE))
 def test_readme_journey(name: str, journey: Journey) -> None:
+    """A journey alone on a fresh home (the others are checked in the walk)."""
     assert name in CHECKS, f"journey {name!r} has no checks in this file"
     journey.run_block(journeys()[name])
     CHECKS[name](journey)
