@@ -15,6 +15,7 @@ BIN := $(VENV)/bin
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup setup-test example test test-fast lint docs bench
+.PHONY: lint-types lint-ruff lint-imports lint-architecture lint-docs
 
 # The package alone: what `make example` needs (the quick-start runs on the package's own
 # dependencies). The test extras (torch, keras, lightning, playwright...) are most of the
@@ -37,12 +38,29 @@ example: setup
 	$(BIN)/polyaxon-prefect check -f examples/quick-start/dag.yaml
 	$(BIN)/polyaxon-prefect run -f examples/quick-start/dag.yaml
 
+# The checks run side by side, each tool's output printed whole once it ends (--output-sync):
+# a cold mypy (no cache, as in CI) is most of lint's time, and the other checks fit beside it
+# on a second core instead of after it.
+LINT_JOBS ?= 2
+LINT_CHECKS := lint-types lint-ruff lint-imports lint-architecture lint-docs
+
 lint: setup-test
+	@$(MAKE) --no-print-directory -j$(LINT_JOBS) --output-sync=target $(LINT_CHECKS)
+
+lint-types: setup-test
+	$(BIN)/python -m mypy
+
+lint-ruff: setup-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+lint-imports: setup-test
 	$(BIN)/lint-imports
-	$(BIN)/python -m mypy
+
+lint-architecture: setup-test
 	$(BIN)/python scripts/architecture_report.py --strict
+
+lint-docs: setup-test
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # The user guide and reference (docs/, mkdocs.yml) as a site under build/site. (Not --quiet:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import seed_prefect_home
 from tests.integration.conftest import new_home_env, no_process_left
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow, pytest.mark.process, pytest.mark.server]
@@ -164,14 +165,15 @@ def test_a_sweep_whose_journal_fills_the_disk_ends_failed_in_one_line(
 
 
 def test_a_prefect_database_whose_disk_fills_after_start_is_one_line_naming_it(
-    tmp_path: Path,
+    tmp_path: Path, prefect_database_template: Path
 ) -> None:
     """The server started, then its disk filled: the next run says that, once, not a bare
     ``500 Internal Server Error``."""
     spec = tmp_path / "noop.yaml"
     spec.write_text(NOOP)
     with _mounted(tmp_path / "disk", "64m") as disk:
-        home = disk / "prefect"
+        # a used database (not a first start): the server starts without migrating
+        home = seed_prefect_home(disk / "prefect", prefect_database_template)
         env = new_home_env(home, tmp_path / "artifacts", "600")
         try:
             port = env["POLYAXON_PREFECT_SERVER_PORT"]

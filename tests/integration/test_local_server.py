@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from polyaxon_prefect.client._runner import SOCKET_FILE
 from tests.integration.conftest import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.process, pytest.mark.server]
@@ -37,6 +38,15 @@ def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _runner_listening(home: Path, seconds: float = 120) -> None:
+    """Wait (without failing) for the server's warm runner to listen: the runs that follow then
+    go through it instead of each importing Prefect in its CLI process (either way they run the
+    same; the runner starts once the server answers)."""
+    deadline = time.monotonic() + seconds
+    while not (home / SOCKET_FILE).exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
 @pytest.fixture
 def home(tmp_path: Path, migrated_home: Path) -> Iterator[tuple[dict[str, str], int]]:
     env = {
@@ -47,8 +57,15 @@ def home(tmp_path: Path, migrated_home: Path) -> Iterator[tuple[dict[str, str], 
     }
     env.pop("PREFECT_API_URL", None)
     env.pop("PREFECT_PROFILE", None)
+    # No idle timeout of 0 (the suite's default, a temporary server per command): `run` then
+    # goes through the background server's warm runner, as a user's does, instead of paying
+    # Prefect's import in each CLI process. The port is the test's own should a command start
+    # the server by itself.
+    env.pop("POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT", None)
+    port = free_port()
+    env["POLYAXON_PREFECT_SERVER_PORT"] = str(port)
     try:
-        yield env, free_port()
+        yield env, port
     finally:
         _cli(env, "server", "stop")
 
@@ -61,6 +78,7 @@ def test_start_run_list_get_stop(home: tuple[dict[str, str], int], tmp_path: Pat
     again = _cli(env, "server", "start", "--port", str(port))
     assert "already running" in again.stdout
     assert _cli(env, "server", "status").returncode == 0
+    _runner_listening(Path(env["PREFECT_HOME"]))
 
     (tmp_path / "noop.yaml").write_text(NOOP)
     (tmp_path / "broken.yaml").write_text(BROKEN)
@@ -113,7 +131,7 @@ def test_start_run_list_get_stop(home: tuple[dict[str, str], int], tmp_path: Pat
     status = _cli(env, "server", "status")
     assert (status.returncode, status.stdout.strip()) == (3, "stopped")
     # With no server running, `ls` reads the same database through a server of its own.
-    offline = _cli(env, "ls")
+    offline = _cli({**env, "POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT": "0"}, "ls")
     assert offline.returncode == 0, offline.stderr
     assert "broken" in offline.stdout and "pipeline" in offline.stdout
 

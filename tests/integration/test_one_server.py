@@ -144,6 +144,10 @@ def test_homes_whose_port_another_program_holds_each_get_their_own_server_and_re
     other_home = seed_prefect_home(tmp_path / "other-prefect", prefect_database_template)
     other = new_home_env(other_home, tmp_path / "other-artifacts", "300")
     other["POLYAXON_PREFECT_SERVER_PORT"] = str(port)
+    # Each home's one run is its first command's, run in that CLI before a warm runner could
+    # listen: neither server starts one (about 3 CPU s each, spent for nothing here).
+    for env in (home, other):
+        env["POLYAXON_PREFECT_RUNNER"] = "0"
     noop = str(tmp_path / "noop.yaml")
     taken = []
     try:

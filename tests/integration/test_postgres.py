@@ -162,7 +162,7 @@ component:
 
 @pytest.mark.fault
 def test_a_dead_postgresql_is_one_line_for_the_server_and_for_a_sweeps_storage(
-    tmp_path: Path,
+    tmp_path: Path, migrated_home: Path
 ) -> None:
     """Nothing listens on the port: ``server start --database-url`` and a sweep's
     ``--storage`` each end with one line naming the URL (password hidden) and the refused
@@ -171,7 +171,7 @@ def test_a_dead_postgresql_is_one_line_for_the_server_and_for_a_sweeps_storage(
     from tests.integration.conftest import new_home_env, no_process_left
 
     dead = free_port()
-    home = tmp_path / "prefect"
+    home = migrated_home  # not a first start: the sweep's temporary server need not migrate
     env = new_home_env(home, tmp_path / "artifacts", "0")  # the sweep: a temporary server
     bin_dir = Path(sys.executable).parent
 

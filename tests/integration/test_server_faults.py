@@ -341,12 +341,13 @@ run:
 
 
 def test_a_server_killed_while_an_op_waits_on_the_running_one_tells_both_truths(
-    home: dict[str, str], tmp_path: Path
+    used_home: dict[str, str], tmp_path: Path
 ) -> None:
     """Op ``b`` waits on ``a``; the server dies while ``a`` runs. ``a`` goes on to its end
     (succeeded, its output recorded), ``b`` never starts (``stopped``, saying why), and the
     next commands on a new server (``get``, ``statuses``) tell the same; ``restart`` goes on
     from ``b``, reusing ``a``."""
+    home = used_home
     marks = tmp_path / "marks"
     marks.mkdir()
     project = tmp_path / "project"  # the ops' working folder: nothing else writes there
