@@ -13,7 +13,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from polyaxon_prefect.client._paths import resolve_artifacts_root
 
@@ -23,6 +23,7 @@ __all__ = [
     "SERVER_MODULE",
     "STOPPED_EXIT",
     "BackgroundServer",
+    "health",
     "healthy",
     "hold_lease",
     "is_our_server",
@@ -153,22 +154,32 @@ def server_process(pid: int, started: int | None) -> bool | None:
 def healthy(api_url: str, timeout: float = 2.0) -> bool:
     """Whether a Prefect API answers its health check at ``api_url`` (soon: a server that hangs
     is not one to wait on)."""
+    return health(api_url, timeout) == "answers"
+
+
+def health(api_url: str, timeout: float = 2.0) -> Literal["answers", "silent", "unreachable"]:
+    """How the Prefect API at ``api_url`` takes its health check: it ``answers``; it is
+    ``silent`` (the connection was made, no answer came within ``timeout``: a server busy on a
+    loaded machine looks so, and so does a hung one); or it is ``unreachable`` (refused, reset,
+    an error status, not an address: nothing serves there)."""
     import http.client  # here: `check` and every other command import this module
     import urllib.parse
 
     parts = urllib.parse.urlsplit(api_url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        return False
+        return "unreachable"
     kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
     try:
         connection = kind(parts.hostname, parts.port, timeout=timeout)
         try:
             connection.request("GET", parts.path.rstrip("/") + "/health")
-            return connection.getresponse().status == 200
+            return "answers" if connection.getresponse().status == 200 else "unreachable"
         finally:
             connection.close()
+    except TimeoutError:  # before OSError, its base
+        return "silent"
     except (OSError, http.client.HTTPException, ValueError):
-        return False
+        return "unreachable"
 
 
 def read_server() -> BackgroundServer | None:

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from polyaxon_prefect.prefect.server._server import healthy
+from polyaxon_prefect.client._local_server import health
 
 if TYPE_CHECKING:
     from polyaxon_prefect.prefect.server._connect import Connection
@@ -46,21 +46,35 @@ class ServerGone(Exception):
 
 class ServerWatch:
     """Checks, at most once per ``interval`` seconds, that the run's server is alive: a
-    temporary server by its process, any other by its health check (``misses`` failures in a
-    row, so a busy server is not taken for a dead one).
+    temporary server by its process, any other by its health check. A server is gone when
+    nothing serves its address ``misses`` checks in a row (refused: it died), or when it has
+    been silent for ``patience`` seconds (connections taken, no answer: a hung server). A
+    server that answers slowly on a loaded machine is silent for a few checks, not gone: the
+    run goes on.
 
     Only a server that answered can go away: one we started answered before the run began; a
     server the user chose counts once a health check has reached it. A user's server that was
     never reachable is not "gone mid-run": the run's first request fails and says why.
     """
 
-    def __init__(self, connection: Connection, *, interval: float = 1.0, misses: int = 3) -> None:
+    def __init__(
+        self,
+        connection: Connection,
+        *,
+        interval: float = 1.0,
+        misses: int = 3,
+        patience: float = 60.0,
+        timeout: float = 2.0,
+    ) -> None:
         self.connection = connection
         self.interval = interval
         self.misses = misses
+        self.patience = patience
+        self.timeout = timeout
         self._failed = 0
         self._answered = not connection.user_chosen
-        self._next = time.monotonic() + interval
+        self._last_answer = time.monotonic()
+        self._next = self._last_answer + interval
 
     def check(self) -> None:
         """Raise `ServerGone` once the server is known to be gone."""
@@ -73,12 +87,16 @@ class ServerWatch:
             if temporary.process.poll() is not None:
                 raise _gone(self.connection.ui_url)
             return
-        if healthy(self.connection.api_url):
+        answer = health(self.connection.api_url, self.timeout)
+        if answer == "answers":
             self._failed = 0
             self._answered = True
-        else:
+            self._last_answer = time.monotonic()
+        elif answer == "unreachable":
             self._failed += 1
-        if self._answered and self._failed >= self.misses:
+        if not self._answered:
+            return
+        if self._failed >= self.misses or time.monotonic() - self._last_answer >= self.patience:
             raise _gone(self.connection.ui_url)
 
 

@@ -1,7 +1,9 @@
-"""`ServerWatch`: only a server that answered can be reported gone.
+"""`ServerWatch`: only a server that answered can be reported gone, and a silent one only
+after its patience.
 
 A real HTTP server on loopback answers the health check, then is shut down; a port nothing
-listens on stands for a server the user named that never answered.
+listens on stands for a server the user named that never answered; a port that listens and
+never answers stands for a server too busy to answer in time.
 """
 
 from __future__ import annotations
@@ -80,3 +82,43 @@ def test_a_server_we_started_counts_as_answered_from_the_start() -> None:
     watch = ServerWatch(_Connection(_dead_url(), user_chosen=False), interval=0.0, misses=2)
     with pytest.raises(ServerGone):
         _check(watch, 2)
+
+
+@pytest.fixture
+def silent_url() -> Iterator[str]:
+    """A port that takes connections (the kernel's backlog) and never answers: a server busy
+    past the health check's timeout, or a hung one."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(16)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}/api"
+
+
+def test_a_silent_server_is_busy_for_many_checks_then_gone_after_its_patience(
+    silent_url: str,
+) -> None:
+    watch = ServerWatch(
+        _Connection(silent_url, user_chosen=False),
+        interval=0.0,
+        misses=2,
+        patience=60.0,
+        timeout=0.05,
+    )
+    _check(watch, 5)  # five checks unanswered: a loaded machine's server, not a dead one
+    watch._last_answer -= 60.0  # a minute without an answer
+    with pytest.raises(ServerGone):
+        _check(watch, 1)
+
+
+def test_an_answer_between_misses_keeps_the_server(
+    health_server: http.server.HTTPServer,
+) -> None:
+    url = f"http://127.0.0.1:{health_server.server_address[1]}/api"
+    watch = ServerWatch(_Connection(url, user_chosen=True), interval=0.0, misses=2, timeout=0.05)
+    _check(watch, 1)
+    watch.connection.api_url = _dead_url()
+    _check(watch, 1)  # one refusal
+    watch.connection.api_url = url
+    _check(watch, 1)  # it answers again: the count starts over
+    watch.connection.api_url = _dead_url()
+    _check(watch, 1)  # one refusal again, not two in a row
