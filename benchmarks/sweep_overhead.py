@@ -162,7 +162,7 @@ def main() -> None:
     if not os.environ.get("PREFECT_API_URL"):
         from prefect.testing.utilities import prefect_test_harness
 
-        server = prefect_test_harness(server_startup_timeout=60)
+        server = prefect_test_harness(server_startup_timeout=240)
     try:
         with server:
             mapped(4, c)  # warm-up: imports, flow registration
