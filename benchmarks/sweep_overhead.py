@@ -47,6 +47,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from _drain import drain
+
 ROOT = Path(tempfile.mkdtemp(prefix="sweep-overhead-"))
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ["POLYAXON_PREFECT_ARTIFACTS_ROOT"] = str(ROOT / "artifacts")
@@ -188,6 +190,7 @@ def main() -> None:
                 medians[name] = statistics.median(times[name])
                 shown = ", ".join(f"{t:.2f}" for t in times[name])
                 print(f"{name:>8}: median {medians[name]:.2f} s  ({shown})", flush=True)
+            drain()  # the server records the last runs before it stops: no traceback
     finally:
         shutil.rmtree(ROOT, ignore_errors=True)
     # paired: each round's sweep against the same round's baselines, so a load change between
