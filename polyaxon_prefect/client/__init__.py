@@ -8,7 +8,7 @@ the same requests through Prefect's client; `_cli` sends them through `_http` wh
 is known without Prefect (`_server`), and otherwise leaves the command to the flow layer.
 """
 
-from polyaxon_prefect.client._cli import thin_main
+from polyaxon_prefect.client._cli import ls_args, on_server, thin_main, wants_query
 from polyaxon_prefect.client._paths import (
     DEFAULT_ARTIFACTS_ROOT,
     ENV_ARTIFACTS_ROOT,
@@ -92,7 +92,9 @@ __all__ = [
     "format_eta",
     "get_run",
     "list_runs",
+    "ls_args",
     "name_note",
+    "on_server",
     "print_ls",
     "print_run",
     "profile_api_url",
@@ -110,5 +112,6 @@ __all__ = [
     "task_ops",
     "thin_main",
     "trial_results",
+    "wants_query",
     "warm_run",
 ]

@@ -8,13 +8,14 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
 from polyaxon_prefect.client._states import STATUSES
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 
-__all__ = ["thin_main"]
+__all__ = ["ls_args", "on_server", "thin_main", "wants_query"]
 
 _MAX_LIMIT = 1000
 """As ``ls --limit`` takes (`prefect._runs_cli`)."""
@@ -22,22 +23,56 @@ _REPLICA_NAME = re.compile(r"^[a-z]+-\d+$")
 """As ``logs --replica`` takes (`prefect.cli._logs_cli`)."""
 
 
-def _ls_args(words: list[str]) -> dict[str, Any] | None:
-    """``ls [--status S] [--limit N] [--json]``, each at most once, values well-formed."""
-    found: dict[str, Any] = {"status": None, "limit": 20, "json": False}
+_LS_QUERY_FLAGS = {"-q": "query", "--query": "query", "-s": "sort", "--sort": "sort"}
+"""``ls``'s flags that take Polyaxon's query language (`prefect.cli._ls_query_cli`): the layer
+above the query package answers them thin (`polyaxon_prefect.runs_query`)."""
+
+
+def _option_value(word: str, value: str | None) -> str | None:
+    """The value argparse gives an option from the word after it: not one that reads as an
+    option itself (``-x``, unless it holds a space, as argparse tells them apart)."""
+    if value is None or (value.startswith("-") and " " not in value):
+        return None
+    return value
+
+
+def ls_args(words: list[str]) -> dict[str, Any] | None:
+    """``ls [--status S] [--limit N] [--json] [-q QUERY] [-s SPEC] [-io] [--to-csv]``, each at
+    most once, values well-formed (``--query=...`` and ``--sort=...`` too: a descending sort
+    starts with ``-``); the query and sort as written (None: not given). None for any other
+    command line: argparse and the flow layer answer it."""
+    found: dict[str, Any] = {
+        "status": None,
+        "limit": 20,
+        "json": False,
+        "query": None,
+        "sort": None,
+        "io": False,
+        "to_csv": False,
+    }
     seen: set[str] = set()
     rest = iter(words)
     for word in rest:
-        if word in seen:
+        name, equals, attached = word.partition("=")
+        if not equals or name not in _LS_QUERY_FLAGS:
+            name, attached = word, ""
+        name = {"--io": "-io"}.get(name, name)
+        key = _LS_QUERY_FLAGS.get(name, name)
+        if key in seen:
             return None
-        seen.add(word)
-        if word == "--json":
-            found["json"] = True
-        elif word in ("--status", "--limit"):
+        seen.add(key)
+        if name in ("--json", "-io", "--to-csv"):
+            found[{"--json": "json", "-io": "io", "--to-csv": "to_csv"}[name]] = True
+        elif name in _LS_QUERY_FLAGS:
+            value = attached if equals and name != word else _option_value(word, next(rest, None))
+            if value is None:
+                return None
+            found[key] = value
+        elif name in ("--status", "--limit"):
             value = next(rest, None)
             if value is None:
                 return None
-            if word == "--status":
+            if name == "--status":
                 if value not in STATUSES:
                     return None
                 found["status"] = value
@@ -48,6 +83,13 @@ def _ls_args(words: list[str]) -> dict[str, Any] | None:
         else:
             return None
     return found
+
+
+def wants_query(args: dict[str, Any]) -> bool:
+    """Whether an ``ls`` command line uses a flag of the query layer (`ls_args`)."""
+    return bool(args["query"] is not None or args["sort"] is not None or args["io"]) or bool(
+        args["to_csv"]
+    )
 
 
 def _plain(word: str) -> bool:
@@ -133,7 +175,8 @@ def _args(argv: list[str]) -> Any:
     if not argv or argv[0] not in ("ls", "get", "statuses", "logs", "stop", "artifacts"):
         return None
     if argv[0] == "ls":
-        return _ls_args(argv[1:])
+        found = ls_args(argv[1:])
+        return None if found is None or wants_query(found) else found
     if argv[0] == "artifacts":
         return _artifacts_args(argv[1:])
     return _logs_args(argv[1:]) if argv[0] == "logs" else _get_args(argv[1:])
@@ -150,6 +193,16 @@ def thin_main(argv: list[str]) -> int | None:
     args = _args(argv)
     if args is None:
         return None
+    if argv[0] in ("logs", "stop", "artifacts"):
+        return on_server(lambda api, server: _on_run(argv[0], api, server, args))
+    return on_server(lambda api, server: _read_verb(argv[0], api, server, args))
+
+
+def on_server(answer: Callable[[Any, Any], int | None]) -> int | None:
+    """``answer(api, server)`` on the server known without Prefect (a `_http.HttpApi` and a
+    `_server.ThinServer`), under a lease of the background server; None when the flow layer
+    must answer (no such server, or one that did not answer as expected before anything was
+    printed: ``answer`` raising `_http.ApiUnavailable`)."""
     from polyaxon_prefect.client._server import hold_lease, thin_server
 
     server = thin_server()
@@ -164,9 +217,7 @@ def thin_main(argv: list[str]) -> int | None:
     except ApiUnavailable:
         return None
     try:
-        if argv[0] in ("logs", "stop", "artifacts"):
-            return _on_run(argv[0], api, server, args)
-        return _read_verb(argv[0], api, server, args)
+        return answer(api, server)
     except ApiUnavailable:
         return None
     finally:

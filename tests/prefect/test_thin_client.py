@@ -111,6 +111,38 @@ def test_ls_get_statuses_print_the_same_both_ways_and_the_thin_way_imports_no_pr
     assert shown["metrics"] == next(r.metrics for r in recorded if r.name == failed)
 
 
+def test_ls_with_a_query_a_sort_io_and_csv_prints_the_same_both_ways_without_prefect(
+    prefect_server: str,
+    recorded: list[RecordedRun],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    """``ls -q/-s/-io/--to-csv`` (and the ``--flag=value`` forms a descending sort needs) go
+    thin: the same rows in the same order, the same table, CSV and JSON as the flow layer's."""
+    monkeypatch.setenv("PREFECT_API_URL", prefect_server)
+    home = str(tmp_path / "prefect-home")
+    batch = recorded[0].tags[0]
+    lines = [
+        ["ls", "-q", f"tags:{batch}, metrics.loss:<=0.2", "-s", "-metrics.loss, name"],
+        ["ls", "--query", f"tags:{batch}", "--sort=-name", "-io"],
+        ["ls", "-q", f"tags:{batch}, status:failed|succeeded", "--to-csv", "--limit", "3"],
+        ["ls", "--status", "failed", "-q", f"tags:{batch}", "--json", "--io"],
+        ["ls", "-q=name:%no-such-run%", "-s", "params.lr"],
+    ]
+    said = [_same_both_ways(prefect_server, argv, home, capsys) for argv in lines]
+    names = sorted((r for r in recorded if r.metrics["loss"] <= 0.2), key=lambda r: r.name)
+    names.sort(key=lambda r: -r.metrics["loss"])
+    assert [line.split()[0] for line in said[0].splitlines()[1:]] == [r.name for r in names]
+    assert said[1].splitlines()[0].split()[-4:] == ["in.arch", "in.lr", "out.accuracy", "out.loss"]
+    assert len(said[2].splitlines()) == 4 and said[2].startswith("name,kind,status,")
+    failed = [r.uuid for r in recorded if r.status == "failed"]
+    assert sorted(row["uuid"] for row in json.loads(said[3])) == sorted(failed)
+    assert said[4] == "no runs\n"
+    bad = _thin(prefect_server, ["ls", "-q", "stat:x"], home)  # argparse's line, by the flow layer
+    assert bad.returncode == 2 and "unknown field `stat`" in bad.stderr
+
+
 PY = sys.executable
 LEAF = (
     "version: 1.1\nkind: component\nname: leaf\n"

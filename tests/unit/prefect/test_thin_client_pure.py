@@ -117,13 +117,35 @@ def test_the_thin_client_and_the_flow_layer_find_the_same_background_server(
 def test_only_plain_command_lines_and_servers_known_without_prefect_go_thin(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert thin_cli._ls_args(["--limit", "5", "--json"]) == {
+    assert thin_cli._args(["ls", "--limit", "5", "--json"]) == {
         "status": None,
         "limit": 5,
         "json": True,
+        "query": None,
+        "sort": None,
+        "io": False,
+        "to_csv": False,
     }
-    for words in (["-q", "x"], ["--limit", "0"], ["--status", "done"], ["--json", "--json"]):
-        assert thin_cli._ls_args(words) is None, words
+    for words in (["--limit", "0"], ["--status", "done"], ["--json", "--json"]):
+        assert thin_cli._args(["ls", *words]) is None, words
+    # the query layer's flags: left to `runs_query.thin_ls` (as written), never to `_read_verb`
+    assert thin_cli._args(["ls", "-q", "x"]) is None
+    assert thin_cli.ls_args(["-q", "a:b", "--sort=-name", "--io", "--to-csv"]) == {
+        "status": None,
+        "limit": 20,
+        "json": False,
+        "query": "a:b",
+        "sort": "-name",
+        "io": True,
+        "to_csv": True,
+    }
+    assert thin_cli.ls_args(["-s", "-name, id"])["sort"] == "-name, id"  # type: ignore[index]
+    for words in (["-s", "-name"], ["-q", "a:b", "--query", "c:d"], ["-io", "--io"], ["-q"]):
+        assert thin_cli.ls_args(words) is None, words  # argparse's to refuse or read
+    from polyaxon_prefect.runs_query import thin_ls
+
+    for words in (["-q", "stat:x"], ["-s", "tags"], ["--limit", "5"]):
+        assert thin_ls(words) is None, words  # a usage error is argparse's line, exit 2
     assert thin_cli._get_args(["a-run"]) == {"run": "a-run", "json": False}
     for words in (["-w", "x"], [], ["a", "b"], ["--help"]):
         assert thin_cli._get_args(words) is None, words
