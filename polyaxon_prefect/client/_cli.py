@@ -187,7 +187,7 @@ def thin_main(argv: list[str]) -> int | None:
     the server is known without Prefect; None when the flow layer must (any other command line,
     no such server, a server that does not answer as expected before anything was printed)."""
     if argv == ["server", "status"]:  # reads this home's record: no server to find first
-        from polyaxon_prefect.client._local_server import server_status
+        from polyaxon_prefect.client._server_status import server_status
 
         return server_status()
     args = _args(argv)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -13,10 +14,11 @@ from pathlib import Path
 import pytest
 from prefect.client.schemas.objects import State, StateType
 
-from polyaxon_prefect.client import STATE_TYPES, STATUSES, status_of
+from polyaxon_prefect.client import SOCKET_FILE, STATE_TYPES, STATUSES, status_of
 from polyaxon_prefect.client import _cli as thin_cli
 from polyaxon_prefect.client import _local_server as background_files
 from polyaxon_prefect.client import _server as thin_server
+from polyaxon_prefect.client._runner import socket_address
 from polyaxon_prefect.prefect._states import STATE_TYPES as FLOW_STATE_TYPES
 from polyaxon_prefect.prefect._states import polyaxon_status
 from polyaxon_prefect.prefect.server import _background_server as background
@@ -97,7 +99,28 @@ def test_the_thin_client_and_the_flow_layer_find_the_same_background_server(
         (tmp_path / "home").mkdir()
         background._record_path().write_text(json.dumps(dataclasses.asdict(record)))
         assert background.running_server() == record
-        assert _status_both_ways(capsys) == f"running at {url} (pid {process.pid}; database: db)\n"
+        running = f"running at {url} (pid {process.pid}; database: db)\n"
+        sock = tmp_path / "home" / SOCKET_FILE
+        own = "; `run` runs in its own process\n"
+        assert (
+            _status_both_ways(capsys)
+            == f"{running}warm runner: not running (no socket at {sock}){own}"
+        )
+        runner = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        # a runner that died: its socket file is left, nothing listens
+        runner.bind(socket_address(sock))
+        os.chmod(sock, 0o600)
+        said = _status_both_ways(capsys)
+        assert said == f"{running}warm runner: not running (nothing listens at {sock}){own}"
+        runner.listen(16)  # as the runner does (it accepts; here the probes wait queued)
+        monkeypatch.delenv("POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT", raising=False)
+        said = _status_both_ways(capsys)
+        assert said == f"{running}warm runner: listening at {sock}; `run` goes through it\n"
+        monkeypatch.setenv("POLYAXON_PREFECT_RUNNER", "0")
+        said = _status_both_ways(capsys)
+        off = "`run` here does not use it (POLYAXON_PREFECT_RUNNER=0)"
+        assert said == f"{running}warm runner: listening at {sock}; {off}\n"
+        runner.close()
         found = thin_server.thin_server()
         assert found is not None and found.api_url == f"{url}/api" and found.notice
         background_files.hold_lease()  # what the server counts its clients by
