@@ -1,7 +1,8 @@
-"""``ls``, ``get``, ``statuses``, ``logs`` (and ``-f``), ``stop`` and ``server status`` in
-their plain forms, answered without Prefect: `thin_main` takes a command line it can answer
-exactly as the flow layer's command would (same readers, same printers, same stderr lines), and
-returns None for every other one (the flow layer runs it)."""
+"""``ls``, ``get``, ``statuses``, ``logs`` (and ``-f``), ``stop``, ``artifacts``, ``invalidate``
+and ``server status`` in their plain forms, answered without Prefect: `thin_main` takes a
+command line it can answer exactly as the flow layer's command would (same readers, same
+printers, same stderr lines), and returns None for every other one (the flow layer, or for
+``ls -q/-s/-io/--to-csv`` `polyaxon_prefect.runs_query`, runs it)."""
 
 from __future__ import annotations
 
@@ -172,7 +173,8 @@ def _failed(message: str, as_json: bool) -> int:
 
 
 def _args(argv: list[str]) -> Any:
-    if not argv or argv[0] not in ("ls", "get", "statuses", "logs", "stop", "artifacts"):
+    verbs = ("ls", "get", "statuses", "logs", "stop", "artifacts", "invalidate")
+    if not argv or argv[0] not in verbs:
         return None
     if argv[0] == "ls":
         found = ls_args(argv[1:])
@@ -193,7 +195,7 @@ def thin_main(argv: list[str]) -> int | None:
     args = _args(argv)
     if args is None:
         return None
-    if argv[0] in ("logs", "stop", "artifacts"):
+    if argv[0] in ("logs", "stop", "artifacts", "invalidate"):
         return on_server(lambda api, server: _on_run(argv[0], api, server, args))
     return on_server(lambda api, server: _read_verb(argv[0], api, server, args))
 
@@ -225,9 +227,9 @@ def on_server(answer: Callable[[Any, Any], int | None]) -> int | None:
 
 
 def _on_run(verb: str, api: Any, server: Any, args: Any) -> int | None:
-    """``logs``, ``stop`` and ``artifacts``: the run found, then the flow layer's own code path
-    (`_logs_verb.show_logs`, `_stop.stop_run`, `_artifacts_verb.show_artifacts`) over this
-    client's HTTP."""
+    """``logs``, ``stop``, ``artifacts`` and ``invalidate``: the run found, then the flow
+    layer's own code path (`_logs_verb.show_logs`, `_stop.stop_run`,
+    `_artifacts_verb.show_artifacts`, `_invalidate.invalidate_run`) over this client's HTTP."""
     from polyaxon_prefect.client import _runs
     from polyaxon_prefect.client._http import ApiUnavailable
     from polyaxon_prefect.client._paths import find_run_path
@@ -254,6 +256,10 @@ def _on_run(verb: str, api: Any, server: Any, args: Any) -> int | None:
             from polyaxon_prefect.client._artifacts_verb import show_artifacts
 
             return show_artifacts(run, ref, args["download"], as_json)
+        if verb == "invalidate":
+            from polyaxon_prefect.client._invalidate import invalidate_run
+
+            return invalidate_run(run, ref, as_json)
         assert printer is not None
         shown = show_logs(api, run, args, printer)
     except PolyaxonPrefectError as error:

@@ -143,6 +143,46 @@ def test_ls_with_a_query_a_sort_io_and_csv_prints_the_same_both_ways_without_pre
     assert bad.returncode == 2 and "unknown field `stat`" in bad.stderr
 
 
+def test_invalidate_drops_the_same_cache_entries_both_ways_without_prefect(
+    prefect_server: str,
+    recorded: list[RecordedRun],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    """``invalidate RUN [--json]`` goes thin: each way drops the one record that names the run
+    (written by the op cache itself), leaves another run's, and says the same; a run with no
+    entry left, and no such run, are said alike too."""
+    from polyaxon_prefect.runtime import RunCache
+
+    monkeypatch.setenv("PREFECT_API_URL", prefect_server)
+    monkeypatch.setenv("POLYAXON_PREFECT_ARTIFACTS_ROOT", str(tmp_path / "artifacts"))
+    home = str(tmp_path / "prefect-home")
+    cache = RunCache.under(tmp_path / "artifacts")
+    target, other = recorded[0], recorded[1]
+
+    def cached() -> None:
+        for key, run in (("a" * 64, target), ("b" * 64, other)):
+            cache.store(key, uuid=run.uuid, outputs={}, metrics={}, artifacts_path=None)
+
+    for argv in (["invalidate", target.name], ["invalidate", target.name, "--json"]):
+        cached()
+        thin = _thin(prefect_server, argv, home)
+        assert thin.stderr.splitlines() == ["LOADED"], thin.stderr
+        assert cache.lookup("a" * 64) is None and cache.lookup("b" * 64) is not None
+        cached()  # the flow layer's turn, on the same entries
+        code = main(argv)
+        flow = capsys.readouterr()
+        assert (thin.returncode, thin.stdout, flow.err) == (code, flow.out, ""), argv
+        assert cache.lookup("a" * 64) is None and cache.lookup("b" * 64) is not None
+    assert json.loads(thin.stdout)["dropped"] == ["a" * 64]
+    assert thin.returncode == 0 and target.uuid in json.loads(thin.stdout)["uuids"]
+    none = _same_both_ways(prefect_server, ["invalidate", target.name], home, capsys)
+    assert none.endswith(f"has no cache entry in {cache.root}: nothing to drop\n")
+    missing = ["invalidate", f"no-such-run-{uuid.uuid4().hex}", "--json"]
+    assert json.loads(_same_both_ways(prefect_server, missing, home, capsys))["error"]
+
+
 PY = sys.executable
 LEAF = (
     "version: 1.1\nkind: component\nname: leaf\n"
