@@ -29,19 +29,20 @@ _LS_QUERY_FLAGS = {"-q": "query", "--query": "query", "-s": "sort", "--sort": "s
 above the query package answers them thin (`polyaxon_prefect.runs_query`)."""
 
 
-def _option_value(word: str, value: str | None) -> str | None:
-    """The value argparse gives an option from the word after it: not one that reads as an
-    option itself (``-x``, unless it holds a space, as argparse tells them apart)."""
-    if value is None or (value.startswith("-") and " " not in value):
-        return None
-    return value
+def _option_value(value: str | None, *, sort: bool) -> str | None:
+    """The value the CLI gives an option from the word after it: not one that reads as an
+    option itself (``-x``, unless it holds a space, as argparse tells them apart), but for
+    ``--sort`` a descending field (``-metrics.loss``: `cli._descending_sorts` joins it)."""
+    if value is None or not value.startswith("-") or " " in value:
+        return value
+    return value if sort and value[1:2].isalpha() else None
 
 
 def ls_args(words: list[str]) -> dict[str, Any] | None:
     """``ls [--status S] [--limit N] [--json] [-q QUERY] [-s SPEC] [-io] [--to-csv]``, each at
-    most once, values well-formed (``--query=...`` and ``--sort=...`` too: a descending sort
-    starts with ``-``); the query and sort as written (None: not given). None for any other
-    command line: argparse and the flow layer answer it."""
+    most once, values well-formed (``--query=...`` and ``--sort=...`` too, and ``-s
+    -metrics.loss`` as the CLI reads it); the query and sort as written (None: not given).
+    None for any other command line: argparse and the flow layer answer it."""
     found: dict[str, Any] = {
         "status": None,
         "limit": 20,
@@ -65,7 +66,8 @@ def ls_args(words: list[str]) -> dict[str, Any] | None:
         if name in ("--json", "-io", "--to-csv"):
             found[{"--json": "json", "-io": "io", "--to-csv": "to_csv"}[name]] = True
         elif name in _LS_QUERY_FLAGS:
-            value = attached if equals and name != word else _option_value(word, next(rest, None))
+            joined = bool(equals) and name != word
+            value = attached if joined else _option_value(next(rest, None), sort=key == "sort")
             if value is None:
                 return None
             found[key] = value

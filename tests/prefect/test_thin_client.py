@@ -125,7 +125,8 @@ def test_ls_with_a_query_a_sort_io_and_csv_prints_the_same_both_ways_without_pre
     batch = recorded[0].tags[0]
     lines = [
         ["ls", "-q", f"tags:{batch}, metrics.loss:<=0.2", "-s", "-metrics.loss, name"],
-        ["ls", "--query", f"tags:{batch}", "--sort=-name", "-io"],
+        ["ls", "--query", f"tags:{batch}", "--sort", "-name", "-io"],
+        ["ls", "-q", f"tags:{batch}", "--sort=-name", "--limit", "2"],
         ["ls", "-q", f"tags:{batch}, status:failed|succeeded", "--to-csv", "--limit", "3"],
         ["ls", "--status", "failed", "-q", f"tags:{batch}", "--json", "--io"],
         ["ls", "-q=name:%no-such-run%", "-s", "params.lr"],
@@ -135,10 +136,13 @@ def test_ls_with_a_query_a_sort_io_and_csv_prints_the_same_both_ways_without_pre
     names.sort(key=lambda r: -r.metrics["loss"])
     assert [line.split()[0] for line in said[0].splitlines()[1:]] == [r.name for r in names]
     assert said[1].splitlines()[0].split()[-4:] == ["in.arch", "in.lr", "out.accuracy", "out.loss"]
-    assert len(said[2].splitlines()) == 4 and said[2].startswith("name,kind,status,")
+    by_name = [line.split()[0] for line in said[1].splitlines()[1:]]
+    assert [line.split()[0] for line in said[2].splitlines()[1:]] == by_name[:2]
+    assert by_name == sorted((r.name for r in recorded), reverse=True)
+    assert len(said[3].splitlines()) == 4 and said[3].startswith("name,kind,status,")
     failed = [r.uuid for r in recorded if r.status == "failed"]
-    assert sorted(row["uuid"] for row in json.loads(said[3])) == sorted(failed)
-    assert said[4] == "no runs\n"
+    assert sorted(row["uuid"] for row in json.loads(said[4])) == sorted(failed)
+    assert said[5] == "no runs\n"
     bad = _thin(prefect_server, ["ls", "-q", "stat:x"], home)  # argparse's line, by the flow layer
     assert bad.returncode == 2 and "unknown field `stat`" in bad.stderr
 

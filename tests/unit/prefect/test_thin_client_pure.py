@@ -163,7 +163,8 @@ def test_only_plain_command_lines_and_servers_known_without_prefect_go_thin(
         "to_csv": True,
     }
     assert thin_cli.ls_args(["-s", "-name, id"])["sort"] == "-name, id"  # type: ignore[index]
-    for words in (["-s", "-name"], ["-q", "a:b", "--query", "c:d"], ["-io", "--io"], ["-q"]):
+    assert thin_cli.ls_args(["-s", "-name", "-q", "a:b"])["sort"] == "-name"  # type: ignore[index]
+    for words in (["-q", "-x"], ["-q", "a:b", "--query", "c:d"], ["-io", "--io"], ["-q"]):
         assert thin_cli.ls_args(words) is None, words  # argparse's to refuse or read
     from polyaxon_prefect.runs_query import thin_ls
 
