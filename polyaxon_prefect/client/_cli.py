@@ -90,9 +90,8 @@ def ls_args(words: list[str]) -> dict[str, Any] | None:
 
 def wants_query(args: dict[str, Any]) -> bool:
     """Whether an ``ls`` command line uses a flag of the query layer (`ls_args`)."""
-    return bool(args["query"] is not None or args["sort"] is not None or args["io"]) or bool(
-        args["to_csv"]
-    )
+    given = (args["query"] is not None, args["sort"] is not None, args["io"], args["to_csv"])
+    return any(given)
 
 
 def _plain(word: str) -> bool:
