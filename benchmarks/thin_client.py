@@ -1,6 +1,6 @@
-"""Wall time of ``polyaxon-prefect ls --limit 5``, ``get RUN``, ``logs RUN`` and ``stop RUN``
-against Prefect's own ``prefect flow-run ls --limit 5``, ``inspect ID``, ``logs ID`` and
-``cancel ID``, on a running server.
+"""Wall time of ``polyaxon-prefect ls --limit 5``, ``ls -q QUERY -s SPEC --limit 5``, ``get
+RUN``, ``logs RUN`` and ``stop RUN`` against Prefect's own ``prefect flow-run ls --limit 5``
+(for both ``ls``), ``inspect ID``, ``logs ID`` and ``cancel ID``, on a running server.
 
 Both CLIs run as fresh processes, the way a user types them, interleaved (ours first on even
 rounds, theirs first on odd ones) so that a noisy machine slows both alike, after one untimed
@@ -12,10 +12,15 @@ and with ``PREFECT_API_URL`` set, as Prefect's is. ``logs`` reads one run of ``-
 lines; each ``stop`` and ``cancel`` gets a running flow run of its own (no process holds it, as
 with a job started on another machine), both set Cancelling through the same server.
 
-Before timing, the script asserts the promise that makes ours fast: a plain ``ls`` and
-``logs`` import no ``prefect``, ``optuna``, ``httpx`` or ``pydantic``. The report gives the
-load average, medians and minimums, and the ratios ours/theirs of the medians against the
-target (<= 0.3x).
+The ``ls -q`` query reads every run's metrics (its reports) and sorts them all. What the query
+layer adds to a thin process's imports is timed too: ``import polyaxon_prefect.cli,
+polyaxon_prefect.client`` (what every thin verb loads) with and without
+``polyaxon_prefect.runs_query`` (the query parser, the reader, the printer), as fresh processes.
+
+Before timing, the script asserts the promise that makes ours fast: a plain ``ls``, an ``ls -q
+... -s ...`` and ``logs`` import no ``prefect``, ``optuna``, ``httpx`` or ``pydantic``. The
+report gives the load average, medians and minimums, and the ratios ours/theirs of the medians
+against the target (<= 0.3x).
 
 Usage::
 
@@ -39,6 +44,10 @@ from pathlib import Path
 from typing import Any
 
 TARGET = 0.3
+QUERY = ("-q", "status:failed|succeeded, metrics.loss:<=0.5", "-s", "-metrics.loss, name")
+"""The ``ls -q ... -s ...`` timed: a metric condition and sort (every run's reports read)."""
+_IMPORTS = "import polyaxon_prefect.cli, polyaxon_prefect.client"
+"""What a thin verb's process imports before it answers (the query layer's come on top)."""
 BIN = Path(sys.executable).parent
 _NO_HEAVY = (
     "import sys\n"
@@ -120,13 +129,13 @@ def _measure(api: str, own_env: dict[str, str], runs: int, lines: int) -> dict[s
     )
     run_id = json.loads(listed.stdout)[0]["id"]
     logged = _running_runs(api, 1, lines)[0]
-    for argv in (["ls", "--limit", "1"], ["logs", logged]):
+    for argv in (["ls", "--limit", "1"], ["ls", *QUERY], ["logs", logged]):
         checked = subprocess.run(
             [sys.executable, "-c", _NO_HEAVY, *argv], env=own_env, capture_output=True, text=True
         )
         if checked.returncode != 0:
-            sys.exit(f"the thin `{argv[0]}` imported what it must not: {checked.stderr.strip()}")
-        print(f"thin `{argv[0]}`: no prefect, optuna, httpx or pydantic imported")
+            sys.exit(f"the thin `{argv[:2]}` imported what it must not: {checked.stderr.strip()}")
+        print(f"thin `{' '.join(argv[:2])}`: no prefect, optuna, httpx or pydantic imported")
     to_stop = iter(_running_runs(api, 2 * (runs + 1)))
 
     def same(command: list[str]) -> Callable[[], list[str]]:
@@ -136,6 +145,12 @@ def _measure(api: str, own_env: dict[str, str], runs: int, lines: int) -> dict[s
         "ours ls --limit 5": (same(_ours("ls", "--limit", "5")), own_env),
         "ours ls --limit 5 (API URL)": (same(_ours("ls", "--limit", "5")), env),
         "prefect flow-run ls --limit 5": (same(_theirs("flow-run", "ls", "--limit", "5")), env),
+        "ours ls -q ... -s ... --limit 5": (same(_ours("ls", *QUERY, "--limit", "5")), own_env),
+        "import cli, client": (same([sys.executable, "-c", _IMPORTS]), own_env),
+        "import cli, client, runs_query": (
+            same([sys.executable, "-c", f"{_IMPORTS}, polyaxon_prefect.runs_query"]),
+            own_env,
+        ),
         "ours get RUN": (same(_ours("get", run_id)), own_env),
         "prefect flow-run inspect ID": (same(_theirs("flow-run", "inspect", run_id)), env),
         "ours logs RUN": (same(_ours("logs", logged)), own_env),
@@ -202,6 +217,7 @@ def main() -> int:
             "ours ls --limit 5 (API URL)",
             "prefect flow-run ls --limit 5",
         ),
+        ("ls -q ... -s ...", "ours ls -q ... -s ... --limit 5", "prefect flow-run ls --limit 5"),
         ("get", "ours get RUN", "prefect flow-run inspect ID"),
         ("logs", "ours logs RUN", "prefect flow-run logs ID"),
         ("stop", "ours stop RUN", "prefect flow-run cancel ID"),
@@ -210,6 +226,13 @@ def main() -> int:
         ratio = median[ours] / median[theirs]
         verdict = "met" if ratio <= TARGET else "MISSED"
         print(f"{label}: {ratio:.2f}x Prefect's own (target <= {TARGET}x: {verdict})")
+    with_query, without = times["import cli, client, runs_query"], times["import cli, client"]
+    added = statistics.median(with_query) - statistics.median(without)
+    least = min(with_query) - min(without)  # the medians carry the machine's noise
+    print(
+        f"the query layer's imports (query, runs_query): {added * 1000:+.0f} ms (medians), "
+        f"{least * 1000:+.0f} ms (minima)"
+    )
     return 0
 
 

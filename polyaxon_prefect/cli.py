@@ -483,6 +483,10 @@ def run_command(words: list[str]) -> int:
     try:
         # a plain `ls`/`get` on a server known without Prefect: answered before Prefect loads
         thin = thin_main(words)
+        if thin is None and words[:1] == ["ls"]:
+            from polyaxon_prefect.runs_query import thin_ls
+
+            thin = thin_ls(words[1:])  # `ls -q/-s/-io/--to-csv`: the query layer's, thin too
     except KeyboardInterrupt:
         return 130
     except Exception as error:

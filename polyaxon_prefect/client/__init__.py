@@ -8,7 +8,14 @@ the same requests through Prefect's client; `_cli` sends them through `_http` wh
 is known without Prefect (`_server`), and otherwise leaves the command to the flow layer.
 """
 
-from polyaxon_prefect.client._cli import thin_main
+from polyaxon_prefect.client._cli import ls_args, on_server, thin_main, wants_query
+from polyaxon_prefect.client._invalidate import (
+    CACHE_DIR_NAME,
+    CACHE_KEY,
+    drop_cached_runs,
+    invalidate_run,
+    run_uuids,
+)
 from polyaxon_prefect.client._paths import (
     DEFAULT_ARTIFACTS_ROOT,
     ENV_ARTIFACTS_ROOT,
@@ -66,6 +73,8 @@ __all__ = [
     "BY_NAME",
     "BY_TYPE",
     "CACHED_STATE_NAME",
+    "CACHE_DIR_NAME",
+    "CACHE_KEY",
     "DATA_HEADING",
     "DEFAULT_ARTIFACTS_ROOT",
     "DISPLAY_DIGITS",
@@ -88,11 +97,15 @@ __all__ = [
     "StatusChange",
     "artifacts_of",
     "display",
+    "drop_cached_runs",
     "find_run_path",
     "format_eta",
     "get_run",
+    "invalidate_run",
     "list_runs",
+    "ls_args",
     "name_note",
+    "on_server",
     "print_ls",
     "print_run",
     "profile_api_url",
@@ -103,6 +116,7 @@ __all__ = [
     "read_record",
     "resolve_artifacts_root",
     "row",
+    "run_uuids",
     "seconds_run",
     "status_changes",
     "status_history",
@@ -110,5 +124,6 @@ __all__ = [
     "task_ops",
     "thin_main",
     "trial_results",
+    "wants_query",
     "warm_run",
 ]

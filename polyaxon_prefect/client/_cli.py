@@ -1,20 +1,22 @@
-"""``ls``, ``get``, ``statuses``, ``logs`` (and ``-f``), ``stop`` and ``server status`` in
-their plain forms, answered without Prefect: `thin_main` takes a command line it can answer
-exactly as the flow layer's command would (same readers, same printers, same stderr lines), and
-returns None for every other one (the flow layer runs it)."""
+"""``ls``, ``get``, ``statuses``, ``logs`` (and ``-f``), ``stop``, ``artifacts``, ``invalidate``
+and ``server status`` in their plain forms, answered without Prefect: `thin_main` takes a
+command line it can answer exactly as the flow layer's command would (same readers, same
+printers, same stderr lines), and returns None for every other one (the flow layer, or for
+``ls -q/-s/-io/--to-csv`` `polyaxon_prefect.runs_query`, runs it)."""
 
 from __future__ import annotations
 
 import json
 import re
 import sys
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
 from polyaxon_prefect.client._states import STATUSES
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 
-__all__ = ["thin_main"]
+__all__ = ["ls_args", "on_server", "thin_main", "wants_query"]
 
 _MAX_LIMIT = 1000
 """As ``ls --limit`` takes (`prefect._runs_cli`)."""
@@ -22,22 +24,58 @@ _REPLICA_NAME = re.compile(r"^[a-z]+-\d+$")
 """As ``logs --replica`` takes (`prefect.cli._logs_cli`)."""
 
 
-def _ls_args(words: list[str]) -> dict[str, Any] | None:
-    """``ls [--status S] [--limit N] [--json]``, each at most once, values well-formed."""
-    found: dict[str, Any] = {"status": None, "limit": 20, "json": False}
+_LS_QUERY_FLAGS = {"-q": "query", "--query": "query", "-s": "sort", "--sort": "sort"}
+"""``ls``'s flags that take Polyaxon's query language (`prefect.cli._ls_query_cli`): the layer
+above the query package answers them thin (`polyaxon_prefect.runs_query`)."""
+
+
+def _option_value(value: str | None, *, sort: bool) -> str | None:
+    """The value the CLI gives an option from the word after it: not one that reads as an
+    option itself (``-x``, unless it holds a space, as argparse tells them apart), but for
+    ``--sort`` a descending field (``-metrics.loss``: `cli._descending_sorts` joins it)."""
+    if value is None or not value.startswith("-") or " " in value:
+        return value
+    return value if sort and value[1:2].isalpha() else None
+
+
+def ls_args(words: list[str]) -> dict[str, Any] | None:
+    """``ls [--status S] [--limit N] [--json] [-q QUERY] [-s SPEC] [-io] [--to-csv]``, each at
+    most once, values well-formed (``--query=...`` and ``--sort=...`` too, and ``-s
+    -metrics.loss`` as the CLI reads it); the query and sort as written (None: not given).
+    None for any other command line: argparse and the flow layer answer it."""
+    found: dict[str, Any] = {
+        "status": None,
+        "limit": 20,
+        "json": False,
+        "query": None,
+        "sort": None,
+        "io": False,
+        "to_csv": False,
+    }
     seen: set[str] = set()
     rest = iter(words)
     for word in rest:
-        if word in seen:
+        name, equals, attached = word.partition("=")
+        if not equals or name not in _LS_QUERY_FLAGS:
+            name, attached = word, ""
+        name = {"--io": "-io"}.get(name, name)
+        key = _LS_QUERY_FLAGS.get(name, name)
+        if key in seen:
             return None
-        seen.add(word)
-        if word == "--json":
-            found["json"] = True
-        elif word in ("--status", "--limit"):
+        seen.add(key)
+        if name in ("--json", "-io", "--to-csv"):
+            found[{"--json": "json", "-io": "io", "--to-csv": "to_csv"}[name]] = True
+        elif name in _LS_QUERY_FLAGS:
+            joined = bool(equals) and name != word
+            value = attached if joined else _option_value(next(rest, None), sort=key == "sort")
+            if value is None:
+                return None
+            found[key] = value
+        elif name in ("--status", "--limit"):
             value = next(rest, None)
             if value is None:
                 return None
-            if word == "--status":
+            if name == "--status":
                 if value not in STATUSES:
                     return None
                 found["status"] = value
@@ -48,6 +86,12 @@ def _ls_args(words: list[str]) -> dict[str, Any] | None:
         else:
             return None
     return found
+
+
+def wants_query(args: dict[str, Any]) -> bool:
+    """Whether an ``ls`` command line uses a flag of the query layer (`ls_args`)."""
+    given = (args["query"] is not None, args["sort"] is not None, args["io"], args["to_csv"])
+    return any(given)
 
 
 def _plain(word: str) -> bool:
@@ -130,10 +174,12 @@ def _failed(message: str, as_json: bool) -> int:
 
 
 def _args(argv: list[str]) -> Any:
-    if not argv or argv[0] not in ("ls", "get", "statuses", "logs", "stop", "artifacts"):
+    verbs = ("ls", "get", "statuses", "logs", "stop", "artifacts", "invalidate")
+    if not argv or argv[0] not in verbs:
         return None
     if argv[0] == "ls":
-        return _ls_args(argv[1:])
+        found = ls_args(argv[1:])
+        return None if found is None or wants_query(found) else found
     if argv[0] == "artifacts":
         return _artifacts_args(argv[1:])
     return _logs_args(argv[1:]) if argv[0] == "logs" else _get_args(argv[1:])
@@ -144,12 +190,22 @@ def thin_main(argv: list[str]) -> int | None:
     the server is known without Prefect; None when the flow layer must (any other command line,
     no such server, a server that does not answer as expected before anything was printed)."""
     if argv == ["server", "status"]:  # reads this home's record: no server to find first
-        from polyaxon_prefect.client._local_server import server_status
+        from polyaxon_prefect.client._server_status import server_status
 
         return server_status()
     args = _args(argv)
     if args is None:
         return None
+    if argv[0] in ("logs", "stop", "artifacts", "invalidate"):
+        return on_server(lambda api, server: _on_run(argv[0], api, server, args))
+    return on_server(lambda api, server: _read_verb(argv[0], api, server, args))
+
+
+def on_server(answer: Callable[[Any, Any], int | None]) -> int | None:
+    """``answer(api, server)`` on the server known without Prefect (a `_http.HttpApi` and a
+    `_server.ThinServer`), under a lease of the background server; None when the flow layer
+    must answer (no such server, or one that did not answer as expected before anything was
+    printed: ``answer`` raising `_http.ApiUnavailable`)."""
     from polyaxon_prefect.client._server import hold_lease, thin_server
 
     server = thin_server()
@@ -164,9 +220,7 @@ def thin_main(argv: list[str]) -> int | None:
     except ApiUnavailable:
         return None
     try:
-        if argv[0] in ("logs", "stop", "artifacts"):
-            return _on_run(argv[0], api, server, args)
-        return _read_verb(argv[0], api, server, args)
+        return answer(api, server)
     except ApiUnavailable:
         return None
     finally:
@@ -174,9 +228,9 @@ def thin_main(argv: list[str]) -> int | None:
 
 
 def _on_run(verb: str, api: Any, server: Any, args: Any) -> int | None:
-    """``logs``, ``stop`` and ``artifacts``: the run found, then the flow layer's own code path
-    (`_logs_verb.show_logs`, `_stop.stop_run`, `_artifacts_verb.show_artifacts`) over this
-    client's HTTP."""
+    """``logs``, ``stop``, ``artifacts`` and ``invalidate``: the run found, then the flow
+    layer's own code path (`_logs_verb.show_logs`, `_stop.stop_run`,
+    `_artifacts_verb.show_artifacts`, `_invalidate.invalidate_run`) over this client's HTTP."""
     from polyaxon_prefect.client import _runs
     from polyaxon_prefect.client._http import ApiUnavailable
     from polyaxon_prefect.client._paths import find_run_path
@@ -203,6 +257,10 @@ def _on_run(verb: str, api: Any, server: Any, args: Any) -> int | None:
             from polyaxon_prefect.client._artifacts_verb import show_artifacts
 
             return show_artifacts(run, ref, args["download"], as_json)
+        if verb == "invalidate":
+            from polyaxon_prefect.client._invalidate import invalidate_run
+
+            return invalidate_run(run, ref, as_json)
         assert printer is not None
         shown = show_logs(api, run, args, printer)
     except PolyaxonPrefectError as error:

@@ -1,5 +1,5 @@
 """The background server's files in the Prefect home (its record, its clients' leases), the
-proof that a record's pid is still that server, whether it runs (``server status``), and where
+proof that a record's pid is still that server, and where
 the sessions' journals are: standard library only, so the thin client reads them before Prefect
 loads, and the one definition `prefect.server._background_server` (which starts, stops and
 writes them) and `runtime.session` use.
@@ -36,7 +36,6 @@ __all__ = [
     "record_path",
     "running_server",
     "server_process",
-    "server_status",
     "start_ticks",
 ]
 
@@ -209,13 +208,3 @@ def running_server() -> BackgroundServer | None:
             record_path().unlink()
         return None
     return record if healthy(record.api_url) else None
-
-
-def server_status() -> int:
-    """``server status``: where the background server runs, or ``stopped`` (`STOPPED_EXIT`)."""
-    current = running_server()
-    if current is None:
-        print("stopped")
-        return STOPPED_EXIT
-    print(f"running at {current.url} (pid {current.pid}; database: {current.database})")
-    return 0

@@ -35,6 +35,7 @@ __all__ = [
     "compatibility",
     "exit_code_of",
     "runner_enabled",
+    "runner_status",
     "socket_address",
     "warm_run",
 ]
@@ -49,6 +50,7 @@ _SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
 _MAX_PATH = 100
 """A Unix socket's path holds about 107 bytes: a longer one is reached through its folder."""
 _OFF = ("0", "false", "no", "off")
+_OWN_PROCESS = "; `run` runs in its own process"
 
 
 def runner_enabled() -> bool:
@@ -120,6 +122,30 @@ def _runner_socket() -> Path | None:
         return None
     mine = info.st_uid == os.getuid() and not info.st_mode & 0o077
     return path if stat.S_ISSOCK(info.st_mode) and mine else None
+
+
+def runner_status() -> str:
+    """What ``server status`` says of this home's warm runner: listening on its socket or not
+    (a connection it takes and drops: the runner reads no request from it and goes on), and
+    whether a ``run`` from this environment would go through it."""
+    from polyaxon_prefect.client._server import prefect_home
+
+    path = prefect_home() / SOCKET_FILE
+    if _runner_socket() is None:
+        why = "not this user's socket" if path.exists() or path.is_symlink() else "no socket"
+        return f"warm runner: not running ({why} at {path}){_OWN_PROCESS}"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(2)
+        try:
+            probe.connect(socket_address(path))
+        except OSError:  # a socket left by a runner that died: nothing listens
+            return f"warm runner: not running (nothing listens at {path}){_OWN_PROCESS}"
+    said = f"warm runner: listening at {path}"
+    if not runner_enabled():
+        return f"{said}; `run` here does not use it ({ENV_RUNNER}={os.environ.get(ENV_RUNNER)})"
+    if _idle_timeout_zero():
+        return f"{said}; `run` here does not use it (POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT=0)"
+    return f"{said}; `run` goes through it"
 
 
 def _streams_open() -> bool:

@@ -15,7 +15,9 @@ The subset of Polyaxon's query language (PQL) that a run read back from Prefect 
 than read as part of a value. Every error is a `QueryError` that says where (1-based character
 of the query) and what; the CLI turns it into one usage line.
 
-Pure: no I/O, no Prefect; the caller passes rows (`polyaxon_prefect.query._match`).
+Pure and standard library only (the status words are `client`'s, so the thin client's
+``ls -q`` parses here without pydantic): no I/O, no Prefect; the caller passes rows
+(`polyaxon_prefect.query._match`).
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from polyaxon_prefect.specs import Status
+# the status words of the one state table (stdlib): the thin client parses queries without pydantic
+from polyaxon_prefect.client import STATUSES
 
 __all__ = [
     "FIELDS",
@@ -85,7 +88,7 @@ FIELDS: dict[str, FieldSpec] = {
 ``uid``/``uuid``) that a run here has; ``created``/``started``/``finished`` are this CLI's
 column names for the ``*_at`` fields."""
 
-_STATUSES = frozenset(str(status) for status in Status)
+_STATUSES = frozenset(STATUSES)
 _KINDS = frozenset({"job", "dag", "matrix"})
 _COMPARISONS = ("<=", ">=", "=<", "=>", "<", ">")
 _DATE_FORMATS = (

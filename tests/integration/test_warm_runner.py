@@ -108,6 +108,12 @@ def server(
         assert _wait(lambda: _runner_ready(home), 240), home / "polyaxon-prefect-server.log"
         stat = (home / "polyaxon-prefect-runner.sock").stat()
         assert stat.st_mode & 0o777 == 0o600  # only its owner may submit runs
+        status = subprocess.run(
+            [str(BIN / "polyaxon-prefect"), "server", "status"], env=env, capture_output=True
+        )
+        said = status.stdout.decode().splitlines()[1]
+        sock = home / "polyaxon-prefect-runner.sock"
+        assert said == f"warm runner: listening at {sock}; `run` goes through it", said
         yield env
     finally:
         subprocess.run([str(BIN / "polyaxon-prefect"), "server", "stop"], env=env, timeout=120)

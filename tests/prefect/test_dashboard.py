@@ -105,12 +105,23 @@ def test_the_dashboard_serves_the_sweeps_storage(tmp_path: Path) -> None:
         process.wait(10)
 
 
+_LOADED = (
+    "import sys\n"
+    "from polyaxon_prefect.cli import main\n"
+    "code = main(sys.argv[1:])\n"
+    "print('LOADED', *sorted({m.split('.')[0] for m in sys.modules} & {'prefect', 'httpx'}),"
+    " file=sys.stderr)\n"
+    "sys.exit(code)\n"
+)
+
+
 def test_no_sweep_to_show_is_a_clear_error(tmp_path: Path) -> None:
+    """The lookup of the storage to show reads the artifacts root's journals, never the
+    server: no Prefect is imported (optuna-dashboard and Optuna are, to serve it)."""
+    argv = ["dashboard", "--storage", str(tmp_path / "empty.journal"), "--no-browser"]
     done = subprocess.run(
-        _cli("dashboard", "--storage", str(tmp_path / "empty.journal"), "--no-browser"),
-        capture_output=True,
-        text=True,
-        timeout=60,
+        [sys.executable, "-c", _LOADED, *argv], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 1
     assert "no sweeps in" in done.stderr and "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[-1] == "LOADED", done.stderr

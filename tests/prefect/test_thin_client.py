@@ -111,6 +111,82 @@ def test_ls_get_statuses_print_the_same_both_ways_and_the_thin_way_imports_no_pr
     assert shown["metrics"] == next(r.metrics for r in recorded if r.name == failed)
 
 
+def test_ls_with_a_query_a_sort_io_and_csv_prints_the_same_both_ways_without_prefect(
+    prefect_server: str,
+    recorded: list[RecordedRun],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    """``ls -q/-s/-io/--to-csv`` (and the ``--flag=value`` forms a descending sort needs) go
+    thin: the same rows in the same order, the same table, CSV and JSON as the flow layer's."""
+    monkeypatch.setenv("PREFECT_API_URL", prefect_server)
+    home = str(tmp_path / "prefect-home")
+    batch = recorded[0].tags[0]
+    lines = [
+        ["ls", "-q", f"tags:{batch}, metrics.loss:<=0.2", "-s", "-metrics.loss, name"],
+        ["ls", "--query", f"tags:{batch}", "--sort", "-name", "-io"],
+        ["ls", "-q", f"tags:{batch}", "--sort=-name", "--limit", "2"],
+        ["ls", "-q", f"tags:{batch}, status:failed|succeeded", "--to-csv", "--limit", "3"],
+        ["ls", "--status", "failed", "-q", f"tags:{batch}", "--json", "--io"],
+        ["ls", "-q=name:%no-such-run%", "-s", "params.lr"],
+    ]
+    said = [_same_both_ways(prefect_server, argv, home, capsys) for argv in lines]
+    names = sorted((r for r in recorded if r.metrics["loss"] <= 0.2), key=lambda r: r.name)
+    names.sort(key=lambda r: -r.metrics["loss"])
+    assert [line.split()[0] for line in said[0].splitlines()[1:]] == [r.name for r in names]
+    assert said[1].splitlines()[0].split()[-4:] == ["in.arch", "in.lr", "out.accuracy", "out.loss"]
+    by_name = [line.split()[0] for line in said[1].splitlines()[1:]]
+    assert [line.split()[0] for line in said[2].splitlines()[1:]] == by_name[:2]
+    assert by_name == sorted((r.name for r in recorded), reverse=True)
+    assert len(said[3].splitlines()) == 4 and said[3].startswith("name,kind,status,")
+    failed = [r.uuid for r in recorded if r.status == "failed"]
+    assert sorted(row["uuid"] for row in json.loads(said[4])) == sorted(failed)
+    assert said[5] == "no runs\n"
+    bad = _thin(prefect_server, ["ls", "-q", "stat:x"], home)  # argparse's line, by the flow layer
+    assert bad.returncode == 2 and "unknown field `stat`" in bad.stderr
+
+
+def test_invalidate_drops_the_same_cache_entries_both_ways_without_prefect(
+    prefect_server: str,
+    recorded: list[RecordedRun],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    """``invalidate RUN [--json]`` goes thin: each way drops the one record that names the run
+    (written by the op cache itself), leaves another run's, and says the same; a run with no
+    entry left, and no such run, are said alike too."""
+    from polyaxon_prefect.runtime import RunCache
+
+    monkeypatch.setenv("PREFECT_API_URL", prefect_server)
+    monkeypatch.setenv("POLYAXON_PREFECT_ARTIFACTS_ROOT", str(tmp_path / "artifacts"))
+    home = str(tmp_path / "prefect-home")
+    cache = RunCache.under(tmp_path / "artifacts")
+    target, other = recorded[0], recorded[1]
+
+    def cached() -> None:
+        for key, run in (("a" * 64, target), ("b" * 64, other)):
+            cache.store(key, uuid=run.uuid, outputs={}, metrics={}, artifacts_path=None)
+
+    for argv in (["invalidate", target.name], ["invalidate", target.name, "--json"]):
+        cached()
+        thin = _thin(prefect_server, argv, home)
+        assert thin.stderr.splitlines() == ["LOADED"], thin.stderr
+        assert cache.lookup("a" * 64) is None and cache.lookup("b" * 64) is not None
+        cached()  # the flow layer's turn, on the same entries
+        code = main(argv)
+        flow = capsys.readouterr()
+        assert (thin.returncode, thin.stdout, flow.err) == (code, flow.out, ""), argv
+        assert cache.lookup("a" * 64) is None and cache.lookup("b" * 64) is not None
+    assert json.loads(thin.stdout)["dropped"] == ["a" * 64]
+    assert thin.returncode == 0 and target.uuid in json.loads(thin.stdout)["uuids"]
+    none = _same_both_ways(prefect_server, ["invalidate", target.name], home, capsys)
+    assert none.endswith(f"has no cache entry in {cache.root}: nothing to drop\n")
+    missing = ["invalidate", f"no-such-run-{uuid.uuid4().hex}", "--json"]
+    assert json.loads(_same_both_ways(prefect_server, missing, home, capsys))["error"]
+
+
 PY = sys.executable
 LEAF = (
     "version: 1.1\nkind: component\nname: leaf\n"

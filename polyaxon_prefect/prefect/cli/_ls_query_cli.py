@@ -2,9 +2,8 @@
 
 The query and sort are parsed while the command line is (a bad one is argparse's one usage
 line with the position, exit 2, before any server is started); `prefect._runs_query` reads and
-filters the runs. ``-io`` adds a column per param (``in.NAME``) and per output or metric
-(``out.NAME``: Polyaxon counts metrics among a run's outputs), as Polyaxon's ``-io`` flattens
-``inputs`` and ``outputs``; ``--to-csv`` prints the same columns as CSV, values whole.
+filters the runs; `polyaxon_prefect.runs_query` prints them (the thin client's reader and
+printer: an ``ls`` with these flags on a server known without Prefect never gets here).
 
 Light at import: no Prefect (the parser is built for every command).
 """
@@ -12,20 +11,12 @@ Light at import: no Prefect (the parser is built for every command).
 from __future__ import annotations
 
 import argparse
-import csv
-import json
-import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from polyaxon_prefect.query import Condition, SortKey
 
 __all__ = ["add_query_args", "ls_rows", "print_rows", "wants_query"]
-
-BASE_COLUMNS = ("name", "kind", "status", "started", "duration", "id")
-"""The columns ``ls`` shows (``-io`` adds params and outputs after them)."""
-_WIDTH = 40
-"""The widest cell of the table (``ls``'s name column is clipped alike)."""
 
 
 def _query(text: str) -> tuple[Condition, ...]:
@@ -98,63 +89,9 @@ def ls_rows(api: str, args: argparse.Namespace) -> list[dict[str, Any]]:
     return query_runs(api, conditions, tuple(args.sort), limit=args.limit, details=args.io)
 
 
-def _cell(value: object) -> str:
-    if value is None:
-        return ""
-    return value if isinstance(value, str) else json.dumps(value, default=str)
-
-
-def _io_columns(rows: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
-    """``(column, section, name)`` of every param, output and metric some row has."""
-    found: dict[str, tuple[str, str, str]] = {}
-    for row in rows:
-        for name in row.get("params") or {}:
-            found.setdefault(f"in.{name}", (f"in.{name}", "params", name))
-        for section in ("outputs", "metrics"):
-            for name in row.get(section) or {}:
-                found.setdefault(f"out.{name}", (f"out.{name}", section, name))
-    return [found[column] for column in sorted(found)]
-
-
-def _table(rows: list[dict[str, Any]], io: bool) -> tuple[list[str], list[list[str]]]:
-    extra = _io_columns(rows) if io else []
-    base = list(BASE_COLUMNS)
-    if io and any(row.get("gpu_hours") is not None for row in rows):
-        base.insert(base.index("duration") + 1, "gpu_hours")  # GPUs x wall time
-    header = [*base, *(column for column, _, _ in extra)]
-    cells: list[list[str]] = []
-    for row in rows:
-        values = [_cell(row.get(column)) for column in base]
-        for _, section, name in extra:
-            source = row.get(section) or {}
-            if section == "outputs" and name not in source:
-                source = row.get("metrics") or {}
-            values.append(_cell(source.get(name)))
-        cells.append(values)
-    return header, cells
-
-
 def print_rows(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
-    """The rows as ``--json``, ``--to-csv`` or the table ``ls`` prints."""
-    if args.json:
-        print(json.dumps(rows, indent=2, default=str))
-        return
-    header, cells = _table(rows, args.io)
-    if args.to_csv:
-        writer = csv.writer(sys.stdout, lineterminator="\n")
-        writer.writerow(header)
-        writer.writerows(cells)
-        return
-    if not rows:
-        print("no runs")
-        return
-    table = [header, *([_clipped(cell) if cell else "-" for cell in row] for row in cells)]
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    for row in table:
-        cells_line = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
-        print("  ".join(cells_line).rstrip())
+    """The rows as ``--json``, ``--to-csv`` or the table ``ls`` prints (the thin client's
+    printer: `polyaxon_prefect.runs_query.print_rows`)."""
+    from polyaxon_prefect.runs_query import print_rows as print_query_rows
 
-
-def _clipped(text: str) -> str:
-    """A cell at most `_WIDTH` wide (``--json`` and ``--to-csv`` show values whole)."""
-    return text if len(text) <= _WIDTH else text[: _WIDTH - 1] + "\u2026"
+    print_query_rows(rows, as_json=args.json, io=args.io, to_csv=args.to_csv)

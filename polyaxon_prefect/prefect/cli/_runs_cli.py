@@ -147,7 +147,7 @@ def cmd_server(args: argparse.Namespace) -> int:
         else:
             print("not running")
         return 0
-    from polyaxon_prefect.client._local_server import server_status
+    from polyaxon_prefect.client._server_status import server_status
 
     return server_status()  # the thin client answers `server status` with it too
 

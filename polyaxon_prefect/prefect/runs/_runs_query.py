@@ -1,112 +1,28 @@
-"""``ls -q QUERY --sort SPEC -io``: runs read back from the Prefect API, filtered and sorted.
-
-What the API can filter is pushed to it, as a pre-filter that can only keep too many runs
-(status -> state types, name -> exact names or Prefect's case-insensitive ``like``, tags,
-start and end times); every condition is then checked again on the rows here
-(`polyaxon_prefect.query`), so a pushed filter never decides alone. Params, outputs and metrics
-come from the runs' report artifacts, read for a whole page of runs in one query (the same
-reports `get` reads), and only when the query, the sort or ``-io`` needs them.
-
-Without a sort, runs are read newest first a page at a time until ``limit`` of them match; a
-sort needs every matching run before the first ``limit`` can be known, so it reads them all.
-"""
+"""``ls -q QUERY --sort SPEC -io``: runs read back from the Prefect API, filtered and sorted,
+through Prefect's client. The reading, the filter pushed to the API and the query's checks are
+`polyaxon_prefect.runs_query`'s, the one code path the thin client takes too."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from polyaxon_prefect.client import PAGE as _PAGE
-from polyaxon_prefect.client import read_details, row, seconds_run
-from polyaxon_prefect.prefect.runs._runs import PrefectApi, _artifacts, _json, api_client
-from polyaxon_prefect.query import Condition, SortKey, matches, sort_rows
+from polyaxon_prefect.prefect.runs._runs import PrefectApi, api_client
+from polyaxon_prefect.query import Condition, SortKey
+from polyaxon_prefect.runs_query import DETAIL_COLUMNS, pushed_filter
+from polyaxon_prefect.runs_query import query_runs as read_query_runs
 
 if TYPE_CHECKING:
     from prefect.client.schemas.filters import FlowRunFilter
-    from prefect.client.schemas.objects import FlowRun
 
 __all__ = ["DETAIL_COLUMNS", "query_runs"]
 
-DETAIL_COLUMNS = frozenset({"params", "outputs", "metrics", "id"})
-"""Row columns read from the report artifacts (``id`` also answers to the Polyaxon uuid)."""
-
-
-_SHOWN_DURATION = "\0duration"
-"""Where a record keeps the duration as `ls` shows it (``0.5s``, ``3.1s so far``) while the
-query reads ``duration`` as seconds."""
-
-
-def _record(shown: dict[str, Any], run: FlowRun, data: dict[str, Any]) -> dict[str, Any]:
-    """The row the query reads: native values (datetimes, seconds) beside the shown ones."""
-    return {
-        **shown,
-        "created_at": run.created,
-        "started_at": run.start_time,
-        "finished_at": run.end_time,
-        "duration": seconds_run(data),
-        _SHOWN_DURATION: shown["duration"],
-    }
-
 
 def _pushed_filter(conditions: tuple[Condition, ...]) -> FlowRunFilter:
-    """A `FlowRunFilter` of top-level runs that keeps at least every run ``conditions`` keep."""
-    from prefect.client.schemas.filters import (
-        FlowRunFilter,
-        FlowRunFilterEndTime,
-        FlowRunFilterName,
-        FlowRunFilterParentTaskRunId,
-        FlowRunFilterStartTime,
-        FlowRunFilterState,
-        FlowRunFilterStateType,
-        FlowRunFilterTags,
-    )
+    """The filter `query_runs` sends, read by Prefect's own ``FlowRunFilter`` model: what the
+    server makes of it (its checks hold the JSON to Prefect's meaning)."""
+    from prefect.client.schemas.filters import FlowRunFilter
 
-    from polyaxon_prefect.prefect._states import STATE_TYPES
-
-    parts: dict[str, Any] = {"parent_task_run_id": FlowRunFilterParentTaskRunId(is_null_=True)}
-    tags_all: list[str] = []
-    tags_any: list[str] | None = None
-    for c in conditions:
-        if c.negation or c.op == "nil":
-            continue
-        texts = list(c.texts)  # as written: `tags:true` is the tag "true", not True
-        if c.field == "status" and c.op in ("=", "|") and "state" not in parts:
-            types = sorted({t for status in texts for t in STATE_TYPES[status]})
-            parts["state"] = FlowRunFilterState(type=FlowRunFilterStateType(any_=types))
-        elif c.field == "name" and "name" not in parts:
-            if c.op in ("=", "|"):
-                parts["name"] = FlowRunFilterName(any_=texts)
-            elif c.op in ("%%", "_%", "%_"):
-                parts["name"] = FlowRunFilterName(like_=texts[0])
-        elif c.field == "tags" and c.op == "=":
-            tags_all.append(texts[0])
-        elif c.field == "tags" and c.op == "|" and tags_any is None:
-            tags_any = texts
-        elif c.kind == "datetime" and c.column in ("started_at", "finished_at"):
-            bounds = _bounds(c)
-            if bounds is not None:
-                name, model = (
-                    ("start_time", FlowRunFilterStartTime)
-                    if c.column == "started_at"
-                    else ("end_time", FlowRunFilterEndTime)
-                )
-                if name not in parts:
-                    parts[name] = model(after_=bounds[0], before_=bounds[1])
-    if tags_all or tags_any:
-        parts["tags"] = FlowRunFilterTags(all_=tags_all or None, any_=tags_any)
-    return FlowRunFilter(**parts)
-
-
-def _bounds(c: Condition) -> tuple[datetime | None, datetime | None] | None:
-    """The widest ``(after, before)`` times a date condition keeps (inclusive both ends)."""
-    first, last = c.values[0], c.values[-1]
-    if c.op in ("=", ".."):
-        return first.start, last.end
-    if c.op in (">", ">="):
-        return first.start, None
-    if c.op in ("<", "<="):
-        return None, first.end
-    return None
+    return FlowRunFilter.model_validate(pushed_filter(conditions))
 
 
 def query_runs(
@@ -117,39 +33,7 @@ def query_runs(
     limit: int = 20,
     details: bool = False,
 ) -> list[dict[str, Any]]:
-    """The top-level runs that meet every condition, ordered by ``sort`` (default: newest
-    first), at most ``limit``. Each row is `list_runs`'s, plus ``uuid``, ``params``, ``outputs``
-    and ``metrics`` when ``details`` or a condition or sort key needs them."""
-    from prefect.client.schemas.sorting import FlowRunSort
-
-    columns = {c.column for c in conditions} | {k.column for k in sort}
-    with_details = details or bool(columns & DETAIL_COLUMNS)
-    pushed = _pushed_filter(conditions)
-    kept: list[dict[str, Any]] = []
-    offset = 0
+    """The top-level runs at ``api`` that meet every condition, ordered by ``sort`` (default:
+    newest first), at most ``limit`` (`polyaxon_prefect.runs_query.query_runs`)."""
     with api_client(api) as client:
-        while sort or len(kept) < limit:
-            page = client.read_flow_runs(
-                flow_run_filter=pushed,
-                sort=FlowRunSort.START_TIME_DESC,
-                limit=_PAGE,
-                offset=offset,
-            )
-            offset += len(page)
-            artifacts = _artifacts(client, [run.id for run in page])
-            for run in page:
-                data = _json(run)
-                shown = row(data, artifacts[run.id])
-                if with_details:
-                    shown.update(read_details(PrefectApi(client), data, artifacts[run.id]))
-                record = _record(shown, run, data)
-                if matches(record, conditions):
-                    kept.append(record)
-            if len(page) < _PAGE:
-                break
-    ordered = sort_rows(kept, sort)[:limit]
-    for record in ordered:  # the native values were for the query; rows stay JSON-friendly
-        for key in ("created_at", "started_at", "finished_at"):
-            record.pop(key)
-        record["duration"] = record.pop(_SHOWN_DURATION)
-    return ordered
+        return read_query_runs(PrefectApi(client), conditions, sort, limit=limit, details=details)

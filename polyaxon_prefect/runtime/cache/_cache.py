@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import tempfile
 import time
 from collections.abc import Iterable
@@ -26,12 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from polyaxon_prefect.client import CACHE_DIR_NAME, drop_cached_runs
+from polyaxon_prefect.client import CACHE_KEY as _KEY
 from polyaxon_prefect.specs import Status
 
 __all__ = ["CACHE_DIR_NAME", "CacheHit", "RunCache"]
 
-CACHE_DIR_NAME = ".cache"
-_KEY = re.compile(r"^[0-9a-f]{16,128}$")
 _RECORD_VERSION = 1
 
 
@@ -91,22 +90,7 @@ class RunCache:
         """Remove every record that points to one of the runs ``uuids`` (hex, dashes or not),
         so the next identical op runs again (``invalidate``); the keys removed. Records of
         other runs, and files that are not readable records, are left alone."""
-        wanted = {uuid.replace("-", "").lower() for uuid in uuids if uuid}
-        dropped: list[str] = []
-        if not wanted or not self.root.is_dir():
-            return dropped
-        for path in sorted(self.root.glob("*.json")):
-            if not _KEY.match(path.stem):
-                continue
-            try:
-                record = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                continue
-            named = str(record.get("uuid") or "") if isinstance(record, dict) else ""
-            if named.replace("-", "").lower() in wanted:
-                path.unlink(missing_ok=True)
-                dropped.append(path.stem)
-        return dropped
+        return drop_cached_runs(self.root, uuids)  # `invalidate`'s, both ways in (`client`)
 
     def store(
         self,

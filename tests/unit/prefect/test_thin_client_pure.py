@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -13,10 +14,11 @@ from pathlib import Path
 import pytest
 from prefect.client.schemas.objects import State, StateType
 
-from polyaxon_prefect.client import STATE_TYPES, STATUSES, status_of
+from polyaxon_prefect.client import SOCKET_FILE, STATE_TYPES, STATUSES, status_of
 from polyaxon_prefect.client import _cli as thin_cli
 from polyaxon_prefect.client import _local_server as background_files
 from polyaxon_prefect.client import _server as thin_server
+from polyaxon_prefect.client._runner import socket_address
 from polyaxon_prefect.prefect._states import STATE_TYPES as FLOW_STATE_TYPES
 from polyaxon_prefect.prefect._states import polyaxon_status
 from polyaxon_prefect.prefect.server import _background_server as background
@@ -97,7 +99,28 @@ def test_the_thin_client_and_the_flow_layer_find_the_same_background_server(
         (tmp_path / "home").mkdir()
         background._record_path().write_text(json.dumps(dataclasses.asdict(record)))
         assert background.running_server() == record
-        assert _status_both_ways(capsys) == f"running at {url} (pid {process.pid}; database: db)\n"
+        running = f"running at {url} (pid {process.pid}; database: db)\n"
+        sock = tmp_path / "home" / SOCKET_FILE
+        own = "; `run` runs in its own process\n"
+        assert (
+            _status_both_ways(capsys)
+            == f"{running}warm runner: not running (no socket at {sock}){own}"
+        )
+        runner = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        # a runner that died: its socket file is left, nothing listens
+        runner.bind(socket_address(sock))
+        os.chmod(sock, 0o600)
+        said = _status_both_ways(capsys)
+        assert said == f"{running}warm runner: not running (nothing listens at {sock}){own}"
+        runner.listen(16)  # as the runner does (it accepts; here the probes wait queued)
+        monkeypatch.delenv("POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT", raising=False)
+        said = _status_both_ways(capsys)
+        assert said == f"{running}warm runner: listening at {sock}; `run` goes through it\n"
+        monkeypatch.setenv("POLYAXON_PREFECT_RUNNER", "0")
+        said = _status_both_ways(capsys)
+        off = "`run` here does not use it (POLYAXON_PREFECT_RUNNER=0)"
+        assert said == f"{running}warm runner: listening at {sock}; {off}\n"
+        runner.close()
         found = thin_server.thin_server()
         assert found is not None and found.api_url == f"{url}/api" and found.notice
         background_files.hold_lease()  # what the server counts its clients by
@@ -117,13 +140,36 @@ def test_the_thin_client_and_the_flow_layer_find_the_same_background_server(
 def test_only_plain_command_lines_and_servers_known_without_prefect_go_thin(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert thin_cli._ls_args(["--limit", "5", "--json"]) == {
+    assert thin_cli._args(["ls", "--limit", "5", "--json"]) == {
         "status": None,
         "limit": 5,
         "json": True,
+        "query": None,
+        "sort": None,
+        "io": False,
+        "to_csv": False,
     }
-    for words in (["-q", "x"], ["--limit", "0"], ["--status", "done"], ["--json", "--json"]):
-        assert thin_cli._ls_args(words) is None, words
+    for words in (["--limit", "0"], ["--status", "done"], ["--json", "--json"]):
+        assert thin_cli._args(["ls", *words]) is None, words
+    # the query layer's flags: left to `runs_query.thin_ls` (as written), never to `_read_verb`
+    assert thin_cli._args(["ls", "-q", "x"]) is None
+    assert thin_cli.ls_args(["-q", "a:b", "--sort=-name", "--io", "--to-csv"]) == {
+        "status": None,
+        "limit": 20,
+        "json": False,
+        "query": "a:b",
+        "sort": "-name",
+        "io": True,
+        "to_csv": True,
+    }
+    assert thin_cli.ls_args(["-s", "-name, id"])["sort"] == "-name, id"  # type: ignore[index]
+    assert thin_cli.ls_args(["-s", "-name", "-q", "a:b"])["sort"] == "-name"  # type: ignore[index]
+    for words in (["-q", "-x"], ["-q", "a:b", "--query", "c:d"], ["-io", "--io"], ["-q"]):
+        assert thin_cli.ls_args(words) is None, words  # argparse's to refuse or read
+    from polyaxon_prefect.runs_query import thin_ls
+
+    for words in (["-q", "stat:x"], ["-s", "tags"], ["--limit", "5"]):
+        assert thin_ls(words) is None, words  # a usage error is argparse's line, exit 2
     assert thin_cli._get_args(["a-run"]) == {"run": "a-run", "json": False}
     for words in (["-w", "x"], [], ["a", "b"], ["--help"]):
         assert thin_cli._get_args(words) is None, words
