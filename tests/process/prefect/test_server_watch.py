@@ -16,9 +16,18 @@ from dataclasses import dataclass
 
 import pytest
 
+from polyaxon_prefect.prefect.server import _server_watch
 from polyaxon_prefect.prefect.server._server_watch import ServerGone, ServerWatch
 
 pytestmark = pytest.mark.server
+
+
+@pytest.fixture(autouse=True)
+def _forget_gone_servers() -> Iterator[None]:
+    """A `ServerGone` raised here marks this process's run server gone (`server_gone`): a later
+    test in the same worker would start no DAG op."""
+    yield
+    _server_watch._GONE.clear()
 
 
 @dataclass
