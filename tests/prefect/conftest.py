@@ -7,6 +7,7 @@ cache entry of an earlier test session can never turn a first run into a hit.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import io
 import json
@@ -24,6 +25,9 @@ from typing import Any
 import pytest
 
 _ROOT = Path(tempfile.mkdtemp(prefix="polyaxon-prefect-tests-"))
+# Every test worker imports this file and sets the artifacts root for all its tests (other
+# folders' too): the folder goes when the worker exits, whether or not it started a server.
+atexit.register(shutil.rmtree, _ROOT, True)
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ["POLYAXON_PREFECT_ARTIFACTS_ROOT"] = str(_ROOT / "artifacts")
 
