@@ -10,9 +10,10 @@ processes and marks its flow runs crashed (as for any killed CLI).
 
 `warm_run` returns None, and the CLI runs the command itself as it always did, whenever the
 runner cannot be used: ``POLYAXON_PREFECT_RUNNER=0``, not Linux, no background server of this
-Prefect home known without Prefect (`_server.thin_server`: a ``PREFECT_API_URL`` or profile,
-an API key, a dead session to settle first...), ``POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT=0``, no
-runner listening (yet), or a runner of another interpreter or package version.
+Prefect home known without Prefect (`_server.thin_server`: a ``PREFECT_API_URL`` or profile
+that names another server, an API key, a dead session to settle first...),
+``POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT=0`` without such a URL, no runner listening (yet), or a
+runner of another interpreter or package version.
 """
 
 from __future__ import annotations
@@ -184,8 +185,17 @@ def _request(argv: list[str]) -> bytes:
     ).encode()
 
 
+def _names_this_homes_server(api_url: str) -> bool:
+    """Whether ``api_url`` (the user's ``PREFECT_API_URL``) is this Prefect home's running
+    background server's, as ``server start`` tells ``prefect`` commands to set it."""
+    from polyaxon_prefect.client._local_server import running_server
+
+    record = running_server()
+    return record is not None and record.api_url == api_url.rstrip("/")
+
+
 def _connect() -> socket.socket | None:
-    if not runner_enabled() or _idle_timeout_zero() or not _streams_open():
+    if not runner_enabled() or not _streams_open():
         return None
     path = _runner_socket()
     if path is None:
@@ -193,7 +203,12 @@ def _connect() -> socket.socket | None:
     from polyaxon_prefect.client._server import thin_server
 
     server = thin_server()
-    if server is None or server.notice is None:  # not this home's background server
+    if server is None:
+        return None
+    if server.notice is None:  # the user's PREFECT_API_URL: only if it is this home's server
+        if not _names_this_homes_server(server.api_url):
+            return None
+    elif _idle_timeout_zero():  # a temporary server per command, not the background one
         return None
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:

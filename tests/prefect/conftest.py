@@ -7,6 +7,7 @@ cache entry of an earlier test session can never turn a first run into a hit.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import io
 import json
@@ -20,57 +21,135 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import pytest
 
 _ROOT = Path(tempfile.mkdtemp(prefix="polyaxon-prefect-tests-"))
+# Every test worker imports this file and sets the artifacts root for all its tests (other
+# folders' too): the folder goes when the worker exits, whether or not it started a server.
+atexit.register(shutil.rmtree, _ROOT, True)
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ["POLYAXON_PREFECT_ARTIFACTS_ROOT"] = str(_ROOT / "artifacts")
 
 
+_HOME = _ROOT / "prefect"
+# The worker's Prefect home, where its server runs as `polyaxon-prefect server start` runs it
+# (with its warm runner) and where the CLI processes the tests start find it: each such
+# `run` (given the server's PREFECT_API_URL) is then a fork of the runner's pre-imported
+# interpreter, not a new process paying ~3 s of `import prefect`. Commands that read (`ls`,
+# `get`, `logs`...) take the thin client either way. Set for this folder's tests alone
+# (`pytest_runtest_setup`): a worker runs other folders' tests too, whose commands find no
+# server of this home.
+_OUTSIDE: list[str | None] = []
+
+
+@contextlib.contextmanager
+def _in_home() -> Iterator[None]:
+    """PREFECT_HOME is this folder's home within (the session's fixture is torn down in the
+    last test of the worker, which may be another folder's)."""
+    before = os.environ.get("PREFECT_HOME")
+    os.environ["PREFECT_HOME"] = str(_HOME)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("PREFECT_HOME", None)
+        else:
+            os.environ["PREFECT_HOME"] = before
+
+
+@pytest.hookimpl(tryfirst=True)  # before the test's fixtures are set up
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    _OUTSIDE.append(os.environ.get("PREFECT_HOME"))
+    os.environ["PREFECT_HOME"] = str(_HOME)
+
+
+@pytest.hookimpl(trylast=True)  # after its fixtures (module ones included) are torn down
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    outside = _OUTSIDE.pop() if _OUTSIDE else None
+    if outside is None:
+        os.environ.pop("PREFECT_HOME", None)
+    else:
+        os.environ["PREFECT_HOME"] = outside
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+def _runner_answers(socket_path: Path) -> bool:
+    import socket
+
+    with socket.socket(socket.AF_UNIX) as sock:
+        try:
+            sock.connect(str(socket_path))
+        except OSError:
+            return False
+    return True
+
+
 @pytest.fixture(scope="session", autouse=True)
 def prefect_server(prefect_database_template: Path) -> Iterator[str]:
-    """The harness's API URL; heartbeats off and results stored under a temporary folder. Its
-    database starts as a copy of the session's migrated one (tests/conftest.py), so each test
-    worker's harness starts without migrating a database of its own (seconds of CPU each)."""
-    import prefect.testing.utilities as harness
+    """The worker's server's API URL: this Prefect home's background server, started from a
+    copy of the session's migrated database (tests/conftest.py), so it migrates nothing. In
+    this process, heartbeats are off and results are stored under a temporary folder."""
     from prefect.settings import (
         PREFECT_API_URL,
         PREFECT_FLOWS_HEARTBEAT_FREQUENCY,
         PREFECT_LOCAL_STORAGE_PATH,
         temporary_settings,
     )
-    from prefect.testing.utilities import prefect_test_harness
 
+    from polyaxon_prefect.client._local_server import hold_lease
+    from polyaxon_prefect.client._runner import SOCKET_FILE
+    from polyaxon_prefect.prefect.server._background_server import start_server, stop_server
     from polyaxon_prefect.runtime.session._session import SESSION_ENV
+    from tests.conftest import seed_prefect_home
 
-    updates = {
-        PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None,
-        PREFECT_LOCAL_STORAGE_PATH: str(_ROOT / "storage"),
-    }
-    # The harness's server is the test session's, not a run's: when a test that ran earlier in
+    seed_prefect_home(_HOME, prefect_database_template)
+    # The worker's server is the test session's, not a run's: when a test that ran earlier in
     # this process opened a run session, the server must not inherit it (an in-process CLI run
     # closing that session would stop the server with the rest of the session).
     session = os.environ.pop(SESSION_ENV, None)
-    # The harness makes its database `prefect-test.db` in a new `mkdtemp()` folder (and removes
-    # that folder at exit): it is handed a folder that already holds the migrated copy.
-    seeded = tempfile.mkdtemp(prefix="prefect-harness-")
-    shutil.copyfile(prefect_database_template, Path(seeded) / "prefect-test.db")
-    # A generous start limit: the suite runs four workers on two cores, each starting its own
-    # harness server while the others run jobs (60 s was seen to pass by under that load).
     try:
-        with contextlib.ExitStack() as started:
-            started.enter_context(temporary_settings(updates=updates))
-            with mock.patch.object(harness, "mkdtemp", lambda: seeded):  # for its start only
-                started.enter_context(prefect_test_harness(server_startup_timeout=300))
-            if session is not None:
-                os.environ[SESSION_ENV] = session
-            yield str(PREFECT_API_URL.value())
+        # A generous start limit: the suite runs four workers on two cores, each starting its
+        # own server while the others run jobs. An idle timeout, so a server whose worker was
+        # killed goes by itself; this process's lease keeps it up while the worker lives.
+        with _in_home():
+            hold_lease()
+            server, _ = start_server(port=free_port(), idle_timeout=120, timeout=300)
     finally:
         if session is not None:
             os.environ[SESSION_ENV] = session
-    shutil.rmtree(_ROOT, ignore_errors=True)
+    try:
+        # `run` goes through the runner once it answers (it imports for a few seconds after
+        # the server); until then a `run` takes the CLI's own way, with the same output.
+        wait_until(lambda: _runner_answers(_HOME / SOCKET_FILE), 120, step=0.2)
+        updates = {
+            PREFECT_API_URL: server.api_url,
+            PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None,
+            PREFECT_LOCAL_STORAGE_PATH: str(_ROOT / "storage"),
+        }
+        with temporary_settings(updates=updates):
+            import prefect.context
+
+            # as Prefect's test harness does: code in a context copied before now uses it too
+            with prefect.context._temporary_global_settings_context(
+                prefect.context.get_settings_context()
+            ):
+                yield server.api_url
+    finally:
+        from prefect.logging.handlers import APILogWorker
+
+        APILogWorker.drain_all(timeout=10)  # this process's last log lines, before it goes
+        with _in_home():
+            stop_server()
+        shutil.rmtree(_ROOT, ignore_errors=True)
 
 
 def write_component(

@@ -6,10 +6,14 @@ than as slow sweeps (a lost fast path) or runs the reaper cannot mark crashed.
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 from prefect.client.orchestration import get_client
 from prefect.states import Completed
 
 from polyaxon_prefect.prefect._client import api_request, ephemeral_api_url, result_value
+from tests.prefect.conftest import free_port
 
 
 def test_the_sync_client_exposes_its_httpx_client_and_csrf_hook():
@@ -22,12 +26,25 @@ def test_the_sync_client_exposes_its_httpx_client_and_csrf_hook():
         assert response.status_code == 200 and isinstance(response.json(), list)
 
 
-def test_the_ephemeral_server_is_found_on_its_class(prefect_server: str):
+def test_the_ephemeral_server_is_found_on_its_class(
+    tmp_path: Path, prefect_database_template: Path
+) -> None:
     from prefect.server.api.server import SubprocessASGIServer
+    from prefect.settings import PREFECT_SERVER_DATABASE_CONNECTION_URL, temporary_settings
 
     assert isinstance(SubprocessASGIServer._instances, dict)
-    # the harness's server is one of Prefect's subprocess servers: it must be found
-    assert ephemeral_api_url() == prefect_server
+    # one of Prefect's subprocess servers, started as Prefect starts one for a process (on a
+    # copy of the migrated database: nothing to migrate): it must be found
+    database = shutil.copyfile(prefect_database_template, tmp_path / "prefect.db")
+    url = f"sqlite+aiosqlite:///{database}"
+    with temporary_settings(updates={PREFECT_SERVER_DATABASE_CONNECTION_URL: url}):
+        server = SubprocessASGIServer(port=free_port())
+        server.start(timeout=300)
+    try:
+        assert ephemeral_api_url() == server.api_url
+    finally:
+        server.stop()
+        SubprocessASGIServer._instances.pop(server.port, None)
 
 
 def test_an_in_memory_result_is_read_from_its_record():

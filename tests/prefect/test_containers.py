@@ -175,7 +175,14 @@ def _run_in_background(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env={**os.environ, "PREFECT_API_URL": prefect_server, **env},
+        # the run in this very process (not the warm runner's): its containers are labelled
+        # with the CLI's pid, and the CLI is what the test signals and kills
+        env={
+            **os.environ,
+            "PREFECT_API_URL": prefect_server,
+            "POLYAXON_PREFECT_RUNNER": "0",
+            **env,
+        },
     )
 
 

@@ -81,6 +81,7 @@ def test_a_million_point_sweep_starts_at_once_and_a_signal_ends_it_stopped(
     env = {
         **os.environ,
         "PREFECT_API_URL": prefect_server,
+        "POLYAXON_PREFECT_RUNNER": "0",  # the run in the signalled process (found by MARK)
         "POLYAXON_PREFECT_ARTIFACTS_ROOT": str(tmp_path / "artifacts"),
         MARK: mark,
     }

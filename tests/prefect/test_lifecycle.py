@@ -62,6 +62,8 @@ def base_env(tmp_path: Path, api_url: str | None) -> dict[str, str]:
     env["POLYAXON_PREFECT_ARTIFACTS_ROOT"] = str(tmp_path / "artifacts")
     if api_url:
         env["PREFECT_API_URL"] = api_url
+        # the run in the CLI's own process, which the tests signal and kill and find by MARK
+        env["POLYAXON_PREFECT_RUNNER"] = "0"
     else:
         env["PREFECT_HOME"] = str(tmp_path / "prefect-home")
     return env

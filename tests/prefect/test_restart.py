@@ -244,7 +244,8 @@ def test_resume_a_killed_sweep_by_its_run(tmp_path: Path, prefect_server: str) -
     process = subprocess.Popen(
         [PY, "-m", "polyaxon_prefect.cli", "run", "-f", "sweep.yaml"],
         cwd=tmp_path,
-        env={**os.environ, "PREFECT_API_URL": prefect_server},
+        # the run in the CLI's process: its whole process group is killed
+        env={**os.environ, "PREFECT_API_URL": prefect_server, "POLYAXON_PREFECT_RUNNER": "0"},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,

@@ -47,6 +47,7 @@ def _env(tmp_path: Path, api_url: str, mark: str) -> dict[str, str]:
     return {
         **os.environ,
         "PREFECT_API_URL": api_url,
+        "POLYAXON_PREFECT_RUNNER": "0",  # the run in the CLI's process (found by MARK)
         "POLYAXON_PREFECT_ARTIFACTS_ROOT": str(tmp_path / "artifacts"),
         MARK: mark,
     }

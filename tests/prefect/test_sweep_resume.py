@@ -29,7 +29,8 @@ def test_resume_after_kill_finishes_without_rerunning_completed_trials(
 ):
     path = sweep_file(tmp_path, MATRIX, params="sleep: {value: 1.0}\n")
     storage = str(tmp_path / "sweeps.db")
-    env = {**os.environ, "PREFECT_API_URL": prefect_server}
+    # the run in the CLI's process: its whole process group is killed
+    env = {**os.environ, "PREFECT_API_URL": prefect_server, "POLYAXON_PREFECT_RUNNER": "0"}
     command = [sys.executable, "-m", "polyaxon_prefect.cli", "run", "-f", str(path)]
     process = subprocess.Popen(
         [*command, "--storage", storage],

@@ -103,13 +103,16 @@ def test_another_interpreter_with_polyaxon_in_its_site_packages_is_probed(tmp_pa
 
 @pytest.mark.slow
 def test_real_polyaxon_from_the_index_is_never_shadowed(tmp_path: Path) -> None:
-    """``pip install polyaxon`` (2.x) in a throwaway venv (about 40 s): a job run with that
-    venv's Python imports the real ``polyaxon`` and its ``tracking``, not ours."""
+    """``pip install polyaxon`` (2.x) in a throwaway venv: a job run with that venv's Python
+    imports the real ``polyaxon`` and its ``tracking``, not ours. The venv gets no pip of its
+    own (this interpreter's pip installs into it, ``--python``) and the install compiles no
+    bytecode: the same packages in the same site-packages, for a fifth of the CPU."""
     env_dir = tmp_path / "venv"
-    venv.EnvBuilder(with_pip=True).create(env_dir)
+    venv.EnvBuilder(with_pip=False).create(env_dir)
     python = env_dir / "bin" / "python"
+    pip = [sys.executable, "-m", "pip", "--python", str(python)]
     done = subprocess.run(
-        [python, "-m", "pip", "install", "-q", "polyaxon>=2"],
+        [*pip, "install", "-q", "--no-compile", "polyaxon>=2"],
         capture_output=True,
         text=True,
         timeout=300,

@@ -33,10 +33,12 @@ controller's part follows Kubernetes' rules: a pod failed by a disruption that t
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import itertools
 import json
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -88,6 +90,20 @@ def ever(k: Any, plural: str) -> list[tuple[Any, str, str]]:
     return [key for key in list(k.objects.keys()) if key[0].plural == plural]
 
 
+_PODS_ROOT: list[Path] = []
+
+
+def _pods_root() -> Path:
+    """One folder per test process for every fake pod's files (a pod's root, as a node's
+    disk), removed when the process exits: tests read a pod's files after its cluster closed,
+    and no pod's folder is left in the system's temporary folder."""
+    if not _PODS_ROOT:
+        root = Path(tempfile.mkdtemp(prefix="fake-kubelet-"))
+        atexit.register(shutil.rmtree, root, True)
+        _PODS_ROOT.append(root)
+    return _PODS_ROOT[0]
+
+
 POD_PATHS = ("/plx-context", "/plx-artifacts-store")
 """Absolute paths a pod sees that the fake kubelet maps into the pod's own directory."""
 
@@ -106,7 +122,7 @@ class FakeKubelet:
 
     async def run(self, pod_name: str, spec: dict[str, Any]) -> tuple[int, str]:
         """Run the pod; its main container's exit code and the reason Kubernetes would give."""
-        root = Path(tempfile.mkdtemp(prefix=f"{pod_name}-"))
+        root = Path(tempfile.mkdtemp(prefix=f"{pod_name}-", dir=_pods_root()))
 
         def mapped(text: str) -> str:
             for prefix in POD_PATHS:

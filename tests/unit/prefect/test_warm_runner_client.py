@@ -67,3 +67,36 @@ def test_exit_codes_read_as_a_shell_reads_them() -> None:
     assert _runner.exit_code_of(1) == 1
     assert _runner.exit_code_of(-2) == 130  # ended by SIGINT
     assert _runner.exit_code_of(-9) == 137
+
+
+@pytest.mark.parametrize(
+    ("api_url", "idle", "taken"),
+    [
+        ("http://127.0.0.1:4321/api", "0", True),  # this home's server, as `server start` says
+        ("http://127.0.0.1:4321/api/", "600", True),
+        ("http://127.0.0.1:9999/api", "600", False),  # another server: the CLI runs it
+    ],
+)
+def test_a_prefect_api_url_naming_this_homes_server_goes_through_its_runner(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, api_url: str, idle: str, taken: bool
+) -> None:
+    from polyaxon_prefect.client import _local_server, _server
+
+    monkeypatch.delenv(_runner.ENV_RUNNER, raising=False)
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path))
+    monkeypatch.setenv("POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT", idle)
+    # the user's URL, as `thin_server` reads it from the environment or the profile
+    monkeypatch.setattr(_server, "thin_server", lambda: _server.ThinServer(api_url.rstrip("/")))
+    record = _local_server.BackgroundServer(
+        pid=os.getpid(), url="http://127.0.0.1:4321", log="", database=""
+    )
+    monkeypatch.setattr(_local_server, "running_server", lambda: record)
+    path = tmp_path / _runner.SOCKET_FILE
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(str(path))
+        os.chmod(path, 0o600)
+        listener.listen(1)
+        conn = _runner._connect()
+        assert (conn is not None) is taken
+        if conn is not None:
+            conn.close()
