@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from _drain import drain
 
 TARGET_TAIL_S = 2.0
 CLI = Path(sys.executable).with_name("polyaxon-prefect")
@@ -200,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
                         f"peak RSS {row['rss_mb']:6.0f} MB  (load {loads[-1]:.1f})",
                         flush=True,
                     )
+            drain()  # the server records the last runs before it stops: no traceback
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(
