@@ -207,4 +207,7 @@ def running_server() -> BackgroundServer | None:
         with contextlib.suppress(OSError):
             record_path().unlink()
         return None
-    return record if healthy(record.api_url) else None
+    # proven ours (its pid runs the server module since the recorded start), a server that
+    # is only slow to answer on a loaded machine is still this home's: taking it for gone
+    # would start a second server on the same database
+    return record if health(record.api_url) != "unreachable" else None

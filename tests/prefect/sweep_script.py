@@ -16,6 +16,13 @@ from pathlib import Path
 from polyaxon_prefect import tracking
 
 
+def _write(mark: Path, record: dict[str, object]) -> None:
+    # whole or not at all: the tests read marks while trials still write them
+    partial = mark.with_suffix(".part")
+    partial.write_text(json.dumps(record), encoding="utf-8")
+    partial.replace(mark)
+
+
 def main() -> None:
     params = tracking.get_params()
     started = time.time()
@@ -23,7 +30,7 @@ def main() -> None:
     marks.mkdir(parents=True, exist_ok=True)
     mark = marks / f"{os.environ[tracking.ENV_RUN_UUID]}.json"
     record = {"params": params, "start": started, "pid": os.getpid()}
-    mark.write_text(json.dumps(record), encoding="utf-8")
+    _write(mark, record)
     x = float(params.get("x") or 0.0)
     loss = (x - 0.3) ** 2 + float(params.get("penalty") or 0.0)
     steps = int(params.get("steps") or 1)
@@ -37,7 +44,7 @@ def main() -> None:
     resource = params.get("epochs")
     tracking.log_outputs(loss=loss, resource_type=type(resource).__name__)
     record["end"] = time.time()
-    mark.write_text(json.dumps(record), encoding="utf-8")
+    _write(mark, record)
 
 
 if __name__ == "__main__":

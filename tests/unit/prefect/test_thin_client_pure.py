@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -123,6 +124,14 @@ def test_the_thin_client_and_the_flow_layer_find_the_same_background_server(
         runner.close()
         found = thin_server.thin_server()
         assert found is not None and found.api_url == f"{url}/api" and found.notice
+        # a server too busy to answer within the health check's time (stopped here) is still
+        # this home's: taking it for gone would start a second one on the same database
+        process.send_signal(signal.SIGSTOP)
+        try:
+            assert background_files.health(record.api_url, timeout=0.5) == "silent"
+            assert background.running_server() == record
+        finally:
+            process.send_signal(signal.SIGCONT)
         background_files.hold_lease()  # what the server counts its clients by
         assert (background.leases_dir() / str(os.getpid())).exists()
         wrong = dataclasses.replace(record, started=(started or 0) + 1)  # a reused pid
