@@ -1,7 +1,8 @@
 """``restart`` and ``resume`` run real processes again from what a run recorded: a DAG from its
 failed op (the ops before it reused, not run), a job with a new param and a copied directory,
-a finished sweep with more trials. The CLI runs in subprocesses on the test server; marker
-files the ops write count what really ran."""
+a finished sweep with more trials. ``run`` is a CLI process on the test server (through its warm
+runner); ``restart`` and ``resume`` run the CLI in this process; marker files the ops write
+count what really ran."""
 
 from __future__ import annotations
 
@@ -12,10 +13,21 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.prefect.conftest import cli_json
+from tests.prefect.conftest import cli_in, cli_json
+
+
+def cli_json_in(api: str, folder: Path, *args: str) -> tuple[int, dict[str, Any], str]:
+    """``cli_json`` in this process (``cli.main``, as the warm runner runs a command): for
+    ``restart`` and ``resume``, which the runner does not take, a second process would add
+    only its seconds of ``import prefect``; the ops still run as their own processes."""
+    done = cli_in(api, *args, "--json", cwd=folder)
+    lines = done.stdout.strip().splitlines()
+    return done.returncode, json.loads(lines[-1]) if lines else {}, done.stderr
+
 
 PY = sys.executable
 STEP = """\
@@ -90,7 +102,7 @@ def test_restart_from_the_failed_op_reuses_the_ops_before_it(
     (tmp_path / "chain.yaml").unlink()
     (tmp_path / "step.yaml").unlink()
     (tmp_path / "marks" / "ok").write_text("")
-    code, again, err = cli_json(prefect_server, tmp_path, "restart", first["uuid"])
+    code, again, err = cli_json_in(prefect_server, tmp_path, "restart", first["uuid"])
     assert code == 0, err
     assert "from op `c`" in err
     assert again["status"] == "succeeded"
@@ -113,11 +125,11 @@ def test_restart_from_the_failed_op_reuses_the_ops_before_it(
     assert new_record["cloning_kind"] == "restart"
 
     # by the flow run's id too, from an op named; an unknown op is one line, exit 2
-    code, bad, err = cli_json(prefect_server, tmp_path, "restart", again["uuid"], "--from", "zz")
+    code, bad, err = cli_json_in(prefect_server, tmp_path, "restart", again["uuid"], "--from", "zz")
     assert code == 2
     assert "no op `zz`" in bad["error"]
     assert "Traceback" not in err
-    code, third, err = cli_json(
+    code, third, err = cli_json_in(
         prefect_server, tmp_path, "restart", again["flow_run_id"], "--from", "d"
     )
     assert code == 0, err
@@ -147,20 +159,20 @@ def test_restart_a_job_with_params_a_preset_and_a_copy(tmp_path: Path, prefect_s
     code, first, err = cli_json(prefect_server, tmp_path, "run", "-f", "job.yaml", "-P", "x=2")
     assert code == 0, err
     (tmp_path / "job.yaml").write_text("not: [a polyaxonfile\n")  # edited since: no matter
-    code, again, err = cli_json(prefect_server, tmp_path, "restart", first["uuid"], "--copy")
+    code, again, err = cli_json_in(prefect_server, tmp_path, "restart", first["uuid"], "--copy")
     assert code == 0, err
     assert again["outputs"] == {"got": 2, "label": "plain"}  # the recorded -P value
     new_dir = Path(again["artifacts_path"])
     assert (new_dir / "x-2").is_file()  # copied from the old run, then written again
     record = json.loads((new_dir / "run.json").read_text())
     assert (record["original_uuid"], record["cloning_kind"]) == (first["uuid"], "copy")
-    code, third, err = cli_json(
+    code, third, err = cli_json_in(
         prefect_server, tmp_path, "restart", first["uuid"], "-P", "x=5", "-f", "override.yaml"
     )
     assert code == 0, err
     assert third["outputs"] == {"got": 5, "label": "patched"}
     assert not (Path(third["artifacts_path"]) / "x-2").exists()  # no --copy: a fresh directory
-    code, refused, err = cli_json(prefect_server, tmp_path, "resume", first["uuid"])
+    code, refused, err = cli_json_in(prefect_server, tmp_path, "resume", first["uuid"])
     assert code == 2
     assert "restart" in refused["error"]
 
@@ -185,7 +197,7 @@ def test_resume_more_runs_exactly_the_extra_trials(tmp_path: Path, prefect_serve
     assert code == 0, err
     assert len(first["trials"]) == 8
     assert len(list((tmp_path / "trials").iterdir())) == 8
-    code, more, err = cli_json(prefect_server, tmp_path, "resume", first["uuid"], "--more", "4")
+    code, more, err = cli_json_in(prefect_server, tmp_path, "resume", first["uuid"], "--more", "4")
     assert code == 0, err
     assert len(list((tmp_path / "trials").iterdir())) == 12  # exactly 4 new trials ran
     assert len(more["trials"]) == 12
@@ -266,7 +278,7 @@ def test_resume_a_killed_sweep_by_its_run(tmp_path: Path, prefect_server: str) -
     ]
     uuid = json.loads(record.read_text())["uuid"]
 
-    code, resumed, err = cli_json(prefect_server, tmp_path, "resume", uuid)
+    code, resumed, err = cli_json_in(prefect_server, tmp_path, "resume", uuid)
     assert code == 0, err
     assert [t["status"] for t in resumed["trials"]] == ["succeeded"] * 4
     assert started() == ["1", "2", "2", "3", "4"]  # 1 done before the kill: never again
