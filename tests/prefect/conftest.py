@@ -330,6 +330,16 @@ def cli_json(api: str, folder: Path, *args: str) -> tuple[int, dict[str, Any], s
     return done.returncode, json.loads(lines[-1]) if lines else {}, done.stderr
 
 
+def cli_json_in(api: str, folder: Path, *args: str) -> tuple[int, dict[str, Any], str]:
+    """``cli_json`` run in this process (``cli.main``, started in ``folder``), as the warm
+    runner runs a command: for the verbs the runner does not take (``restart``, ``resume``),
+    where a second process would only add its seconds of ``import prefect``; the ops they run
+    are still processes of their own."""
+    done = cli_in(api, *args, "--json", cwd=folder)
+    lines = done.stdout.strip().splitlines()
+    return done.returncode, json.loads(lines[-1]) if lines else {}, done.stderr
+
+
 def pid_alive(pid: int) -> bool:
     """Whether process ``pid`` still runs (a zombie is gone for our purpose)."""
     try:

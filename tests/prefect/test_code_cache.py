@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from polyaxon_prefect.prefect import run
-from tests.prefect.conftest import cli_json
+from tests.prefect.conftest import cli_json_in
 
 PY = sys.executable
 
@@ -115,13 +115,13 @@ def test_restart_reruns_the_edited_op_and_force_reruns_an_unchanged_one(
     assert first.status == "succeeded" and first.uuid is not None
 
     (code / "train" / "train.py").write_text(_script(marks, "train", 0.5))
-    status, again, err = cli_json(prefect_server, tmp_path, "restart", first.uuid)
+    status, again, err = cli_json_in(prefect_server, tmp_path, "restart", first.uuid)
     assert status == 0, err
     assert again["ops"]["train"]["outputs"] == {"loss": 0.5}
     assert "cache hit" in again["ops"]["prep"]["message"]  # unchanged: served
     assert (_starts(marks, "prep"), _starts(marks, "train")) == (1, 2)
 
-    status, forced, err = cli_json(
+    status, forced, err = cli_json_in(
         prefect_server, tmp_path, "restart", first.uuid, "--force", "prep"
     )
     assert status == 0, err
@@ -133,7 +133,7 @@ def test_restart_reruns_the_edited_op_and_force_reruns_an_unchanged_one(
     )
     assert (_starts(marks, "prep"), _starts(marks, "train")) == (2, 2)
 
-    status, _, err = cli_json(prefect_server, tmp_path, "restart", first.uuid, "--force", "x")
+    status, _, err = cli_json_in(prefect_server, tmp_path, "restart", first.uuid, "--force", "x")
     assert status == 2 and "--force: the dag has no op `x`" in err
 
 

@@ -13,21 +13,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.prefect.conftest import cli_in, cli_json
-
-
-def cli_json_in(api: str, folder: Path, *args: str) -> tuple[int, dict[str, Any], str]:
-    """``cli_json`` in this process (``cli.main``, as the warm runner runs a command): for
-    ``restart`` and ``resume``, which the runner does not take, a second process would add
-    only its seconds of ``import prefect``; the ops still run as their own processes."""
-    done = cli_in(api, *args, "--json", cwd=folder)
-    lines = done.stdout.strip().splitlines()
-    return done.returncode, json.loads(lines[-1]) if lines else {}, done.stderr
-
+from tests.prefect.conftest import cli_json, cli_json_in
 
 PY = sys.executable
 STEP = """\

@@ -5,8 +5,8 @@ naming an op ``../../../../escaped-dir`` made ``artifacts --download DIR`` write
 A job's run directory holds what its code made: ``outputs/outlink -> /outside`` was copied
 whole by ``restart --copy``, and a FIFO or a link loop ended in a raw ``Error: [(...)]`` line.
 Here a real job leaves a link out, a link loop and a FIFO; a forged report (made through the
-API, as another process would) names its run under a climbing op name; the CLI, in a second
-process, downloads and copies them.
+API, as another process would) names its run under a climbing op name; the CLI (`cli.main`,
+in this process) downloads and copies them.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pytest
 
 from polyaxon_prefect.prefect import run
 from polyaxon_prefect.search._sweep import DATA_HEADING
-from tests.prefect.conftest import cli_in, cli_on
+from tests.prefect.conftest import cli_in
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow, pytest.mark.process, pytest.mark.server]
 
@@ -115,7 +115,7 @@ def test_a_forged_report_and_links_in_a_run_write_nothing_outside_the_target(
     assert _tree(outside) == ["private.txt"]
 
     # restart --copy: the same, then the job runs again in its copy
-    again = cli_on(prefect_server, "restart", job.uuid, "--copy", "--json")
+    again = cli_in(prefect_server, "restart", job.uuid, "--copy", "--json")
     assert again.returncode == 0, again.stderr
     lines = again.stderr.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(f"copying run {job.uuid}"))
