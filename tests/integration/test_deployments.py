@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from tests.integration.conftest import prefect_server, stop
-from tests.prefect.conftest import pid_alive
+from tests.prefect.conftest import cli_in, pid_alive
 
 pytestmark = [pytest.mark.slow, pytest.mark.process, pytest.mark.server]
 
@@ -101,14 +101,20 @@ def cluster(prefect_database_template: Path) -> Iterator[tuple[dict[str, str], A
             stop(worker)
 
 
+def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """``polyaxon-prefect ARGS`` in this process (``cli.main``) on the module's server: what it
+    printed and its exit code. A deploy or a stop is a few API calls; a second process would
+    only add its seconds of ``import prefect`` (the runs themselves are the worker's
+    processes)."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    # Prefect's settings in force here name the module's server, as the CLI's would
+    with temporary_settings(updates={PREFECT_API_URL: env["PREFECT_API_URL"]}):
+        return cli_in(env["PREFECT_API_URL"], *args)
+
+
 def _deploying(env: dict[str, str], file: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(BIN / "polyaxon-prefect"), "deploy", "-f", str(file), "--pool", POOL, *extra],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+    return _cli(env, "deploy", "-f", str(file), "--pool", POOL, *extra)
 
 
 def _deploy(env: dict[str, str], file: Path, *extra: str) -> str:
@@ -279,19 +285,8 @@ def test_depends_on_past_skips_the_run_after_a_failed_one(
 
 def test_a_missing_pool_is_one_clear_line(cluster: tuple[dict[str, str], Api]) -> None:
     env, _ = cluster
-    done = subprocess.run(
-        [
-            str(BIN / "polyaxon-prefect"),
-            "deploy",
-            "-f",
-            str(REPO / "examples/quick-start/typed.yaml"),
-            "--pool",
-            "no-such-pool",
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    done = _cli(
+        env, "deploy", "-f", str(REPO / "examples/quick-start/typed.yaml"), "--pool", "no-such-pool"
     )
     assert done.returncode == 1
     assert "work pool `no-such-pool` does not exist" in done.stderr
@@ -387,8 +382,7 @@ def test_stop_ends_a_deployed_dag_that_a_worker_runs(
     written = [n for p in pids.iterdir() for n in (int(p.name), int(p.read_text()))]
     assert len(written) == 4 and all(pid_alive(pid) for pid in written)
 
-    stop_cli = [sys.executable, "-m", "polyaxon_prefect.cli", "stop", flow_run_id]
-    stopped = subprocess.run(stop_cli, env=env, capture_output=True, text=True, timeout=120)
+    stopped = _cli(env, "stop", flow_run_id)
     assert stopped.returncode == 0, stopped.stderr
     run = api.wait_final(flow_run_id, 30)
 
@@ -398,6 +392,5 @@ def test_stop_ends_a_deployed_dag_that_a_worker_runs(
         time.sleep(0.2)
     assert not [pid for pid in written if pid_alive(pid)]
     assert set(api.task_runs(flow_run_id).values()) == {"Cancelled"}
-    get_cli = [sys.executable, "-m", "polyaxon_prefect.cli", "get", flow_run_id, "--json"]
-    shown = json.loads(subprocess.run(get_cli, env=env, capture_output=True, timeout=120).stdout)
+    shown = json.loads(_cli(env, "get", flow_run_id, "--json").stdout)
     assert shown["status"] == "stopped"
