@@ -1,5 +1,7 @@
 """Deployments end to end, with real processes on loopback: ``prefect server start``, a process
-work pool and ``prefect worker start``, ``polyaxon-prefect deploy``, ``prefect deployment run``.
+work pool and ``prefect worker start`` (each deployed run is a process the worker starts),
+``polyaxon-prefect deploy`` (its ``cli.main``, in the test's process), ``prefect deployment run``
+(the quick-start's; the other tests ask the API for a run as that command does).
 
 The quick-start DAG deployed with its typed form runs with a ``--param`` and its op task runs
 end as they should; a bad value is refused with a readable message and no flow run; a
@@ -71,6 +73,20 @@ class Api:
                 return run
             time.sleep(1)
         raise AssertionError(f"flow run {flow_run_id} did not end in {seconds:.0f}s")
+
+    def run_deployment(self, full_name: str) -> str:
+        """A flow run of the deployment with its defaults, asked for as ``prefect deployment
+        run`` asks (Prefect's client, its retries of a busy server's 503 included; the worker
+        picks it up the same way), without a process of its own: its id."""
+        from prefect.client.orchestration import get_client
+        from prefect.settings import PREFECT_API_URL, temporary_settings
+
+        with (
+            temporary_settings(updates={PREFECT_API_URL: self.url}),
+            get_client(sync_client=True) as client,
+        ):
+            deployment = client.read_deployment_by_name(full_name)
+            return str(client.create_flow_run_from_deployment(deployment.id).id)
 
     def task_runs(self, flow_run_id: str) -> dict[str, str]:
         body = {"flow_runs": {"id": {"any_": [flow_run_id]}}}
@@ -252,8 +268,7 @@ def test_a_hook_runs_when_a_deployed_run_fails(
         )
         variables = json.dumps({"env": {"POLYAXON_PREFECT_CONNECTIONS": str(connections)}})
         _deploy(env, path, "--job-variables", variables)
-        done = _run(env, "fails/fails")
-        run = api.wait_final(_flow_run_id(done.stdout))
+        run = api.wait_final(api.run_deployment("fails/fails"))
         assert run["state"]["type"] == "FAILED"
         deadline = time.monotonic() + 30
         while not _Receiver.received and time.monotonic() < deadline:
@@ -275,9 +290,9 @@ def test_depends_on_past_skips_the_run_after_a_failed_one(
     _deploy(env, path)
     deployment = api.deployment("careful/careful")
     assert deployment["global_concurrency_limit"]["limit"] == 1
-    first = api.wait_final(_flow_run_id(_run(env, "careful/careful").stdout))
+    first = api.wait_final(api.run_deployment("careful/careful"))
     assert first["state"]["type"] == "FAILED"
-    second = api.wait_final(_flow_run_id(_run(env, "careful/careful").stdout))
+    second = api.wait_final(api.run_deployment("careful/careful"))
     assert (second["state"]["type"], second["state"]["name"]) == ("COMPLETED", "Skipped")
     assert "dependsOnPast: the previous run" in second["state"]["message"]
     assert first["name"] in second["state"]["message"]
@@ -375,7 +390,7 @@ def test_stop_ends_a_deployed_dag_that_a_worker_runs(
     path = tmp_path / "stoppable.yaml"
     path.write_text(json.dumps(spec))
     _deploy(env, path)
-    flow_run_id = _flow_run_id(_run(env, "stoppable/stoppable").stdout)
+    flow_run_id = api.run_deployment("stoppable/stoppable")
     deadline = time.monotonic() + 120
     while len(list(pids.iterdir())) < 2 and time.monotonic() < deadline:
         time.sleep(0.2)
