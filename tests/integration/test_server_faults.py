@@ -55,13 +55,20 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _stop_server(env: dict[str, str]) -> None:
+    """`server stop` where a server may run: with no record it could stop nothing (a CLI
+    process spared)."""
+    if _record(env).exists():
+        _cli(env, "server", "stop")
+
+
 @pytest.fixture
 def home(tmp_path: Path) -> Iterator[dict[str, str]]:
     env = new_home_env(tmp_path / "prefect", tmp_path / "artifacts", "120")
     try:
         yield env
     finally:
-        _cli(env, "server", "stop")
+        _stop_server(env)
 
 
 @pytest.fixture
@@ -72,7 +79,7 @@ def used_home(tmp_path: Path, migrated_home: Path) -> Iterator[dict[str, str]]:
     try:
         yield env
     finally:
-        _cli(env, "server", "stop")
+        _stop_server(env)
 
 
 def test_a_server_killed_under_a_job_is_one_line_and_the_jobs_own_result(
