@@ -64,7 +64,8 @@ def home(tmp_path: Path, migrated_home: Path) -> Iterator[dict[str, str]]:
     try:
         yield env
     finally:
-        _run(env, "server", "stop")
+        if _record(env).exists():  # with no record, `server stop` could stop nothing
+            _run(env, "server", "stop")
 
 
 def test_the_first_command_starts_the_server_the_next_ones_share_it_until_idle(

@@ -55,13 +55,20 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _stop_server(env: dict[str, str]) -> None:
+    """`server stop` where a server may run: with no record it could stop nothing (a CLI
+    process spared)."""
+    if _record(env).exists():
+        _cli(env, "server", "stop")
+
+
 @pytest.fixture
 def home(tmp_path: Path) -> Iterator[dict[str, str]]:
     env = new_home_env(tmp_path / "prefect", tmp_path / "artifacts", "120")
     try:
         yield env
     finally:
-        _cli(env, "server", "stop")
+        _stop_server(env)
 
 
 @pytest.fixture
@@ -72,7 +79,7 @@ def used_home(tmp_path: Path, migrated_home: Path) -> Iterator[dict[str, str]]:
     try:
         yield env
     finally:
-        _cli(env, "server", "stop")
+        _stop_server(env)
 
 
 def test_a_server_killed_under_a_job_is_one_line_and_the_jobs_own_result(
@@ -408,6 +415,17 @@ def test_a_server_killed_while_an_op_waits_on_the_running_one_tells_both_truths(
     assert {p.name: p.read_text() for p in marks.iterdir()} == {"b": "ran\n"}
 
 
+def _trials_running(artifacts: Path, process: subprocess.Popen[str], seconds: float = 300) -> None:
+    """Wait until both first trials run (their run directories have a log). A loaded machine
+    can take minutes to get there: the server is killed only under running trials, never
+    before (the trials would then never start, and nothing that follows would be tested)."""
+    deadline = time.monotonic() + seconds
+    while len(list(artifacts.glob("*/*/logs/job.log"))) < 2:
+        assert process.poll() is None, process.communicate()[1][-3000:]
+        assert time.monotonic() < deadline, f"the first two trials did not start in {seconds} s"
+        time.sleep(0.2)
+
+
 SLOW_SWEEP = """\
 version: 1.1
 kind: operation
@@ -446,11 +464,7 @@ def test_a_sweep_resumed_after_its_server_died_reruns_only_unfinished_trials(
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:  # both first trials run once their run dirs have a log
-        if len(list((tmp_path / "artifacts").glob("*/*/logs/job.log"))) >= 2:
-            break
-        time.sleep(0.2)
+    _trials_running(tmp_path / "artifacts", process)
     os.killpg(json.loads(_record(home).read_text())["pid"], signal.SIGKILL)
     out, err = process.communicate(timeout=120)
     assert process.returncode == 1, err[-3000:]
@@ -496,21 +510,27 @@ component:
         - -c
         - "import time; from polyaxon_prefect import tracking; \\
           tracking.log_metrics(step=0, loss=1.0); time.sleep(4); \\
-          tracking.log_metrics(step=1, loss=1.0); open('MARKS/{{ x }}', 'a').write('ran\\\\n')"
+          [tracking.log_metrics(step=s, loss=1.0) for s in range(1, STEPS)]; \\
+          open('MARKS/{{ x }}', 'a').write('ran\\\\n')"
 """
 
 
 def test_a_pruning_sweep_resumed_after_its_server_died_reruns_only_unfinished_trials(
-    home: dict[str, str], tmp_path: Path
+    used_home: dict[str, str], tmp_path: Path
 ) -> None:
     """Under a pruning policy too, a trial's end (its last values to the pruner, then its
     state) is told to the study as its process ends: the two trials that ended while the
     server was down are done, and ``--resume`` runs only the two points never started. Every
-    trial logs the same loss, so the median policy prunes none."""
+    trial logs the same loss, so the median policy prunes none. The CLI, its server gone,
+    waits until the study knows how each ended, however long after their processes that is."""
+    home = used_home
     marks = tmp_path / "marks"
     marks.mkdir()
     sweep = tmp_path / "sweep.yaml"
-    sweep.write_text(PRUNED_SWEEP.replace("MARKS", str(marks)))
+    # the two trials the server's death catches log 2,500 steps as they end: telling those to
+    # the pruner takes seconds after their processes are gone, and the CLI waits for it
+    steps = "2500 if {{ x }} <= 2 else 2"
+    sweep.write_text(PRUNED_SWEEP.replace("MARKS", str(marks)).replace("STEPS", steps))
     process = subprocess.Popen(
         [str(BIN / "polyaxon-prefect"), "run", "-f", str(sweep)],
         env=home,
@@ -518,11 +538,7 @@ def test_a_pruning_sweep_resumed_after_its_server_died_reruns_only_unfinished_tr
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:  # both first trials run once their run dirs have a log
-        if len(list((tmp_path / "artifacts").glob("*/*/logs/job.log"))) >= 2:
-            break
-        time.sleep(0.2)
+    _trials_running(tmp_path / "artifacts", process)
     os.killpg(json.loads(_record(home).read_text())["pid"], signal.SIGKILL)
     out, err = process.communicate(timeout=120)
     assert process.returncode == 1, err[-3000:]

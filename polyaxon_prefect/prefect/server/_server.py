@@ -172,16 +172,6 @@ def file_lock(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-@contextlib.contextmanager
-def _first_start_lock(home: Path, first: bool) -> Iterator[None]:
-    """Serialise first starts on one home."""
-    if not first:
-        yield
-        return
-    with file_lock(home / _LOCK_FILE):
-        yield
-
-
 def mark_database_ready(home: Path) -> None:
     """Note that the SQLite database of ``home`` is built (a server answered over it)."""
     with contextlib.suppress(OSError):
@@ -313,17 +303,20 @@ def start_local_server(notify: Callable[[str], None] = lambda _line: None) -> Lo
     timeout = _startup_timeout()
     try:
         home.mkdir(parents=True, exist_ok=True)
-        first = _is_first_start(home)
-        with _first_start_lock(home, first):
-            first = _is_first_start(home)  # another run may have built it while we waited
-            if first:
-                notify(
-                    "preparing Prefect's local database in "
-                    f"{home} (first run only; this can take a minute)"
-                )
+        server = None
+        if _is_first_start(home):
+            with file_lock(home / _LOCK_FILE):
+                if _is_first_start(home):  # another run may have built it while we waited
+                    notify(
+                        "preparing Prefect's local database in "
+                        f"{home} (first run only; this can take a minute)"
+                    )
+                    server = _start_and_wait(home, timeout)
+                    mark_database_ready(home)
+        if server is None:
+            # A built database needs no turn: the runs that waited on the first start start
+            # their servers together, not one after another under its lock.
             server = _start_and_wait(home, timeout)
-            if first:
-                mark_database_ready(home)
     except OSError as error:
         raise ServerStartError(
             f"Prefect's local server cannot start: {write_failure(home, error)}; "

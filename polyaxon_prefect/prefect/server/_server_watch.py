@@ -12,6 +12,7 @@ Standard library only.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from polyaxon_prefect.prefect.server._connect import Connection
     from polyaxon_prefect.runtime._result import RunResult
 
-__all__ = ["ServerGone", "ServerWatch", "server_gone", "wait_for_job"]
+__all__ = ["ResultInHand", "ServerGone", "ServerWatch", "server_gone", "wait_for_job"]
 
 _GONE: list[str] = []
 """The address of the run's server once it is known to be gone (this process's, at most one):
@@ -34,6 +35,41 @@ def server_gone() -> str | None:
     A DAG starts no further op then: one would run unseen by any server, be marked crashed by
     the next command while it runs, and could not be stopped through the API."""
     return _GONE[0] if _GONE else None
+
+
+_IN_HAND = [0]
+"""How many jobs of this process run or hold a result not yet written (`ResultInHand`)."""
+_IN_HAND_LOCK = threading.Lock()
+
+
+class ResultInHand:
+    """Held by a job from its process's start until its result is written where it outlives
+    the server (a sweep trial's end, told to its study): a run whose server went away waits
+    for it before it exits (`wait_for_job`). Its process may be gone seconds before that
+    result is written (a trial that logged thousands of steps as it ended tells each to the
+    pruner first), and an exit then loses a finished trial: ``--resume`` would run it again.
+    Released while the job only waits (for GPUs): nothing more starts once the server is
+    gone, and a wait is not to be waited for."""
+
+    def __init__(self) -> None:
+        self._held = False
+
+    def hold(self) -> None:
+        with _IN_HAND_LOCK:
+            if not self._held:
+                self._held = True
+                _IN_HAND[0] += 1
+
+    def release(self) -> None:
+        with _IN_HAND_LOCK:
+            if self._held:
+                self._held = False
+                _IN_HAND[0] -= 1
+
+
+def _results_in_hand() -> bool:
+    with _IN_HAND_LOCK:
+        return _IN_HAND[0] > 0
 
 
 class ServerGone(Exception):
@@ -111,11 +147,11 @@ def wait_for_job(
 ) -> RunResult | None:
     """Wait for the run's own result (``outcomes`` gets it when the op ends), or, for a run
     that cannot report one without the server (a sweep, an op stuck in the client's retries),
-    until ``jobs_running`` (a job process of this session, a DAG still deciding) has been
-    false for ``settle`` seconds; the result, or None."""
+    until ``jobs_running`` (a job process of this session, a DAG still deciding) and every
+    `ResultInHand` have been false for ``settle`` seconds; the result, or None."""
     quiet_since: float | None = None
     while not outcomes:
-        if jobs_running():
+        if jobs_running() or _results_in_hand():
             quiet_since = None
         elif quiet_since is None:
             quiet_since = time.monotonic()

@@ -40,6 +40,7 @@ from polyaxon_prefect.prefect._client import api_request
 from polyaxon_prefect.prefect._job import JOB_LINE, flow_name
 from polyaxon_prefect.prefect._states import polyaxon_status, state_for_result
 from polyaxon_prefect.prefect.kubernetes._gpu_wait import GPU_WAIT_STATE_NAME
+from polyaxon_prefect.prefect.server._server_watch import ResultInHand
 from polyaxon_prefect.prefect.watch._mlflow_mirror import mirrors_job_trial
 from polyaxon_prefect.runtime._job_op import execute_job_op, retries
 from polyaxon_prefect.runtime._result import RunResult
@@ -227,22 +228,31 @@ def run_job_trial(
         run.warning("attempt %d of %d failed; retrying", attempt, attempts)
 
     waited: list[str] = []
+    # the CLI whose server went away waits until the study knows how this trial ended
+    in_hand = ResultInHand()
 
     def on_wait(reason: str) -> None:
+        in_hand.release()  # a trial waiting for GPUs is not one to wait for
         waited.append(reason)
         run.waiting(reason)
 
     def on_start(_job: PreparedJob) -> None:
         if waited:
             run.started()
+        in_hand.hold()
 
+    in_hand.hold()
     try:
         result = _with_retries(job, on_line, cancel_event, on_retry, (on_wait, on_start))
     except BaseException as exc:
+        in_hand.release()  # its record below waits on the server: not to be waited for
         run.finish(Failed(message=f"trial crashed: {exc}"))
         raise
-    if on_result is not None:
-        on_result(result)
+    try:
+        if on_result is not None:
+            on_result(result)
+    finally:
+        in_hand.release()
     if result.status == Status.FAILED:
         run.error(result.message)
     state = state_for_result(result, prefix=_prefix(job, result))
