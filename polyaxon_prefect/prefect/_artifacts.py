@@ -27,7 +27,6 @@ __all__ = [
     "markdown_artifact",
     "progress_artifact",
     "table_artifact",
-    "table_artifact_soon",
 ]
 
 
@@ -65,19 +64,13 @@ _SLOT_WAIT_SECONDS = 5.0
 op's end (the DAG's own watch then decides); past it the view is queued anyway."""
 
 
-def table_artifact_soon(rows: Sequence[dict[str, Any]], *, key: str, description: str) -> None:
-    """`table_artifact`, created by a background thread: the caller does not wait for the API.
-
-    A DAG op's report is made when its process has ended, on the path to its downstream op:
-    waiting for the API there (a round trip) would add that much to every op of a chain.
-    """
-    in_background(table_artifact, list(rows), key=key, description=description)
-
-
 def in_background(call: Callable[..., None], *args: object, **kwargs: object) -> None:
     """``call(*args, **kwargs)`` (a view sent to the API: an artifact, a label) in a background
     thread. The run's context is copied, so it lands on the same task and flow run;
-    `flush_artifacts` waits for it before the run that started it ends."""
+    `flush_artifacts` waits for it before the run that started it ends.
+
+    A DAG op's report is made when its process has ended, on the path to its downstream op:
+    waiting for the API there (a round trip) would add that much to every op of a chain."""
     global _POOL
     context = contextvars.copy_context()
     # back-pressure: the caller (an op's end) waits while the API is behind

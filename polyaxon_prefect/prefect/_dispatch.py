@@ -195,7 +195,10 @@ def _publish_record(request: OpRequest, outcome: RunResult) -> None:
     flow_run = context.flow_run if context is not None else None
     run_id = str(flow_run.id) if flow_run is not None else None
     # as `_result_of` names it for the caller
-    publish_record(run_record(outcome.with_(name=request.op_name, flow_run_id=run_id), request))
+    record = run_record(
+        outcome.with_(name=request.op_name, flow_run_id=run_id), request, reports=False
+    )
+    publish_record(record)
 
 
 def _is_cancelled(value: FlowValue) -> bool:
