@@ -104,11 +104,12 @@ def _dag_file(folder: Path, ops: int, concurrency: int) -> Path:
     return path
 
 
-def _timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, int, str]:
-    """Run ``argv``: its start, its exit (epoch seconds), its peak RSS (KiB), its stdout."""
+def _timed(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, int, str]:
+    """Run ``argv`` in ``cwd``: its start, its exit (epoch seconds), its peak RSS (KiB), its
+    stdout."""
     started = time.time()
     with tempfile.TemporaryFile() as out:
-        proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out, stderr=subprocess.DEVNULL)
         _, status, usage = os.wait4(proc.pid, 0)
         ended = time.time()
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -124,7 +125,10 @@ def _polyaxon(path: Path, env: dict[str, str], code: str | None) -> dict[str, fl
     if code:
         env["PYTHONPATH"] = code
     argv = [sys.executable, "-c", "from polyaxon_prefect.cli import main; main()"]
-    started, ended, rss, stdout = _timed([*argv, "run", "-f", str(path), "--json"], env)
+    # in the benchmark's folder: `python -c` puts the working folder first on the path, and a
+    # checkout's own package there would be imported instead of `--code`'s
+    argv += ["run", "-f", str(path), "--json"]
+    started, ended, rss, stdout = _timed(argv, env, path.parent)
     result = json.loads(stdout[stdout.index("{") :])
     if result.get("status") != "succeeded":
         raise SystemExit(f"the DAG {result.get('status')}: {result.get('message')}")
@@ -146,7 +150,7 @@ def _prefect(ops: int, concurrency: int, env: dict[str, str], work: Path) -> dic
     script, out = work / "hand.py", work / "hand-ends.json"
     script.write_text(HAND_WRITTEN, encoding="utf-8")
     started, ended, rss, _ = _timed(
-        [sys.executable, str(script), str(ops), str(concurrency), str(out)], env
+        [sys.executable, str(script), str(ops), str(concurrency), str(out)], env, work
     )
     last = json.loads(out.read_text())
     return {"wall": ended - started, "tail": ended - last, "rss_mb": rss / 1024}

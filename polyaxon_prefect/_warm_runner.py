@@ -395,7 +395,9 @@ def _run(request: dict[str, Any], fds: list[int], *, supervisor: int) -> None:
                 line = f"error: the warm runner could not start this run: {error!r}\n"
                 os.write(2, line.encode(errors="replace"))
             code = 1
-    _exit_as_a_process(code)
+    from polyaxon_prefect.cli import exit_as_a_process
+
+    exit_as_a_process(code)
 
 
 def _streams(streams: dict[str, Any]) -> None:
@@ -431,21 +433,6 @@ def _fresh_prefect() -> None:
         import numpy
 
         numpy.random.seed()
-
-
-def _exit_as_a_process(code: int) -> None:
-    """End as an interpreter ends: non-daemon threads joined, atexit hooks (the session's,
-    Prefect's log workers), streams flushed; the runner's frames are never returned to."""
-    import atexit
-
-    with contextlib.suppress(Exception):
-        threading._shutdown()  # type: ignore[attr-defined]  # what Py_FinalizeEx calls first
-    with contextlib.suppress(Exception):
-        atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(code)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,7 +27,6 @@ __all__ = [
     "markdown_artifact",
     "progress_artifact",
     "table_artifact",
-    "table_artifact_soon",
 ]
 
 
@@ -61,27 +60,25 @@ wide fan-out of short ops) queued one per op and, after its last op, waited for 
 last op is at most this many calls, whatever the op count."""
 _SLOTS = threading.BoundedSemaphore(_MAX_PENDING)
 _SLOT_WAIT_SECONDS = 5.0
-"""The longest a caller waits for a place: a server that stopped answering must not hold an
-op's end (the DAG's own watch then decides); past it the view is queued anyway."""
-
-
-def table_artifact_soon(rows: Sequence[dict[str, Any]], *, key: str, description: str) -> None:
-    """`table_artifact`, created by a background thread: the caller does not wait for the API.
-
-    A DAG op's report is made when its process has ended, on the path to its downstream op:
-    waiting for the API there (a round trip) would add that much to every op of a chain.
-    """
-    in_background(table_artifact, list(rows), key=key, description=description)
+"""The longest a caller waits for a place while no call ends: a server that stopped answering
+must not hold an op's end (the DAG's own watch then decides); past it the view is queued
+anyway. While calls do end (a slow server, several ops waiting for each place), it waits on:
+queued past the bound, a slow server's backlog was all left for after the last op (20-30 s
+for 1,000 ops on a loaded machine)."""
+_ENDED = 0
+"""How many calls have ended (what tells a slow server from one that stopped answering)."""
 
 
 def in_background(call: Callable[..., None], *args: object, **kwargs: object) -> None:
     """``call(*args, **kwargs)`` (a view sent to the API: an artifact, a label) in a background
     thread. The run's context is copied, so it lands on the same task and flow run;
-    `flush_artifacts` waits for it before the run that started it ends."""
+    `flush_artifacts` waits for it before the run that started it ends.
+
+    A DAG op's report is made when its process has ended, on the path to its downstream op:
+    waiting for the API there (a round trip) would add that much to every op of a chain."""
     global _POOL
     context = contextvars.copy_context()
-    # back-pressure: the caller (an op's end) waits while the API is behind
-    slot = _SLOTS.acquire(timeout=_SLOT_WAIT_SECONDS)
+    slot = _wait_for_slot()
     with _PENDING_LOCK:
         if _POOL is None:
             # several at once: a fan-out's ops end faster than one thread creates their
@@ -92,9 +89,22 @@ def in_background(call: Callable[..., None], *args: object, **kwargs: object) ->
     future.add_done_callback(functools.partial(_forget, slot=slot))
 
 
+def _wait_for_slot() -> bool:
+    """Back-pressure: the caller (an op's end) waits for a place while the API is behind and
+    still answering; False: no call ended for `_SLOT_WAIT_SECONDS`, it goes without one."""
+    while True:
+        ended = _ENDED
+        if _SLOTS.acquire(timeout=_SLOT_WAIT_SECONDS):
+            return True
+        if ended == _ENDED:
+            return False
+
+
 def _forget(future: Future[None], *, slot: bool) -> None:
+    global _ENDED
     with _PENDING_LOCK:
         _PENDING.discard(future)
+        _ENDED += 1
     if slot:
         _SLOTS.release()
 

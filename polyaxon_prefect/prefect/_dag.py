@@ -64,7 +64,7 @@ from polyaxon_prefect.runtime import (
     short_code,
 )
 from polyaxon_prefect.runtime._result import RunResult
-from polyaxon_prefect.runtime.logs._masking import mask_text
+from polyaxon_prefect.runtime.logs._masking import text_masker
 from polyaxon_prefect.runtime.session._session import stop_reason, stop_requested
 from polyaxon_prefect.specs import Status, is_service_op, op_kind
 
@@ -520,7 +520,9 @@ def run_dag_in_flow(
     if on_outcome is not None:
         on_outcome(outcome)
     markdown_artifact(
-        dag_markdown(run.name, status, plan, ops, dag.stop_reason, mask=mask_text, outputs=outputs),
+        dag_markdown(
+            run.name, status, plan, ops, dag.stop_reason, mask=text_masker(), outputs=outputs
+        ),
         key=artifact_key(run.name, "dag", default="dag"),
         description=f"ops of dag `{run.name}` (run {run.context.uuid})",
     )

@@ -195,7 +195,10 @@ def _publish_record(request: OpRequest, outcome: RunResult) -> None:
     flow_run = context.flow_run if context is not None else None
     run_id = str(flow_run.id) if flow_run is not None else None
     # as `_result_of` names it for the caller
-    publish_record(run_record(outcome.with_(name=request.op_name, flow_run_id=run_id), request))
+    record = run_record(
+        outcome.with_(name=request.op_name, flow_run_id=run_id), request, reports=False
+    )
+    publish_record(record)
 
 
 def _is_cancelled(value: FlowValue) -> bool:
@@ -262,7 +265,15 @@ def request_flow(
 
 def final_state(op_flow: Flow[[], Any]) -> State:
     """Run ``op_flow`` (a sync flow, as every flow here is) and return its final state."""
-    return cast("State", op_flow(return_state=True))
+    from polyaxon_prefect.runtime.session._session import current_session
+
+    state = cast("State", op_flow(return_state=True))
+    run_id = state.state_details.flow_run_id
+    if state.is_final() and run_id is not None:
+        # Prefect set it on the server before returning: the reaper need not check it when
+        # this process ends (a check costs the run's end a few calls to a busy server)
+        current_session().flow_run_final(run_id)
+    return state
 
 
 def _result_of(state: State, request: OpRequest, outcomes: list[RunResult]) -> RunResult:

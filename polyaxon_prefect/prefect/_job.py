@@ -39,7 +39,6 @@ from polyaxon_prefect.prefect._artifacts import (
     in_background,
     markdown_artifact,
     table_artifact,
-    table_artifact_soon,
 )
 from polyaxon_prefect.prefect._client import ephemeral_api_url, result_value
 from polyaxon_prefect.prefect._settings import install_log_filter
@@ -148,10 +147,8 @@ def run_op_in_task(
             job, on_line=on_line, cancel_event=cancel_event, on_wait=on_wait, on_start=on_start
         )
         mirrored(result)
-    if report:  # a DAG op: its downstream op need not wait for the API (see the function)
-        rows, key, description = _report_args(job, result)
-        table_artifact_soon(rows, key=key, description=description)
-        in_background(_metrics_chart, job, result)
+    if report:  # a DAG op: its downstream op need not wait for the API (`in_background`)
+        in_background(_report, job, result)
     return result
 
 
@@ -309,6 +306,8 @@ def _report_args(job: PreparedJob, result: RunResult) -> tuple[list[dict[str, st
 
 
 def _report(job: PreparedJob, result: RunResult) -> None:
+    """The op's params and outputs table, and its metrics chart when it logged metrics: one
+    background call per DAG op (one place in the bounded queue, one thread hand-off)."""
     rows, key, description = _report_args(job, result)
     table_artifact(rows, key=key, description=description)
     _metrics_chart(job, result)

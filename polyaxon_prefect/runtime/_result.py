@@ -10,7 +10,7 @@ the outputs are carried the same way at every depth. Polyaxon's status words are
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect.runtime.logs._masking import mask_value
@@ -79,9 +79,11 @@ class RunResult:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (``--json`` prints exactly this): ``ops`` only for a DAG, ``trials`` and
         ``best`` only for a sweep, ``reason`` only when the run was stopped early."""
-        data = asdict(dataclasses.replace(self, process=None, problems=[]))
-        for key in ("timed_out", "process", "problems"):
-            del data[key]
+        # a shallow dict of the fields: `mask_value` below copies every container (and turns a
+        # dataclass inside into its dict), so `asdict`'s deep copy of a DAG's thousands of ops
+        # was made only to be copied again
+        skip = ("timed_out", "process", "problems")
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
         for key in ("ops", "trials", "best"):
             if data[key] is None:
                 del data[key]

@@ -80,8 +80,12 @@ def record_params(request: OpRequest) -> dict[str, Any]:
     return dict(mask_value(dict(sorted(merged.items()))))
 
 
-def run_record(result: RunResult, request: OpRequest) -> dict[str, Any]:
-    """The run's record (module docstring): what ``run --json`` prints."""
+def run_record(result: RunResult, request: OpRequest, *, reports: bool = True) -> dict[str, Any]:
+    """The run's record (module docstring): what ``run --json`` prints; without ``reports``,
+    less what the run's reports hold (a DAG's ops: thousands of entries that the record
+    artifact leaves out anyway, `_record_markdown`)."""
+    if not reports:
+        result = result.with_(**dict.fromkeys(_IN_REPORTS))
     return {
         **result.to_dict(),
         "kind": record_kind(request.operation),

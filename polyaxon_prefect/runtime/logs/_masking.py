@@ -17,13 +17,14 @@ Two things are masked:
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote
 
-from polyaxon_prefect.runtime.session._process import mask_secrets
+from polyaxon_prefect.runtime.session._process import replace_secrets, usable_secrets
 
 __all__ = [
     "known_secrets",
@@ -31,6 +32,7 @@ __all__ = [
     "mask_value",
     "redact_url_credentials",
     "remember_secrets",
+    "text_masker",
     "url_credentials",
     "with_url_credentials",
 ]
@@ -87,27 +89,39 @@ def known_secrets() -> tuple[str, ...]:
 
 def mask_text(text: str, secrets: Sequence[str] = ()) -> str:
     """``text`` with URL credentials redacted and every secret (given or remembered) masked."""
-    return redact_url_credentials(mask_secrets(text, [*secrets, *known_secrets()]))
+    return text_masker(secrets)(text)
+
+
+def text_masker(secrets: Sequence[str] = ()) -> Callable[[str], str]:
+    """`mask_text` with the secrets known now, gathered and sorted once: what masks the many
+    strings of one report (a DAG's thousands of ops) in one pass."""
+    usable = usable_secrets([*secrets, *known_secrets()])
+    if not usable:
+        return redact_url_credentials
+
+    def mask(text: str) -> str:
+        return redact_url_credentials(replace_secrets(text, usable))
+
+    return mask
 
 
 def mask_value(value: object, secrets: Sequence[str] = ()) -> Any:
     """A copy of ``value`` to show or store for people: every string inside it (dict keys
     included, at any depth) masked by `mask_text`; numbers, booleans and ``None`` unchanged.
-    Tuples and sets come back as lists (what JSON would make of them)."""
-    every = [*secrets, *known_secrets()]
-    return _mask(value, every)
+    Tuples and sets come back as lists (what JSON would make of them), a dataclass as the dict
+    of its fields."""
+    return _mask(value, text_masker(secrets))
 
 
-def _mask(value: object, secrets: Sequence[str]) -> Any:
+def _mask(value: object, mask: Callable[[str], str]) -> Any:
     if isinstance(value, str):
-        return redact_url_credentials(mask_secrets(value, secrets))
+        return mask(value)
     if isinstance(value, Mapping):
-        return {
-            _mask(k, secrets) if isinstance(k, str) else k: _mask(v, secrets)
-            for k, v in value.items()
-        }
+        return {mask(k) if isinstance(k, str) else k: _mask(v, mask) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
-        return [_mask(item, secrets) for item in value]
+        return [_mask(item, mask) for item in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _mask(dataclasses.asdict(value), mask)
     return value
 
 

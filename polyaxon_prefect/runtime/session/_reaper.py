@@ -20,8 +20,9 @@ It then, in this order:
 
 On a normal end the run's process has already stopped its groups and finished its flow runs,
 so the reaper finds nothing to do. Protocol: one command per line on standard input,
-``group PGID``, ``ungroup PGID``, ``server PGID``, ``api URL``, ``flow-run ID``,
-``containers CLI``.
+``group PGID``, ``ungroup PGID``, ``server PGID``, ``api URL``, ``flow-run ID``, ``final ID``
+(that flow run is final on the server: on a clean end, no API call is left to make, where the
+check of each run cost the run's end seconds on a busy server), ``containers CLI``.
 """
 
 from __future__ import annotations
@@ -307,6 +308,8 @@ def main(argv: list[str]) -> int:
                 api = value.rstrip("/")
             elif command == "flow-run" and value not in flow_runs:
                 flow_runs.append(value)
+            elif command == "final" and value in flow_runs:
+                flow_runs.remove(value)  # final on the server: nothing to mark
             elif command == "containers" and value not in clis:
                 clis.append(value)
     # End of file: the run's process is gone (or done).

@@ -127,6 +127,12 @@ class Session:
         self._send(f"flow-run {flow_run_id}")
         self._write_journal(f"flow-run {flow_run_id}")
 
+    def flow_run_final(self, flow_run_id: object) -> None:
+        """A tracked flow run is final on the server (Prefect set its final state): the
+        reaper leaves it alone."""
+        if str(flow_run_id) in self.flow_runs:
+            self._send(f"final {flow_run_id}")
+
     def settle_later(self, settlement: dict[str, object]) -> None:
         """How a run whose server went away ended (`_reaper.settle`: its flow run's final
         state, its ops' task runs' states, its record artifact), for the next command on a

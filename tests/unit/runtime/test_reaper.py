@@ -81,3 +81,21 @@ def test_a_running_run_still_ends_crashed(monkeypatch: pytest.MonkeyPatch) -> No
     _stub_api(monkeypatch, {"runs": [{"id": "r1"}], "children": [], "tasks": [], "stopped": []})
     _reaper.mark_crashed("http://api", ["r1"])
     assert states == ["CRASHED"]
+
+
+def test_a_run_said_final_is_not_checked_at_the_end(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import io
+
+    crashed = _stub_api(monkeypatch, {"runs": [{"id": "r2"}], "children": [], "tasks": []})
+    lines = "api http://api\nflow-run r1\nflow-run r2\nfinal r1\n"
+    monkeypatch.setattr("sys.stdin", io.StringIO(lines))
+    assert _reaper.main(["_reaper.py"]) == 0
+    assert crashed == ["flow_runs/r2"]  # r1 ended final; r2 did not say so
+
+    asked: list[str] = []
+    monkeypatch.setattr(_reaper, "_post", lambda url, body: asked.append(url))
+    monkeypatch.setattr("sys.stdin", io.StringIO("api http://api\nflow-run r1\nfinal r1\n"))
+    assert _reaper.main(["_reaper.py"]) == 0
+    assert asked == []  # a clean end: no call to a busy server
