@@ -69,13 +69,15 @@ docs: setup-test
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # Lint, then the tests in parallel, one test file per worker (its module-scoped servers stay
-# shared), the heaviest files handed out first (tests/conftest.py, `heavy_files_first`); the tests that assert a wall-clock budget run alone afterwards (marked `timing` in
-# tests/conftest.py). The last line is the whole target's wall time.
+# shared), the heaviest files handed out first (tests/conftest.py, `heavy_files_first`); the
+# tests that assert a wall-clock budget run afterwards with nothing else, two at a time, in
+# two lanes (marked `timing`; `TIMING_LANES` in tests/conftest.py). The last line is the
+# whole target's wall time.
 test: setup-test
 	@started=$$(date +%s); status=0; \
 	$(MAKE) --no-print-directory lint \
 	&& $(BIN)/pytest -q -n 4 --dist loadfile --no-loadscope-reorder -m "not timing" --durations=40 \
-	&& $(BIN)/pytest -q -m timing $$($(BIN)/python -c 'from tests.conftest import timing_files; print(*timing_files())') \
+	&& $(BIN)/pytest -q -m timing -n 2 --dist loadgroup $$($(BIN)/python -c 'from tests.conftest import timing_files; print(*timing_files())') \
 	|| status=$$?; \
 	echo "make test: $$(( $$(date +%s) - started )) s wall (lint, the parallel pass, the timing pass)"; \
 	exit $$status

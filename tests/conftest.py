@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -63,6 +64,37 @@ TIMING_TESTS = (
 `make test` runs alone after the parallel pass, so a busy neighbour never eats their budget.
 Name the tests, not their file, unless every test of the file has a budget: the rest of a file
 runs in the parallel pass."""
+
+TIMING_LANES = (
+    ("tests/integration/", "own-servers"),
+    ("tests/prefect/", "test-server"),
+)
+"""The timing pass runs on two workers (`-n 2 --dist loadgroup`), each lane's tests one after
+the other on one worker: the tests that start Prefect servers of their own, and those on the
+folder's test server (one per worker: its lane starts it once). Their time is mostly waiting
+(server starts, idle timeouts, jobs that sleep until stopped), so two lanes share two cores;
+the other timing tests (a `check` subprocess, a render, an HTTP timeout) go to whichever worker
+is free."""
+
+
+def timing_lane(nodeid: str) -> str:
+    """``nodeid``'s lane in the timing pass: one of `TIMING_LANES`, else the test alone."""
+    return next((lane for prefix, lane in TIMING_LANES if nodeid.startswith(prefix)), nodeid)
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: none without it (`-p no:xdist`)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadgroup` hands out `TIMING_LANES` (pytest-xdist's `xdist_group` marks no longer
+    reach its scheduler under pytest 9, whose node ids it can no longer rename)."""
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class TimingLanes(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return timing_lane(nodeid)
+
+    return TimingLanes(config, log)
 
 
 def timing_files() -> list[str]:

@@ -385,7 +385,10 @@ def parse_yaml(
         positions.by_path[()] = _mark(node)
         data = builder.build(node, ())
     except yaml.YAMLError as exc:
-        problem = _yaml_problem(_python_error(text) or exc, file, text, section_kinds or {})
+        # libyaml refuses nesting over 1,000 levels; on that, PyYAML's parser only recurses
+        # past Python's limit (seconds of CPU) to find no error of its own (`_python_error`)
+        python = None if "maximum nesting depth" in str(exc) else _python_error(text)
+        problem = _yaml_problem(python or exc, file, text, section_kinds or {})
         raise PolyaxonfileError([problem]) from None
     except _Budget as exc:
         rule = "yaml_too_many_nodes" if "nodes" in exc.message else "yaml_too_deep"
