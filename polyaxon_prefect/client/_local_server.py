@@ -26,6 +26,7 @@ __all__ = [
     "health",
     "healthy",
     "hold_lease",
+    "home_database_target",
     "is_our_server",
     "journal_dir",
     "leases_dir",
@@ -70,6 +71,12 @@ class BackgroundServer:
 
 def prefect_home() -> Path:
     return Path(os.environ.get("PREFECT_HOME") or "~/.prefect").expanduser()
+
+
+def home_database_target() -> str:
+    """The local database of ``PREFECT_HOME``, whichever local server (the background one, a
+    temporary one) serves it now: the target a session's journal names (`runtime.session`)."""
+    return "home:" + str(prefect_home().resolve())
 
 
 def record_path() -> Path:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from polyaxon_prefect.client._local_server import (
     hold_lease,
+    home_database_target,
     journal_dir,
     pid_alive,
     prefect_home,
@@ -60,19 +61,23 @@ def profile_api_url() -> tuple[str, str] | None:
     return (str(value), active) if value else None
 
 
-def _stale_sessions() -> bool:
-    """Whether a dead session left a journal (its runs are marked crashed by `connect`)."""
+def _stale_sessions(target: str) -> bool:
+    """Whether a dead session left a journal for the database ``target`` (`connect` marks its
+    runs crashed before anything reads them). A dead session of another database is settled
+    by the next command on that one: it must not keep every command here off the thin path."""
     try:
         journals = list(journal_dir().glob("*.journal"))
     except OSError:
         return True
     for journal in journals:
         try:
-            first = journal.read_text(encoding="utf-8").partition("\n")[0]
-            key, _, pid = first.partition(" ")
-            if key != "pid" or not pid_alive(int(pid)):
-                return True
-        except (OSError, ValueError):
+            header = journal.read_text(encoding="utf-8").splitlines()[:2]
+            fields = dict(line.partition(" ")[::2] for line in header)
+            pid = int(fields["pid"])
+        except (OSError, KeyError, ValueError):
+            return True
+        # a header cut before its target line (the session died writing it) counts as ours
+        if not pid_alive(pid) and fields.get("target", target) == target:
             return True
     return False
 
@@ -90,23 +95,31 @@ def _well_formed() -> bool:
 
 def thin_server() -> ThinServer | None:
     """The server to read from, known without Prefect; None: let `connect` decide."""
-    if "prefect.settings" in sys.modules or not _well_formed() or _stale_sessions():
+    if "prefect.settings" in sys.modules or not _well_formed():
         return None
     if any(os.environ.get(name) for name in _AUTH):
         return None
     chosen = os.environ.get("PREFECT_API_URL")
     if chosen:
-        return ThinServer(chosen.rstrip("/"))
+        # `connect`'s target for a server the user chose is its address
+        return _unless_stale(ThinServer(chosen.rstrip("/")), chosen.rstrip("/"))
     found = _profile()
     if found is not None:
         profile, _active = found
         if any(profile.get(name) for name in _AUTH):
             return None
         if profile.get("PREFECT_API_URL"):
-            return ThinServer(str(profile["PREFECT_API_URL"]).rstrip("/"))
+            url = str(profile["PREFECT_API_URL"]).rstrip("/")
+            return _unless_stale(ThinServer(url), url)
+    if _stale_sessions(home_database_target()):  # before the record: no health check to waste
+        return None
     server = running_server()  # `connect`'s rule 3: the one reading of the record
     if server is None:
         return None
     url = server.url
     notice = f"using the local Prefect server at {url} (`polyaxon-prefect server stop` to stop it)"
     return ThinServer(server.api_url, notice)
+
+
+def _unless_stale(server: ThinServer, target: str) -> ThinServer | None:
+    return None if _stale_sessions(target) else server

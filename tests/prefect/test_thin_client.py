@@ -26,6 +26,7 @@ import pytest
 
 from polyaxon_prefect.cli import main
 from polyaxon_prefect.client._adapter import missing
+from polyaxon_prefect.runtime.session._session import recover_stale_sessions
 from polyaxon_prefect.testing.recorded_runs import RecordedRun, record_runs, sample_runs
 
 _THIN = (
@@ -52,8 +53,10 @@ def _thin_env(api: str, home: str) -> dict[str, str]:
 
 
 def _thin(api: str, argv: list[str], home: str) -> subprocess.CompletedProcess[str]:
-    # A Prefect home of its own: earlier tests of this worker may have left a dead session's
-    # journal in the shared one, and the thin way then rightly leaves the command to Prefect.
+    # Earlier tests of this worker killed runs of this server: their dead sessions' journals
+    # (in the shared artifacts root) rightly send a command to `connect`, which marks their
+    # runs crashed first. Settled here as `connect` does, so the thin way is what runs.
+    recover_stale_sessions(api, api.rstrip("/"))
     return subprocess.run(
         [sys.executable, "-c", _THIN, *argv],
         capture_output=True,

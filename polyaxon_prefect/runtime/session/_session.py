@@ -29,7 +29,7 @@ import uuid
 from pathlib import Path
 from typing import IO
 
-from polyaxon_prefect.client._local_server import journal_dir, pid_alive
+from polyaxon_prefect.client._local_server import home_database_target, journal_dir, pid_alive
 from polyaxon_prefect.exceptions import write_failure
 from polyaxon_prefect.runtime.session._reaper import SESSION_ENV, mark_crashed, settle
 
@@ -37,6 +37,7 @@ __all__ = [
     "SESSION_ENV",
     "Session",
     "current_session",
+    "home_database_target",
     "pid_alive",
     "recover_stale_sessions",
     "request_stop",
@@ -190,13 +191,6 @@ def database_target() -> str:
     if chosen:
         return chosen.rstrip("/")
     return home_database_target()
-
-
-def home_database_target() -> str:
-    """The local database of ``PREFECT_HOME``, whichever local server (the background one, a
-    temporary one) serves it now."""
-    home = os.environ.get("PREFECT_HOME") or "~/.prefect"
-    return "home:" + str(Path(home).expanduser().resolve())
 
 
 def recover_stale_sessions(api_url: str, target: str) -> int:

@@ -123,7 +123,13 @@ def test_the_thin_client_and_the_flow_layer_find_the_same_background_server(
         assert said == f"{running}warm runner: listening at {sock}; {off}\n"
         runner.close()
         found = thin_server.thin_server()
-        assert found is not None and found.api_url == f"{url}/api" and found.notice
+        why = (  # what thin_server read, should it not find the server
+            "prefect.settings" in sys.modules,
+            background_files.read_server(),
+            background_files.server_process(process.pid, started),
+            background_files.health(record.api_url),
+        )
+        assert found is not None and found.api_url == f"{url}/api" and found.notice, why
         # a server too busy to answer within the health check's time (stopped here) is still
         # this home's: taking it for gone would start a second one on the same database
         process.send_signal(signal.SIGSTOP)
@@ -194,5 +200,38 @@ def test_only_plain_command_lines_and_servers_known_without_prefect_go_thin(
     monkeypatch.delenv("PREFECT_API_KEY")
     sessions = tmp_path / "artifacts" / ".sessions"
     sessions.mkdir(parents=True)
-    (sessions / "s.journal").write_text("pid 999999999\ntarget home:x\n", encoding="utf-8")
+    # of the chosen server's database (see the next test for another database's)
+    journal = "pid 999999999\ntarget http://127.0.0.1:9/api\n"
+    (sessions / "s.journal").write_text(journal, encoding="utf-8")
     assert thin_server.thin_server() is None  # `connect` settles a dead session's runs first
+
+
+def test_only_a_dead_session_of_the_same_database_keeps_the_thin_way_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dead session's journal sends a command to `connect`, which marks its runs crashed
+    first, only where `connect` would: a journal naming another database (another home, another
+    server) is that one's to settle and leaves the thin way on; one cut before its target line
+    counts as this database's."""
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("POLYAXON_PREFECT_ARTIFACTS_ROOT", str(tmp_path / "artifacts"))
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api/")
+    monkeypatch.delitem(sys.modules, "prefect.settings", raising=False)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    journals = tmp_path / "artifacts" / ".sessions"
+    journals.mkdir(parents=True)
+    chosen = thin_server.ThinServer("http://127.0.0.1:9/api")
+    (journals / "a.journal").write_text(f"pid {dead.pid}\ntarget home:{tmp_path / 'other'}\n")
+    assert thin_server.thin_server() == chosen
+    ours = journals / "b.journal"
+    ours.write_text(f"pid {os.getpid()}\ntarget http://127.0.0.1:9/api\nflow-run x\n")  # alive
+    assert thin_server.thin_server() == chosen
+    ours.write_text(f"pid {dead.pid}\ntarget http://127.0.0.1:9/api\nflow-run x\n")
+    assert thin_server.thin_server() is None
+    ours.write_text(f"pid {dead.pid}\n")
+    assert thin_server.thin_server() is None
+    ours.unlink()
+    monkeypatch.delenv("PREFECT_API_URL")  # the home's database: no server runs, so none
+    (journals / "c.journal").write_text(f"pid {dead.pid}\ntarget home:{tmp_path / 'home'}\n")
+    assert thin_server.thin_server() is None
