@@ -267,8 +267,11 @@ def test_a_running_jobs_history_and_event_files_grow_as_it_logs(
         assert _steps(_json(prefect_server, uuid)) == [(0, 1.0)]
         folder = find_run_path(uuid)
         assert folder is not None
-        events = EventAccumulator(str(folder / "outputs" / "tensorboard" / "metrics"))
+        metrics = folder / "outputs" / "tensorboard" / "metrics"
+        events = EventAccumulator(str(metrics))
         deadline = time.monotonic() + 30  # the mirror reads the file each second
+        while not metrics.is_dir() and time.monotonic() < deadline:
+            time.sleep(0.2)  # its first pass makes the folder: TensorBoard reads none before
         while time.monotonic() < deadline:
             events.Reload()
             if "loss" in events.Tags()["scalars"]:
