@@ -204,7 +204,8 @@ def test_a_prefect_database_whose_disk_fills_after_start_is_one_line_naming_it(
                 f"database: the disk holding {home} is full ("
             ), errors
             assert errors[0].endswith("bytes free); make room there, then run again"), errors
-            assert "Traceback" not in done.stderr and "500" not in done.stderr
+            said = done.stderr.replace(str(tmp_path), "TMP")  # pytest's folders: pytest-500...
+            assert "Traceback" not in said and "500" not in said
         finally:
             subprocess.run(
                 [str(BIN / "polyaxon-prefect"), "server", "stop"], env=env, capture_output=True

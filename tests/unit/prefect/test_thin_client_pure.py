@@ -78,6 +78,26 @@ def _status_both_ways(capsys: pytest.CaptureFixture[str]) -> str:
     return thin.stdout
 
 
+_FIND = (
+    "from polyaxon_prefect.client._server import thin_server\n"
+    "found = thin_server()\n"
+    "print(repr(found and (found.api_url, found.notice)))\n"
+)
+
+
+def _thin_found() -> tuple[str, str | None] | None:
+    """`thin_server()` as a fresh CLI process finds it (this worker's process may hold Prefect
+    threads of earlier tests that import ``prefect.settings`` again, which rightly turns the
+    thin way off here): its api URL and notice, or None."""
+    import ast
+
+    done = subprocess.run(
+        [sys.executable, "-c", _FIND], capture_output=True, text=True, timeout=60, check=True
+    )
+    found: tuple[str, str | None] | None = ast.literal_eval(done.stdout.strip())
+    return found
+
+
 def test_the_thin_client_and_the_flow_layer_find_the_same_background_server(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -122,14 +142,8 @@ def test_the_thin_client_and_the_flow_layer_find_the_same_background_server(
         off = "`run` here does not use it (POLYAXON_PREFECT_RUNNER=0)"
         assert said == f"{running}warm runner: listening at {sock}; {off}\n"
         runner.close()
-        found = thin_server.thin_server()
-        why = (  # what thin_server read, should it not find the server
-            "prefect.settings" in sys.modules,
-            background_files.read_server(),
-            background_files.server_process(process.pid, started),
-            background_files.health(record.api_url),
-        )
-        assert found is not None and found.api_url == f"{url}/api" and found.notice, why
+        found = _thin_found()
+        assert found is not None and found[0] == f"{url}/api" and found[1]
         # a server too busy to answer within the health check's time (stopped here) is still
         # this home's: taking it for gone would start a second one on the same database
         process.send_signal(signal.SIGSTOP)
@@ -142,14 +156,14 @@ def test_the_thin_client_and_the_flow_layer_find_the_same_background_server(
         assert (background.leases_dir() / str(os.getpid())).exists()
         wrong = dataclasses.replace(record, started=(started or 0) + 1)  # a reused pid
         background._record_path().write_text(json.dumps(dataclasses.asdict(wrong)))
-        assert thin_server.thin_server() is None and background.running_server() is None
+        assert _thin_found() is None and background.running_server() is None
         background._record_path().write_text(json.dumps(dataclasses.asdict(record)))
     finally:
         process.kill()
         process.wait()
     assert _status_both_ways(capsys) == "stopped\n"
     assert not background._record_path().exists()
-    assert thin_server.thin_server() is None and background.running_server() is None
+    assert _thin_found() is None and background.running_server() is None
 
 
 def test_only_plain_command_lines_and_servers_known_without_prefect_go_thin(
@@ -221,17 +235,17 @@ def test_only_a_dead_session_of_the_same_database_keeps_the_thin_way_off(
     dead.wait()
     journals = tmp_path / "artifacts" / ".sessions"
     journals.mkdir(parents=True)
-    chosen = thin_server.ThinServer("http://127.0.0.1:9/api")
+    chosen = ("http://127.0.0.1:9/api", None)
     (journals / "a.journal").write_text(f"pid {dead.pid}\ntarget home:{tmp_path / 'other'}\n")
-    assert thin_server.thin_server() == chosen
+    assert _thin_found() == chosen
     ours = journals / "b.journal"
     ours.write_text(f"pid {os.getpid()}\ntarget http://127.0.0.1:9/api\nflow-run x\n")  # alive
-    assert thin_server.thin_server() == chosen
+    assert _thin_found() == chosen
     ours.write_text(f"pid {dead.pid}\ntarget http://127.0.0.1:9/api\nflow-run x\n")
-    assert thin_server.thin_server() is None
+    assert _thin_found() is None
     ours.write_text(f"pid {dead.pid}\n")
-    assert thin_server.thin_server() is None
+    assert _thin_found() is None
     ours.unlink()
     monkeypatch.delenv("PREFECT_API_URL")  # the home's database: no server runs, so none
     (journals / "c.journal").write_text(f"pid {dead.pid}\ntarget home:{tmp_path / 'home'}\n")
-    assert thin_server.thin_server() is None
+    assert _thin_found() is None
