@@ -9,6 +9,7 @@ is known without Prefect (`_server`), and otherwise leaves the command to the fl
 """
 
 from polyaxon_prefect.client._cli import ls_args, on_server, thin_main, wants_query
+from polyaxon_prefect.client._declined import ENV_DEBUG_THIN, declined
 from polyaxon_prefect.client._invalidate import (
     CACHE_DIR_NAME,
     CACHE_KEY,
@@ -79,6 +80,7 @@ __all__ = [
     "DEFAULT_ARTIFACTS_ROOT",
     "DISPLAY_DIGITS",
     "ENV_ARTIFACTS_ROOT",
+    "ENV_DEBUG_THIN",
     "ENV_RUNNER",
     "FENCE",
     "KIND_LABEL",
@@ -96,6 +98,7 @@ __all__ = [
     "Api",
     "StatusChange",
     "artifacts_of",
+    "declined",
     "display",
     "drop_cached_runs",
     "find_run_path",

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
+from polyaxon_prefect.client._declined import declined
 from polyaxon_prefect.client._states import STATUSES
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 
@@ -173,9 +174,11 @@ def _failed(message: str, as_json: bool) -> int:
     return 1
 
 
+_VERBS = ("ls", "get", "statuses", "logs", "stop", "artifacts", "invalidate")
+
+
 def _args(argv: list[str]) -> Any:
-    verbs = ("ls", "get", "statuses", "logs", "stop", "artifacts", "invalidate")
-    if not argv or argv[0] not in verbs:
+    if not argv or argv[0] not in _VERBS:
         return None
     if argv[0] == "ls":
         found = ls_args(argv[1:])
@@ -195,6 +198,9 @@ def thin_main(argv: list[str]) -> int | None:
         return server_status()
     args = _args(argv)
     if args is None:
+        querying = argv[:1] == ["ls"] and ls_args(argv[1:]) is not None  # `runs_query.thin_ls`
+        if argv[:1] and argv[0] in _VERBS and not querying:
+            declined(f"`{argv[0]}` has a flag or value only the flow layer's parser reads")
         return None
     if argv[0] in ("logs", "stop", "artifacts", "invalidate"):
         return on_server(lambda api, server: _on_run(argv[0], api, server, args))
@@ -217,14 +223,13 @@ def on_server(answer: Callable[[Any, Any], int | None]) -> int | None:
         hold_lease()  # the background server must not stop itself under this command
     try:
         api = HttpApi(server.api_url)
-    except ApiUnavailable:
+        try:
+            return answer(api, server)
+        finally:
+            api.close()
+    except ApiUnavailable as error:
+        declined(f"the server at {server.api_url} did not answer as expected ({error})")
         return None
-    try:
-        return answer(api, server)
-    except ApiUnavailable:
-        return None
-    finally:
-        api.close()
 
 
 def _on_run(verb: str, api: Any, server: Any, args: Any) -> int | None:
@@ -239,6 +244,7 @@ def _on_run(verb: str, api: Any, server: Any, args: Any) -> int | None:
     as_json = args.json if verb == "logs" else args["json"]
     run = _runs.get_run(api, server.api_url, ref)
     if run is None and verb == "logs" and find_run_path(ref) is not None:
+        declined(f"the server has no run `{ref}`; its files have its lines")
         return None  # its files have its lines: the flow layer reads them
     if server.notice is not None:
         print(server.notice, file=sys.stderr, flush=True)
@@ -267,11 +273,16 @@ def _on_run(verb: str, api: Any, server: Any, args: Any) -> int | None:
         return _failed(str(error), as_json)
     except ApiUnavailable as error:
         if printer is None or not printer.printed:
-            return None  # nothing shown yet: the flow layer says what is wrong, as always
+            # nothing shown yet: the flow layer says what is wrong, as always
+            declined(f"the server at {server.api_url} did not answer as expected ({error})")
+            return None
         from polyaxon_prefect.client._http import unreachable  # lines are out: one line after
 
         return _failed(unreachable(server.api_url, str(error)), as_json)
-    return None if isinstance(shown, FromFiles) else shown
+    if isinstance(shown, FromFiles):
+        declined(f"the server has no lines of `{ref}`; its files have them")
+        return None
+    return shown
 
 
 def _read_verb(verb: str, api: Any, server: Any, args: dict[str, Any]) -> int:

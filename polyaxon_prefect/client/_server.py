@@ -17,12 +17,14 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from polyaxon_prefect.client._declined import declined
 from polyaxon_prefect.client._local_server import (
+    dead_session_of,
     hold_lease,
     home_database_target,
     journal_dir,
-    pid_alive,
     prefect_home,
+    read_journal,
     running_server,
 )
 
@@ -61,65 +63,81 @@ def profile_api_url() -> tuple[str, str] | None:
     return (str(value), active) if value else None
 
 
-def _stale_sessions(target: str) -> bool:
-    """Whether a dead session left a journal for the database ``target`` (`connect` marks its
-    runs crashed before anything reads them). A dead session of another database is settled
-    by the next command on that one: it must not keep every command here off the thin path."""
+def _stale_session(target: str) -> str | None:
+    """Why a dead session's journal keeps a command on the database ``target`` off the thin
+    way (`connect` marks its runs crashed before anything reads them), None when none does:
+    `dead_session_of`, the rule `connect` settles by. A journal `connect` would not settle (a
+    dead session of another database, one gone or not yet written) must not keep every
+    command here off the thin path: nothing would ever clear it."""
+    directory = journal_dir()
     try:
-        journals = list(journal_dir().glob("*.journal"))
-    except OSError:
-        return True
-    for journal in journals:
-        try:
-            header = journal.read_text(encoding="utf-8").splitlines()[:2]
-            fields = dict(line.partition(" ")[::2] for line in header)
-            pid = int(fields["pid"])
-        except (OSError, KeyError, ValueError):
-            return True
-        # a header cut before its target line (the session died writing it) counts as ours
-        if not pid_alive(pid) and fields.get("target", target) == target:
-            return True
-    return False
+        paths = list(directory.glob("*.journal"))
+    except OSError as error:
+        return f"the session journals in {directory} cannot be listed ({error})"
+    for path in paths:
+        journal = read_journal(path)
+        if journal is not None and dead_session_of(journal, target):
+            return (
+                f"the dead session {journal.pid} left runs on {target} to mark crashed first "
+                f"({path})"
+            )
+    return None
 
 
-def _well_formed() -> bool:
+def _malformed() -> str | None:
     for name in _NUMBERS:
         raw = os.environ.get(name, "").strip()
         if raw:
             try:
                 float(raw)
             except ValueError:
-                return False
-    return True
+                return f"{name}={raw!r} is not a number"
+    return None
 
 
 def thin_server() -> ThinServer | None:
-    """The server to read from, known without Prefect; None: let `connect` decide."""
-    if "prefect.settings" in sys.modules or not _well_formed():
-        return None
-    if any(os.environ.get(name) for name in _AUTH):
-        return None
+    """The server to read from, known without Prefect; None: let `connect` decide (and, under
+    ``POLYAXON_PREFECT_DEBUG_THIN``, say why: `_declined`)."""
+    found_server, reason = _find()
+    if found_server is None:
+        declined(reason)
+    return found_server
+
+
+def _find() -> tuple[ThinServer | None, str]:
+    if "prefect.settings" in sys.modules:
+        return None, "Prefect's settings are loaded in this process already"
+    malformed = _malformed()
+    if malformed is not None:
+        return None, malformed
+    for name in _AUTH:
+        if os.environ.get(name):
+            return None, f"{name} is set (Prefect's client sends it)"
     chosen = os.environ.get("PREFECT_API_URL")
     if chosen:
         # `connect`'s target for a server the user chose is its address
         return _unless_stale(ThinServer(chosen.rstrip("/")), chosen.rstrip("/"))
     found = _profile()
     if found is not None:
-        profile, _active = found
-        if any(profile.get(name) for name in _AUTH):
-            return None
+        profile, active = found
+        for name in _AUTH:
+            if profile.get(name):
+                return None, f"the Prefect profile {active!r} sets {name}"
         if profile.get("PREFECT_API_URL"):
             url = str(profile["PREFECT_API_URL"]).rstrip("/")
             return _unless_stale(ThinServer(url), url)
-    if _stale_sessions(home_database_target()):  # before the record: no health check to waste
-        return None
+    stale = _stale_session(home_database_target())  # before the record: no health check to waste
+    if stale is not None:
+        return None, stale
     server = running_server()  # `connect`'s rule 3: the one reading of the record
     if server is None:
-        return None
+        home = prefect_home()
+        return None, f"no PREFECT_API_URL (environment or profile), no server running for {home}"
     url = server.url
     notice = f"using the local Prefect server at {url} (`polyaxon-prefect server stop` to stop it)"
-    return ThinServer(server.api_url, notice)
+    return ThinServer(server.api_url, notice), ""
 
 
-def _unless_stale(server: ThinServer, target: str) -> ThinServer | None:
-    return None if _stale_sessions(target) else server
+def _unless_stale(server: ThinServer, target: str) -> tuple[ThinServer | None, str]:
+    stale = _stale_session(target)
+    return (None, stale) if stale is not None else (server, "")

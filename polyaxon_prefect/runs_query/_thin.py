@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from polyaxon_prefect.client import ls_args, on_server, wants_query
+from polyaxon_prefect.client import declined, ls_args, on_server, wants_query
 
 __all__ = ["thin_ls"]
 
@@ -28,7 +28,8 @@ def thin_ls(words: list[str]) -> int | None:
         sort = parse_sort(args["sort"]) if args["sort"] is not None else ()
         if args["status"] is not None:  # one more condition, as the flow layer's `ls_rows`
             conditions = (*parse_query(f"status:{args['status']}"), *conditions)
-    except QueryError:
+    except QueryError as error:
+        declined(f"the query or sort does not parse ({error}): the flow layer's parser says where")
         return None
     return on_server(lambda api, server: _answer(api, server, args, conditions, sort))
 

@@ -49,7 +49,9 @@ def recorded(prefect_server: str) -> list[RecordedRun]:
 
 
 def _thin_env(api: str, home: str) -> dict[str, str]:
-    return {**os.environ, "PREFECT_API_URL": api, "PREFECT_HOME": home}
+    # the thin way says why it steps aside: a check that finds Prefect loaded names the reason
+    debug = {"POLYAXON_PREFECT_DEBUG_THIN": "1"}
+    return {**os.environ, "PREFECT_API_URL": api, "PREFECT_HOME": home, **debug}
 
 
 def _thin(api: str, argv: list[str], home: str) -> subprocess.CompletedProcess[str]:
@@ -374,7 +376,8 @@ def test_stop_and_logs_follow_print_the_same_both_ways_and_ctrl_c_ends_a_follow(
 
     # a dead server: the thin way steps aside and the flow layer says so in one line
     dead = _thin("http://127.0.0.1:9/api", ["logs", going, "-f"], home)
-    said = dead.stderr.splitlines()
+    why, *said = dead.stderr.splitlines()
+    assert why.startswith("thin client declined: the server at http://127.0.0.1:9/api did not")
     assert dead.returncode == 1 and dead.stdout == "" and len(said) == 2, dead.stderr
     assert said[0].startswith("error: the Prefect server at PREFECT_API_URL=http://127.0.0.1:9")
 

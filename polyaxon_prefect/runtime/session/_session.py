@@ -29,7 +29,13 @@ import uuid
 from pathlib import Path
 from typing import IO
 
-from polyaxon_prefect.client._local_server import home_database_target, journal_dir, pid_alive
+from polyaxon_prefect.client._local_server import (
+    dead_session_of,
+    home_database_target,
+    journal_dir,
+    pid_alive,
+    read_journal,
+)
 from polyaxon_prefect.exceptions import write_failure
 from polyaxon_prefect.runtime.session._reaper import SESSION_ENV, mark_crashed, settle
 
@@ -61,6 +67,8 @@ class Session:
         self._journal: Path | None = None
         self._target: str | None = None
         self._journal_failed = False
+        self.closed = False
+        """Ended (`close`): its reaper is gone; `current_session` makes this process a new one."""
         self.live_groups: set[int] = set()
         """The job process groups running now (what a run waits for when its server is gone)."""
         self.flow_runs: list[str] = []
@@ -147,10 +155,13 @@ class Session:
                     directory = journal_dir()
                     directory.mkdir(parents=True, exist_ok=True)
                     self._journal = directory / f"{self.id}.journal"
-                    header = f"pid {self.pid}\ntarget {self._target or database_target()}\n"
-                    self._journal.write_text(header, encoding="utf-8")
                     atexit.register(self._remove_journal)
                 with self._journal.open("a", encoding="utf-8") as handle:
+                    # a new file, or one removed since (this session closed, then used again):
+                    # every journal begins with its header, or no command could settle it
+                    if handle.tell() == 0:
+                        target = self._target or database_target()
+                        line = f"pid {self.pid}\ntarget {target}\n{line}"
                     handle.write(line + "\n")
             except OSError as error:  # a second line of defence only: said once, not fatal
                 if not self._journal_failed:
@@ -164,7 +175,8 @@ class Session:
                     )
 
     def _remove_journal(self) -> None:
-        if self._journal is not None:
+        # a forked child exiting runs its parent's exit hooks: the journal is the parent's
+        if self._journal is not None and os.getpid() == self.pid:
             with contextlib.suppress(OSError):
                 self._journal.unlink()
 
@@ -173,6 +185,7 @@ class Session:
         a clean end, so it takes milliseconds), then exits; this waits briefly for that."""
         if os.getpid() != self.pid:  # a forked child holds a copy of the pipe, not the session
             return
+        self.closed = True
         with self._lock:
             pipe, self._pipe = self._pipe, None
         if pipe is not None:
@@ -201,28 +214,17 @@ def recover_stale_sessions(api_url: str, target: str) -> int:
     directory = journal_dir()
     if not directory.is_dir():
         return 0
-    for journal in directory.glob("*.journal"):
-        try:
-            lines = journal.read_text(encoding="utf-8").splitlines()
-        except OSError:
+    for path in directory.glob("*.journal"):
+        journal = read_journal(path)
+        if journal is None or not dead_session_of(journal, target):
             continue
-        fields = [line.partition(" ") for line in lines]
-        values: dict[str, list[str]] = {}
-        for key, _, value in fields:
-            values.setdefault(key, []).append(value)
-        try:
-            pid = int(values.get("pid", ["0"])[0])
-        except ValueError:
-            continue
-        if pid == os.getpid() or pid_alive(pid) or values.get("target", [""])[0] != target:
-            continue
-        for settlement in values.get("settle", []):  # first: what is settled is not crashed
+        for settlement in journal.settlements:  # first: what is settled is not crashed
             with contextlib.suppress(Exception):
                 settle(api_url.rstrip("/"), json.loads(settlement))
         with contextlib.suppress(Exception):
-            mark_crashed(api_url.rstrip("/"), values.get("flow-run", [])[-200:])
+            mark_crashed(api_url.rstrip("/"), list(journal.flow_runs[-200:]))
         with contextlib.suppress(OSError):
-            journal.unlink()
+            path.unlink()
         settled += 1
     return settled
 
@@ -234,10 +236,11 @@ _STOP_REASON: list[str] = []
 
 
 def current_session() -> Session:
-    """This process's session, created (with its reaper) on first use, and anew after a fork."""
+    """This process's session, created (with its reaper) on first use, and anew after a fork or
+    once it was closed (a second ``run`` in one process: `cli.main` called in-process)."""
     global _SESSION
     with _SESSION_LOCK:
-        if _SESSION is None or _SESSION.pid != os.getpid():
+        if _SESSION is None or _SESSION.pid != os.getpid() or _SESSION.closed:
             _SESSION = Session()
         return _SESSION
 

@@ -249,3 +249,46 @@ def test_only_a_dead_session_of_the_same_database_keeps_the_thin_way_off(
     monkeypatch.delenv("PREFECT_API_URL")  # the home's database: no server runs, so none
     (journals / "c.journal").write_text(f"pid {dead.pid}\ntarget home:{tmp_path / 'home'}\n")
     assert _thin_found() is None
+
+
+def test_a_journal_connect_would_not_settle_never_keeps_the_thin_way_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The thin way steps aside for a journal only where `connect` settles it. A journal naming
+    no process (an earlier version's session, closed then used again in the same process, went
+    on with lines and no header; an empty one is a live session's before its first line) or one
+    gone before it is read is never `connect`'s to settle: it must not keep every command off
+    the thin way (for good, or on a race with a run that ends). A header cut before its target
+    line does, once: the next command's `connect` settles it."""
+    from polyaxon_prefect.runtime.session._session import recover_stale_sessions
+
+    api = "http://127.0.0.1:9/api"
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("POLYAXON_PREFECT_ARTIFACTS_ROOT", str(tmp_path / "artifacts"))
+    monkeypatch.setenv("PREFECT_API_URL", api)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    journals = tmp_path / "artifacts" / ".sessions"
+    journals.mkdir(parents=True)
+    (journals / "headerless.journal").write_text("flow-run 1\nsettle {}\n", encoding="utf-8")
+    (journals / "empty.journal").write_text("", encoding="utf-8")
+    (journals / "group.journal").write_text(f"pid 0\ntarget {api}\n", encoding="utf-8")
+    # listed, then gone before it is read (its session ended meanwhile: a run ending as another
+    # command starts), as a link to nothing is
+    (journals / "gone.journal").symlink_to(journals / "ended")
+    assert _thin_found() == (api, None)
+    assert recover_stale_sessions(api, api) == 0  # none of them is connect's to settle
+    cut = journals / "cut.journal"
+    cut.write_text(f"pid {dead.pid}\n", encoding="utf-8")
+    assert _thin_found() is None
+    assert recover_stale_sessions(api, api) == 1 and not cut.exists()
+    assert _thin_found() == (api, None)
+    debug = {**os.environ, "POLYAXON_PREFECT_DEBUG_THIN": "1"}
+    cut.write_text(f"pid {dead.pid}\n", encoding="utf-8")
+    said = subprocess.run(
+        [sys.executable, "-c", _FIND], capture_output=True, text=True, env=debug, check=True
+    )
+    assert said.stderr == (
+        f"thin client declined: the dead session {dead.pid} left runs on {api} to mark crashed "
+        f"first ({cut})\n"
+    )
