@@ -24,6 +24,7 @@ first.track_flow_run("11111111-1111-1111-1111-111111111111")
 first.close()  # the end of `run_cli_request`: the first run's session ends
 second = current_session()
 second.track_flow_run("22222222-2222-2222-2222-222222222222")
+second.track_flow_run("44444444-4444-4444-4444-444444444444")
 first.track_flow_run("33333333-3333-3333-3333-333333333333")  # a reference kept past its end
 journals = {p.stem: p.read_text() for p in journal_dir().glob("*.journal")}
 print(json.dumps({
@@ -52,7 +53,9 @@ def test_a_second_run_in_one_process_gets_a_new_session_and_a_journal_with_its_h
     first, second = said["ids"]
     header = f"pid {said['pid']}\ntarget {api}\n"
     assert said["journals"] == {
-        second: header + "flow-run 22222222-2222-2222-2222-222222222222\n",
+        second: header
+        + "flow-run 22222222-2222-2222-2222-222222222222\n"
+        + "flow-run 44444444-4444-4444-4444-444444444444\n",
         first: header + "flow-run 33333333-3333-3333-3333-333333333333\n",
     }
     assert not list((tmp_path / "artifacts" / ".sessions").glob("*.journal"))  # removed at exit
