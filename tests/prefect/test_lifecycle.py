@@ -4,6 +4,8 @@ Real CLI processes, real jobs, real signals. Processes of a run are found by an 
 variable the test gives the CLI (every process the run starts inherits it), never by name.
 Where a test passes the session's test server (``PREFECT_API_URL``), the CLI uses it, so the
 flow runs it leaves behind can be read back; the others start the CLI's own local server.
+The four first runs at once on a new home, on busy cores, are in `test_first_runs.py` (over a
+minute): the parallel suite runs them on another worker.
 """
 
 from __future__ import annotations
@@ -128,18 +130,6 @@ def sweep_file(folder: Path, flags: Path) -> Path:
     return path
 
 
-@pytest.fixture
-def busy_cores() -> Iterator[None]:
-    """One busy-loop process per core, for the duration of the test."""
-    loops = [subprocess.Popen([PY, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
-    try:
-        yield
-    finally:
-        for loop in loops:
-            loop.kill()
-            loop.wait()
-
-
 # ----------------------------------------------------------------------------- SIGKILL
 
 
@@ -251,27 +241,6 @@ def test_ctrl_c_stops_a_sweep_and_its_trials(tmp_path: Path, prefect_server: str
 
 
 # ----------------------------------------------------------------------------- first runs
-
-
-def test_four_first_runs_at_once_on_a_new_prefect_home_with_busy_cores(
-    tmp_path: Path, busy_cores: None
-):
-    """The first run on a new home, on a machine whose cores are busy, with three more started
-    at the same time: the one that builds the database says so (the others wait for it, then
-    start together), each succeeds, and none leaves a process behind."""
-    path = job_file(tmp_path, "first-runs", "print('hello from the first run')")
-    env = base_env(tmp_path, None)
-    marks = [uuid.uuid4().hex for _ in "abcd"]
-    clis = [start_cli(["-f", str(path), "--json"], env=env, mark=mark) for mark in marks]
-
-    results = [cli.communicate(timeout=500) for cli in clis]
-
-    for cli, (out, err) in zip(clis, results, strict=True):
-        assert cli.returncode == 0, err
-        assert json.loads(out)["status"] == "succeeded"
-    assert sum("first run only" in err for _out, err in results) == 1, results
-    for mark in marks:
-        assert wait_until(lambda mark=mark: not run_processes(mark), 10)
 
 
 def test_a_server_that_cannot_start_is_one_clear_error_and_json_on_stdout(tmp_path: Path):
