@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import prefect_server, stop
+from tests.integration.conftest import create_process_pool, prefect_server, stop
 from tests.prefect.conftest import cli_in
 
 pytestmark = [pytest.mark.slow, pytest.mark.process, pytest.mark.server]
@@ -93,31 +93,13 @@ class Api:
         return {t["name"]: t["state"]["name"] for t in self.call("/task_runs/filter", body)}
 
 
-def _create_process_pool(api: str) -> None:
-    """The pool ``prefect work-pool create POOL --type process`` makes (the process worker's
-    default job template), asked for in this process, which imports Prefect for the tests'
-    deploys anyway: a CLI process (seconds of ``import prefect``) less per module."""
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.actions import WorkPoolCreate
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-    from prefect.workers.process import ProcessWorker
-
-    template = ProcessWorker.get_default_base_job_template()
-    pool = WorkPoolCreate(name=POOL, type="process", base_job_template=template)
-    with (
-        temporary_settings(updates={PREFECT_API_URL: api}),
-        get_client(sync_client=True) as client,
-    ):
-        client.create_work_pool(pool)
-
-
 @pytest.fixture(scope="module")
 def cluster(prefect_database_template: Path) -> Iterator[tuple[dict[str, str], Api]]:
     """A real server, a process work pool and a worker polling it every second (each module
     that uses it has its own)."""
     folder = Path(tempfile.mkdtemp(prefix="prefect-deploy-"))
     with prefect_server(folder, database=prefect_database_template) as env:
-        _create_process_pool(env["PREFECT_API_URL"])
+        create_process_pool(env["PREFECT_API_URL"], POOL)  # in this process: no CLI
         worker = subprocess.Popen(
             [str(BIN / "prefect"), "worker", "start", "--pool", POOL, "--type", "process"],
             env=env,
