@@ -133,26 +133,31 @@ HEAVY_FILES = {
     "tests/integration/test_server_faults.py": 150,
     "tests/integration/test_deployments_runs.py": 130,
     "tests/integration/test_deployments.py": 130,
-    "tests/integration/test_full_disk.py": 120,
     "tests/prefect/test_first_runs.py": 110,  # four first runs at once on busy cores
     "tests/integration/test_server_faults_pruning.py": 100,
     "tests/integration/test_postgres.py": 90,
     "tests/integration/test_work_pool.py": 85,
     "tests/integration/test_local_server.py": 80,
     "tests/integration/test_one_server_profile.py": 75,
+    "tests/integration/test_full_disk_resume.py": 75,
     "tests/prefect/test_ls_query.py": 75,  # 200 runs recorded for the module
     "tests/integration/test_server_faults_sweep.py": 70,
     "tests/integration/test_one_server_ports.py": 65,
     "tests/integration/test_gpu_homes.py": 60,
     "tests/prefect/test_lifecycle.py": 60,
+    "tests/integration/test_full_disk.py": 55,
     "tests/integration/test_one_server.py": 50,
+    # the timing pass's longest test outside its lanes (CPU-bound): taken first by the lane
+    # that ends first, not left to run alone at the end of the pass
+    "tests/test_fuzz.py": 50,
 }
 """Seconds each of the longest files takes on one worker of `make test`'s parallel pass (its
 tests one after the other, measured there, rounded): `make test`'s workers take these first,
 the longest first. A file runs whole on one worker (``--dist loadfile``), so the pass cannot
 end before its longest file does, nor sooner than that after the file starts: one started
 in the last minutes leaves the other workers idle while it ends. A file that grows past about
-two minutes is split, by the fixtures its tests share (`test_server_faults*.py`)."""
+two minutes is split, by the fixtures its tests share (`test_server_faults*.py`). The timing
+pass keeps this order among the tests outside its `TIMING_LANES`."""
 
 START_RANKS = (("slow",), ("server", "container", "cluster"), ("process", "browser"))
 """Which of the other files `make test`'s workers take first: those with a test marked `slow`,

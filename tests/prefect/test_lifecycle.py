@@ -26,6 +26,7 @@ import pytest
 import yaml
 from prefect.client.schemas.objects import StateType
 
+from tests.conftest import seed_prefect_home
 from tests.prefect.conftest import MARK, run_processes, wait_until
 
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc (Linux)")
@@ -171,12 +172,18 @@ def _no_running_flow_runs(api: Any, _name: str) -> bool:
     return not [r for r in running if r.name.startswith(("lifecycle", "trial-"))]
 
 
-def test_sigkill_of_a_cli_with_its_own_server_stops_the_server_too(tmp_path: Path):
+def test_sigkill_of_a_cli_with_its_own_server_stops_the_server_too(
+    tmp_path: Path, prefect_database_template: Path
+):
     flags = tmp_path / "flags"
     flags.mkdir()
     path = job_file(tmp_path, "lifecycle-own", started_then_sleep(flags))
     mark = uuid.uuid4().hex
-    cli = start_cli(["-f", str(path)], env=base_env(tmp_path, None), mark=mark)
+    env = base_env(tmp_path, None)
+    # a home whose database is already built: the CLI's own server starts without migrating
+    # it (not a first run: that is test_first_runs.py's)
+    seed_prefect_home(Path(env["PREFECT_HOME"]), prefect_database_template)
+    cli = start_cli(["-f", str(path)], env=env, mark=mark)
 
     assert wait_until(lambda: any(flags.iterdir()), 180)
     before = run_processes(mark)
