@@ -69,7 +69,7 @@ docs: setup-test
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # Lint, then the tests in parallel, one test file per worker (its module-scoped servers stay
-# shared), the heaviest files handed out first (tests/conftest.py, `heavy_files_first`); the
+# shared), the longest files handed out first (tests/conftest.py, `HEAVY_FILES`); the
 # tests that assert a wall-clock budget run afterwards with nothing else, two at a time, in
 # two lanes (marked `timing`; `TIMING_LANES` in tests/conftest.py). The last line is the
 # whole target's wall time.

@@ -128,28 +128,64 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items[:] = heavy_files_first(items)
 
 
+HEAVY_FILES = {
+    "tests/integration/test_readme_walk.py": 175,  # one test: every journey on one home
+    "tests/integration/test_server_faults.py": 150,
+    "tests/integration/test_deployments_runs.py": 130,
+    "tests/integration/test_deployments.py": 130,
+    "tests/prefect/test_first_runs.py": 110,  # four first runs at once on busy cores
+    "tests/integration/test_server_faults_pruning.py": 100,
+    "tests/integration/test_postgres.py": 90,
+    "tests/integration/test_work_pool.py": 85,
+    "tests/integration/test_local_server.py": 80,
+    "tests/integration/test_one_server_profile.py": 75,
+    "tests/integration/test_full_disk_resume.py": 75,
+    "tests/prefect/test_ls_query.py": 75,  # 200 runs recorded for the module
+    "tests/integration/test_server_faults_sweep.py": 70,
+    "tests/integration/test_one_server_ports.py": 65,
+    "tests/integration/test_gpu_homes.py": 60,
+    "tests/prefect/test_lifecycle.py": 60,
+    "tests/integration/test_full_disk.py": 55,
+    "tests/integration/test_one_server.py": 50,
+    # the timing pass's longest test outside its lanes (CPU-bound): taken first by the lane
+    # that ends first, not left to run alone at the end of the pass
+    "tests/test_fuzz.py": 50,
+}
+"""Seconds each of the longest files takes on one worker of `make test`'s parallel pass (its
+tests one after the other, measured there, rounded): `make test`'s workers take these first,
+the longest first. A file runs whole on one worker (``--dist loadfile``), so the pass cannot
+end before its longest file does, nor sooner than that after the file starts: one started
+in the last minutes leaves the other workers idle while it ends. A file that grows past about
+two minutes is split, by the fixtures its tests share (`test_server_faults*.py`). The timing
+pass keeps this order among the tests outside its `TIMING_LANES`."""
+
 START_RANKS = (("slow",), ("server", "container", "cluster"), ("process", "browser"))
-"""Which files `make test`'s workers take first: those with a test marked `slow`, then those
-that start servers, then processes, then the rest (thousands of quick unit tests, which fill
-the workers' last minutes evenly)."""
+"""Which of the other files `make test`'s workers take first: those with a test marked `slow`,
+then those that start servers, then processes, then the rest (thousands of quick unit tests,
+which fill the workers' last minutes evenly)."""
 
 
 def heavy_files_first(items: list[pytest.Item]) -> list[pytest.Item]:
-    """``items``, each file's tests together and in their order, the files ordered by
-    `START_RANKS` (stable: collection order within a rank). pytest-xdist hands the files out
-    in this order (`make test` passes --no-loadscope-reorder: its default, the files with the
-    most tests first, would start the quick parametrized unit files first and leave a
-    two-minute single-test file for the end, running alone while the other workers idle)."""
-    ranks: dict[Path, int] = {}
+    """``items``, each file's tests together and in their order: the `HEAVY_FILES`, longest
+    first, then the other files by `START_RANKS` (stable: collection order within a rank).
+    pytest-xdist hands the files out in this order (`make test` passes
+    --no-loadscope-reorder: its default, the files with the most tests first, would start the
+    quick parametrized unit files first and leave a two-minute single-test file for the end,
+    running alone while the other workers idle)."""
+    order: dict[Path, tuple[int, float]] = {}
     for item in items:
+        path = Path(item.path)
+        name = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
+        if name in HEAVY_FILES:
+            order[path] = (0, -HEAVY_FILES[name])  # the longest first
+            continue
         names = {mark.name for mark in item.iter_markers()}
-        rank = next(
+        rank = 1 + next(
             (r for r, marks in enumerate(START_RANKS) if names.intersection(marks)),
             len(START_RANKS),
         )
-        path = Path(item.path)
-        ranks[path] = min(rank, ranks.get(path, rank))
-    return sorted(items, key=lambda item: ranks[Path(item.path)])  # sorted() is stable
+        order[path] = min((rank, 0.0), order.get(path, (rank, 0.0)))
+    return sorted(items, key=lambda item: order[Path(item.path)])  # sorted() is stable
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -90,7 +90,29 @@ def prefect_server(
         wait_http(f"{api}/health", server, 300)  # four test workers share two cores
         yield env
     finally:
-        stop(server)
+        # A server of the tests alone, in a folder of theirs: its graceful shutdown (its
+        # services stopping, about 7 s) is waited for 2 s, then it is killed; nothing reads
+        # its database afterwards.
+        stop(server, grace=2)
+
+
+def create_process_pool(api: str, name: str) -> None:
+    """The work pool ``prefect work-pool create NAME --type process`` makes (the process
+    worker's default job template), asked for through Prefect's client in the test's process:
+    a CLI process (seconds of ``import prefect``) less where the pool is set-up, not the
+    point."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.workers.process import ProcessWorker
+
+    template = ProcessWorker.get_default_base_job_template()
+    pool = WorkPoolCreate(name=name, type="process", base_job_template=template)
+    with (
+        temporary_settings(updates={PREFECT_API_URL: api}),
+        get_client(sync_client=True) as client,
+    ):
+        client.create_work_pool(pool)
 
 
 def new_home_env(home: Path, artifacts: Path, idle: str) -> dict[str, str]:

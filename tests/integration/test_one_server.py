@@ -6,6 +6,10 @@ The first command starts the server and says so; later ones (the CLI, ``polyaxon
 the next command; where another program holds the port, each home's server takes a free one
 and its next command finds it by its record;
 ``server start --set-profile`` points ``prefect`` commands at the same server.
+
+The held port (`test_one_server_ports.py`) and ``--set-profile`` (`test_one_server_profile.py`)
+are in files of their own (a minute or more each), so the parallel suite runs them on other
+workers.
 """
 
 from __future__ import annotations
@@ -13,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,7 +25,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import seed_prefect_home
 from tests.integration.conftest import new_home_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.process, pytest.mark.server]
@@ -131,79 +133,6 @@ def test_a_run_longer_than_the_idle_timeout_keeps_its_server(
     result = _run(home, "run", "-f", str(slow), "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["status"] == "succeeded"
-
-
-def test_homes_whose_port_another_program_holds_each_get_their_own_server_and_reuse_it(
-    home: dict[str, str], tmp_path: Path, prefect_database_template: Path
-) -> None:
-    """Two Prefect homes on one machine, the configured port held by a plain socket (another
-    user's server): each home's first command starts its server on a free port of its own and
-    records it; each home's next command finds it by that record (no temporary server)."""
-    port = int(home["POLYAXON_PREFECT_SERVER_PORT"])
-    # each server must outlive the other home's first start (half a minute or more)
-    home["POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT"] = "300"
-    other_home = seed_prefect_home(tmp_path / "other-prefect", prefect_database_template)
-    other = new_home_env(other_home, tmp_path / "other-artifacts", "300")
-    other["POLYAXON_PREFECT_SERVER_PORT"] = str(port)
-    # Each home's one run is its first command's, run in that CLI before a warm runner could
-    # listen: neither server starts one (about 3 CPU s each, spent for nothing here).
-    for env in (home, other):
-        env["POLYAXON_PREFECT_RUNNER"] = "0"
-    noop = str(tmp_path / "noop.yaml")
-    taken = []
-    try:
-        with socket.socket() as holder:
-            holder.bind(("127.0.0.1", port))
-            holder.listen()
-            for env in (home, other):
-                first = _run(env, "run", "-f", noop)
-                assert first.returncode == 0, first.stderr
-                own = int(json.loads(_record(env).read_text())["url"].rsplit(":", 1)[1])
-                assert own != port
-                line = first.stderr.splitlines()[0]
-                assert line.startswith(STARTING.format(port=own))
-                assert line.endswith(f"; port {port} is held by another program)")
-                assert "temporary" not in first.stderr
-                second = _run(env, "ls", "--json")
-                assert second.returncode == 0, second.stderr
-                assert second.stderr.splitlines()[0].startswith(USING.format(port=own))
-                assert [row["name"] for row in json.loads(second.stdout)] == ["noop"]
-                taken.append(own)
-        assert taken[0] != taken[1]
-    finally:
-        _run(other, "server", "stop")
-
-
-def test_server_start_points_prefect_commands_at_the_same_server(
-    home: dict[str, str], tmp_path: Path
-) -> None:
-    port = home["POLYAXON_PREFECT_SERVER_PORT"]
-    api = f"http://127.0.0.1:{port}/api"
-    started = _run(home, "server", "start", "--port", port, "--set-profile")
-    assert started.returncode == 0, started.stderr
-    assert f"PREFECT_API_URL={api}" in started.stdout
-    view = subprocess.run(
-        [str(BIN / "prefect"), "config", "view"], env=home, capture_output=True, text=True
-    )
-    assert f"PREFECT_API_URL='{api}'" in view.stdout
-
-    ran = _run(home, "run", "-f", str(tmp_path / "noop.yaml"), "--json")
-    assert ran.returncode == 0, ran.stderr
-    flow_run_id = json.loads(ran.stdout)["flow_run_id"]
-    seen = subprocess.run(
-        [str(BIN / "prefect"), "flow-run", "inspect", flow_run_id],
-        env=home,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert seen.returncode == 0 and "COMPLETED" in seen.stdout, seen.stderr
-
-    # The profile still names the server once it is stopped: the next command starts it there.
-    assert "stopped" in _run(home, "server", "stop").stdout
-    back = _run(home, "run", "-f", str(tmp_path / "noop.yaml"))
-    assert back.returncode == 0, back.stderr
-    assert back.stderr.splitlines()[0].startswith(STARTING.format(port=port))
 
 
 def test_runs_in_one_process_with_temporary_servers_each_get_a_live_one(

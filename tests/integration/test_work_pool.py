@@ -14,10 +14,11 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.integration.conftest import prefect_server, stop
+from tests.integration.conftest import create_process_pool, prefect_server, stop
 
 pytestmark = [pytest.mark.slow, pytest.mark.process, pytest.mark.server]
 
@@ -46,7 +47,7 @@ def test_each_trial_is_a_deployment_run_picked_up_by_the_worker(
 ):
     env = server_env
     prefect = str(BIN / "prefect")
-    subprocess.run([prefect, "work-pool", "create", POOL, "--type", "process"], env=env, check=True)
+    create_process_pool(env["PREFECT_API_URL"], POOL)  # in this process: no CLI process
     subprocess.run(
         [sys.executable, "-c", DEPLOY.format(repo=str(REPO), pool=POOL)],
         env=env,
@@ -102,19 +103,18 @@ def test_each_trial_is_a_deployment_run_picked_up_by_the_worker(
     assert sorted(r.name for r in runs) == ["trial-0 x=1", "trial-1 x=2", "trial-2 x=3"]
 
 
-def _trial_runs(env: dict[str, str], parent: str) -> list[object]:
-    script = f"""
-import json
-from prefect.client.orchestration import get_client
-from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
-with get_client(sync_client=True) as client:
-    runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(
-        parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[{parent!r}])))
-print(json.dumps([r.model_dump(mode="json") for r in runs]))
-"""
-    out = subprocess.run(
-        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
-    )
-    from prefect.client.schemas.objects import FlowRun
+def _trial_runs(env: dict[str, str], parent: str) -> list[Any]:
+    """The sweep's trial flow runs, read through Prefect's client in this process (a read, as
+    a second process would make it: no process of ``import prefect`` for it)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
+    from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    return [FlowRun.model_validate(r) for r in json.loads(out.stdout)]
+    parents = FlowRunFilterParentFlowRunId(any_=[parent])
+    with (
+        temporary_settings(updates={PREFECT_API_URL: env["PREFECT_API_URL"]}),
+        get_client(sync_client=True) as client,
+    ):
+        return list(
+            client.read_flow_runs(flow_run_filter=FlowRunFilter(parent_flow_run_id=parents))
+        )

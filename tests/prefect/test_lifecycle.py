@@ -4,6 +4,8 @@ Real CLI processes, real jobs, real signals. Processes of a run are found by an 
 variable the test gives the CLI (every process the run starts inherits it), never by name.
 Where a test passes the session's test server (``PREFECT_API_URL``), the CLI uses it, so the
 flow runs it leaves behind can be read back; the others start the CLI's own local server.
+The four first runs at once on a new home, on busy cores, are in `test_first_runs.py` (over a
+minute): the parallel suite runs them on another worker.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import pytest
 import yaml
 from prefect.client.schemas.objects import StateType
 
+from tests.conftest import seed_prefect_home
 from tests.prefect.conftest import MARK, run_processes, wait_until
 
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc (Linux)")
@@ -128,18 +131,6 @@ def sweep_file(folder: Path, flags: Path) -> Path:
     return path
 
 
-@pytest.fixture
-def busy_cores() -> Iterator[None]:
-    """One busy-loop process per core, for the duration of the test."""
-    loops = [subprocess.Popen([PY, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
-    try:
-        yield
-    finally:
-        for loop in loops:
-            loop.kill()
-            loop.wait()
-
-
 # ----------------------------------------------------------------------------- SIGKILL
 
 
@@ -181,12 +172,18 @@ def _no_running_flow_runs(api: Any, _name: str) -> bool:
     return not [r for r in running if r.name.startswith(("lifecycle", "trial-"))]
 
 
-def test_sigkill_of_a_cli_with_its_own_server_stops_the_server_too(tmp_path: Path):
+def test_sigkill_of_a_cli_with_its_own_server_stops_the_server_too(
+    tmp_path: Path, prefect_database_template: Path
+):
     flags = tmp_path / "flags"
     flags.mkdir()
     path = job_file(tmp_path, "lifecycle-own", started_then_sleep(flags))
     mark = uuid.uuid4().hex
-    cli = start_cli(["-f", str(path)], env=base_env(tmp_path, None), mark=mark)
+    env = base_env(tmp_path, None)
+    # a home whose database is already built: the CLI's own server starts without migrating
+    # it (not a first run: that is test_first_runs.py's)
+    seed_prefect_home(Path(env["PREFECT_HOME"]), prefect_database_template)
+    cli = start_cli(["-f", str(path)], env=env, mark=mark)
 
     assert wait_until(lambda: any(flags.iterdir()), 180)
     before = run_processes(mark)
@@ -251,27 +248,6 @@ def test_ctrl_c_stops_a_sweep_and_its_trials(tmp_path: Path, prefect_server: str
 
 
 # ----------------------------------------------------------------------------- first runs
-
-
-def test_four_first_runs_at_once_on_a_new_prefect_home_with_busy_cores(
-    tmp_path: Path, busy_cores: None
-):
-    """The first run on a new home, on a machine whose cores are busy, with three more started
-    at the same time: the one that builds the database says so (the others wait for it, then
-    start together), each succeeds, and none leaves a process behind."""
-    path = job_file(tmp_path, "first-runs", "print('hello from the first run')")
-    env = base_env(tmp_path, None)
-    marks = [uuid.uuid4().hex for _ in "abcd"]
-    clis = [start_cli(["-f", str(path), "--json"], env=env, mark=mark) for mark in marks]
-
-    results = [cli.communicate(timeout=500) for cli in clis]
-
-    for cli, (out, err) in zip(clis, results, strict=True):
-        assert cli.returncode == 0, err
-        assert json.loads(out)["status"] == "succeeded"
-    assert sum("first run only" in err for _out, err in results) == 1, results
-    for mark in marks:
-        assert wait_until(lambda mark=mark: not run_processes(mark), 10)
 
 
 def test_a_server_that_cannot_start_is_one_clear_error_and_json_on_stdout(tmp_path: Path):
