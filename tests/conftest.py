@@ -85,10 +85,29 @@ def timing_lane(nodeid: str) -> str:
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: none without it (`-p no:xdist`)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """`--dist loadgroup` hands out `TIMING_LANES` (pytest-xdist's `xdist_group` marks no longer
-    reach its scheduler under pytest 9, whose node ids it can no longer rename)."""
+    reach its scheduler under pytest 9, whose node ids it can no longer rename); `--dist
+    loadfile` queues a quick file, not the next long one, behind a long file (`HeavyFilesAlone`)."""
+    from xdist.scheduler import LoadFileScheduling, LoadScopeScheduling
+
+    class HeavyFilesAlone(LoadFileScheduling):
+        """A worker cannot start its last pending test before it holds the next one (pytest runs
+        a test knowing the next, to tear down its fixtures), so pytest-xdist queues a second
+        file on a worker once it has 2 tests or fewer left. Behind one of the `HEAVY_FILES`, the
+        next file in line (another long one) would wait minutes there while other workers idle:
+        that worker gets the last file in line (quick unit tests) instead."""
+
+        def _assign_work_unit(self, node: Any) -> None:
+            if self.workqueue and any(
+                scope in HEAVY_FILES and not all(unit.values())
+                for scope, unit in self.assigned_work.get(node, {}).items()
+            ):
+                self.workqueue.move_to_end(next(reversed(self.workqueue)), last=False)
+            super()._assign_work_unit(node)
+
+    if config.getoption("dist") == "loadfile":
+        return HeavyFilesAlone(config, log)
     if config.getoption("dist") != "loadgroup":
         return None
-    from xdist.scheduler import LoadScopeScheduling
 
     class TimingLanes(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
