@@ -67,9 +67,8 @@ class SweepBoard:
         The API calls go in the background, the latest progress only: the sweep's loop, which
         launches the next trials, never waits for the server (two calls that a busy server
         answered in seconds, when the loop waited, delayed every trial launch by as much).
-        The ``final`` one waits for the one on its way, then is sent, so it is the last; the
-        first is sent at once too (it creates the artifact, before the sweep's first trial).
-        Both calls go with `api_request`'s quick retry on ``503``: with Prefect's 2, 4, 8 s
+        The ``final`` one waits for the one on its way, then is sent, so it is the last.
+        Updates go with `api_request`'s quick retry on ``503``: with Prefect's 2, 4, 8 s
         back-off, one collision with a trial's record held every later progress, the final
         one included, for seconds past the last trial."""
         if progress != self.shown:
@@ -79,12 +78,10 @@ class SweepBoard:
             progress == self.shown or now - self.progress_at < _PROGRESS_EVERY_SECONDS
         ):
             return
-        first = self.shown is None
         self.progress_at, self.shown = now, progress
-        if final or first:
-            # the first creates the artifact before any trial writes: nothing to meet yet
+        if final:
             self._idle.wait(timeout=_FINAL_WAIT_SECONDS)
-            self._publish(progress, final=final, client=client)
+            self._publish(progress, final=True, client=client)
             return
         with self._lock:
             busy = self._latest is not None or not self._idle.is_set()
