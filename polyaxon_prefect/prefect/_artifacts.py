@@ -13,12 +13,16 @@ import functools
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 from uuid import UUID
 
 from prefect import get_run_logger
 
+from polyaxon_prefect.prefect._client import api_request
 from polyaxon_prefect.specs import slug
+
+if TYPE_CHECKING:
+    from prefect.client.orchestration import SyncPrefectClient
 
 __all__ = [
     "artifact_key",
@@ -127,16 +131,42 @@ def markdown_artifact(markdown: str, *, key: str, description: str | None = None
 
 
 def progress_artifact(
-    value: float, *, key: str, description: str, artifact_id: UUID | None = None
+    value: float,
+    *,
+    key: str,
+    description: str,
+    artifact_id: UUID | None = None,
+    client: SyncPrefectClient | None = None,
 ) -> UUID | None:
-    """Create the progress artifact (``artifact_id`` None) or update it; returns its id."""
+    """Create the progress artifact (``artifact_id`` None) or update it; returns its id.
+    ``client``: an open sync client the update goes on (`_update_progress`)."""
     from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
     try:
         if artifact_id is None:
             # called from sync code, Prefect's `async_dispatch` returns the id itself
             return cast(UUID, create_progress_artifact(value, key=key, description=description))
-        update_progress_artifact(artifact_id, value, description=description)
+        if client is not None:
+            _update_progress(client, artifact_id, value, description)
+        else:
+            update_progress_artifact(artifact_id, value, description=description)
     except Exception as exc:
         _warn("progress", exc)
     return artifact_id
+
+
+def _update_progress(
+    client: SyncPrefectClient, artifact_id: UUID, value: float, description: str
+) -> None:
+    """What Prefect's ``update_progress_artifact`` sends (the PATCH, then its
+    ``prefect.artifact.updated`` event), on ``client`` with `api_request`'s quick retry:
+    Prefect's own opens a client per call and sleeps 2, 4, 8 s on a ``503`` (a write of the
+    sweep's trials met), and a sweep's last progress waited that long before it could end."""
+    from prefect.client.schemas.actions import ArtifactUpdate
+    from prefect.events.utilities import emit_event
+
+    update = ArtifactUpdate(data=min(100.0, max(0.0, value)), description=description)
+    payload = update.model_dump(mode="json", exclude_unset=True)
+    api_request(client, "PATCH", f"/artifacts/{artifact_id}", payload)
+    resource = {"prefect.resource.id": f"prefect.artifact.{artifact_id}"}
+    emit_event(event="prefect.artifact.updated", resource=resource, payload=payload)

@@ -378,10 +378,7 @@ class _Sweep:
             return self.refused(str(exc), on_outcome)
         except OSError as exc:  # the study's storage cannot be written: one line, no trace
             return self.refused(unwritable_study(exc), on_outcome)
-        if self.in_process and not self.request.sweep.deployment:
-            self.trials.trial_flow_id = trial_flow_id(self.component, self.request.op_name)
         limit = self.limit()
-        self.progress(study, final=False)
         from prefect.client.orchestration import get_client
 
         with (
@@ -389,8 +386,13 @@ class _Sweep:
             ThreadPoolExecutor(max_workers=limit, thread_name_prefix="trial") as executor,
         ):
             self.trials.client = client
-            if self.trials.trial_flow_id is not None:
+            if self.in_process and not self.request.sweep.deployment:
+                flow_id = trial_flow_id(client, self.component, self.request.op_name)
+                self.trials.trial_flow_id = flow_id
                 self.trials.trials_task_run_id = trials_task_run(client, self.trials.flow_run_id)
+            # the first progress after the records every trial needs: its writes in the
+            # background would meet theirs (a `503`)
+            self.progress(study, final=False)
             try:
                 self.loop(study, executor, limit)
             except OSError as exc:  # the study's storage cannot be written: one line, no trace

@@ -308,19 +308,24 @@ def trials_task_run(client: SyncPrefectClient, flow_run_id: UUID | None) -> UUID
     while polling), and doubled the writes that contend for the server's
     database (SQLite answered ``503`` under four concurrent trials, and the client's retry
     back-off cost seconds).
+
+    Sent with `api_request` (a quick retry on ``503``): it meets the sweep's first progress
+    writes, and Prefect's client slept 2 s on that collision before the first trial started.
     """
-    from prefect.states import Running
+    from prefect.client.schemas.actions import TaskRunCreate
+    from prefect.states import Running, to_state_create
 
     if flow_run_id is None:
         return None
-    task_run = client.create_task_run(
-        task=_TRIALS_TASK,
-        flow_run_id=flow_run_id,
-        dynamic_key="trials",
+    create = TaskRunCreate(
         name="trials",
-        state=Running(),
+        flow_run_id=flow_run_id,
+        task_key=_TRIALS_TASK.task_key,
+        dynamic_key="trials",
+        state=to_state_create(Running()),
     )
-    return task_run.id
+    payload = create.model_dump(mode="json", exclude={"id"})
+    return UUID(api_request(client, "POST", "/task_runs/", payload).json()["id"])
 
 
 def end_trials_task_run(client: SyncPrefectClient, task_run_id: UUID | None, state: State) -> None:
@@ -331,17 +336,14 @@ def end_trials_task_run(client: SyncPrefectClient, task_run_id: UUID | None, sta
         client.set_task_run_state(task_run_id, final.model_copy(update={"data": None}), force=True)
 
 
-def trial_flow_id(component: Component | None, op_name: str) -> UUID:
-    """The id of the flow the trial runs belong to (the component's name, like a job's)."""
-    from prefect.client.orchestration import get_client
+def trial_flow_id(client: SyncPrefectClient, component: Component | None, op_name: str) -> UUID:
+    """The id of the flow the trial runs belong to (the component's name, like a job's), asked
+    on the sweep's open client (a new client costs a connection) with a quick retry."""
     from prefect.client.schemas.actions import FlowCreate
 
     name = flow_name(getattr(component, "name", None) or op_name)
-    with get_client(sync_client=True) as client:
-        response = client.request(
-            "POST", "/flows/", json=FlowCreate(name=name).model_dump(mode="json")
-        )
-        return UUID(response.json()["id"])
+    payload = FlowCreate(name=name).model_dump(mode="json")
+    return UUID(api_request(client, "POST", "/flows/", payload).json()["id"])
 
 
 # ----------------------------------------------------------------------------- deployments

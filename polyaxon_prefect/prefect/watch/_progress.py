@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect.client import PROGRESS_LABEL, UPDATED_KEY, progress_from_labels
 from polyaxon_prefect.prefect._artifacts import artifact_key, progress_artifact
+from polyaxon_prefect.prefect._client import api_request
 from polyaxon_prefect.prefect.watch import _live as live
 from polyaxon_prefect.search import JobProgress, job_eta
 from polyaxon_prefect.tracking import PROGRESS_FILE, read_progress_file
@@ -68,7 +69,9 @@ def publish_label(
     labels: dict[str, Any] = {PROGRESS_LABEL: stamped}
     with contextlib.suppress(Exception):
         if client is not None:
-            client.update_flow_run_labels(flow_run_id, labels)
+            # a quick retry on `503`: Prefect's client sleeps 2, 4, 8 s there (a sweep's
+            # trials writing at the same time), and a sweep's last progress waited for it
+            api_request(client, "PATCH", f"/flow_runs/{flow_run_id}/labels", labels)
             return
         with get_client(sync_client=True) as new:
             new.update_flow_run_labels(flow_run_id, labels)
@@ -125,6 +128,7 @@ class _JobWatch:
             key=artifact_key(self.name, "progress"),
             description=f"`{self.name}`: {progress.description()} (run {self.run_uuid})",
             artifact_id=self.artifact_id,
+            client=self.client,
         )
         publish_label(self.flow_run_id, progress.to_dict(), self.client)
 
