@@ -2,7 +2,8 @@
 
 Writes ``<marks>/<run uuid>.json`` with its params, start and end times (the tests count
 process starts and measure overlap from them), logs ``loss`` per step and outputs ``loss``:
-``(x - 0.3) ** 2`` plus ``penalty``; ``fail_over``: exit 2 when ``x`` exceeds it.
+``(x - 0.3) ** 2`` plus ``penalty``; ``fail_over``: exit 2 when ``x`` exceeds it; ``hold_over``:
+when ``x`` exceeds it, wait before ending while ``<marks>/hold`` exists.
 """
 
 from __future__ import annotations
@@ -37,6 +38,11 @@ def main() -> None:
     for step in range(steps):
         tracking.log_metrics(step=step, loss=loss + 0.01 * (steps - step))
         time.sleep(float(params.get("sleep") or 0.0))
+    hold_over = params.get("hold_over")
+    # a test that kills the sweep holds these trials running until it has (however slow
+    # its own polling on a loaded machine)
+    while hold_over is not None and x > float(hold_over) and (marks / "hold").exists():
+        time.sleep(0.05)
     fail_over = params.get("fail_over")
     if fail_over is not None and x > float(fail_over):
         print(f"x={x} is over {fail_over}", file=sys.stderr)

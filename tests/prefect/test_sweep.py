@@ -27,6 +27,7 @@ inputs:
 - {{name: sleep, type: float, value: 0.0, isOptional: true}}
 - {{name: penalty, type: float, value: 0.0, isOptional: true}}
 - {{name: fail_over, type: float, isOptional: true}}
+- {{name: hold_over, type: float, isOptional: true}}
 - {{name: epochs, type: int, isOptional: true}}
 outputs:
 - {{name: loss, type: float}}

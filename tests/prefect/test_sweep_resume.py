@@ -27,7 +27,11 @@ params:
 def test_resume_after_kill_finishes_without_rerunning_completed_trials(
     tmp_path: Path, prefect_server: str
 ):
-    path = sweep_file(tmp_path, MATRIX, params="sleep: {value: 1.0}\n")
+    # the trials after the first four stay running until the kill: the sweep cannot end
+    # before the test has seen four ends, however slowly it polls
+    path = sweep_file(tmp_path, MATRIX, params="sleep: {value: 1.0}\nhold_over: {value: 0.4}\n")
+    (tmp_path / "marks").mkdir()
+    (tmp_path / "marks" / "hold").touch()
     storage = str(tmp_path / "sweeps.db")
     # the run in the CLI's process: its whole process group is killed
     env = {**os.environ, "PREFECT_API_URL": prefect_server, "POLYAXON_PREFECT_RUNNER": "0"}
@@ -48,6 +52,7 @@ def test_resume_after_kill_finishes_without_rerunning_completed_trials(
     finally:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+    (tmp_path / "marks" / "hold").unlink()
     recorded = _recorded(path, storage)
     completed = {x for x, status in recorded.items() if status == "succeeded"}
     left_running = {x for x, status in recorded.items() if status == "running"}
