@@ -22,7 +22,12 @@ Shapes: ``chain`` (op i depends on op i-1) and ``fanout`` (one root, then 199 op
 it, ``concurrency`` at a time). Each case is run ``--runs`` times, alternating the two sides;
 the report gives medians and the ratio polyaxon/prefect, and a ``met``/``MISSED`` line per
 target: the chain at most 1.0x the hand-written flow, the fan-out at most 1.5x. The load average
-before each timed run is printed with the results (the machines are shared).
+before each timed run is printed with the results (the machines are shared), and so is the CPU
+each side costs per op, in this process (all its threads, not the ops' processes) and in the
+test server (from the run's start to the end of the settle after it, Linux only): on a busy
+machine the wall times move by seconds from one run to the next, the CPU far less.
+``--profile SHAPE`` prints a CPU profile of one polyaxon run of that shape, over every thread
+the run starts.
 
 Usage::
 
@@ -43,6 +48,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -51,6 +57,7 @@ import yaml
 from _drain import drain
 
 TARGETS = {"chain": 1.0, "fanout": 1.5}
+_SERVER_STARTED_HERE = False
 
 
 def _dag_file(folder: Path, shape: str, ops: int, concurrency: int, argv: list[str]) -> Path:
@@ -136,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     shapes = [s for s in args.shapes.split(",") if s]
     server: contextlib.AbstractContextManager[object] = contextlib.nullcontext()
     if not os.environ.get("PREFECT_API_URL"):
+        global _SERVER_STARTED_HERE
+        _SERVER_STARTED_HERE = True
         from prefect.testing.utilities import prefect_test_harness
 
         server = prefect_test_harness(server_startup_timeout=240)
@@ -166,6 +175,12 @@ def main(argv: list[str] | None = None) -> int:
                 f"        {side:<8} runs: {runs} s; 503 back-offs: {int(sum(backoffs))}; "
                 f"load: {loads}"
             )
+        print("        CPU per op (medians; less sensitive to the load than the wall times):")
+        for side in ("polyaxon", "prefect"):
+            cpu = statistics.median(results[(shape, side + " cpu")]) / args.ops * 1000
+            server = results.get((shape, side + " server"))
+            served = f"{statistics.median(server) / args.ops * 1000:5.1f} ms" if server else "  -"
+            print(f"        {side:<8} this process {cpu:5.1f} ms, the server {served}")
         target = TARGETS.get(shape)
         if target is not None:
             verdict = "met" if ratio <= target else "MISSED"
@@ -213,24 +228,76 @@ def _measure(
         ours()  # warm-up (imports, flow registration)
         theirs()
         if args.profile == shape:
-            profiler = cProfile.Profile()
-            profiler.enable()
-            ours()
-            profiler.disable()
-            pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
+            _profile_run(ours)
+        time.sleep(args.settle)  # the server digests the warm-up's writes
         for round_ in range(args.runs):
             order = [("polyaxon", ours), ("prefect", theirs)]
             if round_ % 2:
                 order.reverse()
             for side, fn in order:
-                time.sleep(args.settle)  # the server digests the previous run's writes
                 backoffs.count = 0
                 results.setdefault((shape, side + " load"), []).append(os.getloadavg()[0])
+                cpu, server = time.process_time(), _server_cpu()
                 started = time.perf_counter()
                 fn()
                 results.setdefault((shape, side), []).append(time.perf_counter() - started)
                 results.setdefault((shape, side + " 503"), []).append(backoffs.count)
+                results.setdefault((shape, side + " cpu"), []).append(time.process_time() - cpu)
+                time.sleep(args.settle)  # the server digests this run's writes (its CPU too)
+                if server is not None and (after := _server_cpu()) is not None:
+                    results.setdefault((shape, side + " server"), []).append(after - server)
     return results
+
+
+def _server_cpu() -> float | None:
+    """CPU seconds so far of this process's live child processes (the test server; the
+    runs' own processes have ended), from ``/proc``; None where there is none to read (another
+    system, or a server given by ``PREFECT_API_URL``)."""
+    if os.environ.get("PREFECT_API_URL") and not _SERVER_STARTED_HERE:
+        return None
+    total, found = 0.0, False
+    me = str(os.getpid())
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return None
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[1] == me:  # its parent; then utime and stime, in clock ticks
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            found = True
+    return total if found else None
+
+
+def _profile_run(fn: Any) -> None:
+    """Profile one run of ``fn`` by CPU time, in every thread it starts (the ops run in the
+    task runner's threads, their reports in a pool's): cumulative CPU per function."""
+    profilers = [cProfile.Profile(time.thread_time)]
+    start = threading.Thread.run
+
+    def run(self: threading.Thread) -> None:
+        profiler = cProfile.Profile(time.thread_time)
+        profilers.append(profiler)
+        profiler.runcall(start, self)
+
+    threading.Thread.run = run  # type: ignore[method-assign]
+    try:
+        profilers[0].runcall(fn)
+    finally:
+        threading.Thread.run = start  # type: ignore[method-assign]
+    stats = pstats.Stats(profilers[0])
+    for profiler in profilers[1:]:
+        with contextlib.suppress(TypeError):  # a thread that profiled nothing
+            stats.add(profiler)
+    seen = len(profilers)
+    print(f"CPU profile of one run ({seen} threads; the pools started before it are not seen)")
+    stats.sort_stats("cumulative").print_stats(60)
 
 
 if __name__ == "__main__":

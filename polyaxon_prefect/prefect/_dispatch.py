@@ -306,8 +306,9 @@ def run_request(
     (``on_outcome`` hears it as soon as the op reports, before the flow run is final)."""
     from prefect import tags
 
-    from polyaxon_prefect.prefect._settings import local_run_settings
+    from polyaxon_prefect.prefect._settings import freeze_heap_once, local_run_settings
 
+    freeze_heap_once()
     request = prepare_request(request)
     outcomes: list[RunResult] = []
 

@@ -23,7 +23,7 @@ import contextlib
 import os
 import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect.client._stop import STOP_REASON
 from polyaxon_prefect.runtime import request_stop, stop_requested
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from uuid import UUID
 
     from prefect.client.orchestration import SyncPrefectClient
+    from prefect.context import SettingsContext
 
 __all__ = [
     "POLL_ENV",
@@ -93,6 +94,13 @@ def _watch(api_url: str, flow_run_id: UUID, done: threading.Event, watch: StopWa
                 return
 
 
+def _watch_with(settings: SettingsContext, *args: Any) -> None:
+    """`_watch` under the settings of the run it watches (a new thread starts with Prefect's
+    root settings): its client then needs no copy of them for the run's API URL."""
+    with settings.model_copy():
+        _watch(*args)
+
+
 @contextlib.contextmanager
 def watch_for_stop(api_url: str, flow_run_id: UUID) -> Iterator[StopWatch]:
     """While the block runs, stop this process's runs once flow run ``flow_run_id`` (at
@@ -101,11 +109,13 @@ def watch_for_stop(api_url: str, flow_run_id: UUID) -> Iterator[StopWatch]:
     At the block's end the state is read once more: a stop that came after the run's last tick
     (its ops done, its flow run already Cancelling) still sets ``cancelled``, so that the flow
     ends Cancelled (the server refuses any other state after Cancelling)."""
+    from prefect.context import get_settings_context
+
     watch = StopWatch()
     done = threading.Event()
     thread = threading.Thread(
-        target=_watch,
-        args=(api_url, flow_run_id, done, watch),
+        target=_watch_with,
+        args=(get_settings_context(), api_url, flow_run_id, done, watch),
         name="polyaxon-prefect-stop-watch",
         daemon=True,
     )
