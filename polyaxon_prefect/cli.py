@@ -474,6 +474,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             # The console script's own run ends as a warm runner's does: its heap (a DAG's
             # thousands of ops, Prefect's objects for each) is not torn down object by object
             # after the run ended, which took seconds for a 5,000-op DAG.
+            from polyaxon_prefect.prefect._settings import own_the_process
+
+            own_the_process()
             exit_as_a_process(run_command(words))
     return run_command(words)
 

@@ -39,6 +39,7 @@ __all__ = [
     "freeze_heap_once",
     "install_log_filter",
     "local_run_settings",
+    "own_the_process",
 ]
 
 RunLogger: TypeAlias = "logging.Logger | logging.LoggerAdapter[logging.Logger]"
@@ -109,17 +110,26 @@ def local_run_settings() -> Iterator[None]:
         yield
 
 
-_HEAP_FROZEN = False
+_HEAP_FROZEN: bool | None = None  # None: the process is not ours to tune (a library caller's)
+
+
+def own_the_process() -> None:
+    """The console script's own `run` owns its process: its first run may `freeze_heap_once`.
+    A program that calls `run()` keeps its collector as it set it."""
+    global _HEAP_FROZEN
+    if _HEAP_FROZEN is None:
+        _HEAP_FROZEN = False
 
 
 def freeze_heap_once() -> None:
-    """The first run of a process moves the objects alive then (Prefect's and this package's
-    modules, pydantic's validators: hundreds of thousands of objects that live as long as the
-    process) out of the cyclic collector's reach, as the warm runner does before it forks: a
-    full collection during a run then scans only what runs made. Over that heap one took
-    0.1-0.2 s, about once per 100-200 ops of a DAG of short jobs. (Garbage in cycles among
-    those objects is never collected: they are the imports, kept anyway.)"""
+    """In a process the CLI owns (`own_the_process`), the first run moves the objects alive then
+    (Prefect's and this package's modules, pydantic's validators: hundreds of thousands of
+    objects that live as long as the process) out of the cyclic collector's reach, as the warm
+    runner does before it forks: a full collection during a run then scans only what runs made.
+    Over that heap one took 0.1-0.2 s, about once per 100-200 ops of a DAG of short jobs.
+    (Garbage in cycles among those objects is never collected: they are the imports, kept
+    anyway; in a library caller's process they could be its own objects, so it is left alone.)"""
     global _HEAP_FROZEN
-    if not _HEAP_FROZEN:
+    if _HEAP_FROZEN is False:
         _HEAP_FROZEN = True
         gc.freeze()
