@@ -371,7 +371,12 @@ def test_stop_and_logs_follow_print_the_same_both_ways_and_ctrl_c_ends_a_follow(
     assert follow.stdout is not None
     assert follow.stdout.readline() == "first line\n"
     follow.send_signal(signal.SIGINT)
-    out, err = follow.communicate(timeout=30)
+    try:
+        out, err = follow.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        follow.kill()
+        out, err = follow.communicate()
+        pytest.fail(f"Ctrl-C did not end `logs -f` in 30 s; it wrote:\n{out}\n{err}")
     assert (follow.returncode, out, err.splitlines()) == (130, "", ["LOADED"])
 
     # a dead server: the thin way steps aside and the flow layer says so in one line
