@@ -48,6 +48,15 @@ def recorded(prefect_server: str) -> list[RecordedRun]:
     return runs
 
 
+_FOREGROUND = """\
+import signal
+# Ctrl-C as a terminal delivers it to its foreground job: neither ignored nor blocked (a test
+# worker's children inherit whatever signal state earlier tests in the worker left)
+signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+"""
+
+
 def _thin_env(api: str, home: str) -> dict[str, str]:
     # the thin way says why it steps aside: a check that finds Prefect loaded names the reason
     debug = {"POLYAXON_PREFECT_DEBUG_THIN": "1"}
@@ -362,7 +371,7 @@ def test_stop_and_logs_follow_print_the_same_both_ways_and_ctrl_c_ends_a_follow(
     # Ctrl-C on a thin `logs -f` of a run that goes on
     going = _running_job(prefect_server, f"thin-{batch}-e")
     follow = subprocess.Popen(
-        [sys.executable, "-c", _THIN, "logs", going, "-f"],
+        [sys.executable, "-c", _FOREGROUND + _THIN, "logs", going, "-f"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -374,9 +383,11 @@ def test_stop_and_logs_follow_print_the_same_both_ways_and_ctrl_c_ends_a_follow(
     try:
         out, err = follow.communicate(timeout=30)
     except subprocess.TimeoutExpired:
+        status = Path(f"/proc/{follow.pid}/status").read_text(encoding="utf-8")
+        signals = [line for line in status.splitlines() if line.startswith("Sig")]
         follow.kill()
         out, err = follow.communicate()
-        pytest.fail(f"Ctrl-C did not end `logs -f` in 30 s; it wrote:\n{out}\n{err}")
+        pytest.fail(f"Ctrl-C did not end `logs -f` in 30 s ({signals}); it wrote:\n{out}\n{err}")
     assert (follow.returncode, out, err.splitlines()) == (130, "", ["LOADED"])
 
     # a dead server: the thin way steps aside and the flow layer says so in one line
