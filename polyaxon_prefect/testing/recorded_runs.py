@@ -13,7 +13,6 @@ Importing this module imports nothing heavy; `record_runs` imports Prefect.
 
 from __future__ import annotations
 
-import asyncio
 import uuid as _uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,52 +61,52 @@ def _rows(run: RecordedRun) -> list[dict[str, Any]]:
     return rows
 
 
-async def _record(client: Any, flow_id: Any, run: RecordedRun, gate: asyncio.Semaphore) -> str:
+def _record(client: Any, flow_id: Any, run: RecordedRun) -> str:
     from prefect.client.schemas.actions import ArtifactCreate, FlowRunCreate
-    from prefect.client.schemas.objects import FlowRun
     from prefect.states import Cancelled, Completed, Failed, Running, to_state_create
 
+    from polyaxon_prefect.prefect._client import api_request
     from polyaxon_prefect.specs import slug
 
     final = {"succeeded": Completed, "failed": Failed, "stopped": Cancelled}[run.status]
-    async with gate:
-        # `create_flow_run` would create (read) the flow again for every run: one request less
-        create = FlowRunCreate(
-            flow_id=flow_id,
-            name=run.name,
-            parameters=run.params,
-            tags=list(run.tags),
-            state=to_state_create(Running()),
-        )
-        response = await client.request(
-            "POST", "/flow_runs/", json=create.model_dump(mode="json", exclude_unset=True)
-        )
-        flow_run = FlowRun.model_validate(response.json())
-        await client.set_flow_run_state(flow_run.id, final(), force=True)
-        await client.create_artifact(
-            ArtifactCreate(
-                key=f"{slug(run.name, 'op')}-run",  # `prefect._artifacts.artifact_key`'s
-                type="table",
-                data=_rows(run),
-                description=f"params and outputs of `{run.name}` (run {run.uuid})",
-                flow_run_id=flow_run.id,
-            )
-        )
-    return str(flow_run.id)
+    # `create_flow_run` would create (read) the flow again for every run: one request less
+    create = FlowRunCreate(
+        flow_id=flow_id,
+        name=run.name,
+        parameters=run.params,
+        tags=list(run.tags),
+        state=to_state_create(Running()),
+    )
+    body = create.model_dump(mode="json", exclude_unset=True)
+    flow_run_id = str(api_request(client, "POST", "/flow_runs/", body).json()["id"])
+    state = to_state_create(final()).model_dump(mode="json", serialize_as_any=True)
+    api_request(
+        client, "POST", f"/flow_runs/{flow_run_id}/set_state", {"state": state, "force": True}
+    )
+    artifact = ArtifactCreate(
+        key=f"{slug(run.name, 'op')}-run",  # `prefect._artifacts.artifact_key`'s
+        type="table",
+        data=_rows(run),
+        description=f"params and outputs of `{run.name}` (run {run.uuid})",
+        flow_run_id=flow_run_id,
+    )
+    api_request(client, "POST", "/artifacts/", artifact.model_dump(mode="json", exclude_unset=True))
+    return flow_run_id
 
 
-async def _record_all(api: str, runs: list[RecordedRun], concurrency: int) -> list[str]:
+def record_runs(api: str, runs: list[RecordedRun]) -> list[str]:
+    """Record ``runs`` on the server at ``api``; their flow-run ids.
+
+    One request at a time, each retried within milliseconds on a ``503`` (`api_request`): an
+    SQLite server answers ``503`` when two writes meet, and Prefect's own client then sleeps 2,
+    4, 8... seconds, and gives up after five; concurrent recording on a busy machine met that
+    limit."""
     from prefect.client.orchestration import get_client
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    gate = asyncio.Semaphore(concurrency)
-    with temporary_settings(updates={PREFECT_API_URL: api}):
-        async with get_client() as client:
-            flow_id = await client.create_flow_from_name("recorded-job")
-            return list(await asyncio.gather(*(_record(client, flow_id, r, gate) for r in runs)))
-
-
-def record_runs(api: str, runs: list[RecordedRun], *, concurrency: int = 4) -> list[str]:
-    """Record ``runs`` on the server at ``api``; their flow-run ids. A few at a time: more only
-    make a SQLite server answer 503, and the client wait."""
-    return asyncio.run(_record_all(api, runs, concurrency))
+    with (
+        temporary_settings(updates={PREFECT_API_URL: api}),
+        get_client(sync_client=True) as client,
+    ):
+        flow_id = client.create_flow_from_name("recorded-job")
+        return [_record(client, flow_id, run) for run in runs]
