@@ -221,11 +221,31 @@ def update_golden(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-golden"))
 
 
+TEMPLATE_FORMAT = 2
+"""How the template database is made (bump it when that changes: cached ones are then remade)."""
+
+
+def template_key() -> str:
+    """The cached template's key: the installed Prefect, its migrations and its collections
+    (`environment_key`, what decides the schema and the block types), and how it is made."""
+    import hashlib
+    import json
+
+    from polyaxon_prefect.prefect.server._prepared_database import environment_key
+
+    key = json.dumps({"format": TEMPLATE_FORMAT, **environment_key()}, sort_keys=True)
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
 def migrated_prefect_database(folder: Path) -> Path:
-    """``folder/prefect.db``: a Prefect SQLite database migrated to the installed Prefect's head,
-    made once (``prefect server database upgrade``, about 5 s) under a lock the test workers
-    share, so each asks for it and one makes it."""
-    database = folder / "prefect.db"
+    """``folder/template/prefect.db``: a Prefect SQLite database migrated to the installed
+    Prefect's head, its block types registered, with the background server's record of that
+    beside it (`_prepared_database`), so a server starting on a copy does neither again. Made
+    once (our server started on a new home, about 25 CPU s) under a lock the test workers and
+    the sessions share, so each asks for it and one makes it; kept for later sessions."""
+    from polyaxon_prefect.prefect.server._prepared_database import RECORD_FILE
+
+    database = folder / "template" / "prefect.db"
     folder.mkdir(parents=True, exist_ok=True)
     with (folder / "lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -233,41 +253,81 @@ def migrated_prefect_database(folder: Path) -> Path:
             return database
         making = folder / "making"
         shutil.rmtree(making, ignore_errors=True)
-        env = {**os.environ, "PREFECT_HOME": str(making)}
-        for name in (
-            "PREFECT_API_URL",
-            "PREFECT_PROFILE",
-            "PREFECT_PROFILES_PATH",
-            "PREFECT_API_DATABASE_CONNECTION_URL",
-            "PREFECT_SERVER_DATABASE_CONNECTION_URL",
-        ):
-            env.pop(name, None)
-        prefect = Path(sys.executable).with_name("prefect")
-        subprocess.run(
-            [str(prefect), "server", "database", "upgrade", "-y"],
-            env=env,
-            capture_output=True,
-            check=True,
-            timeout=600,
-        )
-        if not (making / "prefect.db").is_file():
-            raise RuntimeError(f"`prefect server database upgrade` made no {making / 'prefect.db'}")
+        making.mkdir()
+        _start_once(making)
         # One file to copy: the write-ahead log folded in (Prefect turns WAL on again at start).
         with contextlib.closing(sqlite3.connect(making / "prefect.db")) as made:
             made.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             made.execute("PRAGMA journal_mode=DELETE")
-        os.replace(making / "prefect.db", database)
-        shutil.rmtree(making, ignore_errors=True)
+        for path in making.iterdir():  # its log, Prefect's memo (keyed by this path)...
+            if path.is_dir():
+                shutil.rmtree(path)
+            elif path.name not in {"prefect.db", RECORD_FILE}:
+                path.unlink()
+        os.replace(making, database.parent)  # whole, or not there
     return database
 
 
-def _template_folder(factory: pytest.TempPathFactory) -> Path:
-    """Where the session's migrated database is made: under pytest-xdist one for all the
-    workers (the parent of each worker's base temporary folder is the run's)."""
-    base = factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        base = base.parent
-    return base / "prefect-database-template"
+def _start_once(home: Path) -> None:
+    """Start the background server's process on the new ``home`` until it has migrated its
+    database, registered the block types and recorded that, then stop it."""
+    import signal
+    import socket
+    import time
+
+    from polyaxon_prefect.prefect.server._prepared_database import RECORD_FILE
+
+    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    for name in (
+        "PREFECT_API_URL",
+        "PREFECT_PROFILE",
+        "PREFECT_PROFILES_PATH",
+        "PREFECT_API_DATABASE_CONNECTION_URL",
+        "PREFECT_SERVER_DATABASE_CONNECTION_URL",
+    ):
+        env.pop(name, None)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    module = "polyaxon_prefect.prefect.server._server_process"
+    with (home / "server.log").open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", module, "--host", "127.0.0.1", "--port", str(port)],
+            env=env,
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + 600
+        while not (home / RECORD_FILE).is_file():
+            if process.poll() is not None or time.monotonic() > deadline:
+                text = (home / "server.log").read_text(errors="replace")
+                raise RuntimeError(f"the template's server did not start:\n{text[-3000:]}")
+            time.sleep(0.2)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)  # SQLite keeps what it committed
+            process.wait()
+
+
+def _template_folder(config: pytest.Config) -> Path:
+    """Where the migrated database is kept: pytest's cache folder (one per clone), one
+    sub-folder per `template_key`, so the sessions after the first (`make test`'s two passes,
+    each local run) copy it, and another Prefect makes a new one."""
+    try:
+        cache_dir = Path(config.getini("cache_dir"))
+    except ValueError:  # run with -p no:cacheprovider: where it would be
+        cache_dir = Path(".pytest_cache")
+    base = cache_dir if cache_dir.is_absolute() else config.rootpath / cache_dir
+    return base / "polyaxon-prefect" / f"prefect-database-{template_key()}"
 
 
 _TEMPLATE_BUILD: list[threading.Thread] = []
@@ -276,33 +336,39 @@ _TEMPLATE_BUILD: list[threading.Thread] = []
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Start making the migrated database in the background as soon as the collected tests
     show one will need it: the tests that come first run meanwhile."""
-    factory = getattr(session.config, "_tmp_path_factory", None)
     needed = any(
         "prefect_database_template" in getattr(item, "fixturenames", ()) for item in session.items
     )
-    if factory is None or not needed or session.config.option.collectonly:
+    if not needed or session.config.option.collectonly:
         return
     build = threading.Thread(
-        target=migrated_prefect_database, args=(_template_folder(factory),), daemon=True
+        target=migrated_prefect_database, args=(_template_folder(session.config),), daemon=True
     )
     build.start()
     _TEMPLATE_BUILD.append(build)
 
 
 @pytest.fixture(scope="session")
-def prefect_database_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The session's migrated Prefect database (made once; see `migrated_prefect_database`)."""
+def prefect_database_template(pytestconfig: pytest.Config) -> Path:
+    """The migrated Prefect database (made once; see `migrated_prefect_database`)."""
     for build in _TEMPLATE_BUILD:
         build.join()
-    return migrated_prefect_database(_template_folder(tmp_path_factory))
+    return migrated_prefect_database(_template_folder(pytestconfig))
 
 
 def seed_prefect_home(home: Path, template: Path) -> Path:
-    """Make ``home`` a Prefect home whose database is a copy of ``template``: a server starting
-    on it finds its tables made instead of migrating a new database (about 5 s per home). Tests
-    about a first run keep a truly new home instead."""
+    """Make ``home`` a Prefect home whose database is a copy of ``template``, with the record
+    that says what it holds: a server starting on it finds its tables made and its block types
+    registered instead of migrating a new database (about 5 s per home) and importing every
+    collection to register them (a few seconds more). Tests about a first run keep a truly new
+    home instead."""
+    from polyaxon_prefect.prefect.server._prepared_database import RECORD_FILE
+
     home.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(template, home / "prefect.db")
+    record = template.with_name(RECORD_FILE)
+    if record.is_file():
+        shutil.copyfile(record, home / RECORD_FILE)
     return home
 
 

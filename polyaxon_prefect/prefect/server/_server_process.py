@@ -132,6 +132,14 @@ def _watch(
             server.should_exit = True
 
 
+def _once_started(server: uvicorn.Server, then: Callable[[], None]) -> None:
+    """Call ``then`` once the server answers (its start, migrations included, went through)."""
+    while not server.started and not server.should_exit:
+        time.sleep(0.2)
+    if server.started:
+        then()
+
+
 def _forget_record(record: Path) -> None:
     """Remove the background server's record if it names this process."""
     with contextlib.suppress(OSError, ValueError, TypeError):
@@ -220,34 +228,48 @@ def main(argv: list[str] | None = None) -> int:
     import uvicorn
     from prefect.server.api.server import create_app
 
-    tracker = ActivityTracker(create_app(final=True))
-    config = uvicorn.Config(
-        tracker, host=args.host, port=args.port, log_level="error", lifespan="on"
+    from polyaxon_prefect.prefect.server._prepared_database import (
+        record_prepared,
+        skipping_prepared,
     )
-    server = uvicorn.Server(config)
-    leases = Path(args.leases) if args.leases else None
-    if args.idle_timeout > 0:
-        api_url = f"http://{args.host}:{args.port}/api"
+
+    # the app is made and served under the same settings: Prefect's services ask for it again
+    # by their hash (`create_app()`)
+    with skipping_prepared() as settings:
+        tracker = ActivityTracker(create_app(final=True))
+        config = uvicorn.Config(
+            tracker, host=args.host, port=args.port, log_level="error", lifespan="on"
+        )
+        server = uvicorn.Server(config)
         threading.Thread(
-            target=_watch,
-            args=(tracker, server, api_url, args.idle_timeout, leases),
-            name="idle-watchdog",
+            target=_once_started,
+            args=(server, lambda: record_prepared(settings)),
+            name="prepared-record",
             daemon=True,
         ).start()
-    runner = (
-        WarmRunner(args.runner_socket, server, f"http://{args.host}:{args.port}/api")
-        if args.runner_socket
-        else None
-    )
-    if runner is not None:
-        threading.Thread(target=runner.keep, name="warm-runner", daemon=True).start()
-    try:
-        server.run()
-    finally:
+        leases = Path(args.leases) if args.leases else None
+        if args.idle_timeout > 0:
+            api_url = f"http://{args.host}:{args.port}/api"
+            threading.Thread(
+                target=_watch,
+                args=(tracker, server, api_url, args.idle_timeout, leases),
+                name="idle-watchdog",
+                daemon=True,
+            ).start()
+        runner = (
+            WarmRunner(args.runner_socket, server, f"http://{args.host}:{args.port}/api")
+            if args.runner_socket
+            else None
+        )
         if runner is not None:
-            runner.stop()
-        if args.record:
-            _forget_record(Path(args.record))
+            threading.Thread(target=runner.keep, name="warm-runner", daemon=True).start()
+        try:
+            server.run()
+        finally:
+            if runner is not None:
+                runner.stop()
+            if args.record:
+                _forget_record(Path(args.record))
     return 0 if server.started else 3  # 3: could not bind, as uvicorn says it
 
 
