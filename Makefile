@@ -100,3 +100,4 @@ bench: setup-test
 	$(BIN)/python benchmarks/replicas_startup.py
 	$(BIN)/python benchmarks/code_hash.py
 	$(BIN)/python benchmarks/thin_client.py
+	$(BIN)/python benchmarks/server_start.py

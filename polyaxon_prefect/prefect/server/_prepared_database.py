@@ -164,5 +164,5 @@ def skipping_prepared() -> Iterator[Settings]:
     if not updates:
         yield settings
         return
-    with temporary_settings(updates=updates):  # type: ignore[arg-type]
+    with temporary_settings(updates=updates):
         yield settings

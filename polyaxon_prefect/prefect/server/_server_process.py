@@ -10,6 +10,10 @@ it was alive (each holds a lease, `_background_server.hold_lease`) and no flow r
 pending, running or cancelling: a server the first command started for a new user does not
 stay up for ever, and never goes away under a run or a worker. ``S = 0`` means never.
 
+Where the home's database was prepared by an earlier start of the same installation (its
+record, `_prepared_database`), the app is made and served with Prefect's migration check and
+block registration off; a start that did them writes that record once it answers.
+
 On the way out it removes the record `_background_server` keeps of it, when the record is its
 own, so the next command starts a new one instead of waiting on a dead address.
 """

@@ -7,6 +7,7 @@ import contextlib
 import json
 import sqlite3
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -17,6 +18,9 @@ from polyaxon_prefect.prefect.server._prepared_database import (
     record_prepared,
 )
 from tests.conftest import seed_prefect_home
+
+if TYPE_CHECKING:
+    from prefect.settings import Settings
 
 # the template is made by starting a server once (then kept in pytest's cache folder)
 pytestmark = pytest.mark.server
@@ -36,7 +40,7 @@ _SETTINGS_ENV = (
 )
 
 
-def _settings(monkeypatch: pytest.MonkeyPatch, home: Path, **env: str) -> object:
+def _settings(monkeypatch: pytest.MonkeyPatch, home: Path, **env: str) -> Settings:
     from prefect.settings import Settings
 
     for name in _SETTINGS_ENV:  # only what this call sets
@@ -76,12 +80,12 @@ def test_the_template_records_its_migration_and_its_block_types(
 def test_a_seeded_home_skips_the_migration_check_and_the_block_registration(
     monkeypatch: pytest.MonkeyPatch, home: Path
 ) -> None:
-    assert prepared_settings(_settings(monkeypatch, home)) == SKIP_ALL  # type: ignore[arg-type]
+    assert prepared_settings(_settings(monkeypatch, home)) == SKIP_ALL
 
 
 def test_without_a_record_nothing_is_skipped(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
     (home / RECORD_FILE).unlink()
-    assert prepared_settings(_settings(monkeypatch, home)) == {}  # type: ignore[arg-type]
+    assert prepared_settings(_settings(monkeypatch, home)) == {}
 
 
 def test_another_prefect_or_collection_does_both_again(
@@ -91,21 +95,21 @@ def test_another_prefect_or_collection_does_both_again(
         record = json.loads((home / RECORD_FILE).read_text())
         record["key"] = {**record["key"], **change}
         (home / RECORD_FILE).write_text(json.dumps(record))
-        assert prepared_settings(_settings(monkeypatch, home)) == {}  # type: ignore[arg-type]
+        assert prepared_settings(_settings(monkeypatch, home)) == {}
 
 
 def test_a_database_at_another_revision_is_migrated(
     monkeypatch: pytest.MonkeyPatch, home: Path
 ) -> None:
     _execute(home / "prefect.db", "UPDATE alembic_version SET version_num = 'older'")
-    assert prepared_settings(_settings(monkeypatch, home)) == {}  # type: ignore[arg-type]
+    assert prepared_settings(_settings(monkeypatch, home)) == {}
 
 
 def test_a_database_without_block_types_gets_them_registered(
     monkeypatch: pytest.MonkeyPatch, home: Path
 ) -> None:
     _execute(home / "prefect.db", "DELETE FROM block_type")
-    updates = prepared_settings(_settings(monkeypatch, home))  # type: ignore[arg-type]
+    updates = prepared_settings(_settings(monkeypatch, home))
     assert updates == {"server.database.migrate_on_start": False}
 
 
@@ -114,10 +118,10 @@ def test_a_database_url_set_leaves_prefect_to_decide(
 ) -> None:
     other = f"sqlite+aiosqlite:///{tmp_path / 'other.db'}"
     settings = _settings(monkeypatch, home, PREFECT_SERVER_DATABASE_CONNECTION_URL=other)
-    assert prepared_settings(settings) == {}  # type: ignore[arg-type]
+    assert prepared_settings(settings) == {}
     same = f"sqlite+aiosqlite:///{home / 'prefect.db'}"
     settings = _settings(monkeypatch, home, PREFECT_SERVER_DATABASE_CONNECTION_URL=same)
-    assert prepared_settings(settings) == SKIP_ALL  # type: ignore[arg-type]
+    assert prepared_settings(settings) == SKIP_ALL
 
 
 def test_a_start_told_not_to_migrate_records_nothing(
@@ -125,13 +129,13 @@ def test_a_start_told_not_to_migrate_records_nothing(
 ) -> None:
     (home / RECORD_FILE).unlink()
     settings = _settings(monkeypatch, home, PREFECT_API_DATABASE_MIGRATE_ON_START="false")
-    record_prepared(settings)  # type: ignore[arg-type]
+    record_prepared(settings)
     assert not (home / RECORD_FILE).exists()
-    record_prepared(_settings(monkeypatch, home))  # type: ignore[arg-type]
+    record_prepared(_settings(monkeypatch, home))
     assert json.loads((home / RECORD_FILE).read_text())["blocks"] is True
     settings = _settings(monkeypatch, home, PREFECT_API_BLOCKS_REGISTER_ON_START="false")
-    record_prepared(settings)  # type: ignore[arg-type]
+    record_prepared(settings)
     assert json.loads((home / RECORD_FILE).read_text())["blocks"] is False
-    assert prepared_settings(_settings(monkeypatch, home)) == {  # type: ignore[arg-type]
+    assert prepared_settings(_settings(monkeypatch, home)) == {
         "server.database.migrate_on_start": False
     }
