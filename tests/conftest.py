@@ -165,8 +165,8 @@ HEAVY_FILES = {
     "tests/prefect/test_lifecycle.py": 60,
     "tests/integration/test_full_disk.py": 55,
     "tests/integration/test_one_server.py": 50,
-    # the timing pass's longest test outside its lanes (CPU-bound): taken first by the lane
-    # that ends first, not left to run alone at the end of the pass
+    # CPU-bound fuzzing; its timing test is taken first by the timing pass's lane that ends
+    # first, not left to run alone at the end of the pass
     "tests/test_fuzz.py": 50,
 }
 """Seconds each of the longest files takes on one worker of `make test`'s parallel pass (its

@@ -3,8 +3,8 @@ server on a free loopback port, a new Prefect home per test.
 
 The first command starts the server and says so; later ones (the CLI, ``polyaxon_prefect.run``,
 ``ls``) use it; it outlives them and stops itself once idle; a killed server is started again by
-the next command, and a run longer than its idle timeout keeps it; where another program holds the port, each home's server takes a free one
-and its next command finds it by its record;
+the next command, and a run longer than its idle timeout keeps it; where another program holds
+the port, each home's server takes a free one and its next command finds it by its record;
 ``server start --set-profile`` points ``prefect`` commands at the same server.
 
 The held port (`test_one_server_ports.py`) and ``--set-profile`` (`test_one_server_profile.py`)
