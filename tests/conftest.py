@@ -36,7 +36,6 @@ TIMING_TESTS = (
     # an idle timeout of 8 s: a busy neighbour between two commands would let the server go
     # (`server start --set-profile`'s test is not here: the server it starts never idles out)
     "tests/integration/test_one_server.py::test_the_first_command_starts_the_server_the_next",
-    "tests/integration/test_one_server.py::test_a_run_longer_than_the_idle_timeout_keeps",
     "tests/integration/test_server_faults.py::test_a_server_killed_under_a_job_is_one_line",
     "tests/process/search/test_study_storage.py::test_two_processes_share_a_grid",  # within 60 s
     *(f"tests/process/loading/test_hostile_loading.py::test_{n}_" for n in (*range(10, 18), 19)),
@@ -166,8 +165,8 @@ HEAVY_FILES = {
     "tests/prefect/test_lifecycle.py": 60,
     "tests/integration/test_full_disk.py": 55,
     "tests/integration/test_one_server.py": 50,
-    # the timing pass's longest test outside its lanes (CPU-bound): taken first by the lane
-    # that ends first, not left to run alone at the end of the pass
+    # CPU-bound fuzzing; its timing test is taken first by the timing pass's lane that ends
+    # first, not left to run alone at the end of the pass
     "tests/test_fuzz.py": 50,
 }
 """Seconds each of the longest files takes on one worker of `make test`'s parallel pass (its

@@ -140,7 +140,8 @@ class _Builder:
         self.nodes_left = MAX_YAML_NODES.value
         self.max_depth = MAX_YAML_DEPTH.value
 
-    def build(self, node: yaml.Node, path: Path) -> Any:
+    def _spend(self, node: yaml.Node, depth: int) -> None:
+        """Count ``node`` against the budgets: raise `_Budget` where one runs out."""
         self.nodes_left -= 1
         if self.nodes_left < 0:
             raise _Budget(
@@ -149,13 +150,64 @@ class _Builder:
                 node,
                 MAX_YAML_NODES.hint(),
             )
-        if len(path) > self.max_depth:
+        if depth > self.max_depth:
             raise _Budget(
                 f"the data is nested more than {self.max_depth} levels deep (is an `*alias` "
                 "inside the anchor it names?)",
                 node,
                 MAX_YAML_DEPTH.hint(),
             )
+
+    def measure(self, root: yaml.Node) -> None:
+        """Raise the error `build` would raise first, at the same node, without building: an
+        alias bomb is refused in milliseconds instead of after building up to
+        ``POLYAXON_PREFECT_MAX_YAML_NODES`` nodes (a second or more each).
+
+        The nodes are walked in `build`'s order and count as they would there, but a node met
+        again (an `*alias`) is not walked again when what it expands to (nodes, levels, both
+        known from its first walk) fits in what is left: only the alias that overruns a budget
+        is walked into, down to the node where it runs out. A node's first walk does what
+        `build` does to it (merge keys, scalars constructed: cached for `build`), so a bad
+        scalar fails here where `build` would have failed on it."""
+        sizes: dict[int, tuple[int, int]] = {}  # id(node): (nodes, levels below it)
+        deepest = [0]
+
+        def walk(node: yaml.Node, depth: int) -> None:
+            known = sizes.get(id(node))
+            fits = known is not None and known[0] <= self.nodes_left
+            if known is not None and fits and depth + known[1] <= self.max_depth:
+                self.nodes_left -= known[0]
+                deepest[0] = max(deepest[0], depth + known[1])
+                return
+            left, above = self.nodes_left, deepest[0]
+            deepest[0] = depth
+            self._spend(node, depth)
+            for child in self._children(node):
+                walk(child, depth + 1)
+            sizes[id(node)] = (left - self.nodes_left, deepest[0] - depth)
+            deepest[0] = max(above, deepest[0])
+
+        try:
+            walk(root, 0)
+        finally:
+            self.nodes_left = MAX_YAML_NODES.value
+
+    def _children(self, node: yaml.Node) -> list[yaml.Node]:
+        """The nodes `build` builds under ``node``, in its order."""
+        if isinstance(node, yaml.MappingNode):
+            self.loader.flatten_mapping(node)
+            return [
+                value
+                for key, value in node.value
+                if not isinstance(self.loader.construct_object(key, deep=True), list | dict)
+            ]
+        if isinstance(node, yaml.SequenceNode):
+            return list(node.value)
+        self.loader.construct_object(node, deep=True)
+        return []
+
+    def build(self, node: yaml.Node, path: Path) -> Any:
+        self._spend(node, len(path))
         if isinstance(node, yaml.MappingNode):
             return self._mapping(node, path)
         if isinstance(node, yaml.SequenceNode):
@@ -383,6 +435,7 @@ def parse_yaml(
             )
         builder = _Builder(loader, positions)
         positions.by_path[()] = _mark(node)
+        builder.measure(node)
         data = builder.build(node, ())
     except yaml.YAMLError as exc:
         # libyaml refuses nesting over 1,000 levels; on that, PyYAML's parser only recurses

@@ -3,8 +3,8 @@ server on a free loopback port, a new Prefect home per test.
 
 The first command starts the server and says so; later ones (the CLI, ``polyaxon_prefect.run``,
 ``ls``) use it; it outlives them and stops itself once idle; a killed server is started again by
-the next command; where another program holds the port, each home's server takes a free one
-and its next command finds it by its record;
+the next command, and a run longer than its idle timeout keeps it; where another program holds
+the port, each home's server takes a free one and its next command finds it by its record;
 ``server start --set-profile`` points ``prefect`` commands at the same server.
 
 The held port (`test_one_server_ports.py`) and ``--set-profile`` (`test_one_server_profile.py`)
@@ -106,33 +106,30 @@ def test_the_first_command_starts_the_server_the_next_ones_share_it_until_idle(
     assert [row["status"] for row in json.loads(listed.stdout)] == ["succeeded"] * 3
     assert json.loads(_record(home).read_text())["pid"] == server["pid"], "one server throughout"
 
-    # Killed, it is started again by the next command, which runs as if nothing happened.
+    # Killed, it is started again by the next command, which runs as if nothing happened; a
+    # run longer than its server's idle timeout (2 s here) keeps it: the server does not go
+    # under the run (one server start for both: each costs seconds).
     os.killpg(server["pid"], signal.SIGKILL)
     assert _gone(server["pid"], 10)
-    restarted = _run(home, "run", "-f", noop)
-    assert restarted.returncode == 0, restarted.stderr
-    assert restarted.stderr.splitlines()[0].startswith(STARTING.format(port=port))
-    pid = json.loads(_record(home).read_text())["pid"]
-    assert pid != server["pid"]
-
-    # Left alone, it stops itself and removes its record.
-    assert _gone(pid, 8 + 30), "the idle server did not stop"
-    assert not _record(home).exists()
-    assert _run(home, "server", "status").returncode == 3
-
-
-def test_a_run_longer_than_the_idle_timeout_keeps_its_server(
-    home: dict[str, str], tmp_path: Path
-) -> None:
-    home = {**home, "POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT": "2"}
+    short = {**home, "POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT": "2"}
     slow = tmp_path / "slow.yaml"
     slow.write_text(
         "version: 1.1\nkind: component\nname: slow\n"
-        "run: {kind: job, container: {command: [python, -c, 'import time; time.sleep(8)']}}\n"
+        # 6 s: three times its server's idle timeout
+        "run: {kind: job, container: {command: [python, -c, 'import time; time.sleep(6)']}}\n"
     )
-    result = _run(home, "run", "-f", str(slow), "--json")
-    assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout)["status"] == "succeeded"
+    restarted = _run(short, "run", "-f", str(slow), "--json")
+    assert restarted.returncode == 0, restarted.stderr
+    assert restarted.stderr.splitlines()[0].startswith(STARTING.format(port=port))
+    assert json.loads(restarted.stdout)["status"] == "succeeded"
+    again_server = json.loads(_record(home).read_text())
+    assert again_server["pid"] != server["pid"]
+    assert again_server["idle_timeout"] == 2
+
+    # Left alone, it stops itself and removes its record.
+    assert _gone(again_server["pid"], 2 + 30), "the idle server did not stop"
+    assert not _record(home).exists()
+    assert _run(home, "server", "status").returncode == 3
 
 
 def test_runs_in_one_process_with_temporary_servers_each_get_a_live_one(

@@ -88,3 +88,46 @@ def test_the_source_reader_alone_knows_no_kinds() -> None:
     hint = info.value.problems[0].hint or ""
     assert "matrix" not in hint
     assert "indented deeper" in hint
+
+
+def _bomb(levels: int, width: int) -> str:
+    lines = ["a0: &a0 [" + ", ".join(["lol"] * width) + "]"]
+    lines += [f"a{n}: &a{n} [" + ", ".join([f"*a{n - 1}"] * width) + "]" for n in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+def _refusal(text: str) -> list[tuple[str | None, int | None, int | None, str]]:
+    with pytest.raises(PolyaxonfileError) as refused:
+        parse_source_yaml(text, file="f.yaml")
+    return [(p.rule, p.line, p.column, p.message) for p in refused.value.problems]
+
+
+@pytest.mark.parametrize(
+    ("text", "nodes"),
+    [
+        (_bomb(6, 5), 1_000),  # runs out inside the last anchor
+        (_bomb(4, 9) + "b: [*a3, *a3, {c: *a2}]\n", 9_000),  # in a list after the anchors
+        ("a: &a [[[1, 2]]]\nb: " + "[" * 61 + "*a, *a" + "]" * 61 + "\n", 1_000),  # too deep
+        ("a: &a [[[1, 2]]]\nb: " + "[" * 50 + "*a, *a" + "]" * 50 + "\n", 60),
+        ("a: &a {x: [1, 2, 3]}\nb: {<<: *a, y: [*a, *a, *a, *a, *a, *a, *a, *a, *a]}\n", 40),
+        ("z: &z [1, *z]\n", 1_000),  # recursive: too deep, never counted whole
+        ("a: &a [1, 2, 3]\n? [k]\n: *a\nb: [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n", 40),
+    ],
+    ids=["bomb", "after-anchors", "deep-alias", "alias-at-depth", "merge-key", "recursive", "key"],
+)
+def test_a_budget_is_refused_before_building_at_the_node_building_stops_at(
+    text: str, nodes: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The measuring walk (an alias met again is not walked again) refuses a file before a
+    node is built, with the error, node and place that building it would have stopped at."""
+    from polyaxon_prefect._source._yaml import _Builder
+
+    monkeypatch.setenv("POLYAXON_PREFECT_MAX_YAML_NODES", str(nodes))
+    built = []
+    build = _Builder.build
+    monkeypatch.setattr(_Builder, "build", lambda self, *a: built.append(1) or build(self, *a))
+    measured = _refusal(text)
+    assert not built, "refused by the measuring walk, before any node is built"
+    monkeypatch.setattr(_Builder, "measure", lambda self, root: None)
+    assert measured == _refusal(text)  # what building alone says
+    assert built
