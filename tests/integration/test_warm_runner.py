@@ -169,6 +169,13 @@ def test_a_run_prints_and_exits_as_in_the_clis_own_process_and_the_cli_imports_n
     assert record["status"] == "succeeded"
     assert _status(server, record["uuid"]) == "succeeded"
 
+    # `restart` starts a run too: the runner takes it (no `import prefect` here either)
+    again = _done(_cli(server, "restart", record["uuid"], "--json"))
+    assert again[0] == 0 and _last(again[2]) == "PREFECT-NOT-LOADED", again[2]
+    restarted = json.loads(again[1])
+    assert restarted["status"] == "succeeded" and restarted["uuid"] != record["uuid"]
+    assert _status(server, restarted["uuid"]) == "succeeded"
+
 
 def test_two_runs_at_once_keep_their_own_environment_and_working_folder(
     server: dict[str, str], tmp_path: Path
