@@ -238,8 +238,9 @@ def _started(conn: socket.socket, argv: list[str]) -> bytes | None:
 
 
 def warm_run(argv: list[str]) -> int | None:
-    """Run ``polyaxon-prefect run ...`` (``argv``, ``run`` first) in the warm runner and return
-    its exit code; None when the runner cannot take it (the CLI then runs it itself)."""
+    """Run ``polyaxon-prefect run ...`` (``argv``: ``run``, ``restart`` or ``resume`` first) in
+    the warm runner and return its exit code; None when the runner cannot take it (the CLI
+    then runs it itself)."""
     conn = _connect()
     if conn is None:
         return None

@@ -1,6 +1,7 @@
 """What a person sees in the real Prefect UI, in a real browser: Debian's Chromium, headless,
-driven by Playwright (its own browser download is not used), against ``prefect server start``
-on a loopback port.
+driven by Playwright (its own browser download is not used), against the local background
+server (``polyaxon-prefect server start``: Prefect's server with its UI, on a loopback port, and
+its warm runner, which spares each ``run`` the CLI's own ``import prefect``).
 
 A run of the quick-start DAG through ``polyaxon-prefect run`` must show its ops as task runs,
 the DAG's markdown artifact and each op's params/outputs table, readable. Screenshots go to
@@ -13,9 +14,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +26,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import prefect_server
+from tests.conftest import seed_prefect_home
+from tests.integration.conftest import create_process_pool, new_home_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.process, pytest.mark.server, pytest.mark.browser]
 
@@ -48,13 +52,41 @@ playwright = pytest.importorskip("playwright.sync_api", reason="needs playwright
 
 @pytest.fixture(scope="module")
 def ui_server(prefect_database_template: Path) -> Iterator[tuple[str, dict[str, str]]]:
-    """A real Prefect server with its UI; the environment a CLI run needs to use it."""
+    """A real Prefect server with its UI (a home of the module's own, from the session's
+    migrated database); the environment a CLI run needs to use it."""
     folder = Path(tempfile.mkdtemp(prefix="prefect-ui-"))
+    home = seed_prefect_home(folder / "home", prefect_database_template)
+    env = new_home_env(home, folder / "artifacts", "600")
+    polyaxon_prefect = str(BIN / "polyaxon-prefect")
     try:
-        with prefect_server(folder, ui=True, database=prefect_database_template) as env:
-            yield env["PREFECT_API_URL"].removesuffix("/api"), env
+        started = subprocess.run(
+            [polyaxon_prefect, "server", "start"], env=env, capture_output=True, text=True
+        )
+        assert started.returncode == 0, started.stderr
+        url = started.stdout.split(" at ", 1)[1].split()[0]
+        env["PREFECT_API_URL"] = f"{url}/api"  # as `server start` tells `prefect` commands to
+        # a `run` goes through the warm runner once it answers (it imports for a few seconds
+        # after the server); until then a run takes the CLI's own way, with the same output
+        _wait_for(lambda: _runner_answers(home / "polyaxon-prefect-runner.sock"), 120)
+        yield url, env
     finally:
+        subprocess.run([polyaxon_prefect, "server", "stop"], env=env, capture_output=True)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _runner_answers(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX) as sock:
+        try:
+            sock.connect(str(path))
+        except OSError:
+            return False
+    return True
+
+
+def _wait_for(predicate: Any, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate() and time.monotonic() < deadline:
+        time.sleep(0.2)
 
 
 @pytest.fixture(scope="module")
@@ -147,12 +179,8 @@ def test_a_deployments_run_form_shows_each_input_with_its_type_and_description(
     ui_server: tuple[str, dict[str, str]], browser: Any
 ) -> None:
     ui, env = ui_server
-    subprocess.run(
-        [str(BIN / "prefect"), "work-pool", "create", "ui-pool", "--type", "process"],
-        env=env,
-        capture_output=True,
-        check=True,
-    )
+    # the pool `prefect work-pool create ui-pool --type process` makes: set-up, not the point
+    create_process_pool(env["PREFECT_API_URL"], "ui-pool")
     done = subprocess.run(
         [
             str(BIN / "polyaxon-prefect"),

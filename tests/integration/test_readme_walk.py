@@ -21,6 +21,9 @@ from tests.integration.test_readme import (
 
 __all__ = ["journey"]  # the fixture, shared with test_readme.py
 
+WORKER_GRACE = 3.0
+"""Seconds a stopped background line (the worker) is given after its Ctrl-C."""
+
 
 @pytest.mark.slow
 @pytest.mark.process
@@ -42,7 +45,9 @@ def test_readme_walked_top_to_bottom_on_one_home(journey: Journey) -> None:
         if checked:
             CHECKS[block.marker](journey)  # the worker still runs, as the check expects
         for process in journey.background.values():
-            stop(process)
+            # Ctrl-C, then SIGKILL if it lingers: Prefect's worker often took the whole 10 s
+            # default grace to end after its SIGINT, with nothing left for it to do
+            stop(process, grace=WORKER_GRACE)
         journey.background.clear()
         walked.append(block.marker)
     assert walked == list(journeys())

@@ -169,6 +169,13 @@ def test_a_run_prints_and_exits_as_in_the_clis_own_process_and_the_cli_imports_n
     assert record["status"] == "succeeded"
     assert _status(server, record["uuid"]) == "succeeded"
 
+    # `restart` starts a run too: the runner takes it (no `import prefect` here either)
+    again = _done(_cli(server, "restart", record["uuid"], "--json"))
+    assert again[0] == 0 and _last(again[2]) == "PREFECT-NOT-LOADED", again[2]
+    restarted = json.loads(again[1])
+    assert restarted["status"] == "succeeded" and restarted["uuid"] != record["uuid"]
+    assert _status(server, restarted["uuid"]) == "succeeded"
+
 
 def test_two_runs_at_once_keep_their_own_environment_and_working_folder(
     server: dict[str, str], tmp_path: Path
@@ -195,13 +202,20 @@ def test_two_runs_at_once_keep_their_own_environment_and_working_folder(
 
 
 def _started_run(
-    env: dict[str, str], tmp_path: Path, name: str, seconds: int
+    env: dict[str, str], tmp_path: Path, name: str, seconds: int, until: Path | None = None
 ) -> tuple[subprocess.Popen[str], Path]:
+    """A run whose job sleeps ``seconds`` (or, given ``until``, until that file exists, at most
+    ``seconds``), once its job has started."""
     flag = tmp_path / f"{name}.started"
-    script = (
-        f"import os, time; open({str(flag)!r}, 'w').write(str(os.getpid())); "
-        f"time.sleep({seconds}); print('slept')"
-    )
+    wait = f"time.sleep({seconds})"
+    if until is not None:
+        wait = (
+            f"deadline = time.monotonic() + {seconds}\n"
+            f"while not os.path.exists({str(until)!r}) and time.monotonic() < deadline:\n"
+            "    time.sleep(0.05)"
+        )
+    started = f"open({str(flag)!r}, 'w').write(str(os.getpid()))"
+    script = f"import os, time\n{started}\n{wait}\nprint('slept')"
     cli = _cli(env, "run", "-f", str(_job(tmp_path, name, script)), "--json")
     assert _wait(flag.exists, 120), cli.poll()
     return cli, flag
@@ -253,11 +267,20 @@ def test_a_runner_killed_mid_run_is_one_line_and_the_run_ends_with_its_own_statu
     server: dict[str, str], tmp_path: Path
 ) -> None:
     home = Path(server["PREFECT_HOME"])
-    cli, _flag = _started_run(server, tmp_path, "warm-orphan", 8)
+    go = tmp_path / "go-on"  # the job goes on to its end once the runner is dead
+    cli, _flag = _started_run(server, tmp_path, "warm-orphan", 120, until=go)
     runner = _runner_pid(home)
     assert runner is not None
     os.kill(runner, signal.SIGKILL)
-    code, out, err = _done(cli)
+    said = []
+    assert cli.stderr is not None
+    for line in cli.stderr:  # the job goes on after the runner died, at least until it is said
+        said.append(line)
+        if "warm runner stopped" in line:
+            break
+    go.touch()
+    code, out, rest = _done(cli)
+    err = "".join(said) + rest
     assert code == 0, err
     assert len([line for line in err.splitlines() if "warm runner stopped" in line]) == 1, err
     record = json.loads(out)

@@ -149,7 +149,11 @@ def _remove_containers(cli: str, session: str) -> None:
         )
         ids = listed.stdout.split()
         if ids:
-            rm = [cli, "rm", "-f", *ids]
+            # Podman first sends the stop signal and waits 10 s by default (a process as PID 1
+            # ignores SIGTERM): the run's own grace here (`containers.remove_argv`'s rule, kinds
+            # told apart as `_container_cli._kind_of` does); Docker's `rm -f` kills at once.
+            wait = [] if "docker" in Path(cli).name else ["--time", str(int(_GRACE_SECONDS))]
+            rm = [cli, "rm", "-f", *wait, *ids]
             subprocess.run(rm, capture_output=True, timeout=120, check=False, env=env)
         networks = subprocess.run(  # a distributed run's own network, after its containers
             [cli, "network", "ls", "-q", "--filter", f"label={_CONTAINER_LABEL}={session}"],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -99,3 +100,21 @@ def test_a_run_said_final_is_not_checked_at_the_end(
     monkeypatch.setattr("sys.stdin", io.StringIO("api http://api\nflow-run r1\nfinal r1\n"))
     assert _reaper.main(["_reaper.py"]) == 0
     assert asked == []  # a clean end: no call to a busy server
+
+
+@pytest.mark.parametrize(
+    ("name", "wait"), [("podman", ["--time", "3"]), ("docker", [])], ids=["podman", "docker"]
+)
+def test_the_session_containers_are_removed_with_the_runs_grace_not_podmans_ten_seconds(
+    tmp_path: Path, name: str, wait: list[str]
+) -> None:
+    """A container whose PID 1 ignores SIGTERM (`sleep`) took Podman's default 10 s to go."""
+    calls = tmp_path / "calls"
+    cli = tmp_path / name  # a stand-in CLI: lists one container, records each command line
+    cli.write_text(
+        f'#!/bin/sh\necho "$@" >> {calls}\n[ "$1" = ps ] && echo c0ffee\nexit 0\n', encoding="utf-8"
+    )
+    cli.chmod(0o755)
+    _reaper._remove_containers(str(cli), "s1")
+    lines = calls.read_text(encoding="utf-8").splitlines()
+    assert lines[1] == " ".join(["rm", "-f", *wait, "c0ffee"]), lines
