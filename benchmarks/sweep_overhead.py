@@ -10,7 +10,10 @@
 - ``sweep``: ``polyaxon_prefect.run`` on a ``mapping`` matrix of the 100 configs: an Optuna
   study in a local journal file, a child flow run per trial, progress/leaderboard artifacts.
 
-Prints the wall times, the sweep's overhead per trial over ``raw`` and its ratio to
+Prints the wall times, the sweep's overhead per trial over ``raw``, the CPU it costs per
+trial over ``raw`` in this process (the client: the sweep's loop, its trial threads, its
+requests) and in the server's process (its test server's, or ``--server-pid``'s when
+``PREFECT_API_URL`` is set; Linux only: read from ``/proc``), and its ratio to
 ``subflows``, each with its target line (``met`` or ``MISSED``): at most 15 ms per trial (on a
 quiet machine; the load average before each round is printed), at
 most 1x the hand-written flow that records what the sweep records (a child flow run per
@@ -29,7 +32,11 @@ off 2 s (then 4 s) whichever case comes next.
 Usage::
 
     python benchmarks/sweep_overhead.py [--trials 100] [--concurrency 4] [--repeat 3]
-        [--settle 3] [--json]
+        [--settle 3] [--server-pid PID] [--json]
+
+On 2 cores every CPU millisecond the sweep adds per trial costs about half a millisecond of
+wall per trial once the trials' own processes keep both cores busy: the CPU lines say which
+side (client or server) a change moved, where the wall time on a shared machine cannot.
 """
 
 from __future__ import annotations
@@ -38,12 +45,14 @@ import argparse
 import contextlib
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -141,13 +150,54 @@ def sweep(path: Path) -> None:
         raise SystemExit(f"the sweep {result.status}: {result.message}; {failed[:3]}")
 
 
-def timed(fn, repeat: int) -> list[float]:  # type: ignore[no-untyped-def]
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - started)
-    return times
+def client_cpu() -> float:
+    """CPU seconds of this process so far (its threads; not the trials' processes)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def process_cpu(pid: int | None) -> float | None:
+    """CPU seconds of process ``pid`` so far (all its threads), or None where unknown."""
+    if pid is None:
+        return None
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_server_pid() -> int | None:
+    """The pid of the server `prefect_test_harness` started (Prefect's `SubprocessASGIServer`)."""
+    from prefect.server.api.server import SubprocessASGIServer
+
+    for server in getattr(SubprocessASGIServer, "_instances", {}).values():
+        process = getattr(server, "server_process", None)
+        if getattr(server, "running", False) and process is not None:
+            return int(process.pid)
+    return None
+
+
+def timed(
+    fn: Callable[[], None], server_pid: int | None, settle: float
+) -> tuple[float, float, float | None]:
+    """Wall seconds of ``fn()``, the CPU seconds it cost this process, and the server's CPU
+    seconds from its start until ``settle`` s after it (the server's services write the
+    run's events after it returns), less the server's idle rate over as long."""
+    idle_before = process_cpu(server_pid)
+    time.sleep(1.0)
+    idle_after = process_cpu(server_pid)
+    server_before, client_before = process_cpu(server_pid), client_cpu()
+    started = time.perf_counter()
+    fn()
+    wall = time.perf_counter() - started
+    client = client_cpu() - client_before
+    time.sleep(settle)
+    server_after = process_cpu(server_pid)
+    if idle_before is None or idle_after is None or server_before is None or server_after is None:
+        return wall, client, None
+    idle_rate = idle_after - idle_before  # over the 1 s slept
+    return wall, client, server_after - server_before - idle_rate * (wall + settle)
 
 
 def main() -> None:
@@ -156,6 +206,9 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--settle", type=float, default=3.0, help="pause before each timed run")
+    parser.add_argument(
+        "--server-pid", type=int, default=None, help="the server's pid, with PREFECT_API_URL set"
+    )
     parser.add_argument("--json", action="store_true", help="also print the times as JSON")
     args = parser.parse_args()
     n, c = args.trials, args.concurrency
@@ -177,14 +230,20 @@ def main() -> None:
                 "subflows": lambda: mapped_subflows(n, c),
                 "sweep": lambda: sweep(path),
             }
+            server_pid = args.server_pid or test_server_pid()
             times: dict[str, list[float]] = {name: [] for name in cases}
+            client: dict[str, list[float]] = {name: [] for name in cases}
+            server: dict[str, list[float | None]] = {name: [] for name in cases}
             loads: list[float] = []
             for round_ in range(args.repeat):  # interleaved: a load change hits every case
                 loads.append(os.getloadavg()[0])
                 names = list(cases) if round_ % 2 == 0 else list(cases)[::-1]
                 for name in names:
                     time.sleep(args.settle)  # the server digests the previous run's writes
-                    times[name] += timed(cases[name], 1)
+                    wall, cpu, server_cpu = timed(cases[name], server_pid, args.settle)
+                    times[name].append(wall)
+                    client[name].append(cpu)
+                    server[name].append(server_cpu)
             medians = {}
             for name in cases:
                 medians[name] = statistics.median(times[name])
@@ -201,6 +260,14 @@ def main() -> None:
     ]
     subflow_ratios = [sw / f for sw, f in zip(times["sweep"], times["subflows"], strict=True)]
     mapped_ratios = [sw / m for sw, m in zip(times["sweep"], times["mapped"], strict=True)]
+    client_per_trial = [
+        1000 * (sw - r) / n for sw, r in zip(client["sweep"], client["raw"], strict=True)
+    ]
+    server_per_trial = [
+        1000 * (sw - r) / n
+        for sw, r in zip(server["sweep"], server["raw"], strict=True)
+        if sw is not None and r is not None
+    ]
     per_trial = statistics.median(overheads)
     subflows = statistics.median(subflow_ratios)
     print(
@@ -209,6 +276,11 @@ def main() -> None:
     )
     print(f"mapped flow overhead: {_spread(mapped_overheads, ' ms/trial')} over raw processes")
     print(f"sweep overhead:       {_spread(overheads, ' ms/trial')} over raw processes")
+    print(f"sweep client CPU:     {_spread(client_per_trial, ' ms/trial')} over raw processes")
+    if server_per_trial:
+        print(f"sweep server CPU:     {_spread(server_per_trial, ' ms/trial')} over raw processes")
+    else:
+        print("sweep server CPU:     not measured (no server pid: pass --server-pid)")
     print(
         "sweep / mapped subflows (a child flow run per trial, as the sweep): "
         f"{_spread(subflow_ratios, 'x', 2)}"
@@ -229,6 +301,8 @@ def main() -> None:
                     "concurrency": c,
                     "times_s": times,
                     "overhead_ms_per_trial": overheads,
+                    "client_cpu_ms_per_trial": client_per_trial,
+                    "server_cpu_ms_per_trial": server_per_trial,
                     "sweep_over_subflows": subflow_ratios,
                     "overhead_median": per_trial,
                     "ratio_median": subflows,
