@@ -22,9 +22,6 @@ __all__ = ["write_api_url"]
 API_URL = "PREFECT_API_URL"
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _PLAIN_TEXT = re.compile(r"[ !#-\[\]-~]*")  # printable ASCII but `"` and `\`: TOML as written
-_SETTINGS_FILES = (".env", "prefect.toml", "pyproject.toml")
-"""Files in the working folder Prefect reads settings from (its home or profiles path among
-them): where one exists, only Prefect knows which profiles file it means."""
 
 
 def write_api_url(api_url: str) -> bool:
@@ -49,10 +46,33 @@ def write_api_url(api_url: str) -> bool:
 def _profiles_path() -> Path | None:
     if "PREFECT_PROFILES_PATH" in os.environ:
         return None
-    if any(Path(name).exists() for name in _SETTINGS_FILES):
+    if not _no_settings_here():
         return None
     home = os.environ.get("PREFECT_HOME") or "~/.prefect"
     return Path(home).expanduser() / "profiles.toml"
+
+
+def _no_settings_here() -> bool:
+    """Whether the working folder has no settings for Prefect (its home or profiles path may be
+    one): no ``prefect.toml``, no ``PREFECT_`` line in ``.env``, no ``[tool.prefect]`` in
+    ``pyproject.toml`` (a project's own is common: without that table Prefect ignores it)."""
+    if Path("prefect.toml").exists():
+        return False
+    try:
+        if "PREFECT_" in Path(".env").read_text(encoding="utf-8"):
+            return False
+    except FileNotFoundError:
+        pass
+    except (OSError, UnicodeDecodeError):
+        return False
+    try:
+        pyproject = tomllib.loads(Path("pyproject.toml").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return True
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+    tool = pyproject.get("tool")
+    return not (isinstance(tool, dict) and "prefect" in tool)
 
 
 def _template() -> Path | None:

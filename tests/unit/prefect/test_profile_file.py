@@ -57,6 +57,7 @@ def test_the_file_is_prefects_own_and_prefect_reads_the_url_back(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, before: str | None
 ) -> None:
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[tool.ruff]\nline-length = 99\n")  # not Prefect's
     ours, theirs = _both(tmp_path, monkeypatch, before)
     assert ours == theirs
     with _in_home(tmp_path / "ours", monkeypatch) as context:
@@ -78,7 +79,14 @@ def test_the_profile_named_by_prefect_profile_is_the_one_pointed(
 
 @pytest.mark.parametrize(
     "setup",
-    ["a-setting-prefect-may-rename", "prefect.toml", "profiles-path", "unknown-profile"],
+    [
+        "a-setting-prefect-may-rename",
+        "prefect.toml",
+        "tool.prefect",
+        ".env",
+        "profiles-path",
+        "unknown-profile",
+    ],
 )
 def test_where_only_prefect_can_say_nothing_is_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setup: str
@@ -90,6 +98,10 @@ def test_where_only_prefect_can_say_nothing_is_written(
         before += 'PREFECT_API_DATABASE_CONNECTION_URL = "sqlite+aiosqlite:///x.db"\n'
     elif setup == "prefect.toml":
         (tmp_path / "prefect.toml").write_text('home = "elsewhere"\n')
+    elif setup == "tool.prefect":
+        (tmp_path / "pyproject.toml").write_text('[tool.prefect]\nhome = "elsewhere"\n')
+    elif setup == ".env":
+        (tmp_path / ".env").write_text("PREFECT_HOME=elsewhere\n")
     elif setup == "profiles-path":
         monkeypatch.setenv("PREFECT_PROFILES_PATH", str(tmp_path / "other.toml"))
     else:
