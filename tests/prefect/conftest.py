@@ -66,11 +66,45 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 @pytest.hookimpl(trylast=True)  # after its fixtures (module ones included) are torn down
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    _settle_dead_sessions()
     outside = _OUTSIDE.pop() if _OUTSIDE else None
     if outside is None:
         os.environ.pop("PREFECT_HOME", None)
     else:
         os.environ["PREFECT_HOME"] = outside
+
+
+_API: list[str] = []
+"""The worker's server's API URL, once `prefect_server` has started it."""
+
+
+def _settle_dead_sessions() -> None:
+    """What the next ``run`` on this worker's server would do first, done here in-process: mark
+    crashed the runs of a CLI a test killed (``kill -9``, its reaper killed too) whose journal
+    is in the worker's artifacts root. A dead session's journal keeps every later command off
+    the thin client and the warm runner (`client._server._stale_session`): the next test's
+    ``run`` would import Prefect in its own process (~3 CPU s) only to settle it. A test about
+    that settling (`test_lifecycle.py`) does it within the test, on an artifacts root of its own."""
+    if not _API:
+        return
+    from polyaxon_prefect.client._local_server import (
+        dead_session_of,
+        home_database_target,
+        journal_dir,
+        read_journal,
+    )
+
+    directory = journal_dir()
+    if not directory.is_dir():
+        return
+    targets = (_API[0].rstrip("/"), home_database_target())
+    journals = [read_journal(path) for path in directory.glob("*.journal")]
+    if not any(j is not None and dead_session_of(j, t) for j in journals for t in targets):
+        return
+    from polyaxon_prefect.runtime.session._session import recover_stale_sessions
+
+    for target in targets:
+        recover_stale_sessions(_API[0], target)
 
 
 def free_port() -> int:
@@ -142,6 +176,7 @@ def prefect_server(prefect_database_template: Path) -> Iterator[str]:
             with prefect.context._temporary_global_settings_context(
                 prefect.context.get_settings_context()
             ):
+                _API.append(server.api_url)
                 yield server.api_url
     finally:
         from prefect.logging.handlers import APILogWorker

@@ -129,7 +129,7 @@ def test_logs_come_from_the_run_files_once_the_server_no_longer_has_the_run(
         client.delete_flow_run(replica_run.flow_run_id)
     assert cli_in(prefect_server, "get", str(replica_run.flow_run_id)).returncode == 1
 
-    shown = _cli(prefect_server, "logs", replica_run.uuid or "")
+    shown = cli_in(prefect_server, "logs", replica_run.uuid or "")
 
     assert shown.returncode == 0, shown.stderr
     assert sorted(shown.stdout.splitlines()) == sorted(_expected(r) for r in REPLICAS)
@@ -307,7 +307,7 @@ def test_a_dags_lines_come_from_its_ops_files_when_the_server_has_no_logs(
 ):
     result = _pipe(tmp_path, to_api=False)
 
-    shown = _cli(prefect_server, "logs", str(result.flow_run_id))
+    shown = cli_in(prefect_server, "logs", str(result.flow_run_id))
 
     expected = [
         "[first] hello 0.1",

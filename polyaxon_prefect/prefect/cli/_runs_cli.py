@@ -160,7 +160,12 @@ def _default_port() -> int:
 
 
 def _set_profile(api_url: str) -> None:
-    """``prefect config set PREFECT_API_URL=...`` on the active profile."""
+    """``prefect config set PREFECT_API_URL=...`` on the active profile: written without
+    importing Prefect (~2 CPU s) where its result is certain, else by Prefect."""
+    from polyaxon_prefect.prefect.server._profile import write_api_url
+
+    if write_api_url(api_url):
+        return
     from prefect.settings import PREFECT_API_URL, update_current_profile
 
     update_current_profile({PREFECT_API_URL: api_url})
