@@ -1,5 +1,6 @@
 """A DAG op's params and outputs table is written off the op's path, and never lost: the
-DAG's next op does not wait for the API, and the run ends only once every table is there."""
+DAG's next op does not wait for the API, and the run ends only once every table is there. An
+op with no param, output or metric has none (its status and uuid are shown elsewhere)."""
 
 from __future__ import annotations
 
@@ -45,6 +46,9 @@ def test_a_slow_server_holds_no_op_and_loses_no_table(
         {"name": n, "component": job, **({"dependencies": [names[i - 1]]} if i else {})}
         for i, n in enumerate(names)
     ]
+    # no param, output or metric: its table would only repeat its status and uuid
+    quiet = {"name": "quiet", "run": {"kind": "job", "container": {"command": ["true"]}}}
+    operations.append({"name": "quiet", "component": quiet, "dependencies": ["c"]})
     dag = {
         "version": 1.1,
         "kind": "component",
@@ -69,6 +73,10 @@ def test_a_slow_server_holds_no_op_and_loses_no_table(
         assert result.ops[name]["uuid"] in (table.description or "")
         rows = json.loads(table.data) if isinstance(table.data, str) else table.data
         assert {"kind": "output", "name": "loss", "value": 0.5} in rows
+    # the op that says nothing more has no table: its status is its task run's state, its
+    # uuid is in the DAG's report
+    assert result.ops["quiet"]["status"] == "succeeded" and result.ops["quiet"]["uuid"]
+    assert not [a for a in api.artifacts(result.flow_run_id) if "`quiet`" in (a.description or "")]
     # the chain did not wait for its tables: each op started before its upstream's table
     # could have been stored
     assert result.artifacts_path is not None
