@@ -46,7 +46,7 @@ def _warn(what: str, exc: Exception) -> None:
         get_run_logger().warning("could not create the %s artifact: %s", what, exc)
 
 
-def _create(kind: str, data: str, *, key: str, description: str | None) -> None:
+def _create(kind: str, data: str, *, key: str | None, description: str | None) -> None:
     """What Prefect's ``create_*_artifact`` sends (one ``POST /artifacts/``, on the current
     task or flow run, with its key), without the ``prefect.artifact.created`` event it emits
     after it: one more event per artifact for the server to store and match against
@@ -81,7 +81,9 @@ def _without_nan(item: object) -> object:
     return item
 
 
-def table_artifact(rows: Sequence[dict[str, Any]], *, key: str, description: str) -> None:
+def table_artifact(rows: Sequence[dict[str, Any]], *, key: str | None, description: str) -> None:
+    """``rows`` as a table artifact on the current run; ``key`` None: one without a key (on
+    its run only, not in the UI's Artifacts page; the server writes no collection for it)."""
     try:
         data = json.dumps(_without_nan(list(rows)))
         _create("table", data, key=key, description=description)

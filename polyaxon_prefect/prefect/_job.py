@@ -154,7 +154,7 @@ def run_op_in_task(
         # holds is not written; the rest goes off the op's path: its downstream op need not
         # wait for the API (`in_background`)
         if table_says_more(rows):
-            in_background(_report, job, result, rows)
+            in_background(_report, job, result, rows, keyed=False)
     return result
 
 
@@ -305,13 +305,25 @@ def _prefix(job: PreparedJob, result: RunResult) -> str:
     return f"op `{job.op_name}` failed: "
 
 
-def _report(job: PreparedJob, result: RunResult, rows: list[dict[str, Any]] | None = None) -> None:
+def _report(
+    job: PreparedJob,
+    result: RunResult,
+    rows: list[dict[str, Any]] | None = None,
+    *,
+    keyed: bool = True,
+) -> None:
     """The op's params and outputs table (``rows``: `job_report_rows`, made by the caller),
     and its metrics chart when it logged metrics: one background call per DAG op (one place
-    in the bounded queue, one thread hand-off)."""
+    in the bounded queue, one thread hand-off).
+
+    ``keyed``: the table is ``<op>-run`` (a job run alone: ``get`` reads it by that key). A
+    DAG op's has no key: it is on the op's task run, named by its description; a key costs
+    the server an upsert of Prefect's artifact collection, a read back and an event of its
+    own on every write, about as much as the artifact itself."""
     description = f"params and outputs of `{job.op_name}` (run {result.uuid})"
     rows = job_report_rows(job, result) if rows is None else rows
-    table_artifact(rows, key=artifact_key(job.op_name, "run"), description=description)
+    key = artifact_key(job.op_name, "run") if keyed else None
+    table_artifact(rows, key=key, description=description)
     _metrics_chart(job, result)
 
 
