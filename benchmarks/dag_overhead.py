@@ -27,12 +27,14 @@ each side costs per op, in this process (all its threads, not the ops' processes
 test server (from the run's start to the end of the settle after it, Linux only): on a busy
 machine the wall times move by seconds from one run to the next, the CPU far less.
 ``--profile SHAPE`` prints a CPU profile of one polyaxon run of that shape, over every thread
-the run starts.
+the run starts (the artifacts' pool included). ``--params`` gives each op a param (each task
+of the hand-written flow has one), so that each op's params and outputs table is written: an
+op with no param, output or metric has none.
 
 Usage::
 
     python benchmarks/dag_overhead.py [--ops 200] [--concurrency 8] [--runs 3] [--command true]
-        [--profile chain] [--settle 3]
+        [--profile chain] [--settle 3] [--params]
 """
 
 from __future__ import annotations
@@ -60,20 +62,23 @@ TARGETS = {"chain": 1.0, "fanout": 1.5}
 _SERVER_STARTED_HERE = False
 
 
-def _dag_file(folder: Path, shape: str, ops: int, concurrency: int, argv: list[str]) -> Path:
+def _dag_file(
+    folder: Path, shape: str, ops: int, concurrency: int, argv: list[str], params: bool = False
+) -> Path:
     operations: list[dict[str, Any]] = []
     for i in range(ops):
         op: dict[str, Any] = {"name": f"op{i}", "dagRef": "noop"}
+        if params:  # each op's table has a row to show, so it is written (`--params`)
+            op["params"] = {"i": {"value": i}}
         if i and shape == "chain":
             op["dependencies"] = [f"op{i - 1}"]
         elif i and shape == "fanout":
             op["dependencies"] = ["op0"]
         operations.append(op)
-    run: dict[str, Any] = {
-        "kind": "dag",
-        "components": [{"name": "noop", "run": {"kind": "job", "container": {"command": argv}}}],
-        "operations": operations,
-    }
+    noop: dict[str, Any] = {"name": "noop", "run": {"kind": "job", "container": {"command": argv}}}
+    if params:
+        noop["inputs"] = [{"name": "i", "type": "int"}]
+    run: dict[str, Any] = {"kind": "dag", "components": [noop], "operations": operations}
     if shape == "fanout":
         run["concurrency"] = concurrency
     dag = {
@@ -122,6 +127,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--command", default="python -c pass", help="the no-op process")
     parser.add_argument("--shapes", default="chain,fanout")
+    parser.add_argument(
+        "--params",
+        action="store_true",
+        help="give each op a param (the hand-written flow's tasks have one): its params and "
+        "outputs table is then written (an op with none has no table)",
+    )
     parser.add_argument(
         "--profile", metavar="SHAPE", default=None, help="profile one polyaxon run of SHAPE"
     )
@@ -213,7 +224,7 @@ def _measure(
     client_logger.addHandler(backoffs)
     client_logger.setLevel(logging.DEBUG)  # where Prefect says it backs off
     for shape in shapes:
-        path = _dag_file(work, shape, args.ops, args.concurrency, command)
+        path = _dag_file(work, shape, args.ops, args.concurrency, command, args.params)
         hand = _hand_written(shape, args.ops, args.concurrency, command)
 
         def ours(path: Path = path) -> None:
@@ -228,6 +239,9 @@ def _measure(
         ours()  # warm-up (imports, flow registration)
         theirs()
         if args.profile == shape:
+            from polyaxon_prefect.prefect import _artifacts
+
+            _artifacts._POOL = None  # its threads start within the profiled run: seen
             _profile_run(ours)
         time.sleep(args.settle)  # the server digests the warm-up's writes
         for round_ in range(args.runs):

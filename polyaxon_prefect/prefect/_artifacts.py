@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import json
+import math
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -44,11 +46,47 @@ def _warn(what: str, exc: Exception) -> None:
         get_run_logger().warning("could not create the %s artifact: %s", what, exc)
 
 
-def table_artifact(rows: Sequence[dict[str, Any]], *, key: str, description: str) -> None:
-    from prefect.artifacts import create_table_artifact
+def _create(kind: str, data: str, *, key: str | None, description: str | None) -> None:
+    """What Prefect's ``create_*_artifact`` sends (one ``POST /artifacts/``, on the current
+    task or flow run, with its key), without the ``prefect.artifact.created`` event it emits
+    after it: one more event per artifact for the server to store and match against
+    automations (measured: ~6 ms of its CPU and ~2 ms of ours each), per op of a DAG; no view
+    of ours or of Prefect's UI reads it (the UI lists a run's artifacts from the API)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import ArtifactCreate
+    from prefect.utilities.context import get_task_and_flow_run_ids
 
+    task_run_id, flow_run_id = get_task_and_flow_run_ids()
+    artifact = ArtifactCreate(
+        type=kind,
+        key=key,
+        description=description,
+        task_run_id=task_run_id,
+        flow_run_id=flow_run_id,
+        data=data,
+    )
+    payload = artifact.model_dump(mode="json", exclude_unset=True)
+    get_client(sync_client=True).request("POST", "/artifacts/", json=payload)
+
+
+def _without_nan(item: object) -> object:
+    """``item`` with each NaN as None, as Prefect's ``TableArtifact`` sends a table (the
+    UI's JSON parser refuses ``NaN``)."""
+    if isinstance(item, list):
+        return [_without_nan(value) for value in item]
+    if isinstance(item, dict):
+        return {name: _without_nan(value) for name, value in item.items()}
+    if isinstance(item, float) and math.isnan(item):
+        return None
+    return item
+
+
+def table_artifact(rows: Sequence[dict[str, Any]], *, key: str | None, description: str) -> None:
+    """``rows`` as a table artifact on the current run; ``key`` None: one without a key (on
+    its run only, not in the UI's Artifacts page; the server writes no collection for it)."""
     try:
-        create_table_artifact(list(rows), key=key, description=description)
+        data = json.dumps(_without_nan(list(rows)))
+        _create("table", data, key=key, description=description)
     except Exception as exc:
         _warn("table", exc)
 
@@ -122,10 +160,8 @@ def flush_artifacts(timeout: float | None = 60.0) -> None:
 
 
 def markdown_artifact(markdown: str, *, key: str, description: str | None = None) -> None:
-    from prefect.artifacts import create_markdown_artifact
-
     try:
-        create_markdown_artifact(markdown, key=key, description=description)
+        _create("markdown", markdown, key=key, description=description)
     except Exception as exc:
         _warn("markdown", exc)
 

@@ -62,6 +62,7 @@ from polyaxon_prefect.runtime._job_op import (
     execute_job_op,
     job_report_rows,
     retries,
+    table_says_more,
 )
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.runtime.session._session import current_session
@@ -147,8 +148,13 @@ def run_op_in_task(
             job, on_line=on_line, cancel_event=cancel_event, on_wait=on_wait, on_start=on_start
         )
         mirrored(result)
-    if report:  # a DAG op: its downstream op need not wait for the API (`in_background`)
-        in_background(_report, job, result)
+    if report:
+        rows = job_report_rows(job, result)
+        # a table that only repeats the task run's state and the uuid the DAG's report
+        # holds is not written; the rest goes off the op's path: its downstream op need not
+        # wait for the API (`in_background`)
+        if table_says_more(rows):
+            in_background(_report, job, result, rows, keyed=False)
     return result
 
 
@@ -299,16 +305,24 @@ def _prefix(job: PreparedJob, result: RunResult) -> str:
     return f"op `{job.op_name}` failed: "
 
 
-def _report_args(job: PreparedJob, result: RunResult) -> tuple[list[dict[str, str]], str, str]:
-    """The rows, key and description of the params and outputs table of ``job``'s run."""
+def _report(
+    job: PreparedJob,
+    result: RunResult,
+    rows: list[dict[str, Any]] | None = None,
+    *,
+    keyed: bool = True,
+) -> None:
+    """The op's params and outputs table (``rows``: `job_report_rows`, made by the caller),
+    and its metrics chart when it logged metrics: one background call per DAG op (one place
+    in the bounded queue, one thread hand-off).
+
+    ``keyed``: the table is ``<op>-run`` (a job run alone: ``get`` reads it by that key). A
+    DAG op's has no key: it is on the op's task run, named by its description; a key costs
+    the server an upsert of Prefect's artifact collection, a read back and an event of its
+    own on every write, about as much as the artifact itself."""
     description = f"params and outputs of `{job.op_name}` (run {result.uuid})"
-    return job_report_rows(job, result), artifact_key(job.op_name, "run"), description
-
-
-def _report(job: PreparedJob, result: RunResult) -> None:
-    """The op's params and outputs table, and its metrics chart when it logged metrics: one
-    background call per DAG op (one place in the bounded queue, one thread hand-off)."""
-    rows, key, description = _report_args(job, result)
+    rows = job_report_rows(job, result) if rows is None else rows
+    key = artifact_key(job.op_name, "run") if keyed else None
     table_artifact(rows, key=key, description=description)
     _metrics_chart(job, result)
 

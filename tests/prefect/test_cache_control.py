@@ -120,7 +120,12 @@ def test_no_cache_runs_every_op_records_it_and_hits_are_said(
     assert "cache hit" in train["message"]  # the --no-cache run's success was recorded...
     assert train["uuid"] != first_uuid  # ...and replaced the older one
     assert (_starts(tmp_path, "train"), _starts(tmp_path, "report")) == (2, 4)
-    tables = [a for a in api.artifacts(payload["flow_run_id"]) if a.key == "train-run" and a.data]
+    # the op's table (no key: its description names the op)
+    tables = [
+        a
+        for a in api.artifacts(payload["flow_run_id"])
+        if (a.description or "").startswith("params and outputs of `train`") and a.data
+    ]
     assert tables and f"run {train['uuid']} (a cache hit" in str(tables[0].data)
     assert "cached from" in str(tables[0].data)
 

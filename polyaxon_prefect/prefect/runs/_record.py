@@ -179,7 +179,9 @@ def record_ops(run_path: Path, records: Mapping[str, OpRecord], reused: Mapping[
 
 
 def _op_entry(record: OpRecord, reused_from: str | None) -> dict[str, Any]:
-    entry = dataclasses.asdict(record)
+    # its fields as they are, not `dataclasses.asdict`: that deep-copies every value (the
+    # globals, the inputs) for a dict that is only written as JSON, the same text
+    entry = {field.name: getattr(record, field.name) for field in dataclasses.fields(record)}
     entry["tags"] = list(record.tags)
     if reused_from is not None:
         entry["reused_from"] = reused_from

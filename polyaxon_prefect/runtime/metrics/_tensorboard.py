@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 
+from polyaxon_prefect.runtime.session._spare_threads import run_in_thread
 from polyaxon_prefect.tracking import METRICS_FILE
 
 __all__ = [
@@ -58,12 +59,20 @@ def events_path(outputs_path: str | os.PathLike[str]) -> Path:
     return Path(outputs_path).joinpath(*EVENTS_DIR)
 
 
+_INSTALLED = False
+"""TensorBoard was found once: it is not looked for again (a search of every folder of the
+path, per op). Not found is not kept: the warm runner lives on while a user installs it."""
+
+
 def tensorboard_installed() -> bool:
     """Whether TensorBoard's event writer can be imported (the ``tensorboard`` extra)."""
-    try:
-        return importlib.util.find_spec("tensorboard") is not None
-    except (ImportError, ValueError):
-        return False
+    global _INSTALLED
+    if not _INSTALLED:
+        try:
+            _INSTALLED = importlib.util.find_spec("tensorboard") is not None
+        except (ImportError, ValueError):
+            return False
+    return _INSTALLED
 
 
 def _enabled() -> bool:
@@ -260,7 +269,6 @@ class _Mirror:
         """Held by each sync and by `close`: the thread's last tick and the end never write at
         once."""
         self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._loop, name="metric-events", daemon=True)
 
     def sync(self) -> None:
         with self.lock:
@@ -316,7 +324,7 @@ def metric_events(
                 )
         return
     mirror = _Mirror(paths, say)
-    mirror.thread.start()
+    run_in_thread(mirror._loop)  # a kept thread: none starts per op
     try:
         yield
     finally:

@@ -37,6 +37,7 @@ from typing import IO
 from polyaxon_prefect.runtime._errors import CommandNotFoundError, ProcessStartError
 from polyaxon_prefect.runtime.logs._job_log import JobLog
 from polyaxon_prefect.runtime.session._session import SESSION_ENV, current_session, stop_requested
+from polyaxon_prefect.runtime.session._spare_threads import run_in_thread
 
 __all__ = [
     "ENV_LOG_LINES_PER_SECOND",
@@ -347,14 +348,9 @@ class _Runner:
         self.open_streams = 2
         self.term_sent_at: float | None = None
         self.kill_sent = False
-        self.pumps = []
         for name, stream in (("stdout", proc.stdout), ("stderr", proc.stderr)):
             assert stream is not None
-            pump = threading.Thread(
-                target=self._pump, args=(name, stream), daemon=True, name=f"pump-{name}"
-            )
-            pump.start()
-            self.pumps.append(pump)
+            run_in_thread(self._pump, name, stream)  # a kept thread: none starts per op
 
     # -- the pump threads -----------------------------------------------------------------
     def _pump(self, name: str, stream: IO[str]) -> None:
