@@ -5,7 +5,8 @@ Contracts (with ``--strict`` the exit code is 1 when one is broken):
 - kind switches (a run kind, a matrix kind or an op shape decided on, however it is spelled:
   see ``kind_switches.py``) outside ``specs``, the registries and the dispatcher;
 - private names imported across packages; relative imports climbing out of their package;
-- package and module import cycles, function-level imports included;
+- package and module import cycles, function-level imports included (type-only ones too, for
+  modules);
 - ARCHITECTURE.md's layer table against the import-linter ``layers`` contract.
 
 Information only (size is judged by cohesion at review, not by a number): the longest modules,
@@ -209,7 +210,7 @@ def main() -> int:
         for group in groups
     ]
     missed += _report(
-        f"module import cycles (function-level imports included): {len(groups)} "
+        f"module import cycles (function-level and type-only imports included): {len(groups)} "
         f"({len(groups) - len(new)} pending rework elsewhere)",
         rows,
         bool(new),
