@@ -29,7 +29,7 @@ import uuid
 from pathlib import Path
 from typing import IO
 
-from polyaxon_prefect.client._local_server import (
+from polyaxon_prefect.client.server._local_server import (
     dead_session_of,
     home_database_target,
     journal_dir,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from polyaxon_prefect.client._paths import resolve_artifacts_root
+from polyaxon_prefect.client.run_files._run_paths import resolve_artifacts_root
 
 __all__ = [
     "LEASES_DIR",

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from polyaxon_prefect.client._declined import declined
-from polyaxon_prefect.client._local_server import (
+from polyaxon_prefect.client.server._local_server import (
     dead_session_of,
     hold_lease,
     home_database_target,
