@@ -16,8 +16,9 @@ One sub-package per concept, below the command line (`_thin_cli`) that answers a
   copied (`run_files._artifacts_verb`, `run_files._copy_files`), the op cache's records of it
   (`run_files._invalidate`) and the name rule they are checked by (`run_files._name_rule`);
 - `server`: which server to ask, known without Prefect (`server._thin_server`), the background
-  server's files and sessions' journals (`server._local_server`), its status
-  (`server._server_status`) and `run`'s side of its warm runner (`server._runner`).
+  server's record and leases (`server._local_server`), the sessions' journals that hold a
+  database back until its dead runs are settled (`server._session_journals`), the server's
+  status (`server._server_status`) and `run`'s side of its warm runner (`server._runner`).
 
 The flow layer (`prefect/`) sends the same requests through Prefect's client; `_thin_cli` sends
 them through `rest._http` when the server is known without Prefect, and otherwise leaves the

@@ -88,7 +88,7 @@ def _settle_dead_sessions() -> None:
     its own."""
     if not _API:
         return
-    from polyaxon_prefect.client.server._local_server import (
+    from polyaxon_prefect.client.server._session_journals import (
         dead_session_of,
         home_database_target,
         journal_dir,
