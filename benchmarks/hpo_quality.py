@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from pydantic import TypeAdapter
 
-from polyaxon_prefect.search._study import SweepStudy
+from polyaxon_prefect.search._optuna._study import SweepStudy
 from polyaxon_prefect.specs.matrix._matrix import Matrix
 
 BRANIN_OPTIMUM = 0.397887

@@ -4,10 +4,10 @@ A sweep's history, parallel coordinates, slices and parameter importances are pi
 optuna-dashboard, which reads the Optuna storage the sweeps write, opened here the way the
 sweeps open it (the same journal lock), so it can run while a sweep is running.
 optuna-dashboard serves one storage, and by default each sweep has its own journal file under
-the artifacts root (``search._journal``): ``--op NAME`` shows the newest sweep of that op, no
-``--op`` the newest sweep of all, ``--storage`` any storage (every study in it). Old sweeps in
-the shared ``sweeps.journal`` of earlier versions are shown from it when no sweep has a journal
-of its own. optuna-dashboard is an optional extra (``pip install
+the artifacts root (``search._optuna._journal``): ``--op NAME`` shows the newest sweep of that
+op, no ``--op`` the newest sweep of all, ``--storage`` any storage (every study in it). Old
+sweeps in the shared ``sweeps.journal`` of earlier versions are shown from it when no sweep has
+a journal of its own. optuna-dashboard is an optional extra (``pip install
 'polyaxon-prefect[dashboard]'``); without it the command says so.
 """
 
@@ -71,7 +71,7 @@ def dashboard_storage(artifacts_root: Path, op: str | None) -> str:
     Raises:
         DashboardError: nothing to show (the message lists the ops that have sweeps).
     """
-    from polyaxon_prefect.search._journal import LEGACY_FILE, SWEEPS_DIR, sweep_journals
+    from polyaxon_prefect.search._optuna._journal import LEGACY_FILE, SWEEPS_DIR, sweep_journals
 
     journals = sweep_journals(artifacts_root, _op_pattern(op) if op else "")
     if journals:
@@ -106,7 +106,7 @@ def serve(
         )
     from optuna_dashboard import run_server
 
-    from polyaxon_prefect.search._storage import open_storage
+    from polyaxon_prefect.search._optuna._storage import open_storage
 
     if storage is None:
         storage = dashboard_storage(resolve_artifacts_root(), op)

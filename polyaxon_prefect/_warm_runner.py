@@ -4,7 +4,7 @@ The background server (`prefect/server/_server_process`) starts this process nex
 (``python -m polyaxon_prefect._warm_runner --socket PATH --server-pid PID``) and stops it when
 it stops. It imports Prefect and the package once, starts no thread, and listens on a Unix
 socket in the Prefect home that only its owner may use (mode 0600, and the peer's uid
-checked). For each request from the CLI's thin side (`polyaxon_prefect.client._runner`):
+checked). For each request from the CLI's thin side (`polyaxon_prefect.client.server._runner`):
 
 1. it checks the request comes from the same interpreter and package (else the CLI runs the
    command itself, as it always did);
@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import polyaxon_prefect
-from polyaxon_prefect.client._runner import (
+from polyaxon_prefect.client.server._runner import (
     PROTOCOL,
     compatibility,
     exit_code_of,

@@ -8,7 +8,7 @@ stays light.
 from typing import TYPE_CHECKING
 
 from polyaxon_prefect._lazy import lazy_attributes
-from polyaxon_prefect.client._log_lines import (
+from polyaxon_prefect.client.logs._log_lines import (
     LogLine,
     exit_code,
     line_record,

@@ -43,8 +43,8 @@ from polyaxon_prefect.search._stopping import RunSummary, StopDecision, check_ea
 from polyaxon_prefect.search._sweep import data_section, read_data_section, trial_results
 
 if TYPE_CHECKING:
-    from polyaxon_prefect.search._extend import extend_study
-    from polyaxon_prefect.search._study import SweepStudy
+    from polyaxon_prefect.search._optuna._extend import extend_study
+    from polyaxon_prefect.search._optuna._study import SweepStudy
 
 __all__ = [
     "BEST_OVER_STEPS",
@@ -91,4 +91,6 @@ __all__ = [
 ]
 
 # The Optuna-backed study loads on first use: planning and ``compile`` never import Optuna.
-__getattr__ = lazy_attributes(__name__, {"SweepStudy": "_study", "extend_study": "_extend"})
+__getattr__ = lazy_attributes(
+    __name__, {"SweepStudy": "_optuna._study", "extend_study": "_optuna._extend"}
+)

@@ -21,7 +21,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from polyaxon_prefect.client._names import NAME_CHARACTERS, NAME_REGEX
+from polyaxon_prefect.client.run_files._name_rule import NAME_CHARACTERS, NAME_REGEX
 from polyaxon_prefect.specs._base import BaseSpec, is_template, split_csv
 from polyaxon_prefect.specs._or_ref import BoolOrRef, FloatOrRef, PositiveIntOrRef, as_number
 from polyaxon_prefect.specs._templated import Templated

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from polyaxon_prefect.client._runner import SOCKET_FILE
+from polyaxon_prefect.client.server._runner import SOCKET_FILE
 from tests.integration.conftest import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.process, pytest.mark.server]

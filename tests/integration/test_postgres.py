@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from polyaxon_prefect.loading._load import load_polyaxonfile
-from polyaxon_prefect.search._study import SweepStudy
+from polyaxon_prefect.search._optuna._study import SweepStudy
 from tests.integration.conftest import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.process, pytest.mark.server]
@@ -95,7 +95,7 @@ WORKER = textwrap.dedent(
     """\
     import json, sys, time
     from polyaxon_prefect.loading._load import load_polyaxonfile
-    from polyaxon_prefect.search._study import SweepStudy
+    from polyaxon_prefect.search._optuna._study import SweepStudy
 
     path, url, name, create, out = sys.argv[1:6]
     matrix = load_polyaxonfile(path).operation.matrix

@@ -82,12 +82,13 @@ def _settle_dead_sessions() -> None:
     """What the next ``run`` on this worker's server would do first, done here in-process: mark
     crashed the runs of a CLI a test killed (``kill -9``, its reaper killed too) whose journal
     is in the worker's artifacts root. A dead session's journal keeps every later command off
-    the thin client and the warm runner (`client._server._stale_session`): the next test's
-    ``run`` would import Prefect in its own process (~3 CPU s) only to settle it. A test about
-    that settling (`test_lifecycle.py`) does it within the test, on an artifacts root of its own."""
+    the thin client and the warm runner (`client.server._thin_server._stale_session`): the next
+    test's ``run`` would import Prefect in its own process (~3 CPU s) only to settle it. A test
+    about that settling (`test_lifecycle.py`) does it within the test, on an artifacts root of
+    its own."""
     if not _API:
         return
-    from polyaxon_prefect.client._local_server import (
+    from polyaxon_prefect.client.server._session_journals import (
         dead_session_of,
         home_database_target,
         journal_dir,
@@ -139,8 +140,8 @@ def prefect_server(prefect_database_template: Path) -> Iterator[str]:
         temporary_settings,
     )
 
-    from polyaxon_prefect.client._local_server import hold_lease
-    from polyaxon_prefect.client._runner import SOCKET_FILE
+    from polyaxon_prefect.client.server._local_server import hold_lease
+    from polyaxon_prefect.client.server._runner import SOCKET_FILE
     from polyaxon_prefect.prefect.server._background_server import start_server, stop_server
     from polyaxon_prefect.runtime.session._session import SESSION_ENV
     from tests.conftest import seed_prefect_home

@@ -134,7 +134,7 @@ def test_a_journal_cut_short_still_resumes(tmp_path: Path, prefect_server: str) 
     from polyaxon_prefect.loading._load import load_polyaxonfile
     from polyaxon_prefect.prefect._dispatch import OpRequest
     from polyaxon_prefect.prefect.sweep._sweep import study_prefix
-    from polyaxon_prefect.search._study import SweepStudy
+    from polyaxon_prefect.search._optuna._study import SweepStudy
 
     root = tmp_path / "artifacts"
     path = sweep_file(tmp_path, FOUR)

@@ -102,7 +102,7 @@ def _optuna_trials(path: Path, storage: str) -> list[Any]:
     from polyaxon_prefect.loading._load import load_polyaxonfile
     from polyaxon_prefect.prefect._dispatch import OpRequest
     from polyaxon_prefect.prefect.sweep._sweep import study_prefix
-    from polyaxon_prefect.search._study import SweepStudy
+    from polyaxon_prefect.search._optuna._study import SweepStudy
 
     name = SweepStudy.latest(storage, study_prefix(OpRequest(loaded=load_polyaxonfile(path))))
     return optuna.load_study(study_name=name, storage=f"sqlite:///{storage}").get_trials()
@@ -113,7 +113,7 @@ def _recorded(path: Path, storage: str) -> dict[float, str]:
     from polyaxon_prefect.loading._load import load_polyaxonfile
     from polyaxon_prefect.prefect._dispatch import OpRequest
     from polyaxon_prefect.prefect.sweep._sweep import study_prefix
-    from polyaxon_prefect.search._study import SweepStudy
+    from polyaxon_prefect.search._optuna._study import SweepStudy
 
     loaded = load_polyaxonfile(path)
     name = SweepStudy.latest(storage, study_prefix(OpRequest(loaded=loaded)))

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from polyaxon_prefect.cli import main
-from polyaxon_prefect.client._adapter import missing
+from polyaxon_prefect.client.rest._adapter import missing
 from polyaxon_prefect.runtime.session._session import recover_stale_sessions
 from polyaxon_prefect.testing.recorded_runs import RecordedRun, record_runs, sample_runs
 

@@ -25,7 +25,7 @@ from polyaxon_prefect.exceptions import PolyaxonPrefectError
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from polyaxon_prefect.client._statuses import StatusChange
+    from polyaxon_prefect.client.runs._statuses import StatusChange
 
 __all__ = ["add_logs_parsers", "cmd_logs", "cmd_statuses"]
 
@@ -99,7 +99,7 @@ def add_logs_parsers(subparsers: Subparsers) -> None:
 def _from_files(
     args: argparse.Namespace, run_path: Path, children: dict[str, str] | None, why: str
 ) -> int:
-    from polyaxon_prefect.client._logs_verb import Printer, check_op, line_ops
+    from polyaxon_prefect.client.logs._logs_verb import Printer, check_op, line_ops
     from polyaxon_prefect.runtime import read_log_files
 
     lines = read_log_files(run_path, children)
@@ -110,7 +110,7 @@ def _from_files(
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
-    from polyaxon_prefect.client._logs_verb import FromFiles, Printer, show_logs
+    from polyaxon_prefect.client.logs._logs_verb import FromFiles, Printer, show_logs
     from polyaxon_prefect.prefect.cli._runs_cli import _read, find_run
     from polyaxon_prefect.prefect.runs._runs import PrefectApi, api_client
     from polyaxon_prefect.runtime import find_run_path

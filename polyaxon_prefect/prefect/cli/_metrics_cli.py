@@ -133,7 +133,7 @@ def _selected(
     run: Mapping[str, Any], ref: str, wanted: str | None
 ) -> list[tuple[str, Path | None]]:
     """The op paths of ``run`` that ``wanted`` selects, with their run directories."""
-    from polyaxon_prefect.client._logs_verb import check_op, op_paths
+    from polyaxon_prefect.client.logs._logs_verb import check_op, op_paths
 
     check_op(wanted, ref, op_paths(run))
     return [

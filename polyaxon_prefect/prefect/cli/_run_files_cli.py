@@ -61,7 +61,7 @@ def cmd_invalidate(args: argparse.Namespace) -> int:
 
 
 def cmd_artifacts(args: argparse.Namespace) -> int:
-    from polyaxon_prefect.client._artifacts_verb import show_artifacts
+    from polyaxon_prefect.client.run_files._artifacts_verb import show_artifacts
     from polyaxon_prefect.prefect.cli._runs_cli import find_run
 
     _, run = find_run(args.run)  # the thin client's `artifacts` is the same, over its HTTP

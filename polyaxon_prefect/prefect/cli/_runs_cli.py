@@ -147,7 +147,7 @@ def cmd_server(args: argparse.Namespace) -> int:
         else:
             print("not running")
         return 0
-    from polyaxon_prefect.client._server_status import server_status
+    from polyaxon_prefect.client.server._server_status import server_status
 
     return server_status()  # the thin client answers `server status` with it too
 
@@ -204,7 +204,7 @@ def _read(api: str, read: Callable[[], T]) -> T:
     error, is one `PolyaxonPrefectError` line (the CLI's ``error:``), not httpx's traceback."""
     import httpx
 
-    from polyaxon_prefect.client._http import unreachable
+    from polyaxon_prefect.client.rest._http import unreachable
     from polyaxon_prefect.exceptions import PolyaxonPrefectError
 
     try:

@@ -1,7 +1,7 @@
 """``polyaxon-prefect stop RUN``: stop a run through Prefect, whoever started it (like
 ``polyaxon ops stop``).
 
-What it does once the run is found is `polyaxon_prefect.client._stop` (the flow run set
+What it does once the run is found is `polyaxon_prefect.client.runs._stop` (the flow run set
 Cancelling, then whatever runs it stops it), the one code path of both ways in: here its
 requests go through Prefect's client, in the thin client through its own HTTP client.
 
@@ -31,7 +31,7 @@ def add_stop_parser(subparsers: Subparsers) -> None:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    from polyaxon_prefect.client._stop import stop_run
+    from polyaxon_prefect.client.runs._stop import stop_run
     from polyaxon_prefect.prefect.cli._runs_cli import _read, find_run
     from polyaxon_prefect.prefect.runs._runs import PrefectApi, api_client
 

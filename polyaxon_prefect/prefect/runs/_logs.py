@@ -1,7 +1,7 @@
 """A run's status history read from Prefect's API (``statuses``, ``statuses -w``).
 
-A run's log lines (``logs``, ``logs -f``) are read by `polyaxon_prefect.client._logs`, the one
-reader of both ways in: the flow layer hands it `PrefectApi` (`prefect.cli._logs_cli`).
+A run's log lines (``logs``, ``logs -f``) are read by `polyaxon_prefect.client.logs._log_reader`,
+the one reader of both ways in: the flow layer hands it `PrefectApi` (`prefect.cli._logs_cli`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from uuid import UUID
 
 from polyaxon_prefect.client import StatusChange, status_changes
 from polyaxon_prefect.client import status_history as read_status_history
-from polyaxon_prefect.client._logs import FOLLOW_POLL_SECONDS
+from polyaxon_prefect.client.logs._log_reader import FOLLOW_POLL_SECONDS
 from polyaxon_prefect.prefect.runs._runs import PrefectApi, _json, api_client
 
 __all__ = [

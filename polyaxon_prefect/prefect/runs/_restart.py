@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from polyaxon_prefect.client._copy_files import copy_files, tree_files
+from polyaxon_prefect.client.run_files._copy_files import copy_files, tree_files
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.prefect._request import OpRequest, SweepOptions
 from polyaxon_prefect.prefect.runs._record import (

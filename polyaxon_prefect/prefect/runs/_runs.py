@@ -1,10 +1,10 @@
 """Runs read back from a Prefect API, in Polyaxon's terms (``ls`` and ``get``), through
 Prefect's client.
 
-What is read and how it is shaped is `polyaxon_prefect.client._runs` (the API's JSON in, rows
-and records out), the one reader the thin client uses too: here its requests go through
-Prefect's own HTTP client (its settings, auth and retries), and Prefect's objects that other
-readers hold (`prefect._runs_query`) are turned into the same JSON first.
+What is read and how it is shaped is `polyaxon_prefect.client.runs._run_reader` (the
+API's JSON in, rows and records out), the one reader the thin client uses too: here its
+requests go through Prefect's own HTTP client (its settings, auth and retries), and Prefect's
+objects that other readers hold (`prefect._runs_query`) are turned into the same JSON first.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def api_client(api: str) -> Iterator[SyncPrefectClient]:
 
 
 class PrefectApi:
-    """`polyaxon_prefect.client._runs.Api` over a sync Prefect client."""
+    """`polyaxon_prefect.client.Api` over a sync Prefect client."""
 
     def __init__(self, client: SyncPrefectClient) -> None:
         self._client = client
@@ -101,7 +101,7 @@ def _task_ops(client: SyncPrefectClient, flow_run_id: UUID) -> dict[str, dict[st
 def read_details(
     client: SyncPrefectClient | None, run: PrefectObject, artifacts: list[PrefectObject]
 ) -> dict[str, Any]:
-    """`polyaxon_prefect.client._runs.read_details` of Prefect's objects (or their JSON)."""
+    """`polyaxon_prefect.client.read_details` of Prefect's objects (or their JSON)."""
     api = PrefectApi(client) if client is not None else None
     return read_details_json(api, _json(run), [_json(a) for a in artifacts])
 
@@ -113,7 +113,7 @@ def list_runs(api: str, *, status: str | None = None, limit: int = 20) -> list[d
 
 
 def get_run(api: str, run: str) -> dict[str, Any] | None:
-    """One run by flow-run id, name or Polyaxon uuid (`polyaxon_prefect.client._runs.get_run`);
+    """One run by flow-run id, name or Polyaxon uuid (`polyaxon_prefect.client.get_run`);
     None: no such run."""
     with api_client(api) as client:
         return get_run_json(PrefectApi(client), api, run)

@@ -25,7 +25,7 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from polyaxon_prefect.client._stop import STOP_REASON
+from polyaxon_prefect.client.runs._stop import STOP_REASON
 from polyaxon_prefect.runtime import request_stop, stop_requested
 
 if TYPE_CHECKING:

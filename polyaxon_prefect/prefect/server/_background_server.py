@@ -23,7 +23,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from polyaxon_prefect.client._local_server import (
+from polyaxon_prefect.client.server._local_server import (
     RECORD_FILE,
     BackgroundServer,
     healthy,
@@ -37,7 +37,7 @@ from polyaxon_prefect.client._local_server import (
     running_server,
     start_ticks,
 )
-from polyaxon_prefect.client._runner import SOCKET_FILE, runner_enabled
+from polyaxon_prefect.client.server._runner import SOCKET_FILE, runner_enabled
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.prefect.server._server import (
     database_url_problem,

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from polyaxon_prefect.client._local_server import healthy
+from polyaxon_prefect.client.server._local_server import healthy
 from polyaxon_prefect.exceptions import PolyaxonPrefectError, write_failure
 from polyaxon_prefect.runtime.session._session import current_session
 

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from polyaxon_prefect.client._local_server import health
+from polyaxon_prefect.client.server._local_server import health
 
 if TYPE_CHECKING:
     from polyaxon_prefect.prefect.server._connect import Connection

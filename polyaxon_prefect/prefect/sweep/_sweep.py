@@ -31,7 +31,7 @@ How the sweep ends (its flow run state follows: Completed, Failed, Cancelled):
   still in flight end ``stopped`` and the queued ones never start;
 - a stop (Ctrl-C, ``stop``): ``stopped``, saying how many points are not run; the study is
   not marked stopped, so ``--resume`` runs those points (the trials the stop cut short with the
-  same params, `search._resume`);
+  same params, `search._optuna._resume`);
 - otherwise ``stopped`` while points are not run (``2 of 6 points not run; run again with
   --resume``), ``failed`` when any trial failed (after its retries), else ``succeeded``; trials
   pruned by a stopping policy end ``stopped`` and do not fail the sweep.

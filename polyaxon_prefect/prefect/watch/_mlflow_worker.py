@@ -282,7 +282,7 @@ def _log_files(client: MlflowClient, run_id: str, root: Path) -> list[str]:
     """Every regular file of the run folder as the run's artifact, at its place in the folder;
     a link is never followed (a job could point one at any file of this machine) but named in
     what it returns, as is a FIFO or a device."""
-    from polyaxon_prefect.client._copy_files import tree_files
+    from polyaxon_prefect.client.run_files._copy_files import tree_files
 
     files, skipped = tree_files(root)
     for relative in files:

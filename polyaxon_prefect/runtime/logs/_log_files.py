@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from polyaxon_prefect.client._log_lines import LogLine
+from polyaxon_prefect.client.logs._log_lines import LogLine
 from polyaxon_prefect.runtime._context import find_run_path
 from polyaxon_prefect.runtime._outcome import LOG_FILE
 

@@ -29,11 +29,11 @@ import uuid
 from pathlib import Path
 from typing import IO
 
-from polyaxon_prefect.client._local_server import (
+from polyaxon_prefect.client.server._local_server import pid_alive
+from polyaxon_prefect.client.server._session_journals import (
     dead_session_of,
     home_database_target,
     journal_dir,
-    pid_alive,
     read_journal,
 )
 from polyaxon_prefect.exceptions import write_failure

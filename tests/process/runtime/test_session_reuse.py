@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.process]
 
 SCRIPT = """
 import json, os
-from polyaxon_prefect.client._local_server import journal_dir
+from polyaxon_prefect.client.server._session_journals import journal_dir
 from polyaxon_prefect.runtime.session._session import current_session
 first = current_session()
 first.track_flow_run("11111111-1111-1111-1111-111111111111")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from polyaxon_prefect.search import extend_study
-from polyaxon_prefect.search._study import SweepStudy
+from polyaxon_prefect.search._optuna._study import SweepStudy
 from tests.unit.search._matrices import matrix
 from tests.unit.search.test_extend import SPACE, _drain
 

@@ -13,8 +13,8 @@ import pytest
 from optuna.samplers import GPSampler
 
 from polyaxon_prefect.search._kinds import build_sampler
+from polyaxon_prefect.search._optuna._study import SweepStudy
 from polyaxon_prefect.search._samplers import GaussianProcessSampler, optuna_space
-from polyaxon_prefect.search._study import SweepStudy
 from tests.unit.search._matrices import matrix
 from tests.unit.search.test_samplers import BAYES, METRIC, PARAMS, _bayes, _objective, _run
 
@@ -101,7 +101,7 @@ def test_ei_without_eps_and_a_matern_5_2_kernel_stay_on_gp_sampler() -> None:
 def test_torch_is_imported_only_when_a_bayes_study_is_built() -> None:
     script = f"""
 import sys
-from polyaxon_prefect.search._study import SweepStudy
+from polyaxon_prefect.search._optuna._study import SweepStudy
 from tests.unit.search._matrices import matrix
 tpe = {{"kind": "hyperopt", "algorithm": "tpe", "numRuns": 2, "metric": {METRIC!r},
        "params": {PARAMS!r}}}

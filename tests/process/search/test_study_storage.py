@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from polyaxon_prefect.search._study import SweepStudy, SweepStudyError
+from polyaxon_prefect.search._optuna._study import SweepStudy, SweepStudyError
 from tests.unit.search._matrices import matrix
 from tests.unit.search.test_study import GRID, _drain
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from polyaxon_prefect.client._copy_files import copy_files, tree_files
+from polyaxon_prefect.client.run_files._copy_files import copy_files, tree_files
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from prefect.states import Cancelled, Completed, Failed, Pending, Running, Scheduled
 
-from polyaxon_prefect.client._logs_verb import run_children as _children
+from polyaxon_prefect.client.logs._logs_verb import run_children as _children
 from polyaxon_prefect.prefect._states import SKIPPED_STATE_NAME
 from polyaxon_prefect.prefect.runs._logs import _changes
 

@@ -16,10 +16,10 @@ import pytest
 from prefect.client.schemas.objects import State, StateType
 
 from polyaxon_prefect.client import SOCKET_FILE, STATE_TYPES, STATUSES, status_of
-from polyaxon_prefect.client import _cli as thin_cli
-from polyaxon_prefect.client import _local_server as background_files
-from polyaxon_prefect.client import _server as thin_server
-from polyaxon_prefect.client._runner import socket_address
+from polyaxon_prefect.client import _thin_cli as thin_cli
+from polyaxon_prefect.client.server import _local_server as background_files
+from polyaxon_prefect.client.server import _thin_server as thin_server
+from polyaxon_prefect.client.server._runner import socket_address
 from polyaxon_prefect.prefect._states import STATE_TYPES as FLOW_STATE_TYPES
 from polyaxon_prefect.prefect._states import polyaxon_status
 from polyaxon_prefect.prefect.server import _background_server as background
@@ -79,7 +79,7 @@ def _status_both_ways(capsys: pytest.CaptureFixture[str]) -> str:
 
 
 _FIND = (
-    "from polyaxon_prefect.client._server import thin_server\n"
+    "from polyaxon_prefect.client.server._thin_server import thin_server\n"
     "found = thin_server()\n"
     "print(repr(found and (found.api_url, found.notice)))\n"
 )

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from polyaxon_prefect.client._http import ApiUnavailable, HttpApi
+from polyaxon_prefect.client.rest._http import ApiUnavailable, HttpApi
 
 
 class _Busy(http.server.BaseHTTPRequestHandler):

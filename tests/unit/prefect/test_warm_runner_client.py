@@ -1,4 +1,4 @@
-"""The CLI's side of the warm runner (`polyaxon_prefect.client._runner`): when it steps aside
+"""The CLI's side of the warm runner (`polyaxon_prefect.client.server._runner`): when it steps aside
 (the CLI then runs ``run`` itself), and the socket it trusts. The runs themselves are in
 tests/integration/test_warm_runner.py."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from polyaxon_prefect.client import _runner
+from polyaxon_prefect.client.server import _runner
 
 
 @pytest.mark.parametrize("value", ["0", "false", "No", " off "])
@@ -80,13 +80,15 @@ def test_exit_codes_read_as_a_shell_reads_them() -> None:
 def test_a_prefect_api_url_naming_this_homes_server_goes_through_its_runner(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, api_url: str, idle: str, taken: bool
 ) -> None:
-    from polyaxon_prefect.client import _local_server, _server
+    from polyaxon_prefect.client.server import _local_server, _thin_server
 
     monkeypatch.delenv(_runner.ENV_RUNNER, raising=False)
     monkeypatch.setenv("PREFECT_HOME", str(tmp_path))
     monkeypatch.setenv("POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT", idle)
     # the user's URL, as `thin_server` reads it from the environment or the profile
-    monkeypatch.setattr(_server, "thin_server", lambda: _server.ThinServer(api_url.rstrip("/")))
+    monkeypatch.setattr(
+        _thin_server, "thin_server", lambda: _thin_server.ThinServer(api_url.rstrip("/"))
+    )
     record = _local_server.BackgroundServer(
         pid=os.getpid(), url="http://127.0.0.1:4321", log="", database=""
     )

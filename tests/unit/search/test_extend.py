@@ -8,7 +8,7 @@ import json
 import pytest
 
 from polyaxon_prefect.search import SweepStudyError, extend_study
-from polyaxon_prefect.search._study import SweepStudy
+from polyaxon_prefect.search._optuna._study import SweepStudy
 
 from ._matrices import matrix
 

@@ -4,7 +4,7 @@ from collections import Counter
 
 import pytest
 
-from polyaxon_prefect.search._study import SweepStudy
+from polyaxon_prefect.search._optuna._study import SweepStudy
 
 from ._matrices import matrix
 

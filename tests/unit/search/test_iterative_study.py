@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from polyaxon_prefect.search._study import SweepStudy
+from polyaxon_prefect.search._optuna._study import SweepStudy
 
 from ._matrices import matrix
 

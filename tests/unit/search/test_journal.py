@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from polyaxon_prefect._dashboard import DashboardError, dashboard_storage
-from polyaxon_prefect.search._journal import (
+from polyaxon_prefect.search._optuna._journal import (
     LEGACY_FILE,
     JournalDamagedError,
     journal_path,
     study_name_of,
     sweep_journals,
 )
-from polyaxon_prefect.search._study import SweepStudy
+from polyaxon_prefect.search._optuna._study import SweepStudy
 
 from ._matrices import matrix
 

@@ -9,7 +9,7 @@ import pytest
 from optuna.pruners import NopPruner
 from pydantic import TypeAdapter
 
-from polyaxon_prefect.search._pruning import PolicyPruner, build_pruner
+from polyaxon_prefect.search._optuna._pruning import PolicyPruner, build_pruner
 from polyaxon_prefect.specs.matrix._early_stopping import MetricEarlyStopping
 
 # four reference trials, losses falling with the steps

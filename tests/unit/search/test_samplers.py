@@ -12,12 +12,12 @@ from optuna.exceptions import ExperimentalWarning
 from optuna.trial import TrialState
 
 from polyaxon_prefect.search._kinds import build_sampler
+from polyaxon_prefect.search._optuna._study import SweepStudy
 from polyaxon_prefect.search._samplers import (
     AnnealSampler,
     GaussianProcessSampler,
     optuna_space,
 )
-from polyaxon_prefect.search._study import SweepStudy
 
 from ._matrices import matrix
 

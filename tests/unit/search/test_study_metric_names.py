@@ -10,9 +10,9 @@ from pathlib import Path
 import optuna
 from optuna.exceptions import ExperimentalWarning
 
-from polyaxon_prefect.search._storage import open_storage
-from polyaxon_prefect.search._study import SweepStudy
-from polyaxon_prefect.search._trial_state import NO_METRIC_NAME
+from polyaxon_prefect.search._optuna._storage import open_storage
+from polyaxon_prefect.search._optuna._study import SweepStudy
+from polyaxon_prefect.search._optuna._trial_state import NO_METRIC_NAME
 
 from ._matrices import matrix
 

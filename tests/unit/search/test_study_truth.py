@@ -11,9 +11,9 @@ import optuna
 from optuna.distributions import CategoricalDistribution, FloatDistribution
 from optuna.trial import TrialState
 
-from polyaxon_prefect.search._storage import open_storage
-from polyaxon_prefect.search._study import SweepStudy
-from polyaxon_prefect.search._trial_state import NO_METRIC_VALUE
+from polyaxon_prefect.search._optuna._storage import open_storage
+from polyaxon_prefect.search._optuna._study import SweepStudy
+from polyaxon_prefect.search._optuna._trial_state import NO_METRIC_VALUE
 
 from ._matrices import matrix
 
@@ -139,7 +139,7 @@ def _points(grid: object, *indexes: int) -> list[object]:
 
 
 def test_a_long_declared_range_is_recorded_as_numbers_not_a_thousand_choices() -> None:
-    from polyaxon_prefect.search._trial_params import declared_space, optuna_params
+    from polyaxon_prefect.search._optuna._trial_params import declared_space, optuna_params
 
     grid = matrix(
         {

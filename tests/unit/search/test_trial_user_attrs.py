@@ -14,7 +14,7 @@ from optuna.storages import InMemoryStorage, JournalStorage
 from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
 from optuna.trial import TrialState
 
-from polyaxon_prefect.search._storage import finish_trial, set_trial_user_attrs
+from polyaxon_prefect.search._optuna._storage import finish_trial, set_trial_user_attrs
 
 ATTRS: dict[str, Any] = {
     "status": "succeeded",

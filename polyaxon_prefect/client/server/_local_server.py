@@ -1,8 +1,7 @@
-"""The background server's files in the Prefect home (its record, its clients' leases), the
-proof that a record's pid is still that server, and where
-the sessions' journals are: standard library only, so the thin client reads them before Prefect
-loads, and the one definition `prefect.server._background_server` (which starts, stops and
-writes them) and `runtime.session` use.
+"""The background server's files in the Prefect home (its record, its clients' leases) and the
+proof that a record's pid is still that server: standard library only, so the thin client
+reads them before Prefect loads, and the one definition `prefect.server._background_server`
+(which starts, stops and writes them) uses. The sessions' journals are `_session_journals`.
 """
 
 from __future__ import annotations
@@ -15,26 +14,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from polyaxon_prefect.client._paths import resolve_artifacts_root
-
 __all__ = [
     "LEASES_DIR",
     "RECORD_FILE",
     "SERVER_MODULE",
     "STOPPED_EXIT",
     "BackgroundServer",
-    "SessionJournal",
-    "dead_session_of",
     "health",
     "healthy",
     "hold_lease",
-    "home_database_target",
     "is_our_server",
-    "journal_dir",
     "leases_dir",
     "pid_alive",
     "prefect_home",
-    "read_journal",
     "read_record",
     "read_server",
     "record_path",
@@ -76,12 +68,6 @@ def prefect_home() -> Path:
     return Path(os.environ.get("PREFECT_HOME") or "~/.prefect").expanduser()
 
 
-def home_database_target() -> str:
-    """The local database of ``PREFECT_HOME``, whichever local server (the background one, a
-    temporary one) serves it now: the target a session's journal names (`runtime.session`)."""
-    return "home:" + str(prefect_home().resolve())
-
-
 def record_path() -> Path:
     return prefect_home() / RECORD_FILE
 
@@ -90,60 +76,6 @@ def leases_dir() -> Path:
     """Where each process that uses the background server leaves a file named after its pid:
     the server never stops itself while one of them lives (`hold_lease`)."""
     return prefect_home() / LEASES_DIR
-
-
-def journal_dir() -> Path:
-    """Where each session keeps its journal (`runtime.session`): a dead session's journal
-    means runs to mark crashed before anything reads them."""
-    return resolve_artifacts_root() / ".sessions"
-
-
-@dataclass(frozen=True)
-class SessionJournal:
-    """What a session's journal says (`runtime.session.Session._write_journal`: a header of its
-    ``pid`` and ``target`` lines, then a line per flow run and per settlement)."""
-
-    pid: int
-    target: str | None
-    """The database of its runs; None for a header cut before its target line (the session
-    died writing it)."""
-    flow_runs: tuple[str, ...] = ()
-    settlements: tuple[str, ...] = ()
-
-
-def read_journal(path: Path) -> SessionJournal | None:
-    """The journal at ``path``; None where there is none to settle: it is gone (its session
-    ended between a listing and this read), cannot be read, or names no process (an empty
-    file is a live session's between creating it and writing its header)."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, ValueError):
-        return None
-    values: dict[str, list[str]] = {}
-    for line in lines:
-        key, _, value = line.partition(" ")
-        values.setdefault(key, []).append(value)
-    try:
-        pid = int(values["pid"][0])
-    except (KeyError, ValueError):
-        return None
-    if pid <= 0:  # 0 and -1 name process groups, not a session's process
-        return None
-    return SessionJournal(
-        pid,
-        values.get("target", [None])[0],
-        tuple(values.get("flow-run", ())),
-        tuple(values.get("settle", ())),
-    )
-
-
-def dead_session_of(journal: SessionJournal, target: str) -> bool:
-    """Whether ``journal`` is a dead session's on the database ``target``: what `connect`
-    settles (`runtime.session.recover_stale_sessions`) and what keeps the thin client off that
-    database until then, one rule for both. A header cut before its target line counts as
-    every database's (whichever the session used, the next command settles it there)."""
-    alive = journal.pid == os.getpid() or pid_alive(journal.pid)
-    return not alive and journal.target in (None, target)
 
 
 def read_record() -> dict[str, Any] | None:

@@ -5,8 +5,8 @@
 background server when its record names a live server process. Anything else (Prefect's
 settings already loaded, an API key or auth string, a dead-session journal to settle first, no
 server running, a malformed setting) is None: the flow layer's `connect` decides, as always.
-The files read here are defined once, in `_local_server`, for the background server and the
-sessions that write them.
+The files read here are defined once, in `_local_server` and `_session_journals`, for the
+background server and the sessions that write them.
 """
 
 from __future__ import annotations
@@ -18,14 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from polyaxon_prefect.client._declined import declined
-from polyaxon_prefect.client._local_server import (
+from polyaxon_prefect.client.server._local_server import hold_lease, prefect_home, running_server
+from polyaxon_prefect.client.server._session_journals import (
     dead_session_of,
-    hold_lease,
     home_database_target,
     journal_dir,
-    prefect_home,
     read_journal,
-    running_server,
 )
 
 __all__ = ["ThinServer", "hold_lease", "profile_api_url", "thin_server"]

@@ -17,8 +17,8 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from polyaxon_prefect.client._runs import Api
-from polyaxon_prefect.client._states import DONE_STATUSES, status_of
+from polyaxon_prefect.client.rest._protocol import Api
+from polyaxon_prefect.client.runs._status_words import DONE_STATUSES, status_of
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 
 __all__ = ["STOP_REASON", "request_cancel", "stop_run"]

@@ -10,7 +10,7 @@ processes and marks its flow runs crashed (as for any killed CLI).
 
 `warm_run` returns None, and the CLI runs the command itself as it always did, whenever the
 runner cannot be used: ``POLYAXON_PREFECT_RUNNER=0``, not Linux, no background server of this
-Prefect home known without Prefect (`_server.thin_server`: a ``PREFECT_API_URL`` or profile
+Prefect home known without Prefect (`_thin_server.thin_server`: a ``PREFECT_API_URL`` or profile
 that names another server, an API key, a dead session to settle first...),
 ``POLYAXON_PREFECT_SERVER_IDLE_TIMEOUT=0`` without such a URL, no runner listening (yet), or a
 runner of another interpreter or package version.
@@ -83,7 +83,8 @@ def compatibility() -> dict[str, Any]:
     }
 
 
-_PACKAGE = Path(__file__).resolve().parents[1]
+_PACKAGE = Path(__file__).resolve().parents[2]
+"""``polyaxon_prefect/`` (this file is ``client/server/_runner.py``): the whole package's code."""
 
 
 def _package_stamp() -> list[Any]:
@@ -114,7 +115,7 @@ def _idle_timeout_zero() -> bool:
 
 
 def _runner_socket() -> Path | None:
-    from polyaxon_prefect.client._server import prefect_home
+    from polyaxon_prefect.client.server._local_server import prefect_home
 
     path = prefect_home() / SOCKET_FILE
     try:
@@ -129,7 +130,7 @@ def runner_status() -> str:
     """What ``server status`` says of this home's warm runner: listening on its socket or not
     (a connection it takes and drops: the runner reads no request from it and goes on), and
     whether a ``run`` from this environment would go through it."""
-    from polyaxon_prefect.client._server import prefect_home
+    from polyaxon_prefect.client.server._local_server import prefect_home
 
     path = prefect_home() / SOCKET_FILE
     if _runner_socket() is None:
@@ -188,7 +189,7 @@ def _request(argv: list[str]) -> bytes:
 def _names_this_homes_server(api_url: str) -> bool:
     """Whether ``api_url`` (the user's ``PREFECT_API_URL``) is this Prefect home's running
     background server's, as ``server start`` tells ``prefect`` commands to set it."""
-    from polyaxon_prefect.client._local_server import running_server
+    from polyaxon_prefect.client.server._local_server import running_server
 
     record = running_server()
     return record is not None and record.api_url == api_url.rstrip("/")
@@ -200,7 +201,7 @@ def _connect() -> socket.socket | None:
     path = _runner_socket()
     if path is None:
         return None
-    from polyaxon_prefect.client._server import thin_server
+    from polyaxon_prefect.client.server._thin_server import thin_server
 
     server = thin_server()
     if server is None:

@@ -1,8 +1,8 @@
 """Runs read back from Prefect's REST API as JSON, in Polyaxon's terms (``ls`` and ``get``):
 the one reader of both ways in (the flow layer sends these requests through Prefect's client,
-the thin client through `_http`).
+the thin client through `rest._http`).
 
-A run is a flow run. Its Polyaxon status comes from its state (`_states`, the one mapping);
+A run is a flow run. Its Polyaxon status comes from its state (`_status_words`, the one mapping);
 its kind from its ``polyaxon.kind`` label; the rest of its record (what ``run --json`` printed)
 from the record artifact it published when it ended, and from the reports every run leaves: a
 job's table, a DAG's Markdown, a sweep's leaderboard and best trial (a run still going, or one
@@ -24,19 +24,19 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 from uuid import UUID
 
-from polyaxon_prefect.client._paths import find_run_path
-from polyaxon_prefect.client._progress import progress_from_labels
-from polyaxon_prefect.client._reports import read_data_section
-from polyaxon_prefect.client._states import STATE_TYPES, status_of
+from polyaxon_prefect.client.rest._protocol import Api
+from polyaxon_prefect.client.run_files._run_paths import find_run_path
+from polyaxon_prefect.client.runs._progress_label import progress_from_labels
+from polyaxon_prefect.client.runs._reports import read_data_section
+from polyaxon_prefect.client.runs._status_words import STATE_TYPES, status_of
 
 __all__ = [
     "KIND_LABEL",
     "PAGE",
     "RECORD_SUFFIX",
-    "Api",
     "artifacts_of",
     "find_run",
     "get_run",
@@ -58,16 +58,6 @@ _FINAL = frozenset({"COMPLETED", "FAILED", "CRASHED", "CANCELLED"})
 """Prefect's terminal state types (``State.is_final``)."""
 _TOP = {"parent_task_run_id": {"is_null_": True}}
 """A flow-run filter of top-level runs (not a DAG op's or a trial's)."""
-
-
-class Api(Protocol):
-    """The few calls of Prefect's REST API the readers make; JSON in, JSON out."""
-
-    def post(self, path: str, body: dict[str, Any]) -> Any:
-        """``POST path`` with ``body``: the answer's JSON."""
-
-    def get(self, path: str) -> Any:
-        """``GET path``: the answer's JSON, None when the server says 404."""
 
 
 def name_note(name: str, others: int, latest: str) -> str:

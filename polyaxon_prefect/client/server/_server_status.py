@@ -3,8 +3,8 @@ warm runner listens, read from the Prefect home without Prefect: the one answer 
 
 from __future__ import annotations
 
-from polyaxon_prefect.client._local_server import STOPPED_EXIT, running_server
-from polyaxon_prefect.client._runner import runner_status
+from polyaxon_prefect.client.server._local_server import STOPPED_EXIT, running_server
+from polyaxon_prefect.client.server._runner import runner_status
 
 __all__ = ["server_status"]
 

@@ -28,11 +28,11 @@ from optuna.exceptions import UpdateFinishedTrialError
 from optuna.storages import BaseStorage
 from optuna.trial import FrozenTrial, TrialState
 
-from polyaxon_prefect.search._attrs import decode
 from polyaxon_prefect.search._kinds import IndexedKind, MatrixKind, StudyHandle, TunedKind
+from polyaxon_prefect.search._optuna._attrs import decode
+from polyaxon_prefect.search._optuna._storage import finish_trial
+from polyaxon_prefect.search._optuna._trial_params import OptunaParam
 from polyaxon_prefect.search._records import PENDING, TrialRecord
-from polyaxon_prefect.search._storage import finish_trial
-from polyaxon_prefect.search._trial_params import OptunaParam
 from polyaxon_prefect.specs import Status
 
 __all__ = ["ResumedStudy", "not_run", "recover", "recreate"]

@@ -24,7 +24,7 @@ from typing import Any, Final
 
 from optuna.trial import FrozenTrial, TrialState
 
-from polyaxon_prefect.search._attrs import decode
+from polyaxon_prefect.search._optuna._attrs import decode
 from polyaxon_prefect.search._records import PENDING, TrialRecord, TrialStatus
 from polyaxon_prefect.specs import Status
 

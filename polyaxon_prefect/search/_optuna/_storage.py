@@ -18,7 +18,7 @@ from optuna.distributions import BaseDistribution
 from optuna.storages import BaseStorage, InMemoryStorage, RDBStorage
 from optuna.trial import TrialState
 
-from polyaxon_prefect.search._journal import (
+from polyaxon_prefect.search._optuna._journal import (
     LEGACY_FILE,
     damage_error,
     journal_path,

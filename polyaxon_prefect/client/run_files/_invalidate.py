@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from polyaxon_prefect.client._paths import resolve_artifacts_root
+from polyaxon_prefect.client.run_files._run_paths import resolve_artifacts_root
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 
 __all__ = ["CACHE_DIR_NAME", "CACHE_KEY", "drop_cached_runs", "invalidate_run", "run_uuids"]

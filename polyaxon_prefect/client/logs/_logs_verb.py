@@ -14,16 +14,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from polyaxon_prefect.client._log_lines import (
+from polyaxon_prefect.client.logs._log_lines import (
     LogLine,
     exit_code,
     line_record,
     select_lines,
     shown_line,
 )
-from polyaxon_prefect.client._logs import follow_logs, read_run_logs
-from polyaxon_prefect.client._runs import Api
-from polyaxon_prefect.client._states import DONE_STATUSES
+from polyaxon_prefect.client.logs._log_reader import follow_logs, read_run_logs
+from polyaxon_prefect.client.rest._protocol import Api
+from polyaxon_prefect.client.runs._status_words import DONE_STATUSES
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 
 __all__ = [

@@ -46,21 +46,25 @@ from optuna.storages import BaseStorage, JournalStorage
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
-from polyaxon_prefect.search._attrs import decode, encode
-from polyaxon_prefect.search._journal import LEGACY_FILE, study_name_of, sweep_journals
 from polyaxon_prefect.search._kinds import IndexedKind, MatrixKind, TunedKind, get_kind
-from polyaxon_prefect.search._pruning import build_pruner
-from polyaxon_prefect.search._records import Suggestion, SweepStudyError, TrialRecord
-from polyaxon_prefect.search._resume import not_run, recover, recreate
-from polyaxon_prefect.search._samplers import Dimension, optuna_space
-from polyaxon_prefect.search._storage import (
+from polyaxon_prefect.search._optuna._attrs import decode, encode
+from polyaxon_prefect.search._optuna._journal import LEGACY_FILE, study_name_of, sweep_journals
+from polyaxon_prefect.search._optuna._pruning import build_pruner
+from polyaxon_prefect.search._optuna._resume import not_run, recover, recreate
+from polyaxon_prefect.search._optuna._storage import (
     finish_trial,
     open_storage,
     open_storage_noted,
     set_trial_user_attrs,
 )
-from polyaxon_prefect.search._trial_params import OptunaParam, declared_space, optuna_params
-from polyaxon_prefect.search._trial_state import NO_METRIC_NAME, finished_state, trial_record
+from polyaxon_prefect.search._optuna._trial_params import OptunaParam, declared_space, optuna_params
+from polyaxon_prefect.search._optuna._trial_state import (
+    NO_METRIC_NAME,
+    finished_state,
+    trial_record,
+)
+from polyaxon_prefect.search._records import Suggestion, SweepStudyError, TrialRecord
+from polyaxon_prefect.search._samplers import Dimension, optuna_space
 from polyaxon_prefect.specs import Matrix, Status
 
 __all__ = ["Suggestion", "SweepStudy", "SweepStudyError", "TrialRecord"]

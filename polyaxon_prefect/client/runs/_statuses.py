@@ -1,5 +1,5 @@
 """A run's status history (``statuses``): its flow run's states, as the API's JSON, turned into
-Polyaxon status changes through the one state mapping (`_states`)."""
+Polyaxon status changes through the one state mapping (`_status_words`)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from polyaxon_prefect.client._runs import Api
-from polyaxon_prefect.client._states import status_of
+from polyaxon_prefect.client.rest._protocol import Api
+from polyaxon_prefect.client.runs._status_words import status_of
 
 __all__ = ["StatusChange", "status_changes", "status_history"]
 

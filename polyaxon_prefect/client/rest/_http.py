@@ -1,4 +1,4 @@
-"""`_runs.Api` over the standard library's HTTP client: what the thin client sends."""
+"""`rest._protocol.Api` over the standard library's HTTP client: what the thin client sends."""
 
 from __future__ import annotations
 

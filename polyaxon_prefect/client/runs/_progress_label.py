@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from polyaxon_prefect.client._reports import display
+from polyaxon_prefect.client.runs._reports import display
 
 __all__ = ["PROGRESS_LABEL", "UPDATED_KEY", "format_eta", "progress_from_labels", "progress_words"]
 

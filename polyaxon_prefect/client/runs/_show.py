@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from polyaxon_prefect.client._progress import progress_words
-from polyaxon_prefect.client._reports import trial_results
+from polyaxon_prefect.client.runs._progress_label import progress_words
+from polyaxon_prefect.client.runs._reports import trial_results
 
 __all__ = ["print_ls", "print_run"]
 

@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from polyaxon_prefect.client._copy_files import copy_files, tree_files
-from polyaxon_prefect.client._names import NAME_CHARACTERS, NAME_REGEX
-from polyaxon_prefect.client._paths import find_run_path
+from polyaxon_prefect.client.run_files._copy_files import copy_files, tree_files
+from polyaxon_prefect.client.run_files._name_rule import NAME_CHARACTERS, NAME_REGEX
+from polyaxon_prefect.client.run_files._run_paths import find_run_path
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 
 __all__ = ["show_artifacts"]

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from polyaxon_prefect.client._declined import declined
-from polyaxon_prefect.client._states import STATUSES
+from polyaxon_prefect.client.runs._status_words import STATUSES
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 
 __all__ = ["ls_args", "on_server", "thin_main", "wants_query"]
@@ -193,7 +193,7 @@ def thin_main(argv: list[str]) -> int | None:
     the server is known without Prefect; None when the flow layer must (any other command line,
     no such server, a server that does not answer as expected before anything was printed)."""
     if argv == ["server", "status"]:  # reads this home's record: no server to find first
-        from polyaxon_prefect.client._server_status import server_status
+        from polyaxon_prefect.client.server._server_status import server_status
 
         return server_status()
     args = _args(argv)
@@ -208,16 +208,16 @@ def thin_main(argv: list[str]) -> int | None:
 
 
 def on_server(answer: Callable[[Any, Any], int | None]) -> int | None:
-    """``answer(api, server)`` on the server known without Prefect (a `_http.HttpApi` and a
-    `_server.ThinServer`), under a lease of the background server; None when the flow layer
-    must answer (no such server, or one that did not answer as expected before anything was
-    printed: ``answer`` raising `_http.ApiUnavailable`)."""
-    from polyaxon_prefect.client._server import hold_lease, thin_server
+    """``answer(api, server)`` on the server known without Prefect (a `rest._http.HttpApi` and
+    a `server._thin_server.ThinServer`), under a lease of the background server; None when the
+    flow layer must answer (no such server, or one that did not answer as expected before
+    anything was printed: ``answer`` raising `rest._http.ApiUnavailable`)."""
+    from polyaxon_prefect.client.server._thin_server import hold_lease, thin_server
 
     server = thin_server()
     if server is None:
         return None
-    from polyaxon_prefect.client._http import ApiUnavailable, HttpApi
+    from polyaxon_prefect.client.rest._http import ApiUnavailable, HttpApi
 
     if server.notice is not None:
         hold_lease()  # the background server must not stop itself under this command
@@ -234,15 +234,16 @@ def on_server(answer: Callable[[Any, Any], int | None]) -> int | None:
 
 def _on_run(verb: str, api: Any, server: Any, args: Any) -> int | None:
     """``logs``, ``stop``, ``artifacts`` and ``invalidate``: the run found, then the flow
-    layer's own code path (`_logs_verb.show_logs`, `_stop.stop_run`,
-    `_artifacts_verb.show_artifacts`, `_invalidate.invalidate_run`) over this client's HTTP."""
-    from polyaxon_prefect.client import _runs
-    from polyaxon_prefect.client._http import ApiUnavailable
-    from polyaxon_prefect.client._paths import find_run_path
+    layer's own code path (`logs._logs_verb.show_logs`, `runs._stop.stop_run`,
+    `run_files._artifacts_verb.show_artifacts`, `run_files._invalidate.invalidate_run`) over
+    this client's HTTP."""
+    from polyaxon_prefect.client.rest._http import ApiUnavailable
+    from polyaxon_prefect.client.run_files._run_paths import find_run_path
+    from polyaxon_prefect.client.runs import _run_reader
 
     ref = args.run if verb == "logs" else args["run"]
     as_json = args.json if verb == "logs" else args["json"]
-    run = _runs.get_run(api, server.api_url, ref)
+    run = _run_reader.get_run(api, server.api_url, ref)
     if run is None and verb == "logs" and find_run_path(ref) is not None:
         declined(f"the server has no run `{ref}`; its files have its lines")
         return None  # its files have its lines: the flow layer reads them
@@ -252,19 +253,19 @@ def _on_run(verb: str, api: Any, server: Any, args: Any) -> int | None:
         return _failed(f"no run with the id, name or uuid `{ref}`", as_json)
     if run.get("note"):
         print(f"note: {run['note']}", file=sys.stderr, flush=True)
-    from polyaxon_prefect.client._logs_verb import FromFiles, Printer, show_logs
-    from polyaxon_prefect.client._stop import stop_run
+    from polyaxon_prefect.client.logs._logs_verb import FromFiles, Printer, show_logs
+    from polyaxon_prefect.client.runs._stop import stop_run
 
     printer = Printer(args) if verb == "logs" else None
     try:
         if verb == "stop":
             return stop_run(api, run, as_json=as_json)
         if verb == "artifacts":
-            from polyaxon_prefect.client._artifacts_verb import show_artifacts
+            from polyaxon_prefect.client.run_files._artifacts_verb import show_artifacts
 
             return show_artifacts(run, ref, args["download"], as_json)
         if verb == "invalidate":
-            from polyaxon_prefect.client._invalidate import invalidate_run
+            from polyaxon_prefect.client.run_files._invalidate import invalidate_run
 
             return invalidate_run(run, ref, as_json)
         assert printer is not None
@@ -276,7 +277,7 @@ def _on_run(verb: str, api: Any, server: Any, args: Any) -> int | None:
             # nothing shown yet: the flow layer says what is wrong, as always
             declined(f"the server at {server.api_url} did not answer as expected ({error})")
             return None
-        from polyaxon_prefect.client._http import unreachable  # lines are out: one line after
+        from polyaxon_prefect.client.rest._http import unreachable  # lines are out: one line after
 
         return _failed(unreachable(server.api_url, str(error)), as_json)
     if isinstance(shown, FromFiles):
@@ -287,18 +288,18 @@ def _on_run(verb: str, api: Any, server: Any, args: Any) -> int | None:
 
 def _read_verb(verb: str, api: Any, server: Any, args: dict[str, Any]) -> int:
     """``ls``, ``get`` and ``statuses``: read everything, then print."""
-    from polyaxon_prefect.client import _runs
-    from polyaxon_prefect.client._statuses import status_history
+    from polyaxon_prefect.client.runs import _run_reader
+    from polyaxon_prefect.client.runs._statuses import status_history
 
     if verb == "ls":
-        result: Any = _runs.list_runs(api, status=args["status"], limit=args["limit"])
+        result: Any = _run_reader.list_runs(api, status=args["status"], limit=args["limit"])
     else:
-        result = _runs.get_run(api, server.api_url, args["run"])
+        result = _run_reader.get_run(api, server.api_url, args["run"])
         if verb == "statuses" and result is not None:
             changes = status_history(api, result["id"])
     if server.notice is not None:
         print(server.notice, file=sys.stderr, flush=True)
-    from polyaxon_prefect.client._show import print_ls, print_run
+    from polyaxon_prefect.client.runs._show import print_ls, print_run
 
     if verb == "ls":
         if args["json"]:

@@ -1,6 +1,6 @@
 """A run's log lines read from Prefect's REST API as JSON (``logs`` and ``logs -f``): the one
 reader of both ways in (the flow layer sends these requests through Prefect's client, the thin
-client through `_http`).
+client through `rest._http`).
 
 A run's lines are the logs of its flow run and of every flow run below it: a DAG's nested DAG
 and sweep ops are subflows, a sweep's trials are flow runs of their own. Each line gets the op
@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from polyaxon_prefect.client._log_lines import LogLine
-from polyaxon_prefect.client._runs import Api
-from polyaxon_prefect.client._states import status_of
+from polyaxon_prefect.client.logs._log_lines import LogLine
+from polyaxon_prefect.client.rest._protocol import Api
+from polyaxon_prefect.client.runs._status_words import status_of
 
 __all__ = [
     "FOLLOW_POLL_SECONDS",
