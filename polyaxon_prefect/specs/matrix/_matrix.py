@@ -130,6 +130,9 @@ class _Matrix(BaseSpec):
     """What else a ``matrix:`` section of this kind needs, said when a mis-indented file lost
     its ``matrix:`` line (see `MATRIX_SECTION_KINDS`)."""
 
+    counts: ClassVar[tuple[str, ...]] = ()
+    """The fields that ask for a number of trials, each capped by `max_grid` (`_check_counts`)."""
+
     searches_params: ClassVar[bool] = False
     """Whether a model-based sampler searches this kind's params over their ranges (so a
     param of another distribution, a normal, is approximated: `check` warns about each, see
@@ -146,6 +149,11 @@ class _Matrix(BaseSpec):
     of a trial's metric the sweep ranks and optimises by: ``last`` (Polyaxon's rule, the
     default: its output, else the last value logged) or ``best`` (the best value logged over
     its steps, in the metric's direction)."""
+
+    @model_validator(mode="after")
+    def _not_too_many(self) -> Self:
+        _check_counts(self, *self.counts)
+        return self
 
     def hp_params(self) -> dict[str, HpParam]:
         """The hyper-parameters by name, in the order written (empty for ``mapping``)."""
@@ -232,10 +240,7 @@ class RandomSearch(_Searched):
     num_runs: PositiveIntOrRef
     seed: IntOrRef | None = None
 
-    @model_validator(mode="after")
-    def _not_too_many(self) -> Self:
-        _check_counts(self, "num_runs")
-        return self
+    counts: ClassVar[tuple[str, ...]] = ("num_runs",)
 
 
 class Hyperband(_Searched):
@@ -254,10 +259,7 @@ class Hyperband(_Searched):
     seed: IntOrRef | None = None
     tuner: Tuner | None = None
 
-    @model_validator(mode="after")
-    def _not_too_many(self) -> Self:
-        _check_counts(self, "max_iterations")
-        return self
+    counts: ClassVar[tuple[str, ...]] = ("max_iterations",)
 
     @field_validator("eta")
     @classmethod
@@ -319,10 +321,7 @@ class Bayes(_Searched):
     seed: IntOrRef | None = None
     tuner: Tuner | None = None
 
-    @model_validator(mode="after")
-    def _not_too_many(self) -> Self:
-        _check_counts(self, "num_initial_runs", "max_iterations")
-        return self
+    counts: ClassVar[tuple[str, ...]] = ("num_initial_runs", "max_iterations")
 
     @field_validator("params")
     @classmethod
@@ -351,10 +350,7 @@ class Hyperopt(_Searched):
     seed: IntOrRef | None = None
     tuner: Tuner | None = None
 
-    @model_validator(mode="after")
-    def _not_too_many(self) -> Self:
-        _check_counts(self, "num_runs", "max_iterations")
-        return self
+    counts: ClassVar[tuple[str, ...]] = ("num_runs", "max_iterations")
 
     @field_validator("params")
     @classmethod
@@ -377,10 +373,7 @@ class Iterative(_Matrix):
     seed: IntOrRef | None = None
     tuner: Tuner | None = None
 
-    @model_validator(mode="after")
-    def _not_too_many(self) -> Self:
-        _check_counts(self, "max_iterations")
-        return self
+    counts: ClassVar[tuple[str, ...]] = ("max_iterations",)
 
 
 class Mapping(_Matrix):
