@@ -9,6 +9,7 @@ a distribution) are checked here, so ``check`` reports them before anything runs
 import math
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal, Self, get_args
 
 from pydantic import Field, StrictStr, field_validator, model_validator
@@ -176,22 +177,37 @@ class _Matrix(BaseSpec):
         return None, False
 
 
+@dataclass(frozen=True)
+class _Unsupported:
+    """The params a search strategy cannot handle, and what to say of one."""
+
+    rejected: Callable[[Any], bool]
+    message: Callable[[str, str], str]
+    """The refusal, from the param's name and kind."""
+    hint: str
+
+
 class _Searched(_Matrix):
     params: dict[StrictStr, HpParam]
 
+    unsupported: ClassVar[_Unsupported | None] = None
+    """The params this kind refuses (None: it handles every kind)."""
 
-def _unsupported(
-    params: dict[str, Any],
-    rejected: Callable[[Any], bool],
-    message: Callable[[str, str], str],
-    hint: str,
-) -> None:
-    """Refuse the first param (in file order) that the search strategy cannot handle."""
-    for name, param in params.items():
-        if rejected(param):
-            raise PydanticCustomError(
-                "matrix_param_kind", message(name, param.kind), {"hint": hint, "at": name}
-            )
+    @field_validator("params")
+    @classmethod
+    def _supported(cls, params: dict[str, Any]) -> dict[str, Any]:
+        """Refuse the first param (in file order) that the search strategy cannot handle."""
+        refused = cls.unsupported
+        if refused is None:
+            return params
+        for name, param in params.items():
+            if refused.rejected(param):
+                raise PydanticCustomError(
+                    "matrix_param_kind",
+                    refused.message(name, param.kind),
+                    {"hint": refused.hint, "at": name},
+                )
+        return params
 
 
 class GridSearch(_Searched):
@@ -200,20 +216,15 @@ class GridSearch(_Searched):
     kind: Literal["grid"] = "grid"
     num_runs: PositiveIntOrRef | None = None
 
-    @field_validator("params")
-    @classmethod
-    def _discrete_only(cls, params: dict[str, Any]) -> dict[str, Any]:
-        _unsupported(
-            params,
-            lambda p: p.is_distribution,
-            lambda name, kind: (
-                f"`{name}` defines a distribution (kind `{kind}`), "
-                "and grid search can only enumerate discrete params"
-            ),
-            "use `choice`, `range`, `linspace`, `logspace` or `geomspace`, "
-            "or a `random` matrix to sample distributions",
-        )
-        return params
+    unsupported = _Unsupported(
+        lambda p: p.is_distribution,
+        lambda name, kind: (
+            f"`{name}` defines a distribution (kind `{kind}`), "
+            "and grid search can only enumerate discrete params"
+        ),
+        "use `choice`, `range`, `linspace`, `logspace` or `geomspace`, "
+        "or a `random` matrix to sample distributions",
+    )
 
     @model_validator(mode="after")
     def _not_too_large(self) -> Self:
@@ -323,19 +334,14 @@ class Bayes(_Searched):
 
     counts: ClassVar[tuple[str, ...]] = ("num_initial_runs", "max_iterations")
 
-    @field_validator("params")
-    @classmethod
-    def _discrete_or_uniform(cls, params: dict[str, Any]) -> dict[str, Any]:
-        _unsupported(
-            params,
-            lambda p: p.is_distribution and not p.is_uniform,
-            lambda name, kind: (
-                f"`{name}` defines a non-uniform distribution (kind `{kind}`), "
-                "and bayesian optimization only supports discrete params and `uniform`"
-            ),
-            "use `choice` (with equal weights) or `uniform`",
-        )
-        return params
+    unsupported = _Unsupported(
+        lambda p: p.is_distribution and not p.is_uniform,
+        lambda name, kind: (
+            f"`{name}` defines a non-uniform distribution (kind `{kind}`), "
+            "and bayesian optimization only supports discrete params and `uniform`"
+        ),
+        "use `choice` (with equal weights) or `uniform`",
+    )
 
 
 class Hyperopt(_Searched):
@@ -352,16 +358,11 @@ class Hyperopt(_Searched):
 
     counts: ClassVar[tuple[str, ...]] = ("num_runs", "max_iterations")
 
-    @field_validator("params")
-    @classmethod
-    def _hyperopt_kinds(cls, params: dict[str, Any]) -> dict[str, Any]:
-        _unsupported(
-            params,
-            lambda p: p.kind in ("pchoice", "daterange", "datetimerange"),
-            lambda name, kind: f"`{name}` is a `{kind}` param, which hyperopt does not support",
-            "use `choice` for pchoice, or list the dates with `choice`",
-        )
-        return params
+    unsupported = _Unsupported(
+        lambda p: p.kind in ("pchoice", "daterange", "datetimerange"),
+        lambda name, kind: f"`{name}` is a `{kind}` param, which hyperopt does not support",
+        "use `choice` for pchoice, or list the dates with `choice`",
+    )
 
 
 class Iterative(_Matrix):
