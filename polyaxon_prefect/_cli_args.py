@@ -14,6 +14,7 @@ __all__ = [
     "Subparsers",
     "add_file_args",
     "add_params_arg",
+    "add_run_arg",
     "deployment_ref",
     "json_object",
     "k8s_namespace",
@@ -53,6 +54,15 @@ def add_file_args(
         default=[],
         metavar="DIR",
         help="a directory of hub components for hubRef (also $POLYAXON_PREFECT_HUB)",
+    )
+
+
+def add_run_arg(parser: argparse.ArgumentParser) -> None:
+    """The positional ``run`` of every verb on one run (``get``, ``logs``, ``stop``...)."""
+    parser.add_argument(
+        "run",
+        type=text_value,
+        help="the flow run's id or name, or the Polyaxon run uuid that `run` printed",
     )
 
 

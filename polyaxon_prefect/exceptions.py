@@ -9,6 +9,7 @@ from typing import Any
 
 __all__ = [
     "DagError",
+    "HintedError",
     "PolyaxonPrefectError",
     "PolyaxonfileError",
     "Problem",
@@ -130,6 +131,16 @@ def _jsonable(value: object) -> Any:
 
 class PolyaxonPrefectError(Exception):
     """Root of every error this package raises on purpose."""
+
+
+class HintedError(PolyaxonPrefectError, ValueError):
+    """An error whose ``message`` may come with a ``hint`` of what to do; its text says both
+    (``message; hint: hint``)."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message + (f"; hint: {hint}" if hint else ""))
+        self.message = message
+        self.hint = hint
 
 
 class WriteFailedError(PolyaxonPrefectError, OSError):

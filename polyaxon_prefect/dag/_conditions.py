@@ -13,13 +13,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from polyaxon_prefect.dag._records import DagScope, op_sources
-from polyaxon_prefect.exceptions import PolyaxonPrefectError
+from polyaxon_prefect.exceptions import HintedError
 from polyaxon_prefect.specs import Operation
 
 __all__ = ["ConditionError", "condition_context", "evaluate_conditions"]
 
 
-class ConditionError(PolyaxonPrefectError, ValueError):
+class ConditionError(HintedError):
     """A ``conditions`` expression could not be evaluated to a boolean.
 
     The message quotes the expression and says what it gave (or which name is undefined); the
@@ -29,11 +29,9 @@ class ConditionError(PolyaxonPrefectError, ValueError):
     def __init__(
         self, message: str, *, expression: str, op_name: str | None = None, hint: str | None = None
     ) -> None:
-        super().__init__(message + (f"; hint: {hint}" if hint else ""))
-        self.message = message
+        super().__init__(message, hint=hint)
         self.expression = expression
         self.op_name = op_name
-        self.hint = hint
 
 
 def condition_context(op: Operation, params: Mapping[str, Any], scope: DagScope) -> dict[str, Any]:

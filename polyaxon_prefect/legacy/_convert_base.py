@@ -65,20 +65,13 @@ RESOURCE_NAMES = {
 }
 
 
+_IO_TYPES = (bool, int, float, str, list, dict)  # bool first: to isinstance, a bool is an int
+
+
 def infer_type(value: object) -> str | None:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int"
-    if isinstance(value, float):
-        return "float"
-    if isinstance(value, str):
-        return "str"
-    if isinstance(value, list):
-        return "list"
-    if isinstance(value, dict):
-        return "dict"
-    return None
+    """The IO type of a legacy value: its Python type's name (``bool``, ``int``, ``float``,
+    ``str``, ``list``, ``dict``), None for any other."""
+    return next((kind.__name__ for kind in _IO_TYPES if isinstance(value, kind)), None)
 
 
 def common_type(values: Sequence[Any]) -> str | None:

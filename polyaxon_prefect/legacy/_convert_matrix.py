@@ -16,6 +16,30 @@ from polyaxon_prefect.legacy._schema_tuning import (
 
 __all__ = ["MatrixConverter"]
 
+# the (legacy, v1.1) names of the bayes settings that carry over as they are
+_GAUSSIAN_PROCESS_FIELDS = (
+    ("kernel", "kernel"),
+    ("length_scale", "lengthScale"),
+    ("nu", "nu"),
+    ("n_restarts_optimizer", "numRestartsOptimizer"),
+)
+_UTILITY_FUNCTION_FIELDS = (
+    ("kappa", "kappa"),
+    ("eps", "eps"),
+    ("n_warmup", "numWarmup"),
+    ("n_iter", "numIterations"),
+)
+
+
+def _renamed(legacy: object, fields: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+    """The ``fields`` that ``legacy`` sets, under their v1.1 names (in ``fields``' order)."""
+    renamed: dict[str, Any] = {}
+    for old, new in fields:
+        value = getattr(legacy, old)
+        if value is not None:
+            renamed[new] = value
+    return renamed
+
 
 class MatrixConverter(ConverterBase):
     """The matrix part of the conversion of a legacy ``kind: group`` file."""
@@ -78,26 +102,8 @@ class MatrixConverter(ConverterBase):
             }
             process = function.gaussian_process
             if process is not None:
-                gp: dict[str, Any] = {}
-                for legacy, modern in (
-                    ("kernel", "kernel"),
-                    ("length_scale", "lengthScale"),
-                    ("nu", "nu"),
-                    ("n_restarts_optimizer", "numRestartsOptimizer"),
-                ):
-                    value = getattr(process, legacy)
-                    if value is not None:
-                        gp[modern] = value
-                utility["gaussianProcess"] = gp
-            for legacy, modern in (
-                ("kappa", "kappa"),
-                ("eps", "eps"),
-                ("n_warmup", "numWarmup"),
-                ("n_iter", "numIterations"),
-            ):
-                value = getattr(function, legacy)
-                if value is not None:
-                    utility[modern] = value
+                utility["gaussianProcess"] = _renamed(process, _GAUSSIAN_PROCESS_FIELDS)
+            utility.update(_renamed(function, _UTILITY_FUNCTION_FIELDS))
             matrix["utilityFunction"] = utility
         if tuning.seed is not None:
             matrix["seed"] = tuning.seed

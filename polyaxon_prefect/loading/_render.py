@@ -29,7 +29,7 @@ from jinja2 import Environment, StrictUndefined, Template, TemplateSyntaxError, 
 from jinja2.exceptions import SecurityError
 from jinja2.utils import missing
 
-from polyaxon_prefect.exceptions import PolyaxonPrefectError, Problem
+from polyaxon_prefect.exceptions import HintedError, Problem
 from polyaxon_prefect.loading._sandbox import (
     bound_filters,
     bounded_environment,
@@ -61,7 +61,7 @@ RESERVED_NAMES = frozenset({"params", "globals", "connections", "dag", "ops"})
 _MAX_LITERAL_CHARS = 100_000
 
 
-class TemplateError(PolyaxonPrefectError, ValueError):
+class TemplateError(HintedError):
     """A template could not be rendered, or rendered to something unusable.
 
     ``path`` locates the failing string inside the value given to `render_value` (empty for a
@@ -76,11 +76,9 @@ class TemplateError(PolyaxonPrefectError, ValueError):
         path: tuple[str | int, ...] = (),
         hint: str | None = None,
     ) -> None:
-        super().__init__(message + (f"; hint: {hint}" if hint else ""))
-        self.message = message
+        super().__init__(message, hint=hint)
         self.template = template
         self.path = path
-        self.hint = hint
 
     def at(self, *prefix: str | int) -> TemplateError:
         """The same error located ``prefix`` levels deeper in the enclosing value."""

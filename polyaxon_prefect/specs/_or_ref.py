@@ -9,8 +9,9 @@ expected.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from numbers import Integral, Real
-from typing import Annotated, Any, Union
+from typing import Annotated, Any, TypeVar, Union
 
 from pydantic import StrictStr, ValidationInfo
 from pydantic.alias_generators import to_camel
@@ -26,6 +27,8 @@ __all__ = [
     "StrListOrRef",
     "as_number",
 ]
+
+_T = TypeVar("_T")
 
 
 class OrRef:
@@ -46,23 +49,40 @@ def _as_int(value: object) -> int | None:
         return int(value)
     if isinstance(value, Real) and float(value).is_integer():
         return int(math.trunc(value))  # noqa: RUF046 -- typeshed: Real.__trunc__ -> Integral
+    return _from_text(int, value)
+
+
+def _from_text(parse: Callable[[str], _T], value: object) -> _T | None:
+    """A string (YAML quotes a number) as ``parse`` reads it; None for what it cannot read
+    and for anything but a string."""
     if isinstance(value, str):
         try:
-            return int(value.strip())
+            return parse(value.strip())
         except ValueError:
             return None
     return None
 
 
-def _int_or_ref(value: object, info: ValidationInfo) -> object:
-    if is_template(value):
-        return value
-    number = _as_int(value)
-    if number is None:
-        raise ValueError(
-            f"`{_name(info)}` must be an integer or a `{{{{ template }}}}`, got {value!r}"
-        )
-    return number
+def _or_ref(
+    read: Callable[[object], object | None], expected: str
+) -> Callable[[object, ValidationInfo], object]:
+    """A validator: a ``{{ template }}`` as it is, else the value ``read`` makes of it; when
+    ``read`` makes none, the field must be ``expected``."""
+
+    def validate(value: object, info: ValidationInfo) -> object:
+        if is_template(value):
+            return value
+        read_value = read(value)
+        if read_value is None:
+            raise ValueError(
+                f"`{_name(info)}` must be {expected} or a `{{{{ template }}}}`, got {value!r}"
+            )
+        return read_value
+
+    return validate
+
+
+_int_or_ref = _or_ref(_as_int, "an integer")
 
 
 def _positive_int_or_ref(value: object, info: ValidationInfo) -> object:
@@ -77,33 +97,24 @@ def as_number(value: object) -> float | None:
     bools included."""
     if isinstance(value, Real) and not isinstance(value, bool):
         return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value.strip())
-        except ValueError:
-            return None
-    return None
+    return _from_text(float, value)
 
 
-def _float_or_ref(value: object, info: ValidationInfo) -> object:
-    if is_template(value):
-        return value
+def _as_finite(value: object) -> float | None:
     number = as_number(value)
-    if number is None or not math.isfinite(number):
-        raise ValueError(
-            f"`{_name(info)}` must be a number or a `{{{{ template }}}}`, got {value!r}"
-        )
-    return number
+    return number if number is not None and math.isfinite(number) else None
 
 
-def _bool_or_ref(value: object, info: ValidationInfo) -> object:
-    if is_template(value) or isinstance(value, bool):
+def _as_bool(value: object) -> bool | None:
+    if isinstance(value, bool):
         return value
     if isinstance(value, str) and value.strip().lower() in ("true", "false"):
         return value.strip().lower() == "true"
-    raise ValueError(
-        f"`{_name(info)}` must be true, false or a `{{{{ template }}}}`, got {value!r}"
-    )
+    return None
+
+
+_float_or_ref = _or_ref(_as_finite, "a number")
+_bool_or_ref = _or_ref(_as_bool, "true, false")
 
 
 IntOrRef = Annotated[int | Ref, Check(_int_or_ref, mode="before", info=True)]

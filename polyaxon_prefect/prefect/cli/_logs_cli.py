@@ -19,7 +19,7 @@ import re
 import sys
 from typing import TYPE_CHECKING
 
-from polyaxon_prefect._cli_args import Subparsers, text_value, whole_number
+from polyaxon_prefect._cli_args import Subparsers, add_run_arg, text_value, whole_number
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 
 if TYPE_CHECKING:
@@ -41,14 +41,11 @@ def _replica(text: str) -> str:
     return text
 
 
-_RUN_HELP = "the flow run's id or name, or the Polyaxon run uuid that `run` printed"
-
-
 def add_logs_parsers(subparsers: Subparsers) -> None:
     logs = subparsers.add_parser(
         "logs", help="a run's log lines (its ops', trials' and replicas' too), from any process"
     )
-    logs.add_argument("run", type=text_value, help=_RUN_HELP)
+    add_run_arg(logs)
     logs.add_argument(
         "-f",
         "--follow",
@@ -83,7 +80,7 @@ def add_logs_parsers(subparsers: Subparsers) -> None:
         "--json", action="store_true", help="one JSON object a line (timestamp, op, message...)"
     )
     statuses = subparsers.add_parser("statuses", help="a run's status changes, with their times")
-    statuses.add_argument("run", type=text_value, help=_RUN_HELP)
+    add_run_arg(statuses)
     statuses.add_argument(
         "-w",
         "--watch",

@@ -33,12 +33,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from polyaxon_prefect._cli_args import Subparsers, port, text_value, whole_number
+from polyaxon_prefect._cli_args import Subparsers, add_run_arg, port, text_value, whole_number
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 
 __all__ = ["add_metrics_parsers", "cmd_metrics", "cmd_tensorboard", "run_leaves"]
-
-_RUN_HELP = "the flow run's id or name, or the Polyaxon run uuid that `run` printed"
 
 
 def add_metrics_parsers(subparsers: Subparsers) -> None:
@@ -46,7 +44,7 @@ def add_metrics_parsers(subparsers: Subparsers) -> None:
         "metrics",
         help="a run's metric history (step, value, time); a DAG's ops', a sweep's trials'",
     )
-    metrics.add_argument("run", type=text_value, help=_RUN_HELP)
+    add_run_arg(metrics)
     metrics.add_argument(
         "--name",
         dest="names",

@@ -24,11 +24,9 @@ from __future__ import annotations
 
 import argparse
 
-from polyaxon_prefect._cli_args import Subparsers, text_value
+from polyaxon_prefect._cli_args import Subparsers, add_run_arg, text_value
 
 __all__ = ["add_run_files_parsers", "cmd_artifacts", "cmd_invalidate"]
-
-_RUN_HELP = "the flow run's id or name, or the Polyaxon run uuid that `run` printed"
 
 
 def add_run_files_parsers(subparsers: Subparsers) -> None:
@@ -36,12 +34,12 @@ def add_run_files_parsers(subparsers: Subparsers) -> None:
         "invalidate",
         help="drop a run's cache entries (a DAG's ops' too): the next identical run executes",
     )
-    invalidate.add_argument("run", type=text_value, help=_RUN_HELP)
+    add_run_arg(invalidate)
     invalidate.add_argument("--json", action="store_true")
     artifacts = subparsers.add_parser(
         "artifacts", help="list the files a run wrote (path, size), or copy them with --download"
     )
-    artifacts.add_argument("run", type=text_value, help=_RUN_HELP)
+    add_run_arg(artifacts)
     artifacts.add_argument(
         "--download",
         metavar="DIR",

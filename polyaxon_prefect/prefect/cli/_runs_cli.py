@@ -14,7 +14,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from polyaxon_prefect._cli_args import Subparsers, port, seconds, text_value, whole_number
+from polyaxon_prefect._cli_args import (
+    Subparsers,
+    add_run_arg,
+    port,
+    seconds,
+    text_value,
+    whole_number,
+)
 from polyaxon_prefect.client import print_ls, print_run
 from polyaxon_prefect.prefect.cli._ls_query_cli import (
     add_query_args,
@@ -93,11 +100,7 @@ def add_runs_parsers(subparsers: Subparsers) -> None:
     get = subparsers.add_parser(
         "get", help="one run: status, params, outputs, metrics, a DAG's ops, a sweep's trials"
     )
-    get.add_argument(
-        "run",
-        type=text_value,
-        help="the flow run's id or name, or the Polyaxon run uuid that `run` printed",
-    )
+    add_run_arg(get)
     get.add_argument("--json", action="store_true")
     get.add_argument(
         "-w",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from polyaxon_prefect._cli_args import Subparsers, text_value
+from polyaxon_prefect._cli_args import Subparsers, add_run_arg
 
 __all__ = ["add_stop_parser", "cmd_stop"]
 
@@ -22,11 +22,7 @@ def add_stop_parser(subparsers: Subparsers) -> None:
         "stop",
         help="stop a run (its processes, DAG ops and trials), whoever started it",
     )
-    stop.add_argument(
-        "run",
-        type=text_value,
-        help="the flow run's id or name, or the Polyaxon run uuid that `run` printed",
-    )
+    add_run_arg(stop)
     stop.add_argument("--json", action="store_true")
 
 

@@ -1,10 +1,11 @@
 """The ``kubeflow`` and ``native`` executors: a job or distributed op submitted to Kubernetes.
 
-The one module that talks to a cluster. Its API clients come from prefect-kubernetes'
-`KubernetesCredentials` (a named block, ``KUBECONFIG``, the in-cluster service account or
-``~/.kube/config``, in that order) and its pod diagnosis from prefect-kubernetes' own
-``diagnose_k8s_pod``; what it decides (which API, the pool's settings, when a run is over, what
-an error means) is pure, in `polyaxon_prefect.kubernetes._cluster`.
+Its API clients come from prefect-kubernetes' `KubernetesCredentials` (a named block,
+``KUBECONFIG``, the in-cluster service account or ``~/.kube/config``, in that order), its calls,
+deletions and pod diagnoses (prefect-kubernetes' own ``diagnose_k8s_pod``) from
+`_cluster_session.ClusterSession`, shared with a service's; what it decides (which API, the
+pool's settings, when a run is over, what an error means) is pure, in
+`polyaxon_prefect.kubernetes._cluster`.
 
 A run: the manifests (`runtime._cluster.prepare_cluster`) get the work pool's settings where
 the Polyaxonfile sets none (namespace, service account, image pull secrets, node selector,
@@ -29,13 +30,10 @@ it); once the run is over they are written into the run on this machine
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import contextvars
-import json
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,7 +47,6 @@ from polyaxon_prefect.kubernetes import (
     HandbackParser,
     PoolSettings,
     RunState,
-    api_error_message,
     api_target,
     apply_pool_settings,
     disruption_budget,
@@ -57,11 +54,18 @@ from polyaxon_prefect.kubernetes import (
     job_variables,
     kubeflow_state,
     native_state,
-    pod_diagnosis_message,
     replica_name,
     resubmission,
     run_selector,
     schedule_manifests,
+)
+from polyaxon_prefect.prefect.kubernetes._cluster_session import (
+    POLL_ENV,
+    ApiError,
+    ClusterSession,
+    LineCallback,
+    poll_seconds,
+    run_apart,
 )
 from polyaxon_prefect.prefect.kubernetes._gpu_slots import in_gpu_slots
 from polyaxon_prefect.prefect.kubernetes._gpu_wait import pod_wait_callbacks
@@ -74,7 +78,6 @@ from polyaxon_prefect.runtime.session._session import stop_requested
 from polyaxon_prefect.specs import KUBEFLOW_KINDS, Status
 
 if TYPE_CHECKING:
-    from aiohttp import ClientResponse
     from prefect_kubernetes.credentials import KubernetesCredentials
 
     from polyaxon_prefect.runtime import PreparedJob
@@ -93,17 +96,9 @@ __all__ = [
 CREDENTIALS_ENV = "POLYAXON_PREFECT_K8S_CREDENTIALS"
 """The name of a prefect-kubernetes ``KubernetesCredentials`` block to use."""
 
-POLL_ENV = "POLYAXON_PREFECT_K8S_POLL_INTERVAL"
-"""Seconds between two reads of the run's status and pods (default 2)."""
-
 _IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-_FATAL_DIAGNOSES = frozenset({"ImagePullError"})
-"""Pod diagnoses that end the run at once (it would wait forever); others are reported and
-waited on (a cluster autoscaler may still add the GPUs)."""
 _DRAIN_SECONDS = 5.0
 _DELETE_WAIT_SECONDS = 60.0  # a new attempt waits so long for the previous one's objects
-
-LineCallback = Callable[[str, str], None]
 
 
 @dataclass(frozen=True)
@@ -125,7 +120,12 @@ class ClusterExecutor:
         cancel_event: threading.Event | None = None,
     ) -> RunResult:
         assert isinstance(prepared, PreparedManifests)  # what `prepare` made
-        return run_on_cluster(prepared, on_line=on_line, cancel_event=cancel_event)
+        return self.submit(prepared, on_line=on_line, cancel_event=cancel_event)
+
+    def submit(self, prepared: PreparedManifests, **options: Any) -> RunResult:
+        """The manifests run to their end (`run_on_cluster`, given ``execute``'s options); a
+        subclass running other objects on the cluster says how."""
+        return run_on_cluster(prepared, **options)
 
 
 def register_cluster_executors() -> None:
@@ -201,7 +201,6 @@ def run_on_cluster(
         apply_pool_settings(prepared.manifests, settings, namespace=prepared.namespace),
         settings.queue,
     )
-    interval = poll_interval if poll_interval is not None else float(os.environ.get(POLL_ENV, 2))
     if credentials is None:
         from kubernetes_asyncio.config import ConfigException
 
@@ -216,36 +215,21 @@ def run_on_cluster(
         credentials=credentials,
         on_line=said,
         cancel_event=cancel_event or threading.Event(),
-        interval=max(interval, 0.01),
+        interval=poll_seconds(poll_interval),
         scheduling=PodScheduling(said, pod_wait_callbacks(), disruption_budget(os.environ)),
     )
-    context = contextvars.copy_context()
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="k8s-submit") as pool:
-        return pool.submit(context.run, asyncio.run, in_gpu_slots(submission)).result()
+    return run_apart(in_gpu_slots(submission), "k8s-submit")
 
 
-@dataclass
-class _Submission:
-    prepared: PreparedManifests
-    manifests: list[dict[str, Any]]
-    credentials: Any
-    on_line: LineCallback
-    cancel_event: threading.Event
-    interval: float
+@dataclass(kw_only=True)
+class _Submission(ClusterSession):
     scheduling: PodScheduling
-    created: list[ApiTarget] = field(default_factory=list)
     streams: dict[str, asyncio.Task[bool]] = field(default_factory=dict)
-    diagnosed: set[str] = field(default_factory=set)
-    clients: dict[str, Any] = field(default_factory=dict)
     ended_in_cluster: bool = False
     """The cluster said the run is over (so the operator, not this run, cleans up)."""
     parsers: dict[str, HandbackParser] = field(default_factory=dict)
     """The handback reader of each pod whose log is read (a job's pods)."""
     attempt: int = 1
-
-    @property
-    def namespace(self) -> str:
-        return str(self.manifests[0]["metadata"]["namespace"])
 
     @property
     def kubeflow(self) -> bool:
@@ -279,7 +263,7 @@ class _Submission:
             return None  # owner references only work within one namespace
         try:
             pod = await self._call("read", ApiTarget("Pod", pod_name, plural="pods"))
-        except _ApiError as exc:
+        except ApiError as exc:
             self.on_line("stderr", f"the run's objects are not owned by its pod: {exc}")
             return None
         uid = (pod.get("metadata") or {}).get("uid")
@@ -311,7 +295,7 @@ class _Submission:
                     manifest["metadata"].setdefault("ownerReferences", []).append(owner)
             await self._create()
             status, message = await self._watch()
-        except _ApiError as exc:
+        except ApiError as exc:
             message = str(exc)
         finally:
             await self._drain()
@@ -371,7 +355,7 @@ class _Submission:
             while time.monotonic() < deadline:
                 try:
                     await self._call("read", target)
-                except _ApiError as exc:
+                except ApiError as exc:
                     if exc.status == 404:
                         break
                     raise
@@ -398,8 +382,6 @@ class _Submission:
     async def _pods(self) -> str | None:
         """Start streaming the logs of pods that have some, diagnose the ones in trouble;
         the message of a failure that would never resolve, if any."""
-        from prefect_kubernetes.diagnostics import diagnose_k8s_pod
-
         selector = run_selector(self.manifests)
         key, _, value = selector.partition("=")
         listing = await self._call("list_pods", None, selector=selector)
@@ -419,32 +401,20 @@ class _Submission:
                 if reason:
                     pending.append(f"[{name}] {reason}")
             self.scheduling.saw(pod, name, status)
-            diagnosis = diagnose_k8s_pod(status)
-            if diagnosis is None or diagnosis.level.value != "error":
+            error = self._diagnose(name, status)
+            if error is None:
                 exited = exit_diagnosis(name, status)
-                if exited is not None and exited not in self.diagnosed:
-                    self.diagnosed.add(exited)
-                    self.on_line("stderr", exited)
-                continue
-            line = pod_diagnosis_message(
-                name,
-                diagnosis.category.value,
-                diagnosis.summary,
-                diagnosis.detail,
-                diagnosis.resolution,
-            )
-            if line not in self.diagnosed:
-                self.diagnosed.add(line)
-                self.on_line("stderr", line)
-            if diagnosis.category.value in _FATAL_DIAGNOSES:
-                fatal = line
+                if exited is not None:
+                    self._say_once(exited)
+            elif error.ends_run:
+                fatal = error.line
         await self.scheduling.say_pending(sorted(pending), started)
         return fatal
 
     async def _events(self, pod: str) -> list[Mapping[str, Any]] | None:
         try:
             listing = await self._call("list_events", None, pod=pod)
-        except _ApiError:
+        except ApiError:
             return None
         return list(listing.get("items") or [])
 
@@ -493,98 +463,6 @@ class _Submission:
             for task in still:
                 task.cancel()
 
-    async def _delete_all(self) -> None:
-        for target in reversed(self.created):
-            try:
-                await self._call("delete", target)
-                self.on_line("stderr", f"deleted {target.describe()}")
-            except _ApiError as exc:
-                if exc.status != 404:
-                    self.on_line("stderr", str(exc))
-
-    async def _call(
-        self,
-        verb: str,
-        target: ApiTarget | None,
-        body: dict[str, Any] | None = None,
-        **extra: str,
-    ) -> dict[str, Any]:
-        """One API call, its answer as plain JSON; an `_ApiError` saying what went wrong."""
-        from aiohttp import ClientError
-        from kubernetes_asyncio.client.rest import ApiException
-
-        ns = self.namespace
-        raw = {"_preload_content": False}  # plain JSON back, not the client's models
-        shown = target or _PODS
-        try:
-            if verb == "list_pods":
-                response = await self.clients["core"].list_namespaced_pod(
-                    ns, label_selector=extra["selector"], **raw
-                )
-            elif verb == "list_events":
-                response = await self.clients["core"].list_namespaced_event(
-                    ns, field_selector=f"involvedObject.name={extra['pod']}", **raw
-                )
-            else:
-                assert target is not None
-                response = await self._dispatch(verb, target, body, ns, raw)
-            data = await response.read()
-        except ApiException as exc:  # raised by the client before a response (or with one)
-            text = api_error_message(
-                exc.status,
-                _api_message(exc.body, exc.reason),
-                shown,
-                verb=_verb(verb),
-                namespace=ns,
-            )
-            raise _ApiError(exc.status, text) from None
-        except (TimeoutError, ClientError, OSError) as exc:
-            text = api_error_message(None, str(exc), shown, verb=_verb(verb), namespace=ns)
-            raise _ApiError(None, text) from None
-        if not 200 <= response.status < 300:
-            message = _api_message(data, response.reason)
-            text = api_error_message(
-                response.status, message, shown, verb=_verb(verb), namespace=ns
-            )
-            raise _ApiError(response.status, text)
-        if verb == "create" and target is not None:
-            self.created.append(target)
-        return json.loads(data or b"{}")
-
-    async def _dispatch(
-        self,
-        verb: str,
-        target: ApiTarget,
-        body: dict[str, Any] | None,
-        ns: str,
-        raw: dict[str, Any],
-    ) -> ClientResponse:
-        clients = self.clients
-        if target.custom:
-            api = clients["custom"]
-            where = (target.group, target.version, ns, target.plural)
-            if verb == "create":
-                return await api.create_namespaced_custom_object(*where, body, **raw)
-            if verb == "read":
-                return await api.get_namespaced_custom_object(*where, target.name, **raw)
-            return await api.delete_namespaced_custom_object(
-                *where, target.name, propagation_policy="Background", **raw
-            )
-        api, noun = {
-            "Job": (clients["batch"], "job"),
-            "Pod": (clients["core"], "pod"),
-        }.get(target.kind, (clients["core"], "service"))
-        if verb == "create":
-            return await getattr(api, f"create_namespaced_{noun}")(ns, body, **raw)
-        if verb == "read":
-            return await getattr(api, f"read_namespaced_{noun}")(target.name, ns, **raw)
-        return await getattr(api, f"delete_namespaced_{noun}")(
-            target.name, ns, propagation_policy="Background", **raw
-        )
-
-
-_PODS = ApiTarget("Pod", "pods", plural="pods")
-
 
 def _no_cluster(exc: BaseException) -> str:
     return (
@@ -592,25 +470,3 @@ def _no_cluster(exc: BaseException) -> str:
         f"KubernetesCredentials block in {CREDENTIALS_ENV}, or run in a pod with a service "
         "account (or run without `--backend` to run locally)"
     )
-
-
-def _verb(call: str) -> str:
-    return {"list_pods": "list", "list_events": "list", "read": "read"}.get(call, call)
-
-
-def _api_message(body: bytes | str | None, reason: object) -> str:
-    """The ``message`` of a Kubernetes ``Status`` body, else the body or HTTP reason."""
-    try:
-        status = json.loads(body or "{}")
-    except (TypeError, ValueError):
-        status = None
-    if isinstance(status, dict) and status.get("message"):
-        return str(status["message"])
-    text = body.decode(errors="replace") if isinstance(body, bytes) else str(body or "")
-    return text[:500] or str(reason or "")
-
-
-class _ApiError(Exception):
-    def __init__(self, status: int | None, text: str) -> None:
-        super().__init__(text)
-        self.status = status

@@ -15,30 +15,28 @@ ending, a failed creation included.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import contextvars
 import dataclasses
-import json
-import os
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect.kubernetes import (
-    ApiTarget,
-    Backend,
     PoolSettings,
-    api_error_message,
     api_target,
     apply_pool_settings,
-    pod_diagnosis_message,
     port_forward_command,
     run_selector,
 )
+from polyaxon_prefect.prefect.kubernetes._cluster_session import (
+    ApiError,
+    ClusterSession,
+    LineCallback,
+    poll_seconds,
+    run_apart,
+)
 from polyaxon_prefect.prefect.kubernetes._kubernetes import (
-    POLL_ENV,
+    ClusterExecutor,
     load_credentials,
     pool_settings,
 )
@@ -49,7 +47,6 @@ from polyaxon_prefect.runtime import (
     ServiceContext,
     announce_serving,
     new_run_context,
-    prepare_cluster,
     register_executor,
     service_settings,
     service_url,
@@ -61,19 +58,13 @@ if TYPE_CHECKING:
     from prefect_kubernetes.credentials import KubernetesCredentials
 
     from polyaxon_prefect.loading import LoadedPolyaxonfile
-    from polyaxon_prefect.runtime import PreparedJob
 
 __all__ = ["ServiceClusterExecutor", "register_service_executors", "serve_on_cluster"]
 
-LineCallback = Callable[[str, str], None]
-_FATAL = frozenset({"ImagePullError"})
-
 
 @dataclass(frozen=True)
-class ServiceClusterExecutor:
+class ServiceClusterExecutor(ClusterExecutor):
     """Runs a ``kind: service`` op as a Deployment and a Service on the ``backend``."""
-
-    backend: Backend
 
     def prepare(
         self, loaded: LoadedPolyaxonfile, options: PrepareOptions = PrepareOptions()
@@ -90,20 +81,11 @@ class ServiceClusterExecutor:
         base = dataclasses.replace(base, namespace=namespace)
         settings = service_settings(loaded, options.params or {}, base)
         context = ServiceContext.of(base, settings.ports, settings.rewrite_path)
-        prepared = prepare_cluster(
-            loaded, self.backend, dataclasses.replace(options, run_context=context)
-        )
+        prepared = super().prepare(loaded, dataclasses.replace(options, run_context=context))
         return dataclasses.replace(prepared, run_kind="service")
 
-    def execute(
-        self,
-        prepared: PreparedJob,
-        *,
-        on_line: LineCallback | None = None,
-        cancel_event: threading.Event | None = None,
-    ) -> RunResult:
-        assert isinstance(prepared, PreparedManifests)  # what `prepare` made
-        return serve_on_cluster(prepared, on_line=on_line, cancel_event=cancel_event)
+    def submit(self, prepared: PreparedManifests, **options: Any) -> RunResult:
+        return serve_on_cluster(prepared, **options)
 
 
 def register_service_executors() -> None:
@@ -125,53 +107,20 @@ def serve_on_cluster(
     them; never raises for what the cluster did (an API error is a failed result)."""
     settings = settings if settings is not None else pool_settings()
     manifests = apply_pool_settings(prepared.manifests, settings, namespace=prepared.namespace)
-    interval = poll_interval if poll_interval is not None else float(os.environ.get(POLL_ENV, 2))
     serving = _Serving(
         prepared=prepared,
         manifests=manifests,
         credentials=credentials or load_credentials(),
         on_line=on_line or (lambda _stream, _line: None),
         cancel_event=cancel_event or threading.Event(),
-        interval=max(interval, 0.01),
+        interval=poll_seconds(poll_interval),
     )
-    context = contextvars.copy_context()
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="k8s-service") as pool:
-        return pool.submit(context.run, asyncio.run, serving.run()).result()
+    return run_apart(serving.run(), "k8s-service")
 
 
-class _ApiError(Exception):
-    def __init__(self, status: int | None, text: str) -> None:
-        super().__init__(text)
-        self.status = status
-
-
-def _message(body: bytes | str | None, reason: object) -> str:
-    try:
-        status = json.loads(body or "{}")
-    except (TypeError, ValueError):
-        status = None
-    if isinstance(status, dict) and status.get("message"):
-        return str(status["message"])
-    text = body.decode(errors="replace") if isinstance(body, bytes) else str(body or "")
-    return text[:500] or str(reason or "")
-
-
-@dataclass
-class _Serving:
-    prepared: PreparedManifests
-    manifests: list[dict[str, Any]]
-    credentials: KubernetesCredentials
-    on_line: LineCallback
-    cancel_event: threading.Event
-    interval: float
-    created: list[ApiTarget] = field(default_factory=list)
-    clients: dict[str, Any] = field(default_factory=dict)
-    diagnosed: set[str] = field(default_factory=set)
+@dataclass(kw_only=True)
+class _Serving(ClusterSession):
     announced: bool = False
-
-    @property
-    def namespace(self) -> str:
-        return str(self.manifests[0]["metadata"]["namespace"])
 
     @property
     def name(self) -> str:
@@ -194,16 +143,10 @@ class _Serving:
             self.on_line("stdout", f"created {names} in namespace `{self.namespace}`")
             self._reach()
             status, message = await self._watch()
-        except _ApiError as exc:
+        except ApiError as exc:
             message = str(exc)
         finally:
-            for target in reversed(self.created):
-                try:
-                    await self._call("delete", target)
-                    self.on_line("stderr", f"deleted {target.describe()}")
-                except _ApiError as exc:
-                    if exc.status != 404:
-                        self.on_line("stderr", str(exc))
+            await self._delete_all()
         return RunResult(status, message=message)
 
     def _reach(self) -> None:
@@ -240,8 +183,6 @@ class _Serving:
     async def _pods(self) -> str | None:
         """Diagnose the run's pods; the first one running announces the service (a DAG's
         dependents may start); the message of a failure that would never resolve, if any."""
-        from prefect_kubernetes.diagnostics import diagnose_k8s_pod
-
         selector = run_selector(self.manifests)
         key, _, value = selector.partition("=")
         listing = await self._call("list_pods", None, selector=selector)
@@ -254,73 +195,7 @@ class _Serving:
             if status.get("phase") == "Running" and not self.announced:
                 self.announced = True
                 announce_serving(self.prepared.context.uuid)
-            diagnosis = diagnose_k8s_pod(status)
-            if diagnosis is None or diagnosis.level.value != "error":
-                continue
-            line = pod_diagnosis_message(
-                str(metadata.get("name")),
-                diagnosis.category.value,
-                diagnosis.summary,
-                diagnosis.detail,
-                diagnosis.resolution,
-            )
-            if line not in self.diagnosed:
-                self.diagnosed.add(line)
-                self.on_line("stderr", line)
-            if diagnosis.category.value in _FATAL:
-                fatal = line
+            error = self._diagnose(str(metadata.get("name")), status)
+            if error is not None and error.ends_run:
+                fatal = error.line
         return fatal
-
-    async def _call(
-        self,
-        verb: str,
-        target: ApiTarget | None,
-        body: dict[str, Any] | None = None,
-        **extra: str,
-    ) -> dict[str, Any]:
-        from aiohttp import ClientError
-        from kubernetes_asyncio.client.rest import ApiException
-
-        ns = self.namespace
-        raw = {"_preload_content": False}
-        shown = target or ApiTarget("Pod", "pods", plural="pods")
-        try:
-            if verb == "list_pods":
-                response = await self.clients["core"].list_namespaced_pod(
-                    ns, label_selector=extra["selector"], **raw
-                )
-            else:
-                assert target is not None
-                api, noun = (
-                    (self.clients["apps"], "deployment")
-                    if target.kind == "Deployment"
-                    else (self.clients["core"], "service")
-                )
-                if verb == "create":
-                    response = await getattr(api, f"create_namespaced_{noun}")(ns, body, **raw)
-                else:
-                    response = await getattr(api, f"delete_namespaced_{noun}")(
-                        target.name, ns, propagation_policy="Background", **raw
-                    )
-            data = await response.read()
-        except ApiException as exc:
-            text = api_error_message(
-                exc.status, _message(exc.body, exc.reason), shown, verb=verb, namespace=ns
-            )
-            raise _ApiError(exc.status, text) from None
-        except (TimeoutError, ClientError, OSError) as exc:
-            raise _ApiError(
-                None, api_error_message(None, str(exc), shown, verb=verb, namespace=ns)
-            ) from None
-        if not 200 <= response.status < 300:
-            text = api_error_message(
-                response.status,
-                _message(data, response.reason),
-                shown,
-                verb="list" if verb == "list_pods" else verb,
-                namespace=ns,
-            )
-            raise _ApiError(response.status, text)
-        if verb == "create" and target is not None:
-            self.created.append(target)
-        return json.loads(data or b"{}")

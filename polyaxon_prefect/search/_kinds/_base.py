@@ -225,9 +225,19 @@ class IndexedKind(BaseKind[M]):
     so opening a sweep of 10^6 points costs what opening one of 10 does.
     """
 
+    points_are: str
+    """What the plan's note calls the points (a grid's ``points``, a mapping's ``entries``)."""
+
     def points(self, matrix: M) -> Sequence[dict[str, Any]]:
         """The trials' params in index order: a lazy sequence (``len`` and ``[i]``)."""
         raise NotImplementedError
+
+    def total(self, matrix: M) -> int:
+        """How many points (counted by the lazy sequence, nothing enumerated)."""
+        return len(self.points(matrix))
+
+    def plan(self, matrix: M) -> dict[str, Any]:
+        return indexed_plan(self.name, self.points(matrix), self.points_are)
 
     def is_finished(self, study: StudyHandle) -> bool:
         return study.total is not None and study.originals() >= study.total

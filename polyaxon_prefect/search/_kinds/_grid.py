@@ -14,7 +14,7 @@ import math
 from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
-from polyaxon_prefect.search._kinds._base import IndexedKind, indexed_plan
+from polyaxon_prefect.search._kinds._base import IndexedKind
 from polyaxon_prefect.specs import GridSearch
 
 __all__ = ["Grid", "GridPoints", "grid_points", "grid_suggestions"]
@@ -104,14 +104,10 @@ def grid_suggestions(grid: GridSearch) -> list[dict[str, Any]]:
 
 
 class Grid(IndexedKind[GridSearch]):
+    """The product of the params' values, cut to ``numRuns``."""
+
     name = "grid"
-
-    def total(self, matrix: GridSearch) -> int:
-        """The product of the params' value counts, cut to ``numRuns`` (nothing enumerated)."""
-        return len(grid_points(matrix))
-
-    def plan(self, matrix: GridSearch) -> dict[str, Any]:
-        return indexed_plan(self.name, grid_points(matrix), "points")
+    points_are = "points"
 
     def points(self, matrix: GridSearch) -> Sequence[dict[str, Any]]:
         return grid_points(matrix)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from polyaxon_prefect.search._kinds._base import IndexedKind, indexed_plan
+from polyaxon_prefect.search._kinds._base import IndexedKind
 from polyaxon_prefect.specs import Mapping
 
 __all__ = ["MappingKind", "mapping_suggestions"]
@@ -41,12 +41,7 @@ def mapping_suggestions(mapping: Mapping) -> list[dict[str, Any]]:
 
 class MappingKind(IndexedKind[Mapping]):
     name = "mapping"
-
-    def total(self, matrix: Mapping) -> int:
-        return len(_entries(matrix))
-
-    def plan(self, matrix: Mapping) -> dict[str, Any]:
-        return indexed_plan(self.name, _entries(matrix), "entries")
+    points_are = "entries"
 
     def points(self, matrix: Mapping) -> Sequence[dict[str, Any]]:
         return _entries(matrix)

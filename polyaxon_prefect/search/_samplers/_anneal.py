@@ -7,10 +7,8 @@ from typing import Any
 
 import numpy as np
 from optuna.distributions import BaseDistribution
-from optuna.study import Study
-from optuna.trial import FrozenTrial
 
-from polyaxon_prefect.search._samplers._encoder import SpaceSampler, observations, trial_rng
+from polyaxon_prefect.search._samplers._encoder import Observations, SpaceSampler
 
 __all__ = ["AnnealSampler"]
 
@@ -35,15 +33,11 @@ class AnnealSampler(SpaceSampler):
         self.avg_best_idx = avg_best_idx
         self.shrink_coef = shrink_coef
 
-    def sample_relative(
-        self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
-    ) -> dict[str, Any]:
-        rng = trial_rng(self._seed, trial.number)
-        if not search_space:
-            return {}
-        done, values, _running = observations(study, self._space)
-        if len(done) < max(1, self.n_startup):
-            return self._encoder.random(rng)
+    def _draws_at_random(self, number: int, completed: int) -> bool:
+        return completed < max(1, self.n_startup)
+
+    def _suggest(self, observed: Observations, rng: np.random.Generator) -> dict[str, Any]:
+        done, values = observed.done, observed.values
         ranked = [done[i] for i in np.argsort(values, kind="stable")]
         rank = min(int(rng.geometric(1.0 / (1.0 + self.avg_best_idx))) - 1, len(ranked) - 1)
         base = ranked[rank]

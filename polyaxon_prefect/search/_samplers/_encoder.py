@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from optuna.distributions import (
@@ -23,7 +23,7 @@ from optuna.samplers import BaseSampler, RandomSampler
 from optuna.study import Study, StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
-__all__ = ["Encoder", "SpaceSampler", "observations", "trial_rng"]
+__all__ = ["Encoder", "Observations", "SpaceSampler", "observations", "trial_rng"]
 
 _Slot = tuple[str, str, tuple[int, int]]
 """``(name, how, (start, stop))``: how is ``float``, ``ordinal``, ``onehot`` or ``const``."""
@@ -151,9 +151,18 @@ def trial_rng(seed: int | None, number: int) -> np.random.Generator:
     return np.random.default_rng([seed if seed is not None else 0, number])
 
 
-def observations(
-    study: Study, space: Mapping[str, BaseDistribution]
-) -> tuple[list[dict[str, Any]], list[float], list[dict[str, Any]]]:
+class Observations(NamedTuple):
+    """What a sampler learns from the study's trials over its space."""
+
+    done: list[dict[str, Any]]
+    """The completed trials' params."""
+    values: list[float]
+    """Their values, signed so that smaller is better."""
+    running: list[dict[str, Any]]
+    """The running trials' params."""
+
+
+def observations(study: Study, space: Mapping[str, BaseDistribution]) -> Observations:
     """Completed params and values (signed so that smaller is better), and running params."""
     sign = -1.0 if study.direction == StudyDirection.MAXIMIZE else 1.0
     done: list[dict[str, Any]] = []
@@ -169,7 +178,7 @@ def observations(
                 values.append(sign * float(trial.value))
         elif trial.state == TrialState.RUNNING:
             running.append(params)
-    return done, values, running
+    return Observations(done, values, running)
 
 
 class SpaceSampler(BaseSampler):
@@ -185,6 +194,27 @@ class SpaceSampler(BaseSampler):
         self, study: Study, trial: FrozenTrial
     ) -> dict[str, BaseDistribution]:
         return dict(self._space)
+
+    def sample_relative(
+        self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
+    ) -> dict[str, Any]:
+        """The trial's params: drawn at random while `_draws_at_random`, else `_suggest`ed
+        from what the study's trials say (`Observations`)."""
+        rng = trial_rng(self._seed, trial.number)
+        if not search_space:
+            return {}
+        observed = observations(study, self._space)
+        if self._draws_at_random(trial.number, len(observed.done)):
+            return self._encoder.random(rng)
+        return self._suggest(observed, rng)
+
+    def _draws_at_random(self, number: int, completed: int) -> bool:
+        """Whether trial ``number`` is drawn at random (a startup trial), ``completed``
+        trials having ended."""
+        raise NotImplementedError
+
+    def _suggest(self, observed: Observations, rng: np.random.Generator) -> dict[str, Any]:
+        raise NotImplementedError
 
     def sample_independent(
         self,

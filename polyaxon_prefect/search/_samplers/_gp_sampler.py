@@ -23,7 +23,7 @@ from optuna.samplers import BaseSampler, GPSampler
 from optuna.study import Study
 from optuna.trial import FrozenTrial
 
-from polyaxon_prefect.search._samplers._encoder import SpaceSampler, observations, trial_rng
+from polyaxon_prefect.search._samplers._encoder import Observations, SpaceSampler
 from polyaxon_prefect.search._samplers._gp import GP, log_ei, optimize_acquisition
 from polyaxon_prefect.search._samplers._space import OPTUNA_SCALARS
 from polyaxon_prefect.specs import Bayes, UtilityFunction
@@ -64,16 +64,8 @@ class GaussianProcessSampler(SpaceSampler):
         self.noise_floor = 1e-6 if deterministic else 1e-4
         self._theta: np.ndarray | None = None
 
-    def sample_relative(
-        self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
-    ) -> dict[str, Any]:
-        rng = trial_rng(self._seed, trial.number)
-        if not search_space:
-            return {}
-        done, values, running = observations(study, self._space)
-        if trial.number < self.n_startup or len(done) < 2 or self._encoder.width == 0:
-            return self._encoder.random(rng)
-        return self._suggest(done, values, running, rng)
+    def _draws_at_random(self, number: int, completed: int) -> bool:
+        return number < self.n_startup or completed < 2 or self._encoder.width == 0
 
     def _starts(self, dims: int) -> list[np.ndarray]:
         """Where the fit starts: unit lengthscales, and the previous fit when there is one."""
@@ -82,13 +74,8 @@ class GaussianProcessSampler(SpaceSampler):
             starts.append(self._theta)
         return starts
 
-    def _suggest(
-        self,
-        done: list[dict[str, Any]],
-        values: list[float],
-        running: list[dict[str, Any]],
-        rng: np.random.Generator,
-    ) -> dict[str, Any]:
+    def _suggest(self, observed: Observations, rng: np.random.Generator) -> dict[str, Any]:
+        done, values, running = observed
         x = np.array([self._encoder.encode(p) for p in done])
         raw = np.asarray(values)
         y = (raw - float(raw.mean())) / (float(raw.std()) or 1.0)

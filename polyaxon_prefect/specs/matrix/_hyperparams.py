@@ -329,14 +329,24 @@ class HpGeomSpace(_Space):
         return value * sign
 
 
-class HpDateRange(_HpParam):
-    """Dates from ``start`` (included) to ``stop`` (excluded), every ``step`` days."""
+class _TimeRange(_HpParam):
+    """Points in time from ``start`` (included) to ``stop`` (excluded), every ``step``:
+    counted and computed by index, so a long range costs nothing to size."""
 
     RANGE: ClassVar[bool] = True
+
+    value: list[Any] | dict[str, Any] | str
+
+    def _enumerate(self, spec: RangeSpec) -> list[Any]:
+        return [self._value_at(spec, i) for i in range(self._count(spec))]
+
+
+class HpDateRange(_TimeRange):
+    """Dates from ``start`` (included) to ``stop`` (excluded), every ``step`` days."""
+
     IO_TYPES: ClassVar[frozenset[str] | None] = frozenset({"date"})
 
     kind: Literal["daterange"] = "daterange"
-    value: list[Any] | dict[str, Any] | str
 
     @classmethod
     def _parse(cls, value: object) -> RangeSpec:
@@ -347,9 +357,6 @@ class HpDateRange(_HpParam):
         _ordered("daterange", "start", "stop", start, stop)
         return RangeSpec(start, stop, step)
 
-    def _enumerate(self, spec: RangeSpec) -> list[Any]:
-        return [self._value_at(spec, i) for i in range(self._count(spec))]
-
     def _count(self, spec: RangeSpec) -> int:
         steps: int = -(-(spec.stop - spec.start).days // spec.step)
         return max(0, steps)
@@ -358,14 +365,12 @@ class HpDateRange(_HpParam):
         return spec.start + timedelta(days=spec.step * index)
 
 
-class HpDateTimeRange(_HpParam):
+class HpDateTimeRange(_TimeRange):
     """Datetimes from ``start`` (included) to ``stop`` (excluded), every ``step`` seconds."""
 
-    RANGE: ClassVar[bool] = True
     IO_TYPES: ClassVar[frozenset[str] | None] = frozenset({"datetime"})
 
     kind: Literal["datetimerange"] = "datetimerange"
-    value: list[Any] | dict[str, Any] | str
 
     @classmethod
     def _parse(cls, value: object) -> RangeSpec:
@@ -388,9 +393,6 @@ class HpDateTimeRange(_HpParam):
             )
         _ordered(kind, "start", "stop", start, stop)
         return RangeSpec(start, stop, step)
-
-    def _enumerate(self, spec: RangeSpec) -> list[Any]:
-        return [self._value_at(spec, i) for i in range(self._count(spec))]
 
     def _count(self, spec: RangeSpec) -> int:
         steps: int = math.ceil((spec.stop - spec.start) / spec.step)

@@ -9,6 +9,7 @@ a distribution) are checked here, so ``check`` reports them before anything runs
 import math
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal, Self, get_args
 
 from pydantic import Field, StrictStr, field_validator, model_validator
@@ -130,6 +131,9 @@ class _Matrix(BaseSpec):
     """What else a ``matrix:`` section of this kind needs, said when a mis-indented file lost
     its ``matrix:`` line (see `MATRIX_SECTION_KINDS`)."""
 
+    counts: ClassVar[tuple[str, ...]] = ()
+    """The fields that ask for a number of trials, each capped by `max_grid` (`_check_counts`)."""
+
     searches_params: ClassVar[bool] = False
     """Whether a model-based sampler searches this kind's params over their ranges (so a
     param of another distribution, a normal, is approximated: `check` warns about each, see
@@ -146,6 +150,11 @@ class _Matrix(BaseSpec):
     of a trial's metric the sweep ranks and optimises by: ``last`` (Polyaxon's rule, the
     default: its output, else the last value logged) or ``best`` (the best value logged over
     its steps, in the metric's direction)."""
+
+    @model_validator(mode="after")
+    def _not_too_many(self) -> Self:
+        _check_counts(self, *self.counts)
+        return self
 
     def hp_params(self) -> dict[str, HpParam]:
         """The hyper-parameters by name, in the order written (empty for ``mapping``)."""
@@ -168,22 +177,37 @@ class _Matrix(BaseSpec):
         return None, False
 
 
+@dataclass(frozen=True)
+class _Unsupported:
+    """The params a search strategy cannot handle, and what to say of one."""
+
+    rejected: Callable[[Any], bool]
+    message: Callable[[str, str], str]
+    """The refusal, from the param's name and kind."""
+    hint: str
+
+
 class _Searched(_Matrix):
     params: dict[StrictStr, HpParam]
 
+    unsupported: ClassVar[_Unsupported | None] = None
+    """The params this kind refuses (None: it handles every kind)."""
 
-def _unsupported(
-    params: dict[str, Any],
-    rejected: Callable[[Any], bool],
-    message: Callable[[str, str], str],
-    hint: str,
-) -> None:
-    """Refuse the first param (in file order) that the search strategy cannot handle."""
-    for name, param in params.items():
-        if rejected(param):
-            raise PydanticCustomError(
-                "matrix_param_kind", message(name, param.kind), {"hint": hint, "at": name}
-            )
+    @field_validator("params")
+    @classmethod
+    def _supported(cls, params: dict[str, Any]) -> dict[str, Any]:
+        """Refuse the first param (in file order) that the search strategy cannot handle."""
+        refused = cls.unsupported
+        if refused is None:
+            return params
+        for name, param in params.items():
+            if refused.rejected(param):
+                raise PydanticCustomError(
+                    "matrix_param_kind",
+                    refused.message(name, param.kind),
+                    {"hint": refused.hint, "at": name},
+                )
+        return params
 
 
 class GridSearch(_Searched):
@@ -192,20 +216,15 @@ class GridSearch(_Searched):
     kind: Literal["grid"] = "grid"
     num_runs: PositiveIntOrRef | None = None
 
-    @field_validator("params")
-    @classmethod
-    def _discrete_only(cls, params: dict[str, Any]) -> dict[str, Any]:
-        _unsupported(
-            params,
-            lambda p: p.is_distribution,
-            lambda name, kind: (
-                f"`{name}` defines a distribution (kind `{kind}`), "
-                "and grid search can only enumerate discrete params"
-            ),
-            "use `choice`, `range`, `linspace`, `logspace` or `geomspace`, "
-            "or a `random` matrix to sample distributions",
-        )
-        return params
+    unsupported = _Unsupported(
+        lambda p: p.is_distribution,
+        lambda name, kind: (
+            f"`{name}` defines a distribution (kind `{kind}`), "
+            "and grid search can only enumerate discrete params"
+        ),
+        "use `choice`, `range`, `linspace`, `logspace` or `geomspace`, "
+        "or a `random` matrix to sample distributions",
+    )
 
     @model_validator(mode="after")
     def _not_too_large(self) -> Self:
@@ -232,10 +251,7 @@ class RandomSearch(_Searched):
     num_runs: PositiveIntOrRef
     seed: IntOrRef | None = None
 
-    @model_validator(mode="after")
-    def _not_too_many(self) -> Self:
-        _check_counts(self, "num_runs")
-        return self
+    counts: ClassVar[tuple[str, ...]] = ("num_runs",)
 
 
 class Hyperband(_Searched):
@@ -254,10 +270,7 @@ class Hyperband(_Searched):
     seed: IntOrRef | None = None
     tuner: Tuner | None = None
 
-    @model_validator(mode="after")
-    def _not_too_many(self) -> Self:
-        _check_counts(self, "max_iterations")
-        return self
+    counts: ClassVar[tuple[str, ...]] = ("max_iterations",)
 
     @field_validator("eta")
     @classmethod
@@ -319,24 +332,16 @@ class Bayes(_Searched):
     seed: IntOrRef | None = None
     tuner: Tuner | None = None
 
-    @model_validator(mode="after")
-    def _not_too_many(self) -> Self:
-        _check_counts(self, "num_initial_runs", "max_iterations")
-        return self
+    counts: ClassVar[tuple[str, ...]] = ("num_initial_runs", "max_iterations")
 
-    @field_validator("params")
-    @classmethod
-    def _discrete_or_uniform(cls, params: dict[str, Any]) -> dict[str, Any]:
-        _unsupported(
-            params,
-            lambda p: p.is_distribution and not p.is_uniform,
-            lambda name, kind: (
-                f"`{name}` defines a non-uniform distribution (kind `{kind}`), "
-                "and bayesian optimization only supports discrete params and `uniform`"
-            ),
-            "use `choice` (with equal weights) or `uniform`",
-        )
-        return params
+    unsupported = _Unsupported(
+        lambda p: p.is_distribution and not p.is_uniform,
+        lambda name, kind: (
+            f"`{name}` defines a non-uniform distribution (kind `{kind}`), "
+            "and bayesian optimization only supports discrete params and `uniform`"
+        ),
+        "use `choice` (with equal weights) or `uniform`",
+    )
 
 
 class Hyperopt(_Searched):
@@ -351,21 +356,13 @@ class Hyperopt(_Searched):
     seed: IntOrRef | None = None
     tuner: Tuner | None = None
 
-    @model_validator(mode="after")
-    def _not_too_many(self) -> Self:
-        _check_counts(self, "num_runs", "max_iterations")
-        return self
+    counts: ClassVar[tuple[str, ...]] = ("num_runs", "max_iterations")
 
-    @field_validator("params")
-    @classmethod
-    def _hyperopt_kinds(cls, params: dict[str, Any]) -> dict[str, Any]:
-        _unsupported(
-            params,
-            lambda p: p.kind in ("pchoice", "daterange", "datetimerange"),
-            lambda name, kind: f"`{name}` is a `{kind}` param, which hyperopt does not support",
-            "use `choice` for pchoice, or list the dates with `choice`",
-        )
-        return params
+    unsupported = _Unsupported(
+        lambda p: p.kind in ("pchoice", "daterange", "datetimerange"),
+        lambda name, kind: f"`{name}` is a `{kind}` param, which hyperopt does not support",
+        "use `choice` for pchoice, or list the dates with `choice`",
+    )
 
 
 class Iterative(_Matrix):
@@ -377,10 +374,7 @@ class Iterative(_Matrix):
     seed: IntOrRef | None = None
     tuner: Tuner | None = None
 
-    @model_validator(mode="after")
-    def _not_too_many(self) -> Self:
-        _check_counts(self, "max_iterations")
-        return self
+    counts: ClassVar[tuple[str, ...]] = ("max_iterations",)
 
 
 class Mapping(_Matrix):

@@ -12,7 +12,7 @@ import json
 import re
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 __all__ = ["SCALARS", "Mismatch", "json_load", "short", "to_dict", "to_list", "to_object"]
@@ -145,14 +145,17 @@ def _to_uri(value: object) -> str:
     return text
 
 
-_IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]*$")
+def _matching(pattern: str, expected: str) -> Callable[[Any], str]:
+    """A string that matches ``pattern``; else the mismatch says it ``expected`` it."""
+    regex = re.compile(pattern)
 
+    def convert(value: object) -> str:
+        text = _strict_str(value)
+        if not regex.match(text):
+            raise Mismatch(f"expected {expected}, got {short(value)}")
+        return text
 
-def _to_image(value: object) -> str:
-    text = _strict_str(value)
-    if not _IMAGE.match(text):
-        raise Mismatch(f"expected a docker image such as `repo/name:tag`, got {short(value)}")
-    return text
+    return convert
 
 
 def _bucket_uri(scheme: str, example: str) -> Callable[[Any], str]:
@@ -166,17 +169,18 @@ def _bucket_uri(scheme: str, example: str) -> Callable[[Any], str]:
     return convert
 
 
-_WASB = re.compile(r"^wasbs?://[^@/]+@[^/]+\.blob\.core\.windows\.net(/.*)?$")
+_T = TypeVar("_T")
 
 
-def _to_wasb(value: object) -> str:
-    text = _strict_str(value)
-    if not _WASB.match(text):
-        raise Mismatch(
-            "expected a path such as `wasbs://container@account.blob.core.windows.net/path`, "
-            f"got {short(value)}"
-        )
-    return text
+def _from_iso(parse: Callable[[str], _T], value: object, expected: str) -> _T:
+    """``value`` as ``parse`` (an ISO 8601 reader) reads it; else the mismatch says it
+    ``expected`` it."""
+    if isinstance(value, str):
+        try:
+            return parse(value.strip())
+        except ValueError:
+            pass
+    raise Mismatch(f"expected {expected}, got {short(value)}")
 
 
 def _to_date(value: object) -> dt.date:
@@ -186,12 +190,7 @@ def _to_date(value: object) -> dt.date:
         raise Mismatch(f"expected a date, got the datetime {value.isoformat()}")
     if isinstance(value, dt.date):
         return value
-    if isinstance(value, str):
-        try:
-            return dt.date.fromisoformat(value.strip())
-        except ValueError:
-            pass
-    raise Mismatch(f"expected a date such as `2020-01-02`, got {short(value)}")
+    return _from_iso(dt.date.fromisoformat, value, "a date such as `2020-01-02`")
 
 
 def _to_datetime(value: object) -> dt.datetime:
@@ -199,12 +198,7 @@ def _to_datetime(value: object) -> dt.datetime:
         return value
     if isinstance(value, dt.date):
         return dt.datetime.combine(value, dt.time(0))
-    if isinstance(value, str):
-        try:
-            return dt.datetime.fromisoformat(value.strip())
-        except ValueError:
-            pass
-    raise Mismatch(f"expected a datetime such as `2020-01-02T10:30:00`, got {short(value)}")
+    return _from_iso(dt.datetime.fromisoformat, value, "a datetime such as `2020-01-02T10:30:00`")
 
 
 _ISO_DURATION = re.compile(
@@ -246,16 +240,6 @@ def _to_uuid(value: object) -> str:
         raise Mismatch(f"expected a UUID, got {short(value)}") from None
 
 
-_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
-
-
-def _to_email(value: object) -> str:
-    text = _strict_str(value)
-    if not _EMAIL.match(text):
-        raise Mismatch(f"expected an email address, got {short(value)}")
-    return text
-
-
 def _to_auth(value: object) -> Any:
     """v1's ``auth``: ``user:password`` (or ``{user, password}``)."""
     if isinstance(value, dict) and {"user", "password"} <= set(value):
@@ -268,12 +252,7 @@ def _to_auth(value: object) -> Any:
 def _to_time(value: object) -> dt.time:
     if isinstance(value, dt.time):
         return value
-    if isinstance(value, str):
-        try:
-            return dt.time.fromisoformat(value.strip())
-        except ValueError:
-            pass
-    raise Mismatch(f"expected a time such as `10:30:00`, got {short(value)}")
+    return _from_iso(dt.time.fromisoformat, value, "a time such as `10:30:00`")
 
 
 def _to_json(value: object) -> Any:
@@ -332,15 +311,20 @@ SCALARS: dict[str, Callable[[Any], Any]] = {
     "metric": _to_float,
     "metadata": to_dict,
     "uri": _to_uri,
-    "image": _to_image,
+    "image": _matching(
+        r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]*$", "a docker image such as `repo/name:tag`"
+    ),
     "gcs": _bucket_uri("gs", "gs://bucket/blob"),
     "s3": _bucket_uri("s3", "s3://bucket/key"),
-    "wasb": _to_wasb,
+    "wasb": _matching(
+        r"^wasbs?://[^@/]+@[^/]+\.blob\.core\.windows\.net(/.*)?$",
+        "a path such as `wasbs://container@account.blob.core.windows.net/path`",
+    ),
     "date": _to_date,
     "datetime": _to_datetime,
     "timedelta": _to_timedelta,
     "uuid": _to_uuid,
-    "email": _to_email,
+    "email": _matching(r"^[^@\s]+@[^@\s]+\.[^@\s]+$", "an email address"),
     "auth": _to_auth,
     "dict_of_dicts": _to_dict_of_dicts,
     "time": _to_time,

@@ -8,6 +8,7 @@ installed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from _polyaxon_prefect_compat import Run, _jsonable
@@ -37,6 +38,18 @@ def _params(estimator: Any) -> dict[str, Any]:
     return params
 
 
+def _predicted(
+    model: Any, is_kind: Callable[[Any], bool], kind: str, X_test: Any, run: Run | None
+) -> tuple[Run, Any]:
+    """The run (the current one unless ``run`` is given) with the ``kind`` model's params
+    logged as inputs, and its predictions on ``X_test``; a TypeError for another kind."""
+    if not is_kind(model):
+        raise TypeError(f"{kind} should be a scikit-learn {kind}")
+    run = tracking.get_or_create_run(run)
+    run.log_inputs(**_params(model))
+    return run, model.predict(X_test)
+
+
 def _predictions(run: Run, y_test: Any, y_pred: Any, nrows: int) -> None:
     try:
         import pandas as pd
@@ -50,11 +63,7 @@ def _predictions(run: Run, y_test: Any, y_pred: Any, nrows: int) -> None:
 def log_regressor(
     regressor: Any, X_test: Any, y_test: Any, nrows: int = 1000, run: Run | None = None
 ) -> None:
-    if not is_regressor(regressor):
-        raise TypeError("regressor should be a scikit-learn regressor")
-    run = tracking.get_or_create_run(run)
-    run.log_inputs(**_params(regressor))
-    y_pred = regressor.predict(X_test)
+    run, y_pred = _predicted(regressor, is_regressor, "regressor", X_test, run)
     if len(y_pred.shape) == 1:
         results = {
             "evs": explained_variance_score(y_test, y_pred),
@@ -71,11 +80,7 @@ def log_regressor(
 def log_classifier(
     classifier: Any, X_test: Any, y_test: Any, nrows: int = 1000, run: Run | None = None
 ) -> None:
-    if not is_classifier(classifier):
-        raise TypeError("classifier should be a scikit-learn classifier")
-    run = tracking.get_or_create_run(run)
-    run.log_inputs(**_params(classifier))
-    y_pred = classifier.predict(X_test)
+    run, y_pred = _predicted(classifier, is_classifier, "classifier", X_test, run)
     results: dict[str, Any] = {}
     names = ("precision", "recall", "fbeta_score", "support")
     for name, values in zip(names, precision_recall_fscore_support(y_test, y_pred), strict=True):
