@@ -16,7 +16,7 @@ Two things are deliberately kept out of Prefect's hands:
 A failed job's state is returned, not raised, so the message is the job's own and no Python
 traceback of ours is printed; Prefect retries a returned failed state like an error.
 Prefect's task cache is always off: it would store a returned failed state like a success (the
-op cache is ours, `polyaxon_prefect.runtime.cache._cache`).
+op cache is ours, `polyaxon_prefect.runtime.cache._run_cache`).
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ from polyaxon_prefect.runtime._outcome import (
 from polyaxon_prefect.runtime._prepared import PreparedJob
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.runtime.gpu._gpu_admit import check_gpu_capacity
-from polyaxon_prefect.runtime.render._init import run_init
+from polyaxon_prefect.runtime.render._init_steps import run_init
 from polyaxon_prefect.runtime.render._locate import locate_problems
 from polyaxon_prefect.runtime.render._options import PrepareOptions
 from polyaxon_prefect.runtime.render._render_run import render_run
