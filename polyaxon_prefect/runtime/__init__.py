@@ -70,13 +70,7 @@ if TYPE_CHECKING:
         executor_for,
         register_executor,
     )
-    from polyaxon_prefect.runtime._job import (
-        PreparedJob,
-        execute_job,
-        prepare_job,
-    )
-    from polyaxon_prefect.runtime._result import RunResult
-    from polyaxon_prefect.runtime._service import (
+    from polyaxon_prefect.runtime._local_service import (
         ServiceContext,
         announce_serving,
         forget_serving,
@@ -84,6 +78,12 @@ if TYPE_CHECKING:
         service_settings,
         service_url,
     )
+    from polyaxon_prefect.runtime._one_process import (
+        PreparedJob,
+        execute_job,
+        prepare_job,
+    )
+    from polyaxon_prefect.runtime._result import RunResult
     from polyaxon_prefect.runtime.cluster._cluster_compile import cluster_manifests
     from polyaxon_prefect.runtime.cluster._cluster_prepare import (
         CONNECTIONS_ENV,
@@ -194,10 +194,10 @@ __getattr__ = lazy_attributes(
                 "service_settings",
                 "service_url",
             ),
-            "_service",
+            "_local_service",
         ),
         "PreparedJob": "_prepared",
-        **dict.fromkeys(("execute_job", "prepare_job"), "_job"),
+        **dict.fromkeys(("execute_job", "prepare_job"), "_one_process"),
         "render_run": "render._render_run",
         "merge_params": "render._param_values",
         "INIT_HANDLERS": "render._init_steps",

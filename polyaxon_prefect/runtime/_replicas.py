@@ -51,9 +51,9 @@ from polyaxon_prefect.distributed import (
 from polyaxon_prefect.exceptions import PolyaxonfileError, UnsupportedFeatureError
 from polyaxon_prefect.runtime._context import new_run_context
 from polyaxon_prefect.runtime._errors import InitStepError, RunRuntimeError
-from polyaxon_prefect.runtime._job import LOCAL, _before_process
 from polyaxon_prefect.runtime._launcher import PROCESS, Launch, Launcher, run_launched
 from polyaxon_prefect.runtime._mpi import LAUNCHED, check_mpirun, launcher_env, mpirun_argv
+from polyaxon_prefect.runtime._one_process import LOCAL, _before_process
 from polyaxon_prefect.runtime._outcome import (
     failed,
     finish_ttl,

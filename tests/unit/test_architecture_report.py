@@ -135,13 +135,13 @@ def test_a_private_module_of_another_package_is_counted(tmp_path: Path) -> None:
     (package / "runtime").mkdir()
     importer = package / "prefect" / "_flow.py"
     importer.write_text(
-        "from polyaxon_prefect.runtime._job import run\n"
+        "from polyaxon_prefect.runtime._one_process import run\n"
         "from polyaxon_prefect.runtime import execute\n"
         "from polyaxon_prefect.prefect._states import state\n",
         encoding="utf-8",
     )
     places = private_module_imports([importer], tmp_path, "polyaxon_prefect")
-    assert places == ["polyaxon_prefect/prefect/_flow.py:1 polyaxon_prefect.runtime._job"]
+    assert places == ["polyaxon_prefect/prefect/_flow.py:1 polyaxon_prefect.runtime._one_process"]
 
 
 def test_the_package_has_no_module_cycle_but_those_pending() -> None:

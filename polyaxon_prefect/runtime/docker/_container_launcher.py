@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 from polyaxon_prefect.containers import container_name, remove_argv, run_argv
 from polyaxon_prefect.distributed import named_cluster
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
-from polyaxon_prefect.runtime._job import prepare_job
 from polyaxon_prefect.runtime._launcher import Launch, Process
 from polyaxon_prefect.runtime._mpi import AS_ROOT, LAUNCHED
+from polyaxon_prefect.runtime._one_process import prepare_job
 from polyaxon_prefect.runtime._outcome import failed
 from polyaxon_prefect.runtime._prepared import ImageRun, PreparedJob
 from polyaxon_prefect.runtime._result import RunResult
