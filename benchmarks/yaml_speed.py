@@ -17,20 +17,20 @@ import statistics
 import time
 from pathlib import Path
 
-from polyaxon_prefect._source import _yaml
+from polyaxon_prefect._source import _located_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def parse_with(loader: type, text: str) -> float:
-    saved = _yaml._FastLoader
-    _yaml._FastLoader = loader
+    saved = _located_yaml._FastLoader
+    _located_yaml._FastLoader = loader
     try:
         started = time.perf_counter()
-        _yaml.parse_yaml(text)
+        _located_yaml.parse_yaml(text)
         return time.perf_counter() - started
     finally:
-        _yaml._FastLoader = saved
+        _located_yaml._FastLoader = saved
 
 
 def main() -> None:
@@ -45,8 +45,8 @@ def main() -> None:
     )
     text = base + "x-data:\n" + rows
     print(f"{len(text) / 1e6:.1f} MB, {text.count(chr(10))} lines")
-    fast = statistics.median(parse_with(_yaml._FastLoader, text) for _ in range(runs))
-    pure = statistics.median(parse_with(_yaml._Loader, text) for _ in range(runs))
+    fast = statistics.median(parse_with(_located_yaml._FastLoader, text) for _ in range(runs))
+    pure = statistics.median(parse_with(_located_yaml._Loader, text) for _ in range(runs))
     print(f"libyaml: {fast:.2f} s, pure Python: {pure:.2f} s, ratio {fast / pure:.2f}x")
 
 

@@ -12,9 +12,8 @@ __all__ = ["lazy_attributes"]
 
 def lazy_attributes(package: str, table: Mapping[str, str]) -> Callable[[str], Any]:
     """A module ``__getattr__`` for ``package``: ``table`` maps each lazy name to the module
-    that defines it (``"_study"`` or ``"cache._cache"`` under ``package``, or a full dotted name).
-    The
-    value is cached in the package on first use."""
+    that defines it (``"_study"`` or ``"cache._run_cache"`` under ``package``, or a full dotted
+    name). The value is cached in the package on first use."""
 
     def __getattr__(name: str) -> Any:
         module = table.get(name)

@@ -59,9 +59,9 @@ _PRELOAD = (
     "polyaxon_prefect.cli",
     "polyaxon_prefect.prefect.commands",
     "polyaxon_prefect.prefect._dispatch",
-    "polyaxon_prefect.prefect._job",
+    "polyaxon_prefect.prefect._job_flow",
     "polyaxon_prefect.prefect._dag",
-    "polyaxon_prefect.prefect.sweep._sweep",
+    "polyaxon_prefect.prefect.sweep._sweep_flow",
     "polyaxon_prefect.prefect.watch._live",
     "polyaxon_prefect.prefect.runs._run_record",
 )

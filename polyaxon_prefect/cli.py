@@ -237,7 +237,7 @@ def _what_runs(operation: Operation, kind: str, name: str) -> str:
     matrix = operation.matrix
     if matrix is None:
         return f"{kind} `{name}`"
-    from polyaxon_prefect.search._plan import matrix_plan
+    from polyaxon_prefect.search._matrix_plan import matrix_plan
 
     try:
         total = matrix_plan(matrix).get("total")

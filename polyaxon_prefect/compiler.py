@@ -23,7 +23,7 @@ def compile_document(loaded: LoadedPolyaxonfile) -> dict[str, Any]:
 
 def _plan(operation: Operation, component: Component | None, depth: int) -> dict[str, Any]:
     from polyaxon_prefect.dag import MAX_DAG_DEPTH, inline_component
-    from polyaxon_prefect.search._plan import matrix_plan
+    from polyaxon_prefect.search._matrix_plan import matrix_plan
 
     plan: dict[str, Any] = {}
     if operation.matrix is not None:

@@ -7,7 +7,9 @@ Contracts (with ``--strict`` the exit code is 1 when one is broken):
 - private names imported across packages; relative imports climbing out of their package;
 - package and module import cycles, function-level imports included (type-only ones too, for
   modules);
-- ARCHITECTURE.md's layer table against the import-linter ``layers`` contract.
+- ARCHITECTURE.md's layer table against the import-linter ``layers`` contract;
+- a module base name used by two modules (``_job.py`` in three packages read as one concept in a
+  traceback or a review), but for the mirrors of Polyaxon's own import paths.
 
 Information only (size is judged by cohesion at review, not by a number): the longest modules,
 functions and classes, and the imports of other packages' private modules. import-linter and
@@ -55,6 +57,11 @@ KIND_SWITCH_PENDING: dict[str, str] = {}
 
 CYCLE_PENDING: dict[frozenset[str], str] = {}
 """Temporary: module cycles whose fix is in a module being rewritten elsewhere."""
+
+SHARED_NAME_ALLOWED = {
+    "_compat/": "the mirrors of Polyaxon's v0 and v1 import paths: their names are Polyaxon's",
+}
+"""Where a module's base name is not ours to choose, with the reason."""
 
 
 def modules() -> list[Path]:
@@ -155,6 +162,24 @@ def package_cycles() -> list[str]:
     return cycles
 
 
+def repeated_base_names(paths: typing.Iterable[Path], package: Path) -> list[str]:
+    """Each module base name (``__init__`` aside) that two or more modules use, with their paths.
+
+    A base name should say one thing: a traceback, a review comment or a search for ``_render``
+    names a module by it, and with two modules under one name a reader takes one for the other.
+    The modules under `SHARED_NAME_ALLOWED` are left out.
+    """
+    by_name: dict[str, list[str]] = {}
+    for path in paths:
+        where = path.relative_to(package).as_posix()
+        if path.name == "__init__.py" or any(where.startswith(p) for p in SHARED_NAME_ALLOWED):
+            continue
+        by_name.setdefault(path.name, []).append(where)
+    return [
+        f"{name}: {', '.join(sorted(ps))}" for name, ps in sorted(by_name.items()) if len(ps) > 1
+    ]
+
+
 def _report(title: str, rows: list[str], failed: bool) -> int:
     print(title)
     for row in rows:
@@ -223,7 +248,10 @@ def main() -> int:
         bool(problems),
     )
 
-    print(f"contracts broken: {missed} of 6")
+    shared = repeated_base_names(modules(), PACKAGE)
+    missed += _report(f"module base names used by two modules: {len(shared)}", shared, bool(shared))
+
+    print(f"contracts broken: {missed} of 7")
     return 1 if strict and missed else 0
 
 

@@ -1,7 +1,7 @@
 """Import measures the architecture report checks: reach into other packages' private modules,
 relative imports, and import cycles between modules.
 
-A package's ``__init__`` is its public face; ``from polyaxon_prefect.runtime._job import x``
+A package's ``__init__`` is its public face; ``from polyaxon_prefect.runtime._one_process import x``
 in another package ties the importer to a file layout that ``runtime`` is free to change.
 Relative imports hide which package a name comes from when read out of context. A module
 cycle means neither module can be understood, tested or imported alone.
@@ -17,7 +17,7 @@ __all__ = ["module_cycles", "private_module_imports", "relative_imports"]
 
 
 def _package_of(module: str) -> str:
-    """``polyaxon_prefect.runtime._job`` -> ``runtime``; a top-level module is its own."""
+    """``polyaxon_prefect.runtime._one_process`` -> ``runtime``; a top-level module is its own."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else ""
 

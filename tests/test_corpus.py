@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from polyaxon_prefect._source._located_yaml import parse_yaml
 from polyaxon_prefect._source._problems import problems_from_validation_error
-from polyaxon_prefect._source._yaml import parse_yaml
 from polyaxon_prefect.exceptions import Problem
 from polyaxon_prefect.legacy import convert, is_legacy
 from polyaxon_prefect.specs import Component, Operation

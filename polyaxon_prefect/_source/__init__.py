@@ -21,8 +21,8 @@ from polyaxon_prefect._source._limits import (
     SourceError,
     read_source,
 )
+from polyaxon_prefect._source._located_yaml import Document, Positions, SectionKind, parse_yaml
 from polyaxon_prefect._source._problems import problems_from_validation_error, suggest
-from polyaxon_prefect._source._yaml import Document, Positions, SectionKind, parse_yaml
 
 __all__ = [
     "LIMITS",

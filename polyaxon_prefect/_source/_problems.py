@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from polyaxon_prefect._source._yaml import Positions
+from polyaxon_prefect._source._located_yaml import Positions
 from polyaxon_prefect.exceptions import NO_VALUE, Problem
 
 __all__ = ["problems_from_validation_error", "suggest"]

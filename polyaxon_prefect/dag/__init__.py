@@ -22,7 +22,7 @@ from polyaxon_prefect.specs import (
 
 if TYPE_CHECKING:
     from polyaxon_prefect.dag._conditions import ConditionError, evaluate_conditions
-    from polyaxon_prefect.dag._joins import resolve_joins
+    from polyaxon_prefect.dag._join_query import resolve_joins
     from polyaxon_prefect.dag._plan import (
         MAX_DAG_DEPTH,
         DagPlan,
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
         reused_ops,
         uncached_ops,
     )
-    from polyaxon_prefect.dag._triggers import (
+    from polyaxon_prefect.dag._trigger_rules import (
         DONE_STATUSES,
         FAILED_STATUSES,
         TRIGGERS,
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "ConditionError": "_conditions",
     "evaluate_conditions": "_conditions",
-    "resolve_joins": "_joins",
+    "resolve_joins": "_join_query",
     "MAX_DAG_DEPTH": "_plan",
     "DagPlan": "_plan",
     "child_loaded": "_plan",
@@ -67,12 +67,12 @@ _LAZY = {
     "restart_point": "_reuse",
     "reused_ops": "_reuse",
     "uncached_ops": "_reuse",
-    "DONE_STATUSES": "_triggers",
-    "FAILED_STATUSES": "_triggers",
-    "TRIGGERS": "_triggers",
-    "Decision": "_triggers",
-    "decide": "_triggers",
-    "truth_table_markdown": "_triggers",
+    "DONE_STATUSES": "_trigger_rules",
+    "FAILED_STATUSES": "_trigger_rules",
+    "TRIGGERS": "_trigger_rules",
+    "Decision": "_trigger_rules",
+    "decide": "_trigger_rules",
+    "truth_table_markdown": "_trigger_rules",
 }
 
 __all__ = [

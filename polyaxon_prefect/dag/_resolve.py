@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from polyaxon_prefect.dag._joins import resolve_joins
+from polyaxon_prefect.dag._join_query import resolve_joins
 from polyaxon_prefect.dag._records import MISSING, DagScope, OpRecord, op_sources, read_path
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
 from polyaxon_prefect.specs import Param, Status

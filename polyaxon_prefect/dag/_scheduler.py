@@ -31,7 +31,7 @@ from polyaxon_prefect.dag._plan import DagPlan
 from polyaxon_prefect.dag._records import OpRecord
 from polyaxon_prefect.dag._report import dag_final_status, dag_outputs
 from polyaxon_prefect.dag._resolve import DagScope, resolve_params
-from polyaxon_prefect.dag._triggers import decide
+from polyaxon_prefect.dag._trigger_rules import decide
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.search._stopping import RunSummary, StopDecision, check_early_stopping
 from polyaxon_prefect.specs import DONE_STATUSES, Status, op_kind

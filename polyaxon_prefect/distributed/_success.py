@@ -1,6 +1,6 @@
 """When is a distributed run over, and how did it end? The operators' rules, as one function.
 
-`decide` is asked every time a replica ends (shaped like the DAG's `dag._triggers.decide`): the
+`decide` is asked every time a replica ends (shaped like the DAG's `dag._trigger_rules.decide`): the
 runner stops the other replicas as soon as the answer is not ``running``. The rules are the
 training operator's, without its restarts (a local replica is never restarted):
 

@@ -44,7 +44,6 @@ from ._cluster import (
     replica_name,
     run_selector,
 )
-from ._env import NATIVE_KINDS
 from ._gpu_classes import (
     GPU_LIMIT_PREFIX,
     gpu_class_name,
@@ -60,6 +59,7 @@ from ._kubeflow import KUBEFLOW, build_kubeflow_job
 from ._mounts import ARTIFACTS_PATH
 from ._names import base_name
 from ._native import build_native_jobs
+from ._native_env import NATIVE_KINDS
 from ._scheduling import (
     DISRUPTION_RETRIES_ENV,
     KUEUE_QUEUE_LABEL,

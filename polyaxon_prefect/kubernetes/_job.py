@@ -87,7 +87,7 @@ def hand_back_from(template: dict[str, Any], target: Target) -> None:
 
 def _job_spec(termination: Termination | None, template: dict[str, Any]) -> dict[str, Any]:
     # one attempt unless the file asks for retries: a job's retries are the pod's (the op is
-    # not retried around the Job as well, see runtime._cluster)
+    # not retried around the Job as well, see runtime.prepare_cluster)
     spec: dict[str, Any] = {"backoffLimit": 0}
     spec.update(termination_fields(termination))
     spec["template"] = template

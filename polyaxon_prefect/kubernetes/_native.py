@@ -5,7 +5,7 @@ resolve one another as ``{job}-{index}.{service}``. Legacy files tune single ind
 (``indexOverrides``); a pod template is shared by a whole Job, so a group is cut into Jobs of
 consecutive indexes with the same settings, an overridden index getting a Job of its own. The
 pod's index in its group is then the Job's offset plus ``JOB_COMPLETION_INDEX``, which the env
-contract (`_env`) turns into ``TF_CONFIG``, ``RANK``, ``DMLC_*``.
+contract (`_native_env`) turns into ``TF_CONFIG``, ``RANK``, ``DMLC_*``.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from polyaxon_prefect.exceptions import Problem
 from polyaxon_prefect.specs import ReplicaOverride, Termination
 from polyaxon_prefect.specs.sections._run_spec import NonDagRuntime
 
-from ._env import NATIVE_KINDS, native_contract, service_hosts, wrap_command
 from ._groups import RUN_PATH, Group, Target, main_group, replica_groups
 from ._job import hand_back_from, termination_fields
 from ._kubeflow import KUBEFLOW
 from ._names import ANNOTATION_OFFSET, LABEL_RUN, child_name
+from ._native_env import NATIVE_KINDS, native_contract, service_hosts, wrap_command
 from ._pod import PodInput, build_pod_template
 
 __all__ = ["Segment", "build_native_jobs", "segments"]

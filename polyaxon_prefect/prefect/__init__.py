@@ -16,7 +16,7 @@ apply_env_defaults()
 
 if TYPE_CHECKING:
     from polyaxon_prefect.prefect._api import RunResult, run, to_flow
-    from polyaxon_prefect.prefect._job import job_flow, job_task, run_op_in_flow
+    from polyaxon_prefect.prefect._job_flow import job_flow, job_task, run_op_in_flow
     from polyaxon_prefect.prefect.deployments._deploy import deploy, polyaxonfile_flow
     from polyaxon_prefect.prefect.sweep._trial_flow import trial_flow
 
@@ -38,9 +38,9 @@ _LAZY = {
     "RunResult": "polyaxon_prefect.prefect._api",
     "run": "polyaxon_prefect.prefect._api",
     "to_flow": "polyaxon_prefect.prefect._api",
-    "job_flow": "polyaxon_prefect.prefect._job",
-    "job_task": "polyaxon_prefect.prefect._job",
-    "run_op_in_flow": "polyaxon_prefect.prefect._job",
+    "job_flow": "polyaxon_prefect.prefect._job_flow",
+    "job_task": "polyaxon_prefect.prefect._job_flow",
+    "run_op_in_flow": "polyaxon_prefect.prefect._job_flow",
     "trial_flow": "polyaxon_prefect.prefect.sweep._trial_flow",
 }
 

@@ -177,7 +177,7 @@ def to_flow(
     from prefect import flow
 
     from polyaxon_prefect.prefect._dispatch import run_hook_op, run_request_in_flow
-    from polyaxon_prefect.prefect._job import flow_name
+    from polyaxon_prefect.prefect._job_flow import flow_name
     from polyaxon_prefect.prefect._request import OpRequest
     from polyaxon_prefect.prefect._state_hooks import (
         StateHooks,

@@ -48,7 +48,7 @@ from polyaxon_prefect.dag._report import (
 from polyaxon_prefect.dag._scheduler import DagRun, Launch, Mark, problem_text
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
 from polyaxon_prefect.prefect._artifacts import artifact_key, markdown_artifact
-from polyaxon_prefect.prefect._job import OutcomeCallback, flow_name
+from polyaxon_prefect.prefect._job_flow import OutcomeCallback, flow_name
 from polyaxon_prefect.prefect._request import Children, FlowValue, OpRequest, OpTask
 from polyaxon_prefect.prefect._states import state_for_status
 from polyaxon_prefect.prefect.runs._record import OpsFile

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from prefect.client.schemas.objects import State
     from prefect.futures import PrefectFuture
 
-    from polyaxon_prefect.prefect._job import OutcomeCallback
+    from polyaxon_prefect.prefect._job_flow import OutcomeCallback
     from polyaxon_prefect.runtime import Connection
     from polyaxon_prefect.specs import LoadedPolyaxonfile
 
@@ -68,7 +68,7 @@ Runner = Callable[[OpRequest, "OutcomeCallback | None"], FlowValue]
 
 
 def _run_job(request: OpRequest, on_outcome: OutcomeCallback | None) -> FlowValue:
-    from polyaxon_prefect.prefect._job import run_op_in_flow
+    from polyaxon_prefect.prefect._job_flow import run_op_in_flow
 
     job = request.prepared or request.prepare_job()
     return run_op_in_flow(job, on_outcome, request.cancel_event)
@@ -76,7 +76,7 @@ def _run_job(request: OpRequest, on_outcome: OutcomeCallback | None) -> FlowValu
 
 def _run_dag(request: OpRequest, on_outcome: OutcomeCallback | None) -> FlowValue:
     from polyaxon_prefect.prefect._dag import run_dag_in_flow
-    from polyaxon_prefect.prefect._job import track_flow_run
+    from polyaxon_prefect.prefect._job_flow import track_flow_run
     from polyaxon_prefect.prefect.watch._mlflow_mirror import mirror_parent
 
     track_flow_run()
@@ -86,8 +86,8 @@ def _run_dag(request: OpRequest, on_outcome: OutcomeCallback | None) -> FlowValu
 
 
 def _run_sweep(request: OpRequest, on_outcome: OutcomeCallback | None) -> FlowValue:
-    from polyaxon_prefect.prefect._job import track_flow_run
-    from polyaxon_prefect.prefect.sweep._sweep import run_sweep_in_flow
+    from polyaxon_prefect.prefect._job_flow import track_flow_run
+    from polyaxon_prefect.prefect.sweep._sweep_flow import run_sweep_in_flow
     from polyaxon_prefect.prefect.watch._mlflow_mirror import mirror_parent
 
     track_flow_run()
@@ -239,7 +239,7 @@ def request_flow(
     """
     from prefect import flow
 
-    from polyaxon_prefect.prefect._job import flow_name
+    from polyaxon_prefect.prefect._job_flow import flow_name
     from polyaxon_prefect.prefect._state_hooks import state_hooks
 
     seen: list[RunResult] = []
@@ -348,7 +348,7 @@ class _SubflowOpTask:
         from prefect import task
         from prefect.cache_policies import NO_CACHE
 
-        from polyaxon_prefect.prefect._job import flow_name
+        from polyaxon_prefect.prefect._job_flow import flow_name
         from polyaxon_prefect.prefect._states import polyaxon_status, state_for_status
 
         request, outcomes = self.request, self.outcomes
@@ -392,7 +392,7 @@ class _Dispatcher:
     """`Children` for every runner: the kind of each child decides how it runs."""
 
     def dag_op(self, request: OpRequest) -> OpTask:
-        from polyaxon_prefect.prefect._job import JobOpTask
+        from polyaxon_prefect.prefect._job_flow import JobOpTask
 
         if op_kind(request.operation) == "job":
             assert request.cancel_event is not None

@@ -31,13 +31,13 @@ from polyaxon_prefect.runtime._errors import (
     UnknownConnectionError,
 )
 from polyaxon_prefect.runtime._outputs import read_metrics, read_outputs, validate_outputs
-from polyaxon_prefect.runtime.cache._cache import RunCache
 from polyaxon_prefect.runtime.cache._code_rules import (
     CODE_MAX_BYTES_ENV,
     CODE_MAX_FILES_ENV,
     CodeBudgetError,
     short_code,
 )
+from polyaxon_prefect.runtime.cache._run_cache import RunCache
 from polyaxon_prefect.runtime.logs._log_files import read_log_files, record_child
 from polyaxon_prefect.runtime.metrics._metric_history import (
     History,
@@ -70,13 +70,7 @@ if TYPE_CHECKING:
         executor_for,
         register_executor,
     )
-    from polyaxon_prefect.runtime._job import (
-        PreparedJob,
-        execute_job,
-        prepare_job,
-    )
-    from polyaxon_prefect.runtime._result import RunResult
-    from polyaxon_prefect.runtime._service import (
+    from polyaxon_prefect.runtime._local_service import (
         ServiceContext,
         announce_serving,
         forget_serving,
@@ -84,17 +78,23 @@ if TYPE_CHECKING:
         service_settings,
         service_url,
     )
-    from polyaxon_prefect.runtime.cluster._cluster import (
+    from polyaxon_prefect.runtime._one_process import (
+        PreparedJob,
+        execute_job,
+        prepare_job,
+    )
+    from polyaxon_prefect.runtime._result import RunResult
+    from polyaxon_prefect.runtime.cluster._cluster_compile import cluster_manifests
+    from polyaxon_prefect.runtime.cluster._cluster_prepare import (
         CONNECTIONS_ENV,
         PreparedManifests,
         prepare_cluster,
         read_connections_file,
     )
-    from polyaxon_prefect.runtime.cluster._cluster_compile import cluster_manifests
-    from polyaxon_prefect.runtime.cluster._handback import handback_outcome
+    from polyaxon_prefect.runtime.cluster._handback_outcome import handback_outcome
     from polyaxon_prefect.runtime.gpu._gpu_admit import check_gpus_up_front
     from polyaxon_prefect.runtime.logs._run_secrets import run_secrets
-    from polyaxon_prefect.runtime.render._init import INIT_HANDLERS
+    from polyaxon_prefect.runtime.render._init_steps import INIT_HANDLERS
     from polyaxon_prefect.runtime.render._locate import locate_problems
     from polyaxon_prefect.runtime.render._param_values import merge_params
     from polyaxon_prefect.runtime.render._render_run import render_run
@@ -182,7 +182,7 @@ __getattr__ = lazy_attributes(
         **dict.fromkeys(
             ("EXECUTORS", "Executor", "executor_for", "register_executor"), "_executors"
         ),
-        **dict.fromkeys(("PreparedManifests", "prepare_cluster"), "cluster._cluster"),
+        **dict.fromkeys(("PreparedManifests", "prepare_cluster"), "cluster._cluster_prepare"),
         "RunResult": "_result",
         "run_secrets": "logs._run_secrets",
         **dict.fromkeys(
@@ -194,17 +194,17 @@ __getattr__ = lazy_attributes(
                 "service_settings",
                 "service_url",
             ),
-            "_service",
+            "_local_service",
         ),
         "PreparedJob": "_prepared",
-        **dict.fromkeys(("execute_job", "prepare_job"), "_job"),
+        **dict.fromkeys(("execute_job", "prepare_job"), "_one_process"),
         "render_run": "render._render_run",
         "merge_params": "render._param_values",
-        "INIT_HANDLERS": "render._init",
+        "INIT_HANDLERS": "render._init_steps",
         "locate_problems": "render._locate",
         "cluster_manifests": "cluster._cluster_compile",
-        **dict.fromkeys(("CONNECTIONS_ENV", "read_connections_file"), "cluster._cluster"),
-        "handback_outcome": "cluster._handback",
+        **dict.fromkeys(("CONNECTIONS_ENV", "read_connections_file"), "cluster._cluster_prepare"),
+        "handback_outcome": "cluster._handback_outcome",
         "check_gpus_up_front": "gpu._gpu_admit",
         **dict.fromkeys(("request_stop", "stop_requested"), "session._session"),
     },

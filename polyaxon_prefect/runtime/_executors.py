@@ -17,16 +17,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from polyaxon_prefect.exceptions import Problem, UnsupportedFeatureError
-from polyaxon_prefect.runtime._job import (
+from polyaxon_prefect.runtime._launcher import Launcher, ProcessLauncher
+from polyaxon_prefect.runtime._local_service import execute_service, prepare_service
+from polyaxon_prefect.runtime._one_process import (
     LOCAL,
     ONE_PROCESS_KINDS,
     PreparedJob,
     execute_job,
     prepare_job,
 )
-from polyaxon_prefect.runtime._launcher import Launcher, ProcessLauncher
 from polyaxon_prefect.runtime._replicas import execute_replicas, prepare_replicas
-from polyaxon_prefect.runtime._service import execute_service, prepare_service
 from polyaxon_prefect.runtime.docker._container import CONTAINER_BACKEND
 from polyaxon_prefect.runtime.docker._container_launcher import ContainerLauncher
 from polyaxon_prefect.runtime.docker._container_replicas import CONTAINER_REPLICA_KINDS
@@ -121,7 +121,7 @@ JobExecutor = LocalExecutor(prepare_job, execute_job)
 ReplicasExecutor = LocalExecutor(prepare_replicas, execute_replicas)
 """A distributed op (``tfjob``, ``pytorchjob``...) as one local process per replica."""
 ServiceExecutor = LocalExecutor(prepare_service, execute_service)
-"""A ``kind: service`` op as one managed long-running local process (`runtime._service`)."""
+"""A ``kind: service`` op as one managed long-running local process (`runtime._local_service`)."""
 ContainerJobExecutor = LocalExecutor(prepare_job, execute_job, ContainerLauncher)
 """The ``docker`` backend: a one-container op as one container of its image."""
 ContainerReplicasExecutor = LocalExecutor(prepare_replicas, execute_replicas, ContainerLauncher)

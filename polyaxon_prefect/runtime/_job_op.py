@@ -20,8 +20,8 @@ from polyaxon_prefect.runtime._executors import executor_for
 from polyaxon_prefect.runtime._outcome import last_lines
 from polyaxon_prefect.runtime._prepared import PreparedJob
 from polyaxon_prefect.runtime._result import RunResult
-from polyaxon_prefect.runtime.cache._cache import CacheHit, RunCache
 from polyaxon_prefect.runtime.cache._code_rules import short_code
+from polyaxon_prefect.runtime.cache._run_cache import CacheHit, RunCache
 from polyaxon_prefect.runtime.gpu._gpu_admit import admitted, with_no_gpu_hint
 from polyaxon_prefect.runtime.logs._masking import mask_text, mask_value
 from polyaxon_prefect.runtime.metrics._tensorboard import metric_events

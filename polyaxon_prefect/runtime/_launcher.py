@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from polyaxon_prefect.runtime._prepared import PreparedJob
-from polyaxon_prefect.runtime.render._render import python_env
+from polyaxon_prefect.runtime.render._render_sections import python_env
 from polyaxon_prefect.runtime.session._process import ProcessResult, run_process
 from polyaxon_prefect.specs import LOCAL
 

@@ -51,9 +51,9 @@ from polyaxon_prefect.distributed import (
 from polyaxon_prefect.exceptions import PolyaxonfileError, UnsupportedFeatureError
 from polyaxon_prefect.runtime._context import new_run_context
 from polyaxon_prefect.runtime._errors import InitStepError, RunRuntimeError
-from polyaxon_prefect.runtime._job import LOCAL, _before_process
 from polyaxon_prefect.runtime._launcher import PROCESS, Launch, Launcher, run_launched
 from polyaxon_prefect.runtime._mpi import LAUNCHED, check_mpirun, launcher_env, mpirun_argv
+from polyaxon_prefect.runtime._one_process import LOCAL, _before_process
 from polyaxon_prefect.runtime._outcome import (
     failed,
     finish_ttl,
@@ -64,7 +64,7 @@ from polyaxon_prefect.runtime._outcome import (
 from polyaxon_prefect.runtime._prepared import PreparedJob
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.runtime.gpu._gpu_admit import check_gpu_capacity
-from polyaxon_prefect.runtime.render._init import run_init
+from polyaxon_prefect.runtime.render._init_steps import run_init
 from polyaxon_prefect.runtime.render._locate import locate_problems
 from polyaxon_prefect.runtime.render._options import PrepareOptions
 from polyaxon_prefect.runtime.render._render_run import render_run

@@ -12,7 +12,7 @@ from polyaxon_prefect.search._kinds import (
     UnknownMatrixKindError,
     get_kind,
 )
-from polyaxon_prefect.search._plan import (
+from polyaxon_prefect.search._matrix_plan import (
     Bracket,
     grid_points,
     grid_suggestions,
@@ -36,11 +36,11 @@ from polyaxon_prefect.search._progress import (
     sweep_eta,
     trial_line,
 )
-from polyaxon_prefect.search._random import random_suggestions
-from polyaxon_prefect.search._records import Suggestion, SweepStudyError, TrialRecord
+from polyaxon_prefect.search._random_draws import random_suggestions
 from polyaxon_prefect.search._space import hp_values, reachable_values, sample_hp, space_size
 from polyaxon_prefect.search._stopping import RunSummary, StopDecision, check_early_stopping
 from polyaxon_prefect.search._sweep import data_section, read_data_section, trial_results
+from polyaxon_prefect.search._trial_records import Suggestion, SweepStudyError, TrialRecord
 
 if TYPE_CHECKING:
     from polyaxon_prefect.search._optuna._extend import extend_study

@@ -1,7 +1,7 @@
 """A sweep's bookkeeping and reports, without Prefect: names, what ended, when to stop, results.
 
-The Prefect layer (`polyaxon_prefect.prefect.sweep._sweep`) owns the thread pool, the trials' flow
-runs and the artifacts; what those show and decide is computed here: a trial's name, the study
+The Prefect layer (`polyaxon_prefect.prefect.sweep._sweep_flow`) owns the thread pool, the trials'
+flow runs and the artifacts; what those show and decide is computed here: a trial's name, the study
 prefix that ``--resume`` finds, the status a finished trial is told as, early stopping over the
 trials so far, the sweep's final status and message, the leaderboard rows and the best trial's
 Markdown.

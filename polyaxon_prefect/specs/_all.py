@@ -27,9 +27,6 @@ from polyaxon_prefect.specs._kinds import (
 from polyaxon_prefect.specs._loaded import (
     LoadedPolyaxonfile,
 )
-from polyaxon_prefect.specs._names import (
-    slug,
-)
 from polyaxon_prefect.specs._polyaxonfile import (
     NAME_CHARACTERS,
     NAME_REGEX,
@@ -48,6 +45,9 @@ from polyaxon_prefect.specs._run_kinds import (
     replica_paths,
     run_keys,
     spec_keys,
+)
+from polyaxon_prefect.specs._slug import (
+    slug,
 )
 from polyaxon_prefect.specs._status import (
     DONE_STATUSES,

@@ -1,6 +1,6 @@
 """The conformance suite of an init source's handler: a job's ``init`` step does what it says.
 
-`polyaxon_prefect.runtime.render._init.INIT_HANDLERS` maps each source (``git``, ``file``,
+`polyaxon_prefect.runtime.render._init_steps.INIT_HANDLERS` maps each source (``git``, ``file``,
 ``paths``...)
 to the function that runs it before the main process. Every handler promises its job three
 things, checked here: its source is registered and its step describes itself (a failure message

@@ -3,7 +3,7 @@
 Running 200 real jobs would take minutes; what ``ls`` reads of a run is only its flow run
 (name, tags, state, times) and its report artifact. So each run here is made through Prefect's
 client API exactly as a finished job leaves it: a flow run taken through Running to its final
-state, and the ``<op>-run`` table artifact a job's runner publishes (`prefect._job`), with the
+state, and the ``<op>-run`` table artifact a job's runner publishes (`prefect._job_flow`), with the
 same rows (`runtime._job_op.job_report_rows`: ``run``/``param``/``output``/``metric`` kinds,
 values with their JSON types) and the same description (``params and outputs of `op` (run
 <uuid>)``). No process is started and nothing is written under the artifacts root.

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from polyaxon_prefect.runtime._context import ENV_ARTIFACTS_ROOT, find_run_path
-from polyaxon_prefect.runtime._job import LOG_FILE
+from polyaxon_prefect.runtime._one_process import LOG_FILE
 from polyaxon_prefect.runtime.docker._container_replicas import SSH_DIR
 from tests.prefect import container_images as images
 from tests.prefect.conftest import MARK, cli_on, run_processes, wait_until

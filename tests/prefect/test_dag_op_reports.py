@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from polyaxon_prefect.prefect import _job, run
+from polyaxon_prefect.prefect import _job_flow, run
 
 SLOW_SECONDS = 3.0
 """How long the API takes to store each op's table here (a busy server)."""
@@ -26,7 +26,7 @@ def test_a_slow_server_holds_no_op_and_loses_no_table(
 ) -> None:
     written: list[str] = []
     lock = threading.Lock()
-    real_table = _job.table_artifact
+    real_table = _job_flow.table_artifact
 
     def slow_table(rows: list[dict[str, Any]], *, key: str | None, description: str) -> None:
         time.sleep(SLOW_SECONDS)  # the server answers late, then stores it
@@ -34,7 +34,7 @@ def test_a_slow_server_holds_no_op_and_loses_no_table(
         with lock:
             written.append(_op_of(description))
 
-    monkeypatch.setattr(_job, "table_artifact", slow_table)
+    monkeypatch.setattr(_job_flow, "table_artifact", slow_table)
     code = "from polyaxon_prefect import tracking; tracking.log_outputs(loss=0.5)"
     job = {
         "name": "emit",

@@ -8,7 +8,7 @@ from pathlib import Path
 from prefect.states import Failed
 
 from polyaxon_prefect.loading import load_polyaxonfile
-from polyaxon_prefect.prefect._job import JobOpTask
+from polyaxon_prefect.prefect._job_flow import JobOpTask
 from polyaxon_prefect.runtime import PrepareOptions, RunContext, new_run_context, prepare_job
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.specs import Status

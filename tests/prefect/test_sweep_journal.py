@@ -133,7 +133,7 @@ def test_a_damaged_journal_is_one_line_naming_the_file_and_exit_1(
 def test_a_journal_cut_short_still_resumes(tmp_path: Path, prefect_server: str) -> None:
     from polyaxon_prefect.loading._load import load_polyaxonfile
     from polyaxon_prefect.prefect._dispatch import OpRequest
-    from polyaxon_prefect.prefect.sweep._sweep import study_prefix
+    from polyaxon_prefect.prefect.sweep._sweep_flow import study_prefix
     from polyaxon_prefect.search._optuna._study import SweepStudy
 
     root = tmp_path / "artifacts"

@@ -101,7 +101,7 @@ def _optuna_trials(path: Path, storage: str) -> list[Any]:
 
     from polyaxon_prefect.loading._load import load_polyaxonfile
     from polyaxon_prefect.prefect._dispatch import OpRequest
-    from polyaxon_prefect.prefect.sweep._sweep import study_prefix
+    from polyaxon_prefect.prefect.sweep._sweep_flow import study_prefix
     from polyaxon_prefect.search._optuna._study import SweepStudy
 
     name = SweepStudy.latest(storage, study_prefix(OpRequest(loaded=load_polyaxonfile(path))))
@@ -112,7 +112,7 @@ def _recorded(path: Path, storage: str) -> dict[float, str]:
     """What the killed sweep's study recorded: x -> status (read without recovering)."""
     from polyaxon_prefect.loading._load import load_polyaxonfile
     from polyaxon_prefect.prefect._dispatch import OpRequest
-    from polyaxon_prefect.prefect.sweep._sweep import study_prefix
+    from polyaxon_prefect.prefect.sweep._sweep_flow import study_prefix
     from polyaxon_prefect.search._optuna._study import SweepStudy
 
     loaded = load_polyaxonfile(path)

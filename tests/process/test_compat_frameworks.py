@@ -13,7 +13,7 @@ import pytest
 
 from polyaxon_prefect.loading._load import load_polyaxonfile
 from polyaxon_prefect.runtime import RunContext, new_run_context
-from polyaxon_prefect.runtime._job import execute_job, prepare_job
+from polyaxon_prefect.runtime._one_process import execute_job, prepare_job
 from polyaxon_prefect.tracking import read_metrics_file
 
 pytestmark = [pytest.mark.process, pytest.mark.slow]

@@ -15,7 +15,7 @@ import pytest
 
 from polyaxon_prefect.loading._load import load_polyaxonfile
 from polyaxon_prefect.runtime import new_run_context
-from polyaxon_prefect.runtime._job import execute_job, prepare_job
+from polyaxon_prefect.runtime._one_process import execute_job, prepare_job
 from polyaxon_prefect.runtime.render._compat_path import COMPAT_DIR, PACKAGES, compat_env
 
 pytestmark = pytest.mark.process

@@ -15,7 +15,13 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
 
-from architecture_report import CYCLE_PENDING, kinds_and_shapes  # noqa: E402
+from architecture_report import (  # noqa: E402
+    CYCLE_PENDING,
+    PACKAGE,
+    kinds_and_shapes,
+    modules,
+    repeated_base_names,
+)
 from import_rules import module_cycles, private_module_imports  # noqa: E402
 from kind_switches import kind_switches  # noqa: E402
 from layer_table import layer_mismatches  # noqa: E402
@@ -135,13 +141,13 @@ def test_a_private_module_of_another_package_is_counted(tmp_path: Path) -> None:
     (package / "runtime").mkdir()
     importer = package / "prefect" / "_flow.py"
     importer.write_text(
-        "from polyaxon_prefect.runtime._job import run\n"
+        "from polyaxon_prefect.runtime._one_process import run\n"
         "from polyaxon_prefect.runtime import execute\n"
         "from polyaxon_prefect.prefect._states import state\n",
         encoding="utf-8",
     )
     places = private_module_imports([importer], tmp_path, "polyaxon_prefect")
-    assert places == ["polyaxon_prefect/prefect/_flow.py:1 polyaxon_prefect.runtime._job"]
+    assert places == ["polyaxon_prefect/prefect/_flow.py:1 polyaxon_prefect.runtime._one_process"]
 
 
 def test_the_package_has_no_module_cycle_but_those_pending() -> None:
@@ -175,3 +181,19 @@ def test_a_layer_table_out_of_order_is_reported(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     assert layer_mismatches(contract, doc, "pkg") == []
+
+
+def test_a_base_name_two_modules_share_is_reported_with_both_paths(tmp_path: Path) -> None:
+    files = ["a/_job.py", "b/_job.py", "a/__init__.py", "b/__init__.py", "a/_plan.py"]
+    for name in files:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("", encoding="utf-8")
+    assert repeated_base_names((tmp_path / f for f in files), tmp_path) == [
+        "_job.py: a/_job.py, b/_job.py"
+    ]
+
+
+def test_the_compat_mirrors_keep_polyaxons_names_and_no_other_base_name_repeats() -> None:
+    assert repeated_base_names(modules(), PACKAGE) == []
+    mirrors = [p for p in modules() if "_compat" in p.parts and p.name == "keras.py"]
+    assert len(mirrors) == 2

@@ -24,7 +24,7 @@ class _JobLines(logging.Handler):
 
     def __init__(self, stream: IO[str], prefixed: bool) -> None:
         super().__init__(logging.DEBUG)
-        from polyaxon_prefect.prefect._job import JOB_LINE
+        from polyaxon_prefect.prefect._job_flow import JOB_LINE
 
         self.mark = JOB_LINE
         self.stream = stream

@@ -414,7 +414,7 @@ def deploy(
     """
     from prefect.client.orchestration import get_client
 
-    from polyaxon_prefect.prefect._job import flow_name
+    from polyaxon_prefect.prefect._job_flow import flow_name
 
     operation, schema, defaults, env = _read(file, presets, params)
     component = operation.component

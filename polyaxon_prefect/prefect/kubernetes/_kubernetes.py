@@ -7,7 +7,7 @@ deletions and pod diagnoses (prefect-kubernetes' own ``diagnose_k8s_pod``) from
 pool's settings, when a run is over, what an error means) is pure, in
 `polyaxon_prefect.kubernetes._cluster`.
 
-A run: the manifests (`runtime._cluster.prepare_cluster`) get the work pool's settings where
+A run: the manifests (`runtime.prepare_cluster`) get the work pool's settings where
 the Polyaxonfile sets none (namespace, service account, image pull secrets, node selector,
 tolerations: the pool's base job template, then the deployment's and the flow run's job
 variables), are created in order, then watched until the resource's conditions (Kubeflow) or
@@ -24,7 +24,7 @@ a disruption failed submitted again (`_Submission._resubmit`).
 A job's pod prints its outputs and metrics in one block at the end of its log
 (`polyaxon_prefect.kubernetes.HandbackParser` reads it out of the stream, so users never see
 it); once the run is over they are written into the run on this machine
-(`runtime._handback.handback_outcome`), as a local job leaves them.
+(`runtime.handback_outcome`), as a local job leaves them.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ from polyaxon_prefect.prefect.kubernetes._kubernetes_scheduling import PodSchedu
 from polyaxon_prefect.runtime import PrepareOptions, handback_outcome
 from polyaxon_prefect.runtime._executors import register_executor
 from polyaxon_prefect.runtime._result import RunResult
-from polyaxon_prefect.runtime.cluster._cluster import PreparedManifests, prepare_cluster
+from polyaxon_prefect.runtime.cluster._cluster_prepare import PreparedManifests, prepare_cluster
 from polyaxon_prefect.runtime.session._session import stop_requested
 from polyaxon_prefect.specs import KUBEFLOW_KINDS, Status
 

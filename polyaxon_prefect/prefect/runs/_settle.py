@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from polyaxon_prefect.prefect._artifacts import artifact_key
-from polyaxon_prefect.prefect._job import flow_name
+from polyaxon_prefect.prefect._job_flow import flow_name
 from polyaxon_prefect.prefect._states import state_for_status
 from polyaxon_prefect.prefect.runs._run_record import RECORD_SUFFIX, _record_markdown
 

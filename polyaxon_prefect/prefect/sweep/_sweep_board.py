@@ -20,7 +20,7 @@ from polyaxon_prefect.prefect._artifacts import (
     table_artifact,
 )
 from polyaxon_prefect.prefect.watch import _live as live
-from polyaxon_prefect.prefect.watch._progress import publish_label
+from polyaxon_prefect.prefect.watch._progress_publish import publish_label
 from polyaxon_prefect.runtime.logs._masking import mask_value
 from polyaxon_prefect.search import SweepProgress, ranked_by
 from polyaxon_prefect.search._sweep import best_markdown, leaderboard_rows, trial_dict

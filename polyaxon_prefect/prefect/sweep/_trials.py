@@ -37,7 +37,7 @@ from prefect.client.schemas.objects import State, StateType
 from prefect.states import Completed, Failed
 
 from polyaxon_prefect.prefect._client import api_request
-from polyaxon_prefect.prefect._job import JOB_LINE, flow_name
+from polyaxon_prefect.prefect._job_flow import JOB_LINE, flow_name
 from polyaxon_prefect.prefect._states import polyaxon_status, state_for_result
 from polyaxon_prefect.prefect.kubernetes._gpu_wait import GPU_WAIT_STATE_NAME
 from polyaxon_prefect.prefect.server._server_watch import ResultInHand

@@ -1,7 +1,7 @@
 """Whether a job is cached, and under which key (Polyaxon's cache state, hashed).
 
-Apart from `polyaxon_prefect.runtime.cache._cache` (the store), which must stay free of templates:
-the flow layer reads the store without rendering anything.
+Apart from `polyaxon_prefect.runtime.cache._run_cache` (the store), which must stay free of
+templates: the flow layer reads the store without rendering anything.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 from polyaxon_prefect.loading import TemplateError, render_bool
 from polyaxon_prefect.runtime._context import RunContext, project_uuid
-from polyaxon_prefect.runtime.render._problems import Problems
+from polyaxon_prefect.runtime.render._problem_collector import Problems
 from polyaxon_prefect.specs import Component
 
 __all__ = ["cache_enabled", "cache_key"]

@@ -6,7 +6,7 @@ pipeline), in the DAG's order, each document annotated with its op (`OP_ANNOTATI
 ``kubectl`` users can tell them apart in one stream. The params the file gives are rendered in,
 so ``--lr={{ lr }}`` prints ``--lr=0.01`` and the output applies as is; what only a submission
 knows stays as written: ``{{ globals.* }}`` (the run's uuid, paths, times), ``connections``, and
-a DAG op's params that an upstream op's outputs fill (`runtime._cluster.prepare_cluster`
+a DAG op's params that an upstream op's outputs fill (`runtime.prepare_cluster`
 renders them when a run is submitted).
 Problems (a container with no image first among them) are located in the file of the op.
 """
@@ -21,11 +21,15 @@ from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
 from polyaxon_prefect.kubernetes import CLUSTER_KINDS, Backend, build_manifests
 from polyaxon_prefect.loading import TemplateError, build_context, render_value
 from polyaxon_prefect.runtime._context import new_run_context
-from polyaxon_prefect.runtime.cluster._cluster import ARGV_KEYS, cluster_context
+from polyaxon_prefect.runtime.cluster._cluster_prepare import ARGV_KEYS, cluster_context
 from polyaxon_prefect.runtime.render._locate import locate_problems
 from polyaxon_prefect.runtime.render._param_values import template_params
-from polyaxon_prefect.runtime.render._problems import Problems
-from polyaxon_prefect.runtime.render._render import has_template, render_argv, render_text_value
+from polyaxon_prefect.runtime.render._problem_collector import Problems
+from polyaxon_prefect.runtime.render._render_sections import (
+    has_template,
+    render_argv,
+    render_text_value,
+)
 from polyaxon_prefect.specs import LoadedPolyaxonfile, dag_of
 
 __all__ = ["OP_ANNOTATION", "cluster_manifests"]
@@ -75,7 +79,7 @@ def _with_params_rendered(loaded: LoadedPolyaxonfile, op_name: str) -> Any:
 
 
 def _rendered(value: object, context: Mapping[str, Any], key: object = None) -> Any:
-    """`runtime._cluster`'s rendering rules (argv one argument per element, env values as
+    """`runtime.prepare_cluster`'s rendering rules (argv one argument per element, env values as
     text, the rest read back as literals), each template on its own: one that cannot render
     yet is kept as written."""
     if key in ARGV_KEYS and isinstance(value, list):

@@ -26,13 +26,13 @@ from typing import TYPE_CHECKING, Any
 from polyaxon_prefect.containers import container_name, remove_argv, run_argv
 from polyaxon_prefect.distributed import named_cluster
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
-from polyaxon_prefect.runtime._job import prepare_job
 from polyaxon_prefect.runtime._launcher import Launch, Process
 from polyaxon_prefect.runtime._mpi import AS_ROOT, LAUNCHED
+from polyaxon_prefect.runtime._one_process import prepare_job
 from polyaxon_prefect.runtime._outcome import failed
 from polyaxon_prefect.runtime._prepared import ImageRun, PreparedJob
 from polyaxon_prefect.runtime._result import RunResult
-from polyaxon_prefect.runtime.docker._build import BuildNotSupportedError
+from polyaxon_prefect.runtime.docker._build_ops import BuildNotSupportedError
 from polyaxon_prefect.runtime.docker._container import (
     CONTAINER_BACKEND,
     admitted_devices,
@@ -62,7 +62,7 @@ from polyaxon_prefect.runtime.docker._container_replicas import (
     open_run_network,
     ssh_mounts,
 )
-from polyaxon_prefect.runtime.render._problems import first
+from polyaxon_prefect.runtime.render._problem_collector import first
 from polyaxon_prefect.tracking import OUTPUTS_FILE
 
 if TYPE_CHECKING:

@@ -37,8 +37,8 @@ from polyaxon_prefect.runtime.gpu._gpu_locks import (
     this_machine_gpus,
 )
 from polyaxon_prefect.runtime.render._locate import locate_problems
-from polyaxon_prefect.runtime.render._problems import PathT, Problems
-from polyaxon_prefect.runtime.render._render import render_scalar
+from polyaxon_prefect.runtime.render._problem_collector import PathT, Problems
+from polyaxon_prefect.runtime.render._render_sections import render_scalar
 from polyaxon_prefect.specs import LoadedPolyaxonfile, Status
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from polyaxon_prefect.exceptions import PolyaxonfileError, Problem
-from polyaxon_prefect.runtime.render._problems import PathT
+from polyaxon_prefect.runtime.render._problem_collector import PathT
 
 __all__ = ["locate_problems"]
 

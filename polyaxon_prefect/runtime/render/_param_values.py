@@ -19,8 +19,8 @@ from polyaxon_prefect.loading import (
     build_context,
     render_value,
 )
-from polyaxon_prefect.runtime.render._problems import Problems, first
-from polyaxon_prefect.runtime.render._render import has_template
+from polyaxon_prefect.runtime.render._problem_collector import Problems, first
+from polyaxon_prefect.runtime.render._render_sections import has_template
 from polyaxon_prefect.specs.params._validate_params import (
     missing_param,
     null_param,

@@ -21,7 +21,7 @@ from polyaxon_prefect.runtime._prepared import InitStep, PreparedJob
 from polyaxon_prefect.runtime.cache._cache_key import cache_enabled, cache_key
 from polyaxon_prefect.runtime.cache._code_hash import op_code
 from polyaxon_prefect.runtime.cache._code_rules import key_with_code
-from polyaxon_prefect.runtime.docker._build import check_build
+from polyaxon_prefect.runtime.docker._build_ops import check_build
 from polyaxon_prefect.runtime.gpu._gpu_admit import (
     RESOURCES,
     check_gpu_capacity,
@@ -34,12 +34,12 @@ from polyaxon_prefect.runtime.logs._masking import (
 )
 from polyaxon_prefect.runtime.render._compat_path import compat_env
 from polyaxon_prefect.runtime.render._connections import UsedConnections, use_connections
-from polyaxon_prefect.runtime.render._init import init_entries, init_steps
+from polyaxon_prefect.runtime.render._init_steps import init_entries, init_steps
 from polyaxon_prefect.runtime.render._locate import locate_problems
 from polyaxon_prefect.runtime.render._options import PrepareOptions
 from polyaxon_prefect.runtime.render._param_values import run_params
-from polyaxon_prefect.runtime.render._problems import Problems
-from polyaxon_prefect.runtime.render._render import (
+from polyaxon_prefect.runtime.render._problem_collector import Problems
+from polyaxon_prefect.runtime.render._render_sections import (
     render_container,
     render_run_connections,
     render_settings,

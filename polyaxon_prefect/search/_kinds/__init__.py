@@ -1,6 +1,6 @@
 """The registry of matrix kinds: ``KINDS[matrix.kind]`` plans, counts and drives a sweep.
 
-One module per kind implements the ``MatrixKind`` protocol (``_base``); ``get_kind`` is the
+One module per kind implements the ``MatrixKind`` protocol (``_kind_protocol``); ``get_kind`` is the
 only lookup, so a kind missing here fails with one error that names it.
 """
 
@@ -10,7 +10,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect.exceptions import PolyaxonPrefectError
-from polyaxon_prefect.search._kinds._base import (
+from polyaxon_prefect.search._kinds._bayes import BayesKind
+from polyaxon_prefect.search._kinds._grid import Grid
+from polyaxon_prefect.search._kinds._hyperband import HyperbandKind
+from polyaxon_prefect.search._kinds._hyperopt import HyperoptKind
+from polyaxon_prefect.search._kinds._iterative import IterativeKind
+from polyaxon_prefect.search._kinds._kind_protocol import (
     BaseKind,
     IndexedKind,
     MatrixKind,
@@ -19,11 +24,6 @@ from polyaxon_prefect.search._kinds._base import (
     TemplateError,
     TunedKind,
 )
-from polyaxon_prefect.search._kinds._bayes import BayesKind
-from polyaxon_prefect.search._kinds._grid import Grid
-from polyaxon_prefect.search._kinds._hyperband import HyperbandKind
-from polyaxon_prefect.search._kinds._hyperopt import HyperoptKind
-from polyaxon_prefect.search._kinds._iterative import IterativeKind
 from polyaxon_prefect.search._kinds._mapping import MappingKind
 from polyaxon_prefect.search._kinds._random import Random
 from polyaxon_prefect.specs import Matrix

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from polyaxon_prefect.search._kinds._base import SearchedKind, rendered, rendered_params
+from polyaxon_prefect.search._kinds._kind_protocol import SearchedKind, rendered, rendered_params
 from polyaxon_prefect.search._kinds._random import seeded
 from polyaxon_prefect.specs import Bayes
 

@@ -14,7 +14,7 @@ import math
 from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
-from polyaxon_prefect.search._kinds._base import IndexedKind
+from polyaxon_prefect.search._kinds._kind_protocol import IndexedKind
 from polyaxon_prefect.specs import GridSearch
 
 __all__ = ["Grid", "GridPoints", "grid_points", "grid_suggestions"]

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from polyaxon_prefect.search._kinds._base import BaseKind, StudyHandle, rendered
-from polyaxon_prefect.search._random import random_suggestions
-from polyaxon_prefect.search._records import PENDING, TrialRecord
+from polyaxon_prefect.search._kinds._kind_protocol import BaseKind, StudyHandle, rendered
+from polyaxon_prefect.search._random_draws import random_suggestions
 from polyaxon_prefect.search._space import space_size
+from polyaxon_prefect.search._trial_records import PENDING, TrialRecord
 from polyaxon_prefect.specs import Hyperband, Status
 
 __all__ = ["Bracket", "HyperbandKind", "hyperband_schedule"]

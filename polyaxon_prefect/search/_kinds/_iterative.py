@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from polyaxon_prefect.search._kinds._base import (
+from polyaxon_prefect.search._kinds._kind_protocol import (
     BaseKind,
     StudyHandle,
     rendered,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from polyaxon_prefect.search._kinds._base import IndexedKind
+from polyaxon_prefect.search._kinds._kind_protocol import IndexedKind
 from polyaxon_prefect.specs import Mapping
 
 __all__ = ["MappingKind", "mapping_suggestions"]

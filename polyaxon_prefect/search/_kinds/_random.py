@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from polyaxon_prefect.search._kinds._base import BaseKind, rendered, rendered_params
-from polyaxon_prefect.search._random import random_suggestions
+from polyaxon_prefect.search._kinds._kind_protocol import BaseKind, rendered, rendered_params
+from polyaxon_prefect.search._random_draws import random_suggestions
 from polyaxon_prefect.search._space import space_size
 from polyaxon_prefect.specs import RandomSearch
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from polyaxon_prefect.search._kinds import IndexedKind, TunedKind, get_kind
 from polyaxon_prefect.search._optuna._attrs import encode
-from polyaxon_prefect.search._records import SweepStudyError
+from polyaxon_prefect.search._trial_records import SweepStudyError
 from polyaxon_prefect.specs import MAX_GRID_ENV, Matrix, max_grid
 
 if TYPE_CHECKING:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from polyaxon_prefect.exceptions import Problem
-from polyaxon_prefect.search._records import SweepStudyError
+from polyaxon_prefect.search._trial_records import SweepStudyError
 
 __all__ = [
     "JOURNAL_SUFFIX",

@@ -32,7 +32,7 @@ from polyaxon_prefect.search._kinds import IndexedKind, MatrixKind, StudyHandle,
 from polyaxon_prefect.search._optuna._attrs import decode
 from polyaxon_prefect.search._optuna._storage import finish_trial
 from polyaxon_prefect.search._optuna._trial_params import OptunaParam
-from polyaxon_prefect.search._records import PENDING, TrialRecord
+from polyaxon_prefect.search._trial_records import PENDING, TrialRecord
 from polyaxon_prefect.specs import Status
 
 __all__ = ["ResumedStudy", "not_run", "recover", "recreate"]

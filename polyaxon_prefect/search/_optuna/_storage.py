@@ -24,7 +24,7 @@ from polyaxon_prefect.search._optuna._journal import (
     journal_path,
     repair_torn_tail,
 )
-from polyaxon_prefect.search._records import SweepStudyError
+from polyaxon_prefect.search._trial_records import SweepStudyError
 
 __all__ = [
     "MEMORY_URL",

@@ -63,8 +63,8 @@ from polyaxon_prefect.search._optuna._trial_state import (
     finished_state,
     trial_record,
 )
-from polyaxon_prefect.search._records import Suggestion, SweepStudyError, TrialRecord
 from polyaxon_prefect.search._samplers import Dimension, optuna_space
+from polyaxon_prefect.search._trial_records import Suggestion, SweepStudyError, TrialRecord
 from polyaxon_prefect.specs import Matrix, Status
 
 __all__ = ["Suggestion", "SweepStudy", "SweepStudyError", "TrialRecord"]

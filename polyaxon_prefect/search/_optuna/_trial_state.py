@@ -25,7 +25,7 @@ from typing import Any, Final
 from optuna.trial import FrozenTrial, TrialState
 
 from polyaxon_prefect.search._optuna._attrs import decode
-from polyaxon_prefect.search._records import PENDING, TrialRecord, TrialStatus
+from polyaxon_prefect.search._trial_records import PENDING, TrialRecord, TrialStatus
 from polyaxon_prefect.specs import Status
 
 __all__ = ["NO_METRIC_NAME", "NO_METRIC_VALUE", "finished_state", "trial_record", "trial_status"]

@@ -2,7 +2,7 @@
 
 Laid out as Optuna lays out ``samplers/_gp``:
 
-- ``_space``: Polyaxon's hyper-parameters as Optuna distributions (``optuna_space``);
+- ``_optuna_space``: Polyaxon's hyper-parameters as Optuna distributions (``optuna_space``);
 - ``_encoder``: the unit-cube encoding and the sampler base shared by the two samplers below;
 - ``_gp``: the numpy Gaussian process and its acquisition (math only), for bayes without torch;
 - ``_gp_sampler``: ``bayes``: Optuna's ``GPSampler``, else ``GaussianProcessSampler`` on ``_gp``;
@@ -25,7 +25,7 @@ from optuna.samplers import BaseSampler, RandomSampler, TPESampler
 
 from polyaxon_prefect.search._samplers._anneal import AnnealSampler
 from polyaxon_prefect.search._samplers._gp_sampler import GaussianProcessSampler, bayes_sampler
-from polyaxon_prefect.search._samplers._space import Dimension, optuna_space
+from polyaxon_prefect.search._samplers._optuna_space import Dimension, optuna_space
 
 __all__ = [
     "AnnealSampler",

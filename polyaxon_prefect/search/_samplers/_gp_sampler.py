@@ -25,7 +25,7 @@ from optuna.trial import FrozenTrial
 
 from polyaxon_prefect.search._samplers._encoder import Observations, SpaceSampler
 from polyaxon_prefect.search._samplers._gp import GP, log_ei, optimize_acquisition
-from polyaxon_prefect.search._samplers._space import OPTUNA_SCALARS
+from polyaxon_prefect.search._samplers._optuna_space import OPTUNA_SCALARS
 from polyaxon_prefect.specs import Bayes, UtilityFunction
 
 __all__ = ["GaussianProcessSampler", "bayes_sampler"]

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from polyaxon_prefect.dag._triggers import truth_table_markdown
+from polyaxon_prefect.dag._trigger_rules import truth_table_markdown
 from tests.unit.dag.test_triggers import ROOT
 
 pytestmark = pytest.mark.process
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.process
 
 def test_module_prints_the_truth_table() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "polyaxon_prefect.dag._triggers"],
+        [sys.executable, "-m", "polyaxon_prefect.dag._trigger_rules"],
         capture_output=True,
         text=True,
         check=True,

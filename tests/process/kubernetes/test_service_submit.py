@@ -27,8 +27,8 @@ from polyaxon_prefect.prefect.kubernetes._kubernetes_service import (
     serve_on_cluster,
 )
 from polyaxon_prefect.runtime import PrepareOptions, executor_for
-from polyaxon_prefect.runtime._service import forget_serving, on_serving
-from polyaxon_prefect.runtime.cluster._cluster import CONNECTIONS_ENV
+from polyaxon_prefect.runtime._local_service import forget_serving, on_serving
+from polyaxon_prefect.runtime.cluster._cluster_prepare import CONNECTIONS_ENV
 from tests.process.kubernetes.fake_cluster import NAMESPACE, credentials, ever, live
 from tests.process.kubernetes.service_cluster import api_server_rules, service_cluster
 

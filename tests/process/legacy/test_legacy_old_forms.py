@@ -9,7 +9,7 @@ import pytest
 
 from polyaxon_prefect.loading._load import load_polyaxonfile
 from polyaxon_prefect.runtime import new_run_context
-from polyaxon_prefect.runtime._job import execute_job, prepare_job
+from polyaxon_prefect.runtime._one_process import execute_job, prepare_job
 from tests.unit.legacy.test_legacy_old_forms import IF_FILE, _write
 
 pytestmark = pytest.mark.process

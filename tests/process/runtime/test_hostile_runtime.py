@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from polyaxon_prefect.loading._load import load_polyaxonfile
-from polyaxon_prefect.runtime._job import execute_job, prepare_job
+from polyaxon_prefect.runtime._one_process import execute_job, prepare_job
 from polyaxon_prefect.runtime.logs._masking import mask_value
 from polyaxon_prefect.runtime.render._connections import load_connections
 from tests.unit.runtime.test_hostile_runtime import (

@@ -15,7 +15,7 @@ import pytest
 
 from polyaxon_prefect.loading._load import load_polyaxonfile
 from polyaxon_prefect.runtime import Connection, new_run_context
-from polyaxon_prefect.runtime._job import (
+from polyaxon_prefect.runtime._one_process import (
     BuildNotSupportedError,
     execute_job,
     prepare_job,

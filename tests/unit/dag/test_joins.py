@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from polyaxon_prefect.dag import DagScope, OpRecord, plan_dag, resolve_joins, resolve_params
-from polyaxon_prefect.dag._joins import filter_records, parse_query, sort_records
+from polyaxon_prefect.dag._join_query import filter_records, parse_query, sort_records
 from polyaxon_prefect.exceptions import PolyaxonfileError
 from polyaxon_prefect.loading._load import load_polyaxonfile
 from polyaxon_prefect.specs import Operation

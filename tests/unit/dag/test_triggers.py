@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from polyaxon_prefect.dag import DONE_STATUSES, FAILED_STATUSES, TRIGGERS, decide
-from polyaxon_prefect.dag._triggers import truth_table_markdown
+from polyaxon_prefect.dag._trigger_rules import truth_table_markdown
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -189,5 +189,5 @@ def test_doc_file_is_the_generated_truth_table() -> None:
     doc = (ROOT / "docs" / "dag-triggers.md").read_text(encoding="utf-8")
     assert doc == truth_table_markdown(), (
         "docs/dag-triggers.md is stale: regenerate it with "
-        "`python -m polyaxon_prefect.dag._triggers > docs/dag-triggers.md`"
+        "`python -m polyaxon_prefect.dag._trigger_rules > docs/dag-triggers.md`"
     )

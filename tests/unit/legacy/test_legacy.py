@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from polyaxon_prefect._source._yaml import parse_yaml
+from polyaxon_prefect._source._located_yaml import parse_yaml
 from polyaxon_prefect.exceptions import PolyaxonfileError
 from polyaxon_prefect.legacy import LegacyConversion, convert, is_legacy, upgrade_text
 

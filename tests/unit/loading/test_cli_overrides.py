@@ -16,7 +16,7 @@ from polyaxon_prefect.loading import (
     parse_tags,
     source_of,
 )
-from polyaxon_prefect.search._plan import matrix_plan
+from polyaxon_prefect.search._matrix_plan import matrix_plan
 
 JOB = """\
 version: 1.1

@@ -45,7 +45,7 @@ def test_5_a_costly_command_template_is_a_located_error(tmp_path: Path):
         encoding="utf-8",
     )
     from polyaxon_prefect.loading._load import load_polyaxonfile
-    from polyaxon_prefect.runtime._job import prepare_job
+    from polyaxon_prefect.runtime._one_process import prepare_job
 
     with pytest.raises(PolyaxonfileError) as caught:
         prepare_job(load_polyaxonfile(path))
@@ -58,7 +58,7 @@ def test_5_a_costly_command_template_is_a_located_error(tmp_path: Path):
 
 
 def test_15_base_60_and_duplicate_keys_hold_with_the_fast_parser(tmp_path: Path):
-    from polyaxon_prefect._source._yaml import parse_yaml
+    from polyaxon_prefect._source._located_yaml import parse_yaml
 
     document = parse_yaml("a: 1:10:2\nb: 0x1f\nc: 1_000\n")
     assert document.data == {"a": "1:10:2", "b": 31, "c": 1000}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from polyaxon_prefect._source._yaml import parse_yaml
+from polyaxon_prefect._source._located_yaml import parse_yaml
 from polyaxon_prefect.exceptions import PolyaxonfileError
 from polyaxon_prefect.loading._patch import apply_preset, apply_run_patch, patch
 

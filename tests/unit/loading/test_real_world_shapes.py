@@ -356,7 +356,7 @@ def test_the_tensorboard_hub_component_takes_the_run_uuid(tmp_path: Path) -> Non
 
 def test_the_hub_kaniko_renders_its_args_and_connection(tmp_path: Path) -> None:
     from polyaxon_prefect.runtime import Connection, UnknownConnectionError, new_run_context
-    from polyaxon_prefect.runtime._job import prepare_job
+    from polyaxon_prefect.runtime._one_process import prepare_job
 
     path = _write(
         tmp_path,

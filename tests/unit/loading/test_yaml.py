@@ -120,7 +120,7 @@ def test_a_budget_is_refused_before_building_at_the_node_building_stops_at(
 ) -> None:
     """The measuring walk (an alias met again is not walked again) refuses a file before a
     node is built, with the error, node and place that building it would have stopped at."""
-    from polyaxon_prefect._source._yaml import _Builder
+    from polyaxon_prefect._source._located_yaml import _Builder
 
     monkeypatch.setenv("POLYAXON_PREFECT_MAX_YAML_NODES", str(nodes))
     built = []

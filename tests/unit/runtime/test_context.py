@@ -148,7 +148,7 @@ def test_globals_username_is_the_same_for_a_job_a_dag_op_and_a_trial(
     from polyaxon_prefect.loading._load import load_polyaxonfile
     from polyaxon_prefect.prefect import _dag
     from polyaxon_prefect.runtime import new_run_context, project_name
-    from polyaxon_prefect.runtime._job import prepare_job
+    from polyaxon_prefect.runtime._one_process import prepare_job
 
     monkeypatch.setattr(getpass, "getuser", lambda: "alice")
     monkeypatch.setenv(ENV_ARTIFACTS_ROOT, str(tmp_path / "artifacts"))

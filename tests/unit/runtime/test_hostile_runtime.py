@@ -16,7 +16,7 @@ import yaml
 from polyaxon_prefect.exceptions import PolyaxonfileError
 from polyaxon_prefect.loading._load import load_polyaxonfile
 from polyaxon_prefect.runtime._context import RunContext
-from polyaxon_prefect.runtime._job import execute_job, prepare_job
+from polyaxon_prefect.runtime._one_process import execute_job, prepare_job
 from polyaxon_prefect.runtime.logs._masking import mask_text, mask_value
 from polyaxon_prefect.runtime.render._connections import (
     ConnectionsError,

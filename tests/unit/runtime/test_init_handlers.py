@@ -11,7 +11,7 @@ import pytest
 from polyaxon_prefect.exceptions import PolyaxonfileError
 from polyaxon_prefect.runtime import Connection
 from polyaxon_prefect.runtime._errors import InitStepError
-from polyaxon_prefect.runtime.render._init import INIT_HANDLERS, init_handler
+from polyaxon_prefect.runtime.render._init_steps import INIT_HANDLERS, init_handler
 from polyaxon_prefect.testing import InitHandlerTestCase
 from polyaxon_prefect.testing.init_handlers import InitSample
 

@@ -12,7 +12,7 @@ import pytest
 from polyaxon_prefect.exceptions import PolyaxonfileError, UnsupportedFeatureError
 from polyaxon_prefect.loading._load import load_polyaxonfile
 from polyaxon_prefect.runtime import UnknownConnectionError, new_run_context
-from polyaxon_prefect.runtime._job import (
+from polyaxon_prefect.runtime._one_process import (
     BuildNotSupportedError,
     PreparedJob,
     execute_job,

@@ -1,4 +1,4 @@
-"""A local service's ports, base url and URL (pure parts of `runtime._service`)."""
+"""A local service's ports, base url and URL (pure parts of `runtime._local_service`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from polyaxon_prefect.exceptions import PolyaxonfileError
 from polyaxon_prefect.loading import load_polyaxonfile
 from polyaxon_prefect.runtime import new_run_context
-from polyaxon_prefect.runtime._service import (
+from polyaxon_prefect.runtime._local_service import (
     ServiceContext,
     base_url,
     local_ports,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from polyaxon_prefect._source._yaml import parse_yaml
+from polyaxon_prefect._source._located_yaml import parse_yaml
 from polyaxon_prefect.specs.matrix._early_stopping import FailureEarlyStopping, MetricEarlyStopping
 from polyaxon_prefect.specs.matrix._hyperparams import HpChoice, HpLinSpace, HpUniform
 from polyaxon_prefect.specs.matrix._matrix import (

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import pytest
 from pydantic import Field, TypeAdapter, ValidationError
 
-from polyaxon_prefect._source._yaml import parse_yaml
+from polyaxon_prefect._source._located_yaml import parse_yaml
 from polyaxon_prefect.specs.sections._run_spec import (
     DISTRIBUTED_KINDS,
     NON_DAG_RUNTIMES,

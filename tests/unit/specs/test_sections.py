@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from polyaxon_prefect._source._yaml import parse_yaml
+from polyaxon_prefect._source._located_yaml import parse_yaml
 from polyaxon_prefect.specs.params._types_objects import (
     ArtifactsType,
     DockerfileType,

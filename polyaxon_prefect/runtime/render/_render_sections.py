@@ -28,7 +28,7 @@ from polyaxon_prefect.loading import (
 )
 from polyaxon_prefect.runtime._context import RunContext
 from polyaxon_prefect.runtime._paths import as_path
-from polyaxon_prefect.runtime.render._problems import PathT, Problems, first
+from polyaxon_prefect.runtime.render._problem_collector import PathT, Problems, first
 
 __all__ = [
     "RenderedContainer",

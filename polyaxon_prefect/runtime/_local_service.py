@@ -40,8 +40,8 @@ from polyaxon_prefect.exceptions import PolyaxonfileError, Problem, UnsupportedF
 from polyaxon_prefect.loading import TemplateError, build_context, render_value
 from polyaxon_prefect.runtime._context import RunContext, new_run_context
 from polyaxon_prefect.runtime._errors import ProcessStartError
-from polyaxon_prefect.runtime._job import _before_process
 from polyaxon_prefect.runtime._launcher import PROCESS, Launch, Launcher, run_launched
+from polyaxon_prefect.runtime._one_process import _before_process
 from polyaxon_prefect.runtime._outcome import LOG_FILE, failed
 from polyaxon_prefect.runtime._prepared import PreparedJob
 from polyaxon_prefect.runtime._result import RunResult

@@ -41,7 +41,7 @@ ETA, updated in place), a leaderboard table (best first by the matrix metric: it
 its best over steps with ``metricOverSteps: best``, with params) and a markdown summary of the
 best trial. Each trial's end is one log line, ``trial 3 succeeded (7/20) loss=0.31 (best 0.29,
 trial 4) eta 1m20s`` (`search._progress`), and the flow run's progress label holds the same
-numbers for ``get --json`` (`_progress`).
+numbers for ``get --json`` (`watch._progress_publish`).
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ from prefect.context import FlowRunContext
 from prefect.states import Failed
 
 from polyaxon_prefect.exceptions import PolyaxonPrefectError, unwritable_study
-from polyaxon_prefect.prefect._job import OutcomeCallback
+from polyaxon_prefect.prefect._job_flow import OutcomeCallback
 from polyaxon_prefect.prefect._request import Children, OpRequest, SweepOptions
 from polyaxon_prefect.prefect._states import state_for_status
 from polyaxon_prefect.prefect.runs._record import note_study

@@ -40,8 +40,12 @@ from polyaxon_prefect.runtime.render._param_values import (
     set_values,
     template_params,
 )
-from polyaxon_prefect.runtime.render._problems import PathT, Problems
-from polyaxon_prefect.runtime.render._render import has_template, render_argv, render_text_value
+from polyaxon_prefect.runtime.render._problem_collector import PathT, Problems
+from polyaxon_prefect.runtime.render._render_sections import (
+    has_template,
+    render_argv,
+    render_text_value,
+)
 from polyaxon_prefect.specs import LoadedPolyaxonfile
 
 __all__ = [

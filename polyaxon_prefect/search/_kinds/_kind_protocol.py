@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
-from polyaxon_prefect.search._records import SweepStudyError, TrialRecord
 from polyaxon_prefect.search._sweep import jsonable
+from polyaxon_prefect.search._trial_records import SweepStudyError, TrialRecord
 
 if TYPE_CHECKING:
     from optuna.samplers import BaseSampler

@@ -26,8 +26,8 @@ from polyaxon_prefect.runtime._paths import as_path, is_explicit, pairs, writabl
 from polyaxon_prefect.runtime._prepared import InitStep
 from polyaxon_prefect.runtime.docker._dockerfile import render_dockerfile
 from polyaxon_prefect.runtime.render._git import init_git
-from polyaxon_prefect.runtime.render._problems import PathT, Problems, first
-from polyaxon_prefect.runtime.render._render import python_argv, render_argv, render_model
+from polyaxon_prefect.runtime.render._problem_collector import PathT, Problems, first
+from polyaxon_prefect.runtime.render._render_sections import python_argv, render_argv, render_model
 from polyaxon_prefect.runtime.session._process import run_process
 from polyaxon_prefect.specs.params._validate_params import to_init_problem
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from polyaxon_prefect.exceptions import Problem, UnsupportedFeatureError
 from polyaxon_prefect.runtime._prepared import InitStep
-from polyaxon_prefect.runtime.render._problems import first
+from polyaxon_prefect.runtime.render._problem_collector import first
 from polyaxon_prefect.specs import Component, Operation
 
 __all__ = ["BuildNotSupportedError", "check_build", "is_build_op"]

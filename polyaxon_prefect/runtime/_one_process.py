@@ -27,9 +27,9 @@ from polyaxon_prefect.runtime._launcher import PROCESS, Launch, Launcher, run_la
 from polyaxon_prefect.runtime._outcome import LOG_FILE, failed, finish_ttl, job_outcome
 from polyaxon_prefect.runtime._prepared import InitStep, PreparedJob
 from polyaxon_prefect.runtime._result import RunResult
-from polyaxon_prefect.runtime.docker._build import BuildNotSupportedError
+from polyaxon_prefect.runtime.docker._build_ops import BuildNotSupportedError
 from polyaxon_prefect.runtime.docker._dockerfile import render_dockerfile
-from polyaxon_prefect.runtime.render._init import run_init
+from polyaxon_prefect.runtime.render._init_steps import run_init
 from polyaxon_prefect.runtime.render._options import PrepareOptions
 from polyaxon_prefect.runtime.render._param_values import merge_params
 from polyaxon_prefect.runtime.render._render_run import component_of, render_run

@@ -16,7 +16,7 @@ Two things are deliberately kept out of Prefect's hands:
 A failed job's state is returned, not raised, so the message is the job's own and no Python
 traceback of ours is printed; Prefect retries a returned failed state like an error.
 Prefect's task cache is always off: it would store a returned failed state like a success (the
-op cache is ours, `polyaxon_prefect.runtime.cache._cache`).
+op cache is ours, `polyaxon_prefect.runtime.cache._run_cache`).
 """
 
 from __future__ import annotations
@@ -54,9 +54,8 @@ from polyaxon_prefect.prefect._states import (
 from polyaxon_prefect.prefect.kubernetes._gpu_wait import gpu_wait_callbacks
 from polyaxon_prefect.prefect.watch._metric_charts import chart_markdown
 from polyaxon_prefect.prefect.watch._mlflow_mirror import mirror_job
-from polyaxon_prefect.prefect.watch._progress import watch_job_progress
+from polyaxon_prefect.prefect.watch._progress_publish import watch_job_progress
 from polyaxon_prefect.runtime import run_metric_history
-from polyaxon_prefect.runtime._job import PreparedJob, prepare_job
 from polyaxon_prefect.runtime._job_op import (
     cache_hit_line,
     execute_job_op,
@@ -64,6 +63,7 @@ from polyaxon_prefect.runtime._job_op import (
     retries,
     table_says_more,
 )
+from polyaxon_prefect.runtime._one_process import PreparedJob, prepare_job
 from polyaxon_prefect.runtime._result import RunResult
 from polyaxon_prefect.runtime.session._session import current_session
 from polyaxon_prefect.specs import LoadedPolyaxonfile, Status
