@@ -55,12 +55,12 @@ from polyaxon_prefect.prefect.runs._record import OpsFile
 from polyaxon_prefect.prefect.server._server_watch import server_gone
 from polyaxon_prefect.prefect.watch import _live
 from polyaxon_prefect.runtime import (
+    ChildIndex,
     RunContext,
     forget_serving,
     merge_params,
     new_run_context,
     on_serving,
-    record_child,
     short_code,
 )
 from polyaxon_prefect.runtime._result import RunResult
@@ -158,6 +158,8 @@ class _DagFlow:
         of them ran again (its outputs are their inputs)."""
         self.ops_written_at = -_OPS_WRITE_SECONDS
         self.ops_file = OpsFile(self.context.run_path)
+        self.children_index = ChildIndex(self.context.run_path)
+        """Each op started, for `logs` without the server (closed when the DAG ends)."""
         self.ended_services: set[str] = set()
         """Service ops this DAG stopped because its other ops were done."""
         self.beat = time.monotonic()
@@ -234,7 +236,7 @@ class _DagFlow:
                 self.reuse(name)
                 return
             self.not_reused.add(name)  # it runs, through the op cache (its inputs in the key)
-        record_child(self.context.run_path, name, context.uuid)  # `logs` without the server
+        self.children_index.record(name, context.uuid)
         problem = ""
         try:
             op_task = self.children.dag_op(child)
@@ -428,6 +430,7 @@ class _DagFlow:
                     with contextlib.suppress(Exception):
                         self.collect(name)
                 self.write_ops(final=True)
+                self.children_index.close()
 
 
 def _stop_if_server_gone(run: _DagFlow) -> None:

@@ -38,7 +38,7 @@ from polyaxon_prefect.runtime.cache._code_rules import (
     short_code,
 )
 from polyaxon_prefect.runtime.cache._run_cache import RunCache
-from polyaxon_prefect.runtime.logs._log_files import read_log_files, record_child
+from polyaxon_prefect.runtime.logs._log_files import ChildIndex, read_log_files, record_child
 from polyaxon_prefect.runtime.metrics._metric_history import (
     History,
     jsonable_history,
@@ -106,6 +106,7 @@ __all__ = [
     "CONNECTIONS_ENV",
     "EXECUTORS",
     "INIT_HANDLERS",
+    "ChildIndex",
     "CodeBudgetError",
     "CommandNotFoundError",
     "Connection",

@@ -153,9 +153,26 @@ class RunContext:
         return (self.finished_at - self.started_at).total_seconds()
 
     def make_dirs(self) -> RunContext:
-        for path in (self.run_outputs_path, self.artifacts_path):
-            path.mkdir(parents=True, exist_ok=True)
+        self.make_new_dirs()
         return self
+
+    def make_new_dirs(self) -> bool:
+        """Make the run's folders; whether its run folder was made now (then it holds no file
+        of an earlier attempt, and each folder under it is one call: on a job's path, each
+        system call is a wait for the GIL on a busy machine)."""
+        try:
+            try:
+                self.run_path.mkdir()
+            except FileNotFoundError:  # the project's folder is new too
+                self.run_path.parent.mkdir(parents=True, exist_ok=True)
+                self.run_path.mkdir()
+        except FileExistsError:
+            for path in (self.run_outputs_path, self.artifacts_path):
+                path.mkdir(parents=True, exist_ok=True)
+            return False
+        for path in (self.run_outputs_path, self.context_path, self.artifacts_path):
+            path.mkdir()
+        return True
 
     def globals_dict(self) -> dict[str, Any]:
         """The ``globals.*`` template context, with Polyaxon's key names.

@@ -199,10 +199,11 @@ def _before_process(
     the result of a job that ends here (failed, or cancelled), else None."""
     ctx = job.context
     try:
-        ctx.make_dirs()
-        for name in (OUTPUTS_FILE, METRICS_FILE):
-            with contextlib.suppress(FileNotFoundError):
-                (ctx.run_outputs_path / name).unlink()
+        # a run folder made now holds no earlier attempt's outputs to drop
+        if not ctx.make_new_dirs():
+            for name in (OUTPUTS_FILE, METRICS_FILE):
+                with contextlib.suppress(FileNotFoundError):
+                    (ctx.run_outputs_path / name).unlink()
         run_init(job, on_line, cancel_event)
     except InitStepError as exc:
         return failed(str(exc), job.secrets)

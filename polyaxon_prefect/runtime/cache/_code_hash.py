@@ -30,6 +30,7 @@ from polyaxon_prefect.runtime.cache._code_rules import (
     skipped_dir,
     skipped_file,
 )
+from polyaxon_prefect.runtime.render._compat_path import this_interpreter
 from polyaxon_prefect.runtime.render._git import git_commit
 
 if TYPE_CHECKING:
@@ -159,7 +160,7 @@ def _program_identity(program: str, env: Mapping[str, str]) -> str:
 def interpreter_identity(argv: Sequence[str], env: Mapping[str, str]) -> dict[str, str]:
     """What runs the op's code: our interpreter (a ``python`` in argv or on the job's PATH is
     it: `python_argv`, `python_env`), and the command's program when it is another one."""
-    identity = {"python": f"{os.path.realpath(sys.executable)} {sys.version}"}
+    identity = {"python": f"{this_interpreter()} {sys.version}"}
     if argv and argv[0] != sys.executable:
         identity["program"] = _program_identity(argv[0], env)
     return identity

@@ -266,9 +266,8 @@ class _Mirror:
         self.failed = False
         self.closed = False
         self.lock = threading.Lock()
-        """Held by each sync and by `close`: the thread's last tick and the end never write at
+        """Held by each sync and by `close`: the ticker's last tick and the end never write at
         once."""
-        self.stop = threading.Event()
 
     def sync(self) -> None:
         with self.lock:
@@ -284,21 +283,55 @@ class _Mirror:
             self.failed = True
             self.say(f"TensorBoard event files are not written any more: {exc}")
 
-    def _loop(self) -> None:
-        while not self.stop.wait(_POLL_SECONDS):
-            self.sync()
-
     def close(self) -> None:
-        """The last lines written and the files closed, without waiting for the thread to
-        end (it ends at its next wake-up, writing nothing more): a join put one more thread
-        hand-off on every op's path, a wait for a free core on a busy machine."""
-        self.stop.set()
+        """The last lines written and the files closed, without waiting for the ticker (its
+        next tick skips a closed mirror): a join put one more thread hand-off on every op's
+        path, a wait for a free core on a busy machine."""
+        _TICKER.discard(self)
         with self.lock:
             self._sync()
             self.closed = True
             for mirror in self.mirrors:
                 with contextlib.suppress(OSError):
                     mirror.close()
+
+
+class _Ticker:
+    """The one thread that syncs every open mirror each second. Opening a run's mirror hands
+    no work to a thread: a hand-off per op was a wake-up and a wait for the GIL right before
+    the op's process starts. The thread ends after a tick that finds no mirror open (between
+    two ops of a chain, now and then), and the next mirror starts it again."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.mirrors: set[_Mirror] = set()
+        self.running = False
+
+    def add(self, mirror: _Mirror) -> None:
+        with self.lock:
+            self.mirrors.add(mirror)
+            if self.running:
+                return
+            self.running = True
+        run_in_thread(self._loop)  # a kept thread: none starts per op
+
+    def discard(self, mirror: _Mirror) -> None:
+        with self.lock:
+            self.mirrors.discard(mirror)
+
+    def _loop(self) -> None:
+        while True:
+            time.sleep(_POLL_SECONDS)
+            with self.lock:
+                mirrors = list(self.mirrors)
+                if not mirrors:
+                    self.running = False
+                    return
+            for mirror in mirrors:
+                mirror.sync()
+
+
+_TICKER = _Ticker()
 
 
 @contextlib.contextmanager
@@ -324,7 +357,7 @@ def metric_events(
                 )
         return
     mirror = _Mirror(paths, say)
-    run_in_thread(mirror._loop)  # a kept thread: none starts per op
+    _TICKER.add(mirror)
     try:
         yield
     finally:

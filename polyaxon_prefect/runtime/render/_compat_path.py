@@ -31,7 +31,13 @@ from collections.abc import Mapping, Sequence
 from importlib.machinery import PathFinder
 from pathlib import Path
 
-__all__ = ["COMPAT_DIR", "ENV_DECLARED_OUTPUTS", "compat_env", "missing_packages"]
+__all__ = [
+    "COMPAT_DIR",
+    "ENV_DECLARED_OUTPUTS",
+    "compat_env",
+    "missing_packages",
+    "this_interpreter",
+]
 
 COMPAT_DIR = Path(__file__).resolve().parents[2] / "_compat"
 """Holds ``_polyaxon_prefect_compat.py`` (the shared implementation), ``v1/`` and ``v0/``."""
@@ -52,6 +58,14 @@ _PROBE = (
     "import importlib.util as u;"
     f"print(' '.join(n for n in {sorted(PACKAGES)!r} if u.find_spec(n) is None))"
 )
+
+
+@functools.cache
+def this_interpreter() -> str:
+    """The real path of the interpreter running this process, resolved once: it cannot change
+    while the process lives, and a ``realpath`` is a system call per part of the path (each
+    one a wait for the GIL on a busy machine), on every op's path."""
+    return os.path.realpath(sys.executable)
 
 
 def _path_entries(pythonpath: str) -> tuple[str, ...]:
@@ -89,9 +103,10 @@ def missing_packages(argv: Sequence[str], env: Mapping[str, str]) -> frozenset[s
     """The Polyaxon packages (``polyaxon``, ``polyaxon_client``) the job's Python lacks."""
     pythonpath = env.get("PYTHONPATH", "")
     program = argv[0] if argv else ""
-    if program and _PYTHON.match(Path(program).name):
+    # `python_argv` made a bare `python` this very interpreter: nothing to look up
+    if program and program != sys.executable and _PYTHON.match(Path(program).name):
         found = shutil.which(program, path=env.get("PATH")) or program
-        if os.path.realpath(found) != os.path.realpath(sys.executable):
+        if os.path.realpath(found) != this_interpreter():
             return _missing_there(found, pythonpath)
     return _missing_here(pythonpath)
 

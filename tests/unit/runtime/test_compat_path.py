@@ -6,6 +6,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from polyaxon_prefect.runtime.render._compat_path import (
     COMPAT_DIR,
@@ -13,6 +14,7 @@ from polyaxon_prefect.runtime.render._compat_path import (
     PACKAGES,
     compat_env,
     missing_packages,
+    this_interpreter,
 )
 
 
@@ -50,3 +52,18 @@ def test_a_command_that_is_not_python_is_answered_for_this_interpreter(tmp_path:
 
 def test_a_python_that_cannot_be_probed_gets_nothing() -> None:
     assert compat_env(["/nonexistent/bin/python3.9", "x.py"], {}, []) == {}
+
+
+def test_this_interpreter_is_answered_without_a_lookup(monkeypatch: Any) -> None:
+    # `python_argv` made `python` this interpreter: no PATH search, no realpath, no probe
+    from polyaxon_prefect.runtime.render import _compat_path
+
+    assert this_interpreter() == os.path.realpath(sys.executable)
+
+    def refused(*_args: object, **_kwargs: object) -> object:
+        raise AssertionError("looked up")
+
+    expected = missing_packages(["python", "-c", "pass"], {"PATH": os.path.dirname(sys.executable)})
+    monkeypatch.setattr(_compat_path.shutil, "which", refused)
+    monkeypatch.setattr(_compat_path, "_missing_there", refused)
+    assert missing_packages([sys.executable, "-c", "pass"], {}) == expected

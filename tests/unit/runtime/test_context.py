@@ -53,6 +53,18 @@ def test_make_dirs_creates_the_run_directories(tmp_path: Path) -> None:
     assert ctx.run_relative_outputs_path == f"mnist/{ctx.uuid}/outputs"
 
 
+def test_make_new_dirs_says_whether_the_run_folder_was_made_now(tmp_path: Path) -> None:
+    # a folder made now holds no earlier attempt's files: the executor drops none
+    ctx = new_run_context("train", "mnist", artifacts_root=tmp_path / "new-root")
+    assert ctx.make_new_dirs() is True
+    assert ctx.run_outputs_path.is_dir() and ctx.artifacts_path.is_dir()
+    (ctx.run_outputs_path / "outputs.json").write_text("{}")
+    assert ctx.make_new_dirs() is False  # a retry's: its files are still there
+    assert (ctx.run_outputs_path / "outputs.json").is_file()
+    (ctx.artifacts_path).rmdir()
+    assert ctx.make_new_dirs() is False and ctx.artifacts_path.is_dir()
+
+
 def test_two_runs_get_distinct_ids_and_paths(tmp_path: Path) -> None:
     a = new_run_context("train", "mnist", artifacts_root=tmp_path).make_dirs()
     b = new_run_context("train", "mnist", artifacts_root=tmp_path).make_dirs()

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from polyaxon_prefect.runtime import read_log_files, record_child, shown_line
+from polyaxon_prefect.runtime import ChildIndex, read_log_files, record_child, shown_line
+from polyaxon_prefect.runtime.logs._log_files import recorded_children
 
 
 def _run(root: Path, uuid: str, text: str = "") -> Path:
@@ -38,3 +39,31 @@ def test_a_record_that_cannot_be_written_is_no_failure(tmp_path: Path):
     blocked.write_text("")
     record_child(blocked, "op", "x")  # `blocked/logs` cannot be made
     assert read_log_files(blocked) == []
+
+
+def test_a_kept_index_writes_each_child_when_it_starts_in_order(tmp_path: Path):
+    dag = tmp_path / "default" / "dag1"
+    index = ChildIndex(dag)
+    index.record("first", "op1")
+    # on disk as soon as it is recorded: `logs` of a DAG still running finds it
+    assert recorded_children(dag) == {"first": "op1"}
+    index.record("second", "op2")
+    record_child(dag, "third", "op3")  # a one-off record appends to the same file
+    index.record("fourth", "op4")
+    index.close()
+    index.close()  # closing twice is harmless
+    assert list(recorded_children(dag).items()) == [
+        ("first", "op1"),
+        ("second", "op2"),
+        ("third", "op3"),
+        ("fourth", "op4"),
+    ]
+
+
+def test_a_kept_index_that_cannot_be_written_is_no_failure(tmp_path: Path):
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    with ChildIndex(blocked) as index:
+        index.record("op", "x")
+        index.record("op2", "y")
+    assert recorded_children(blocked) == {}

@@ -123,6 +123,38 @@ def test_events_are_written_while_the_run_goes_on(tmp_path: Path, monkeypatch: A
     assert seen == [0], "the first step is readable before the run ends"
 
 
+def test_one_ticker_follows_every_open_run_and_stops_with_the_last(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    # opening a run's mirror hands no work to a thread (one ticker syncs them all), yet each
+    # run's events are written while it goes on, and a closed run's never again
+    from polyaxon_prefect.runtime.metrics import _tensorboard
+
+    monkeypatch.setattr(_tensorboard, "_POLL_SECONDS", 0.05)
+    first, second = tmp_path / "first", tmp_path / "second"
+
+    def written(outputs: Path) -> bool:
+        folder = events_path(outputs)
+        return folder.is_dir() and any(folder.iterdir()) and _tags(outputs)
+
+    with metric_events([first], say=pytest.fail), metric_events([second], say=pytest.fail):
+        assert len(_tensorboard._TICKER.mirrors) == 2
+        _log(first, step=0, loss=1.0)
+        _log(second, step=0, loss=2.0)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not (written(first) and written(second)):
+            time.sleep(0.05)
+        assert written(first) and written(second), "both runs are followed while they run"
+    assert not _tensorboard._TICKER.mirrors
+    _log(first, step=1, loss=0.5)  # after its end: never mirrored
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and _tensorboard._TICKER.running:
+        time.sleep(0.05)
+    assert not _tensorboard._TICKER.running, "the ticker ends once no run is open"
+    assert _scalars(first, "loss") == [(0, 1.0)]
+    assert _scalars(second, "loss") == [(0, 2.0)]
+
+
 def _tags(outputs: Path) -> bool:
     events = EventAccumulator(str(events_path(outputs)))
     events.Reload()
