@@ -16,6 +16,7 @@ need one stable place. It is expanded when a run is created, not at import.
 
 from __future__ import annotations
 
+import functools
 import getpass
 import json
 import os
@@ -121,7 +122,9 @@ class RunContext:
         """Polyaxon's ``owner.project.runs.uuid`` form."""
         return f"{self.project_unique_name}.runs.{self.uuid}"
 
-    @property
+    # The paths are made once per run (it is immutable): a job's start reads them a few dozen
+    # times, and each join was a new `Path` parsed, on every op's path.
+    @functools.cached_property
     def run_path(self) -> Path:
         return self.artifacts_root / self.project_name / self.uuid
 
@@ -129,7 +132,7 @@ class RunContext:
     def run_artifacts_path(self) -> Path:
         return self.run_path
 
-    @property
+    @functools.cached_property
     def run_outputs_path(self) -> Path:
         return self.run_artifacts_path / "outputs"
 
@@ -138,11 +141,11 @@ class RunContext:
         """The outputs path relative to the artifacts root, as Polyaxon's is to its store."""
         return f"{self.project_name}/{self.uuid}/outputs"
 
-    @property
+    @functools.cached_property
     def context_path(self) -> Path:
         return self.run_path / "context"
 
-    @property
+    @functools.cached_property
     def artifacts_path(self) -> Path:
         return self.context_path / "artifacts"
 

@@ -65,6 +65,19 @@ def test_make_new_dirs_says_whether_the_run_folder_was_made_now(tmp_path: Path) 
     assert ctx.make_new_dirs() is False and ctx.artifacts_path.is_dir()
 
 
+def test_a_replaced_context_has_the_paths_of_its_own_fields(tmp_path: Path) -> None:
+    # the paths are made once per context: a replaced one (another uuid, root or project)
+    # never shows the paths of the one it was made from
+    ctx = new_run_context("train", "mnist", artifacts_root=tmp_path)
+    assert ctx.run_outputs_path == tmp_path / "mnist" / ctx.uuid / "outputs"
+    moved = replace(ctx, uuid="abc123", artifacts_root=tmp_path / "other", project_name="p2")
+    assert moved.run_path == tmp_path / "other" / "p2" / "abc123"
+    assert moved.run_outputs_path == moved.run_path / "outputs"
+    assert moved.artifacts_path == moved.run_path / "context" / "artifacts"
+    assert moved != ctx and replace(moved, uuid=ctx.uuid).run_path != ctx.run_path
+    assert replace(ctx) == ctx and replace(ctx).run_path == ctx.run_path
+
+
 def test_two_runs_get_distinct_ids_and_paths(tmp_path: Path) -> None:
     a = new_run_context("train", "mnist", artifacts_root=tmp_path).make_dirs()
     b = new_run_context("train", "mnist", artifacts_root=tmp_path).make_dirs()
