@@ -314,9 +314,18 @@ def test_a_jobs_metric_chart_renders_as_images_in_its_artifact(
     for version in ("", "/v2"):  # the UI Prefect serves by default, and its new one
         page.goto(f"{ui}{version}/artifacts/artifact/{chart}", wait_until="networkidle")
         page.locator("img[alt=loss]").first.wait_for()
-        images = page.eval_on_selector_all(
-            "img", "found => found.map(i => [i.alt, i.complete, i.naturalWidth, i.naturalHeight])"
-        )
+        # the UI may mount the artifact's Markdown again once its other requests end: read the
+        # images until both charts are loaded there (or 30 s), then assert on what was read
+        deadline = time.monotonic() + 30
+        while True:
+            images = page.eval_on_selector_all(
+                "img",
+                "found => found.map(i => [i.alt, i.complete, i.naturalWidth, i.naturalHeight])",
+            )
+            both = ["loss", True, 360, 180] in images and ["accuracy", True, 360, 180] in images
+            if both or time.monotonic() > deadline:
+                break
+            page.wait_for_timeout(200)
         assert ["loss", True, 360, 180] in images and ["accuracy", True, 360, 180] in images
         box = page.locator("img[alt=loss]").first.bounding_box()
         assert box is not None and box["width"] > 100, "the chart is drawn, not a broken image"
