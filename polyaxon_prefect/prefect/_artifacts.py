@@ -66,7 +66,9 @@ def _create(kind: str, data: str, *, key: str | None, description: str | None) -
         data=data,
     )
     payload = artifact.model_dump(mode="json", exclude_unset=True)
-    get_client(sync_client=True).request("POST", "/artifacts/", json=payload)
+    # `api_request`'s quick retry on `503`: Prefect's client sleeps 2 s there (the server
+    # still writing the previous run's events), and the run's end waits for its views
+    api_request(get_client(sync_client=True), "POST", "/artifacts/", payload)
 
 
 def _without_nan(item: object) -> object:

@@ -40,7 +40,7 @@ from polyaxon_prefect.prefect._artifacts import (
     markdown_artifact,
     table_artifact,
 )
-from polyaxon_prefect.prefect._client import ephemeral_api_url, result_value
+from polyaxon_prefect.prefect._client import api_request, ephemeral_api_url, result_value
 from polyaxon_prefect.prefect._settings import install_log_filter
 from polyaxon_prefect.prefect._states import (
     CACHED_STATE_NAME,
@@ -217,7 +217,8 @@ def _add_flow_run_tags(tags: tuple[str, ...]) -> None:
     from prefect.client.orchestration import get_client
 
     with get_client(sync_client=True) as client:
-        client.update_flow_run(context.flow_run.id, tags=[*current, *missing])
+        tagged = {"tags": [*current, *missing]}
+        api_request(client, "PATCH", f"/flow_runs/{context.flow_run.id}", tagged)
 
 
 def track_flow_run() -> None:

@@ -143,5 +143,8 @@ def label_kind(request: OpRequest) -> None:
 def _label(flow_run_id: UUID, kind: str) -> None:
     from prefect.client.orchestration import get_client
 
+    from polyaxon_prefect.prefect._client import api_request
+
     with contextlib.suppress(Exception), get_client(sync_client=True) as client:  # a view
-        client.update_flow_run_labels(flow_run_id, {KIND_LABEL: kind})
+        # the quick retry: the run's end waits for this label (`flush_artifacts`)
+        api_request(client, "PATCH", f"/flow_runs/{flow_run_id}/labels", {KIND_LABEL: kind})
