@@ -15,7 +15,7 @@ import math
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from prefect import get_run_logger
@@ -46,7 +46,14 @@ def _warn(what: str, exc: Exception) -> None:
         get_run_logger().warning("could not create the %s artifact: %s", what, exc)
 
 
-def _create(kind: str, data: str, *, key: str | None, description: str | None) -> None:
+def _create(
+    kind: str,
+    data: object,
+    *,
+    key: str | None,
+    description: str | None,
+    client: SyncPrefectClient | None = None,
+) -> UUID:
     """What Prefect's ``create_*_artifact`` sends (one ``POST /artifacts/``, on the current
     task or flow run, with its key), without the ``prefect.artifact.created`` event it emits
     after it: one more event per artifact for the server to store and match against
@@ -68,7 +75,8 @@ def _create(kind: str, data: str, *, key: str | None, description: str | None) -
     payload = artifact.model_dump(mode="json", exclude_unset=True)
     # `api_request`'s quick retry on `503`: Prefect's client sleeps 2 s there (the server
     # still writing the previous run's events), and the run's end waits for its views
-    api_request(get_client(sync_client=True), "POST", "/artifacts/", payload)
+    response = api_request(client or get_client(sync_client=True), "POST", "/artifacts/", payload)
+    return UUID(response.json()["id"])
 
 
 def _without_nan(item: object) -> object:
@@ -178,12 +186,11 @@ def progress_artifact(
 ) -> UUID | None:
     """Create the progress artifact (``artifact_id`` None) or update it; returns its id.
     ``client``: an open sync client the update goes on (`_update_progress`)."""
-    from prefect.artifacts import create_progress_artifact, update_progress_artifact
+    from prefect.artifacts import update_progress_artifact
 
     try:
         if artifact_id is None:
-            # called from sync code, Prefect's `async_dispatch` returns the id itself
-            return cast(UUID, create_progress_artifact(value, key=key, description=description))
+            return _create("progress", value, key=key, description=description, client=client)
         if client is not None:
             _update_progress(client, artifact_id, value, description)
         else:

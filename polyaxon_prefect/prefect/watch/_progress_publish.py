@@ -74,7 +74,7 @@ def publish_label(
             api_request(client, "PATCH", f"/flow_runs/{flow_run_id}/labels", labels)
             return
         with get_client(sync_client=True) as new:
-            new.update_flow_run_labels(flow_run_id, labels)
+            api_request(new, "PATCH", f"/flow_runs/{flow_run_id}/labels", labels)
 
 
 def read_progress(run: FlowRun) -> dict[str, Any] | None:
