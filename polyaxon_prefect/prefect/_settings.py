@@ -27,7 +27,7 @@ import contextlib
 import gc
 import os
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 if TYPE_CHECKING:
     import logging
@@ -91,22 +91,31 @@ def install_log_filter() -> None:
         logger.addFilter(_drop_empty_exc_info)
 
 
+_LOCAL_SETTINGS: tuple[Any, Any] | None = None
+"""The settings `local_run_settings` was last entered under, and its copy of them."""
+
+
 @contextlib.contextmanager
 def local_run_settings() -> Iterator[None]:
     """Settings for running one of our flows in this process (heartbeats off, see above)."""
-    from prefect.settings import (
-        PREFECT_FLOWS_HEARTBEAT_FREQUENCY,
-        get_current_settings,
-        temporary_settings,
-    )
+    import prefect.context
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY
 
+    global _LOCAL_SETTINGS
     install_log_filter()
     user_chose = any(name in os.environ for name in _HEARTBEAT_ENV)
-    current = get_current_settings().flows.heartbeat_frequency
-    if user_chose or current != _PREFECT_DEFAULT_HEARTBEAT:
+    context = prefect.context.get_settings_context()
+    current = context.settings
+    if user_chose or current.flows.heartbeat_frequency != _PREFECT_DEFAULT_HEARTBEAT:
         yield
         return
-    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+    # what `temporary_settings` does, with the copy made once per settings object: making
+    # it validates every setting again (~27 ms), on every run of a warm process
+    known = _LOCAL_SETTINGS
+    if known is None or known[0] is not current:
+        updated = current.copy_with_update(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None})
+        known = _LOCAL_SETTINGS = (current, updated)
+    with prefect.context.SettingsContext(profile=context.profile, settings=known[1]):
         yield
 
 
