@@ -102,7 +102,7 @@ def table_artifact(rows: Sequence[dict[str, Any]], *, key: str | None, descripti
 
 
 _POOL: ThreadPoolExecutor | None = None
-_PENDING: set[Future[None]] = set()
+_PENDING: set[Future[object]] = set()
 _PENDING_LOCK = threading.Lock()
 _MAX_PENDING = 8
 """At most this many views wait for the API (or are being sent); the next caller waits for a
@@ -121,7 +121,7 @@ _ENDED = 0
 """How many calls have ended (what tells a slow server from one that stopped answering)."""
 
 
-def in_background(call: Callable[..., None], *args: object, **kwargs: object) -> None:
+def in_background(call: Callable[..., object], *args: object, **kwargs: object) -> None:
     """``call(*args, **kwargs)`` (a view sent to the API: an artifact, a label) in a background
     thread. The run's context is copied, so it lands on the same task and flow run;
     `flush_artifacts` waits for it before the run that started it ends.
@@ -152,7 +152,7 @@ def _wait_for_slot() -> bool:
             return False
 
 
-def _forget(future: Future[None], *, slot: bool) -> None:
+def _forget(future: Future[object], *, slot: bool) -> None:
     global _ENDED
     with _PENDING_LOCK:
         _PENDING.discard(future)

@@ -39,22 +39,31 @@ def _http_client(client: SyncPrefectClient) -> PrefectHttpxSyncClient:
     return cast(PrefectHttpxSyncClient, client._client)
 
 
-def api_request(client: SyncPrefectClient, method: str, path: str, json: object) -> httpx.Response:
+def api_request(
+    client: SyncPrefectClient,
+    method: str,
+    path: str,
+    json: object,
+    *,
+    attempts: int | None = None,
+) -> httpx.Response:
     """Send one request to the Prefect API: one at a time, retried quickly when busy.
 
     Trials record their flow runs themselves, from four or more threads at once. An
     SQLite-backed server answers ``503`` when a write meets another one (its "database is
     locked"). Our requests go one at a time, so they never collide with each other, and a
     ``503``/``429`` (a collision with the server's own writers) is retried after a few
-    milliseconds.
+    milliseconds. ``attempts``: at most this many tries (default: about 15 s of them); the last
+    answer, a ``503`` included, raises `httpx.HTTPStatusError`.
     """
     http = _http_client(client)
     request = http.build_request(method, path, json=json)
     if getattr(http, "enable_csrf_support", False):
         http._add_csrf_headers(request)
     delay = 0.005
-    for attempt in range(_API_ATTEMPTS):
-        last = attempt + 1 == _API_ATTEMPTS
+    tries = max(1, attempts or _API_ATTEMPTS)
+    for attempt in range(tries):
+        last = attempt + 1 == tries
         try:
             with _API_LOCK:
                 response = httpx.Client.send(http, request)

@@ -128,23 +128,48 @@ def read_record(artifacts: list[PrefectObject]) -> dict[str, Any] | None:
     return read_record_json([_json(a) for a in artifacts])
 
 
+_LABEL_NOW_ATTEMPTS = 4
+"""Quick tries of the kind label at the run's start, before it goes to the background."""
+
+
 def label_kind(request: OpRequest) -> None:
-    """Label the current flow run with the run's kind, in the background (the run does not
-    wait for the API; the label is there before it ends: `prefect._artifacts.in_background`)."""
+    """Label the current flow run with the run's kind, at its start (the label is there
+    before it ends).
+
+    It is sent now, before the run's own task runs stream in, on the engine's client: Prefect's
+    labels endpoint reads the flow run, then writes it, in a deferred SQLite transaction that
+    loses (``503``) to every write in between. Sent in the background while a DAG's task runs
+    were being written, it lost for the whole run, and the run's end waited seconds for it
+    (`prefect._artifacts.flush_artifacts`). A server still busy with another run's writes
+    gets it in the background (`prefect._artifacts.in_background`), after a few quick tries."""
+    from prefect.client.orchestration import SyncPrefectClient
     from prefect.context import FlowRunContext
 
     from polyaxon_prefect.prefect._artifacts import in_background
 
     context = FlowRunContext.get()
-    if context is not None and context.flow_run is not None:
-        in_background(_label, context.flow_run.id, record_kind(request.operation))
+    if context is None or context.flow_run is None:
+        return
+    flow_run_id, kind = context.flow_run.id, record_kind(request.operation)
+    client = context.client if isinstance(context.client, SyncPrefectClient) else None
+    if client is None or not _label(flow_run_id, kind, client, attempts=_LABEL_NOW_ATTEMPTS):
+        in_background(_label, flow_run_id, kind)
 
 
-def _label(flow_run_id: UUID, kind: str) -> None:
+def _label(
+    flow_run_id: UUID, kind: str, client: Any = None, *, attempts: int | None = None
+) -> bool:
+    """Send the kind label (a view: False when it could not); ``client``: an open sync client,
+    else a new one."""
     from prefect.client.orchestration import get_client
 
     from polyaxon_prefect.prefect._client import api_request
 
-    with contextlib.suppress(Exception), get_client(sync_client=True) as client:  # a view
-        # the quick retry: the run's end waits for this label (`flush_artifacts`)
-        api_request(client, "PATCH", f"/flow_runs/{flow_run_id}/labels", {KIND_LABEL: kind})
+    path, labels = f"/flow_runs/{flow_run_id}/labels", {KIND_LABEL: kind}
+    try:
+        with contextlib.nullcontext(client) if client else get_client(sync_client=True) as open_:
+            # the quick retry: the run's end waits for this label (`flush_artifacts`)
+            api_request(open_, "PATCH", path, labels, attempts=attempts)
+    except Exception:
+        return False
+    return True

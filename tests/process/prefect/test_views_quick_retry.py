@@ -112,3 +112,20 @@ def test_a_progress_label_is_sent_through_503s_on_a_new_client(busy_api) -> None
     labels = busy_api.bodies[-1][2]
     assert json.loads(str(next(iter(labels.values()))))["done"] == 2
     assert elapsed < 1.5, f"{elapsed:.2f} s: Prefect's back-off (2 s) was slept"
+
+
+def test_the_kind_label_is_tried_a_bounded_number_of_times_then_through(busy_api) -> None:
+    """`label_kind` tries the label a few times at the run's start (False: the server is
+    busy, it goes to the background), and the background call goes on through the 503s."""
+    from polyaxon_prefect.prefect.runs._run_record import _label
+
+    flow_run_id = uuid.uuid4()
+    key = f"PATCH /api/flow_runs/{flow_run_id}/labels"
+    assert _label(flow_run_id, "dag", attempts=BUSY_ANSWERS) is False
+    assert busy_api.seen[key] == BUSY_ANSWERS  # no more than it was given
+    assert _label(flow_run_id, "dag") is True
+    assert busy_api.bodies[-1] == (
+        "PATCH",
+        f"/api/flow_runs/{flow_run_id}/labels",
+        {"polyaxon.kind": "dag"},
+    )
