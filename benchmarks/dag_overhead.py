@@ -25,7 +25,9 @@ target: the chain at most 1.0x the hand-written flow, the fan-out at most 1.5x. 
 before each timed run is printed with the results (the machines are shared), and so is the CPU
 each side costs per op, in this process (all its threads, not the ops' processes) and in the
 test server (from the run's start to the end of the settle after it, Linux only): on a busy
-machine the wall times move by seconds from one run to the next, the CPU far less.
+machine the wall times move by seconds from one run to the next, the CPU far less. For each
+polyaxon run it prints the seconds before its first op and after its last (from the DAG's
+``ops.json``): a stall of seconds on a short DAG shows there.
 ``--profile SHAPE`` prints a CPU profile of one polyaxon run of that shape, over every thread
 the run starts (the artifacts' pool included). ``--params`` gives each op a param (each task
 of the hand-written flow has one), so that each op's params and outputs table is written: an
@@ -42,6 +44,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import cProfile
+import json
 import logging
 import os
 import pstats
@@ -52,6 +55,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -186,6 +190,10 @@ def main(argv: list[str] | None = None) -> int:
                 f"        {side:<8} runs: {runs} s; 503 back-offs: {int(sum(backoffs))}; "
                 f"load: {loads}"
             )
+        run_edges = results.get((shape, "polyaxon edges"))
+        if run_edges:
+            shown = ", ".join(f"{e:.2f}" for e in run_edges[1:])  # the warm-up's left out
+            print(f"        polyaxon before its first op and after its last: {shown} s")
         print("        CPU per op (medians; less sensitive to the load than the wall times):")
         for side in ("polyaxon", "prefect"):
             cpu = statistics.median(results[(shape, side + " cpu")]) / args.ops * 1000
@@ -227,10 +235,15 @@ def _measure(
         path = _dag_file(work, shape, args.ops, args.concurrency, command, args.params)
         hand = _hand_written(shape, args.ops, args.concurrency, command)
 
-        def ours(path: Path = path) -> None:
+        def ours(path: Path = path, shape: str = shape) -> None:
+            started = time.time()
             result = pp.run(path)
+            ended = time.time()
             if result.status != "succeeded":
                 raise SystemExit(f"the DAG failed: {result.message}")
+            edges = _edges(result.artifacts_path, started, ended)
+            if edges is not None:
+                results.setdefault((shape, "polyaxon edges"), []).append(edges)
 
         def theirs(hand: Any = hand) -> None:
             with local_run_settings():
@@ -245,7 +258,7 @@ def _measure(
             _profile_run(ours)
         time.sleep(args.settle)  # the server digests the warm-up's writes
         for round_ in range(args.runs):
-            order = [("polyaxon", ours), ("prefect", theirs)]
+            order: list[tuple[str, Callable[[], None]]] = [("polyaxon", ours), ("prefect", theirs)]
             if round_ % 2:
                 order.reverse()
             for side, fn in order:
@@ -261,6 +274,21 @@ def _measure(
                 if server is not None and (after := _server_cpu()) is not None:
                     results.setdefault((shape, side + " server"), []).append(after - server)
     return results
+
+
+def _edges(run_path: str | None, started: float, ended: float) -> float | None:
+    """Seconds of a run spent before its first op started plus after its last op ended (its
+    flow run's start and end, its views sent): from the DAG's own `ops.json`. A stall there
+    (a request waiting on a busy server) is a whole run's worth of ops on a short DAG."""
+    if run_path is None:
+        return None
+    try:
+        ops = json.loads((Path(run_path) / "ops.json").read_text()).values()
+        first = min(op["started_at"] for op in ops)
+        last = max(op["finished_at"] for op in ops)
+    except (OSError, ValueError, KeyError):
+        return None
+    return (first - started) + (ended - last)
 
 
 def _server_cpu() -> float | None:
